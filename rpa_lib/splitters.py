@@ -1,0 +1,116 @@
+"""Split a persona into chunks: Vanilla, ATS and ACTS (AMADEUS, "Adaptive Context-aware Text Splitter").
+
+- ``vanilla``: one fixed chunk length and overlap for every character (default 500 / 100 characters).
+- ``ats``: l_max = the character's longest paragraph, overlap l_o = l_max / 2 (Adaptive Text Splitter).
+- ``acts``: ATS, and each chunk's hierarchical context (its heading path) is put in front of its text.
+
+All three split each section (the body under one heading path) on its own with LangChain's
+``RecursiveCharacterTextSplitter`` (paragraphs first, then lines, sentences, words), so a chunk never mixes
+two heading paths and always has exactly one context. Lengths are in characters (the paper's length
+function phi; pass ``length_function`` to count tokens instead). Every chunk keeps the exact character
+offsets of its body in ``persona.md``.
+
+This module does not embed or index (see ``embeddings`` and ``index``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from rpa_lib.persona import Persona
+
+SPLITTERS = ("vanilla", "ats", "acts")
+VANILLA_LENGTH, VANILLA_OVERLAP = 500, 100
+_SEPARATORS = ["\n\n", "\n", ". ", "? ", "! ", "; ", ", ", " ", ""]
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A piece of a persona. ``text`` is what is embedded and shown to the LLM; ``body`` the source slice."""
+
+    id: str  # "frieren:acts:0007"
+    character: str
+    splitter: str
+    text: str
+    body: str
+    headings: tuple[str, ...]
+    start: int
+    end: int
+
+    @property
+    def context(self) -> str:
+        return " > ".join(self.headings)
+
+
+@dataclass(frozen=True)
+class SplitSettings:
+    splitter: str
+    chunk_length: int
+    overlap: int
+    with_context: bool
+
+
+def settings_for(persona: Persona, splitter: str, length: int | None = None, overlap: int | None = None,
+                 length_function: Callable[[str], int] = len) -> SplitSettings:
+    """The (length, overlap) a splitter uses for this persona. ``settings_for(p, "ats").overlap == l_max // 2``"""
+    if splitter not in SPLITTERS:
+        raise ValueError(f"unknown splitter {splitter!r}; choose one of {', '.join(SPLITTERS)}")
+    if splitter == "vanilla":
+        length = length or VANILLA_LENGTH
+        overlap = VANILLA_OVERLAP if overlap is None else overlap
+    else:
+        if length is not None or overlap is not None:
+            raise ValueError(f"{splitter} derives its length from the persona; pass length/overlap only to vanilla")
+        length = max(length_function(p.text) for p in persona.paragraphs)
+        overlap = length // 2
+    if not 0 <= overlap < length:
+        raise ValueError(f"overlap must be in [0, length): got length={length}, overlap={overlap}")
+    return SplitSettings(splitter, length, overlap, with_context=splitter == "acts")
+
+
+def split(persona: Persona, splitter: str = "acts", *, length: int | None = None, overlap: int | None = None,
+          length_function: Callable[[str], int] = len) -> list[Chunk]:
+    """Chunks of a persona, in document order. No chunk body is longer than the splitter's chunk length,
+    and with ATS/ACTS every paragraph lies whole inside at least one chunk.
+
+    >>> [c.id for c in split(load_persona("frieren"), "acts")][:2]
+    ['frieren:acts:0000', 'frieren:acts:0001']
+    """
+    from langchain_text_splitters import RecursiveCharacterTextSplitter
+
+    s = settings_for(persona, splitter, length, overlap, length_function)
+    # LangChain keeps a piece only if it is strictly shorter than chunk_size, hence the + 1.
+    text_splitter = RecursiveCharacterTextSplitter(
+        chunk_size=s.chunk_length + 1, chunk_overlap=s.overlap, length_function=length_function,
+        separators=_SEPARATORS, keep_separator=False, strip_whitespace=True,
+    )
+    chunks: list[Chunk] = []
+    for section in persona.sections:
+        # The section's paragraphs joined by exactly one blank line; `spans` maps offsets back to the source.
+        body_text, spans, at = "", [], 0
+        for par in section.paragraphs:
+            spans.append((at, par.start))
+            body_text += ("\n\n" if body_text else "") + par.text
+            at = len(body_text) + 2
+        context = " > ".join(section.headings)
+        cursor = 0
+        for piece in text_splitter.split_text(body_text):
+            found = body_text.find(piece, cursor)
+            if found < 0:  # the splitter only cuts, joins with the same separator, and strips
+                raise AssertionError(f"{persona.path}: chunk not found in its section {context!r}")
+            cursor = found + 1
+            start, end = _to_source(spans, found), _to_source(spans, found + len(piece) - 1) + 1
+            body = persona.source[start:end]
+            chunks.append(Chunk(
+                id=f"{persona.slug}:{splitter}:{len(chunks):04d}", character=persona.slug, splitter=splitter,
+                text=f"{context}\n{body}" if s.with_context else body,
+                body=body, headings=section.headings, start=start, end=end,
+            ))
+    return chunks
+
+
+def _to_source(spans: list[tuple[int, int]], offset: int) -> int:
+    """Map an offset in the normalized section body to the persona source."""
+    norm_start, src_start = max((span for span in spans if span[0] <= offset), key=lambda span: span[0])
+    return src_start + offset - norm_start
