@@ -73,6 +73,21 @@ class Questionnaire:
     def dimension(self, dim_id: str) -> Dimension:
         return next(d for d in self.dimensions if d.id == dim_id)
 
+    def subset(self, n: int | None) -> list[Item]:
+        """``n`` items balanced over dimensions and, within each, alternating keyed directions, in file order
+        (all items when ``n`` is None). ``load_questionnaire("mbti").subset(8)``: 2 per dichotomy, 1 each way."""
+        if n is None or n >= len(self.items):
+            return list(self.items)
+        per_dim = -(-n // len(self.dimensions))
+        chosen: set[str] = set()
+        for d in self.dimensions:
+            high = [i for i in self.items if i.dimension == d.id and i.keyed == "high"]
+            low = [i for i in self.items if i.dimension == d.id and i.keyed == "low"]
+            mixed = [x for pair in zip(high, low) for x in pair] + high[len(low):] + low[len(high):]
+            chosen |= {i.id for i in mixed[:per_dim]}
+        picked = [i for i in self.items if i.id in chosen]
+        return picked[:n] if len(picked) > n else picked
+
 
 def _dirs(data_dir: Path | None) -> Path:
     from rpa_lib.paths import DATA_DIR
@@ -103,6 +118,9 @@ def _read_qa(path: Path) -> tuple[list[QA], list[tuple[int | None, str]]]:
             obj = json.loads(line)
         except json.JSONDecodeError as e:
             problems.append((lineno, f"not valid JSON ({e.msg})"))
+            continue
+        if not isinstance(obj, dict):
+            problems.append((lineno, "not a JSON object"))
             continue
         missing = [k for k in ("id", "question", "answer", "attribute", "evidence") if k not in obj]
         if missing:
@@ -155,7 +173,7 @@ def _read_labels(path: Path) -> tuple[list[dict[str, str]], list[tuple[int | Non
 def load_questionnaire(name: str, data_dir: Path | None = None) -> Questionnaire:
     """``mbti`` or ``bigfive`` (any ``data/questionnaires/<name>.json``)."""
     path = _dirs(data_dir) / "questionnaires" / f"{name}.json"
-    q, problems = _read_questionnaire(path)
+    q, problems = _read_questionnaire(path, full=False)  # the item counts are the validator's (full) concern
     if problems:
         raise DataError(path, None, problems[0])
     return q
@@ -188,21 +206,16 @@ def _read_questionnaire(path: Path, full: bool = True) -> tuple[Questionnaire | 
         if n > 1:
             problems.append(f"item id {dup!r} appears {n} times")
     expected = QUESTIONNAIRE_ITEMS.get(q.name) if full else None
-    if not full:
-        for d in dims:
-            keyed = Counter(i.keyed for i in items if i.dimension == d.id)
-            if not keyed:
-                problems.append(f"dimension {d.id}: no items")
-    if expected:
-        total, per_dim = expected
-        if len(items) != total:
-            problems.append(f"{len(items)} items, expected {total}")
-        for d in dims:
-            keyed = Counter(i.keyed for i in items if i.dimension == d.id)
-            if sum(keyed.values()) != per_dim:
-                problems.append(f"dimension {d.id}: {sum(keyed.values())} items, expected {per_dim}")
-            if not keyed["high"] or not keyed["low"]:
-                problems.append(f"dimension {d.id}: items must be keyed both ways, found {dict(keyed)}")
+    if expected and len(items) != expected[0]:
+        problems.append(f"{len(items)} items, expected {expected[0]}")
+    for d in dims:
+        keyed = Counter(i.keyed for i in items if i.dimension == d.id)
+        if expected and sum(keyed.values()) != expected[1]:
+            problems.append(f"dimension {d.id}: {sum(keyed.values())} items, expected {expected[1]}")
+        if not keyed:
+            problems.append(f"dimension {d.id}: no items")
+        elif not keyed["high"] or not keyed["low"]:
+            problems.append(f"dimension {d.id}: items must be keyed both ways, found {dict(keyed)}")
     return q, problems
 
 
@@ -282,6 +295,29 @@ def _numbered(path: Path, items: list[QA]):
         if m:
             lines.setdefault(m.group(1), lineno)
     return [(lines.get(q.id), q) for q in items]
+
+
+def dataset_statistics(data_dir: Path | None = None, characters: list[str] | None = None):
+    """Two DataFrames for AMADEUS Figure 3: one row per character (length, paragraphs, sections, QA pairs per
+    attribute, longest paragraph) and one row per paragraph (character, attribute, depth, length)."""
+    import pandas as pd
+
+    chars_dir = _dirs(data_dir) / "characters"
+    names = {r["slug"]: r["name"] for r in load_labels(data_dir)} if (_dirs(data_dir) / "labels.csv").is_file() else {}
+    per_char, per_par = [], []
+    for slug in characters or list_characters(chars_dir):
+        persona = load_persona(slug, chars_dir)
+        qa = Counter(q.attribute for q in load_qa(slug, data_dir))
+        pars = persona.paragraphs
+        per_char.append({"character": slug, "name": names.get(slug, persona.name), "characters_written": len(persona.source),
+                         "paragraphs": len(pars), "sections": len(persona.sections),
+                         "max_depth": max(len(s.headings) for s in persona.sections) - 1,
+                         "longest_paragraph": persona.longest_paragraph,
+                         "median_paragraph": int(sorted(len(p.text) for p in pars)[len(pars) // 2]),
+                         "qa_pairs": sum(qa.values()), **{f"qa_{a}": qa[a] for a in ATTRIBUTES}})
+        per_par += [{"character": slug, "attribute": p.attribute, "depth": len(p.headings) - 1, "length": len(p.text)}
+                    for p in pars]
+    return pd.DataFrame(per_char), pd.DataFrame(per_par)
 
 
 def main(argv: list[str] | None = None) -> int:

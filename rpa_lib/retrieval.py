@@ -41,7 +41,9 @@ class Retriever:
         persona = load_persona(slug, characters_dir)
         chunks = split(persona, splitter, **split_args)
         if isinstance(embedder, str):
-            embedder = get_embedder(embedder, corpus=[c.text for c in chunks]) if embedder == "tfidf" else get_embedder(embedder)
+            # TF-IDF is fitted on the persona's paragraphs with their contexts: one vocabulary for all splitters.
+            corpus = [f"{p.context}\n{p.text}" for p in persona.paragraphs] if embedder == "tfidf" else None
+            embedder = get_embedder(embedder, corpus=corpus)
         texts = [c.text for c in chunks]
         safe_model = re.sub(r"[^A-Za-z0-9_.-]+", "_", embedder.model_id)
         folder = Path(index_root or index_dir()) / slug / splitter / safe_model
