@@ -11,8 +11,8 @@ parameters. This module computes nothing.
 from __future__ import annotations
 
 import json
-import re
 import platform
+import re
 import time
 from pathlib import Path
 

@@ -13,7 +13,14 @@ from __future__ import annotations
 
 from rpa_lib.methods.base import Call, Response, RoleplayMethod
 from rpa_lib.methods.gs import Selection, guided_selection
-from rpa_lib.methods.prompts import AE_KEYS, AE_SCHEMA, JUDGE_OPTIONS, extract_messages, judge_messages, respond_messages
+from rpa_lib.methods.prompts import (
+    AE_KEYS,
+    AE_SCHEMA,
+    JUDGE_OPTIONS,
+    extract_messages,
+    judge_messages,
+    respond_messages,
+)
 
 
 class Amadeus(RoleplayMethod):
