@@ -25,7 +25,7 @@ ATTRIBUTES = (
     "Social Relationships",
 )
 
-_HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$")
+_HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$")  # "### C#" keeps its "#"
 
 
 class PersonaError(ValueError):
@@ -124,9 +124,9 @@ def parse_persona(path: Path | str, slug: str | None = None) -> Persona:
     titles = [h for h in heading_lines if h[1] == 1]
     if len(titles) > 1:
         raise PersonaError(path, titles[1][0], "a second '#' title; only one is allowed (the character's name)")
-    before = text[: text.find("#")].strip()
-    if before:
-        raise PersonaError(path, 1, "text before the '#' title")
+    before = text[: heading_lines[0][2]]
+    if before.strip():
+        raise PersonaError(path, before[: len(before) - len(before.lstrip())].count("\n") + 1, "text before the '#' title")
 
     name = heading_lines[0][4]
     path_stack: list[str] = [name]

@@ -71,17 +71,15 @@ def settings_for(persona: Persona, splitter: str, length: int | None = None, ove
 
 def split(persona: Persona, splitter: str = "acts", *, length: int | None = None, overlap: int | None = None,
           length_function: Callable[[str], int] = len) -> list[Chunk]:
-    """Chunks of a persona, in document order. No chunk body is longer than the splitter's chunk length,
-    and with ATS/ACTS every paragraph lies whole inside at least one chunk.
+    """Chunks of a persona, in document order. No chunk body is longer than the splitter's chunk length
+    (counting one blank line between paragraphs, however many the source has), and with ATS/ACTS every
+    paragraph lies whole inside at least one chunk.
 
     >>> [c.id for c in split(load_persona("frieren"), "acts")][:2]
     ['frieren:acts:0000', 'frieren:acts:0001']
     """
-    from langchain_text_splitters import RecursiveCharacterTextSplitter
-
     s = settings_for(persona, splitter, length, overlap, length_function)
-    # LangChain keeps a piece only if it is strictly shorter than chunk_size, hence the + 1.
-    text_splitter = RecursiveCharacterTextSplitter(
+    text_splitter = _splitter_class()(
         chunk_size=s.chunk_length + 1, chunk_overlap=s.overlap, length_function=length_function,
         separators=_SEPARATORS, keep_separator=False, strip_whitespace=True,
     )
@@ -108,6 +106,23 @@ def split(persona: Persona, splitter: str = "acts", *, length: int | None = None
                 body=body, headings=section.headings, start=start, end=end,
             ))
     return chunks
+
+
+def _splitter_class():
+    """LangChain's splitter keeps a piece whole only if it is strictly shorter than ``chunk_size`` but merges pieces
+    up to ``chunk_size`` inclusive. We pass the chunk length + 1 (so a paragraph as long as l_max stays whole, for
+    any length function) and merge up to the chunk length itself (so no chunk is longer)."""
+    from langchain_text_splitters import RecursiveCharacterTextSplitter
+
+    class Splitter(RecursiveCharacterTextSplitter):
+        def _merge_splits(self, splits, separator):
+            self._chunk_size -= 1
+            try:
+                return super()._merge_splits(splits, separator)
+            finally:
+                self._chunk_size += 1
+
+    return Splitter
 
 
 def _to_source(spans: list[tuple[int, int]], offset: int) -> int:

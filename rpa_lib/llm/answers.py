@@ -1,0 +1,128 @@
+"""Turning model text into valid answers, and the instructions that ask for them.
+
+- :func:`match_option`: the allowed answer a text stands for (``"Yes."`` -> ``"yes"``), or None.
+- :func:`extract_json` / :func:`schema_error`: the first JSON object in a text, and why it breaks a schema.
+- :func:`choice_instruction`, :func:`schema_instruction`, :func:`with_instruction`: prompt suffixes.
+- :func:`schema_example`: a small object that satisfies a schema (the fake backends' answer).
+
+Pure functions: no model calls, no re-asking (``base`` decides when to re-ask).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+_TRIM = " \t\r\n\"'`*_.,;:!?()[]{}<>"
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"\s+", " ", text.strip(_TRIM)).lower()
+
+
+def match_option(text: str, options: list[str]) -> str | None:
+    """The option ``text`` answers with, else None. ``match_option("**Yes.**", ["yes", "no"]) == "yes"``
+
+    Tries, in order: the exact text; the text without quotes, markup and punctuation, ignoring case; a JSON
+    object ``{"answer": ...}``; the one option the text starts with (``"4 - agree"`` -> ``"4"``).
+    """
+    if text in options:
+        return text
+    by_norm = {_norm(o): o for o in options}
+    norm = _norm(text)
+    if norm in by_norm:
+        return by_norm[norm]
+    try:
+        answer = extract_json(text).get("answer")
+        if isinstance(answer, str | int | float) and _norm(str(answer)) in by_norm:
+            return by_norm[_norm(str(answer))]
+    except ValueError:
+        pass
+    starts = {o for n, o in by_norm.items() if n and re.match(re.escape(n) + r"(?![\w])", norm)}
+    return starts.pop() if len(starts) == 1 else None
+
+
+def extract_json(text: str) -> dict:
+    """The first JSON object in ``text`` (code fences and chatter around it are ignored); ValueError if none.
+    ``extract_json('Sure: {"a": 1} ok') == {"a": 1}``"""
+    decoder = json.JSONDecoder()
+    for match in re.finditer(r"\{", text):
+        try:
+            obj, _ = decoder.raw_decode(text, match.start())
+        except json.JSONDecodeError:
+            continue
+        if isinstance(obj, dict):
+            return obj
+    raise ValueError("no JSON object found in the reply")
+
+
+def schema_error(data: object, schema: dict) -> str | None:
+    """Why ``data`` breaks ``schema`` (one readable line), or None when it is valid."""
+    import jsonschema
+
+    validator = jsonschema.validators.validator_for(schema)(schema)
+    error = jsonschema.exceptions.best_match(validator.iter_errors(data))
+    if error is None:
+        return None
+    where = "/".join(str(p) for p in error.absolute_path) or "(root)"
+    return f"at {where}: {error.message}"
+
+
+def parse_structured(text: str, schema: dict, data: dict | None = None) -> tuple[dict | None, str | None]:
+    """``(dict, None)`` when ``text`` (or ``data``, if given) holds a valid object, else ``(None, problem)``."""
+    if data is None:
+        try:
+            data = extract_json(text)
+        except ValueError as exc:
+            return None, str(exc)
+    problem = schema_error(data, schema)
+    return (data, None) if problem is None else (None, problem)
+
+
+def choice_instruction(options: list[str]) -> str:
+    return "Answer with exactly one of: " + ", ".join(json.dumps(o, ensure_ascii=False) for o in options) + "."
+
+
+def schema_instruction(schema: dict) -> str:
+    return ("Reply with only a JSON object, no other text, that matches this JSON Schema:\n"
+            + json.dumps(schema, ensure_ascii=False))
+
+
+def with_instruction(messages: list[dict], instruction: str) -> list[dict]:
+    """``messages`` with ``instruction`` appended to the last user message (or as a new one)."""
+    messages = [dict(m) for m in messages]
+    if messages and messages[-1].get("role") == "user":
+        messages[-1]["content"] = f"{messages[-1]['content']}\n\n{instruction}"
+    else:
+        messages.append({"role": "user", "content": instruction})
+    return messages
+
+
+def schema_example(schema: dict, name: str = "value") -> object:
+    """A small value satisfying ``schema``: strings ``"fake <name>"``, numbers at their minimum or 0, the first
+    enum value, arrays of ``minItems`` elements. ``schema_example({"type": "integer", "minimum": 1}) == 1``"""
+    if "const" in schema:
+        return schema["const"]
+    if "enum" in schema:
+        return schema["enum"][0]
+    for key in ("anyOf", "oneOf", "allOf"):
+        if key in schema:
+            return schema_example(schema[key][0], name)
+    kind = schema.get("type", "object" if "properties" in schema else "string")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "null")
+    if kind == "object":
+        props = schema.get("properties", {})
+        return {k: schema_example(v, k) for k, v in props.items()}
+    if kind == "array":
+        return [schema_example(schema.get("items", {}), name) for _ in range(schema.get("minItems", 0))]
+    if kind in ("number", "integer"):
+        low = schema.get("minimum", schema.get("exclusiveMinimum", 0))
+        low = low + 1 if "exclusiveMinimum" in schema and "minimum" not in schema else low
+        return int(low) if kind == "integer" else float(low)
+    if kind == "boolean":
+        return False
+    if kind == "null":
+        return None
+    text = f"fake {name}"
+    return text.ljust(schema.get("minLength", 0), "x")[: schema.get("maxLength", len(text) + 10**6)]

@@ -1,0 +1,227 @@
+"""``LLM``: the one interface every backend shares (chat, choose, structured, map, usage), and its machinery.
+
+A public call builds a request, looks it up in the cache, otherwise asks the backend (retrying transient
+faults), checks the answer (an allowed option, or a JSON object valid against the schema), re-asks a bounded
+number of times when it is not, stores the reply and records usage. Backends subclass ``LLM`` and implement
+only the round trips ``_chat``, ``_choose`` and ``_structured`` (each returns a :class:`Raw` and raises
+:class:`Transient` for faults worth retrying).
+
+This module does not talk to any model, read settings or know any credential.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+from rpa_lib.llm.answers import match_option, parse_structured
+from rpa_lib.llm.cache import open_cache, request_key
+from rpa_lib.llm.concurrency import run_map
+from rpa_lib.llm.reply import LLMError, Outcome, Raw, Reply
+from rpa_lib.llm.retry import RetryPolicy, Transient, call_with_retries
+from rpa_lib.llm.usage import Price, Usage
+
+_ROLES = ("system", "user", "assistant")
+
+
+@dataclass(frozen=True)
+class Request:
+    """Everything that determines a reply; exactly what the cache key is made of (with backend and model)."""
+
+    kind: str  # "chat" | "choose" | "structured"
+    messages: list[dict]
+    temperature: float = 0.0
+    max_tokens: int = 256
+    seed: int = 0
+    sample: int = 0
+    options: list[str] | None = None
+    schema: dict | None = None
+
+
+def sample_seed(seed: int, sample: int) -> int:
+    """The seed a backend uses for sample ``sample`` of seed ``seed``. ``sample_seed(7, 0) == 7``"""
+    if sample == 0:
+        return seed
+    return int.from_bytes(hashlib.sha256(f"{seed}:{sample}".encode()).digest()[:4], "big") >> 1
+
+
+def _checked(messages: list[dict]) -> list[dict]:
+    if not messages:
+        raise ValueError("messages is empty")
+    for m in messages:
+        if m.get("role") not in _ROLES or not isinstance(m.get("content"), str):
+            raise ValueError(f"bad message {m!r}: need role in {_ROLES} and a str content")
+    return [{"role": m["role"], "content": m["content"]} for m in messages]
+
+
+def _call_name(kind: str, name: str | None, messages: list[dict]) -> str:
+    """``chat call 'Who are you?'``: the given name, else the first 60 characters of the last user message."""
+    if name is None:
+        last = next((m["content"] for m in reversed(messages) if m["role"] == "user"), messages[-1]["content"])
+        name = " ".join(last.split())[:60]
+    return f"{kind} call {name!r}"
+
+
+def _reask(messages: list[dict], answer: str, problem: str) -> list[dict]:
+    return [*messages, {"role": "assistant", "content": answer},
+            {"role": "user", "content": f"That reply was not valid: {problem}. Please answer again."}]
+
+
+class _Spent:
+    """Tokens of every round trip of one call (re-asks included)."""
+
+    def __init__(self) -> None:
+        self.prompt_tokens = self.completion_tokens = 0
+
+
+class LLM:
+    """The interface. Subclasses set ``backend``, ``label``, ``model_id`` (and ``price``) before ``__init__``."""
+
+    backend = "base"  # backend kind, part of the cache key: "openai" | "local" | "fake"
+    label = "llm"  # for figures and tables
+    model_id = "base"  # for cache keys; never contains a secret
+    max_workers = 1
+    price: Price | None = None
+
+    def __init__(self, *, cache: Any = True, max_workers: int | None = None, retry: RetryPolicy | None = None):
+        self._cache = open_cache(cache)
+        self.retry = retry or RetryPolicy()
+        if max_workers is not None:
+            self.max_workers = max_workers
+        self._usage = Usage(self.label, self.model_id, self.price)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.label!r}, cache={self._cache!r})"
+
+    # ---- the public interface -------------------------------------------------------------------------------
+
+    def chat(self, messages: list[dict], *, temperature: float = 0.0, max_tokens: int = 256, seed: int = 0,
+             sample: int = 0, name: str | None = None) -> Reply:
+        """A free-text reply."""
+        req = Request("chat", _checked(messages), temperature, max_tokens, seed, sample)
+        return self._call(req, name, lambda what, spent: self._run_chat(req, what, spent))
+
+    def choose(self, messages: list[dict], options: list[str], *, seed: int = 0, sample: int = 0,
+               max_retries: int = 2, name: str | None = None) -> Reply:
+        """Exactly one of ``options`` (``Reply.text``); re-asks up to ``max_retries`` times, then LLMError."""
+        options = [str(o) for o in options]
+        if not options or len(set(options)) != len(options):
+            raise ValueError(f"options must be non-empty and distinct: {options!r}")
+        req = Request("choose", _checked(messages), 0.0, 0, seed, sample, options=options)
+        return self._call(req, name, lambda what, spent: self._run_choose(req, what, spent, max_retries))
+
+    def structured(self, messages: list[dict], schema: dict, *, max_tokens: int = 512, max_retries: int = 2,
+                   seed: int = 0, sample: int = 0, temperature: float = 0.0, name: str | None = None) -> Reply:
+        """A JSON object valid against ``schema`` (``Reply.data``); re-asks up to ``max_retries``, then LLMError."""
+        req = Request("structured", _checked(messages), temperature, max_tokens, seed, sample, schema=schema)
+        return self._call(req, name, lambda what, spent: self._run_structured(req, what, spent, max_retries))
+
+    def map(self, fn: Callable[[Any], Any], items: Iterable[Any], *, desc: str = "llm", workers: int | None = None,
+            progress: bool = True) -> list[Outcome]:
+        """``fn(item)`` for every item, ``workers`` (default ``max_workers``) at a time, in input order."""
+        return run_map(fn, items, workers=workers or self.max_workers, desc=desc, progress=progress)
+
+    @property
+    def usage(self) -> Usage:
+        return self._usage
+
+    def reset_usage(self) -> None:
+        self._usage.reset()
+
+    # ---- backend hooks ----------------------------------------------------------------------------------------
+
+    def _chat(self, req: Request) -> Raw:
+        raise NotImplementedError
+
+    def _choose(self, req: Request) -> Raw:
+        raise NotImplementedError
+
+    def _structured(self, req: Request) -> Raw:
+        raise NotImplementedError
+
+    def _key_extra(self) -> dict:
+        """Backend settings that change replies (e.g. how choices are constrained); part of the cache key."""
+        return {}
+
+    def _scrub(self, text: str) -> str:
+        """``text`` with any credential removed; backends that hold one override this."""
+        return text
+
+    # ---- machinery --------------------------------------------------------------------------------------------
+
+    def _call(self, req: Request, name: str | None, run: Callable[[str, _Spent], dict]) -> Reply:
+        what = _call_name(req.kind, name, req.messages)
+        fields = {"backend": self.backend, "model": self.model_id, **asdict(req), "extra": self._key_extra()}
+        key = request_key(fields)
+        start = time.monotonic()
+        hit = self._cache.get(key) if self._cache is not None else None
+        if hit is not None:
+            end = time.monotonic()
+            self._usage.record_call(start, end, cached=True)
+            return Reply(hit["text"], hit.get("data"), True, 0, 0, end - start, req.kind, self.model_id,
+                         hit.get("scores"))
+        spent = _Spent()
+        try:
+            answer = run(what, spent)
+        except Exception:
+            self._usage.record_call(start, time.monotonic(), error=True)
+            raise
+        end = time.monotonic()
+        reply = Reply(answer["text"], answer.get("data"), False, spent.prompt_tokens, spent.completion_tokens,
+                      end - start, req.kind, self.model_id, answer.get("scores"))
+        if self._cache is not None:
+            stored = {"text": reply.text, "data": reply.data, "scores": reply.scores,
+                      "prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens,
+                      "seconds": round(reply.seconds, 3)}
+            self._cache.put(key, fields, stored)
+        self._usage.record_call(start, end)
+        return reply
+
+    def _round_trip(self, hook: Callable[[Request], Raw], req: Request, what: str, spent: _Spent) -> Raw:
+        """One backend round trip with retries; any non-transient failure becomes an LLMError naming the call."""
+
+        def attempt() -> Raw:
+            try:
+                return hook(req)
+            except Transient:
+                raise
+            except Exception as exc:
+                cause = str(exc) if isinstance(exc, LLMError) else f"{type(exc).__name__}: {exc}"
+                raise LLMError(f"{what}: {self._scrub(cause)}") from exc
+
+        raw = call_with_retries(attempt, self.retry, what, on_retry=self._usage.record_retry)
+        spent.prompt_tokens += raw.prompt_tokens
+        spent.completion_tokens += raw.completion_tokens
+        self._usage.record_request(raw.prompt_tokens, raw.completion_tokens)
+        return raw
+
+    def _run_chat(self, req: Request, what: str, spent: _Spent) -> dict:
+        return {"text": self._round_trip(self._chat, req, what, spent).text}
+
+    def _run_choose(self, req: Request, what: str, spent: _Spent, max_retries: int) -> dict:
+        asked = req
+        for attempt in range(max_retries + 1):
+            raw = self._round_trip(self._choose, asked, what, spent)
+            choice = match_option(raw.text, req.options or [])
+            if choice is not None:
+                return {"text": choice, "scores": raw.scores}
+            problem = f"{raw.text[:80]!r} is not one of {req.options!r}"
+            if attempt < max_retries:
+                self._usage.record_reask()
+                asked = replace(asked, messages=_reask(asked.messages, raw.text, problem))
+        raise LLMError(f"{what}: no allowed answer after {max_retries + 1} attempts: {problem}")
+
+    def _run_structured(self, req: Request, what: str, spent: _Spent, max_retries: int) -> dict:
+        asked = req
+        for attempt in range(max_retries + 1):
+            raw = self._round_trip(self._structured, asked, what, spent)
+            data, problem = parse_structured(raw.text, req.schema or {}, raw.data)
+            if data is not None:
+                return {"text": raw.text, "data": data}
+            if attempt < max_retries:
+                self._usage.record_reask()
+                asked = replace(asked, messages=_reask(asked.messages, raw.text, problem or "invalid"))
+        raise LLMError(f"{what}: no valid JSON object after {max_retries + 1} attempts: {problem}")

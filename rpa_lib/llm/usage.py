@@ -1,0 +1,133 @@
+"""Running totals of what an LLM spent: calls, cache hits, tokens, time, and an estimated cost in USD.
+
+Cost comes from a small dated price table (USD per million tokens, standard tier, no batch or cached-input
+discount, so it is an upper bound); models not in it (local, fake, self-hosted) cost ``None``. Cache hits cost
+nothing. This module does not count tokens itself (backends report them) and holds no credentials: ``to_dict``
+is safe to save next to results.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+PRICES_AS_OF = "2025-04-14"  # openai.com/api/pricing on the day gpt-4.1 was released
+
+
+@dataclass(frozen=True)
+class Price:
+    """USD per million tokens. ``Price(2.00, 8.00).cost(1000, 100) == 0.0028``"""
+
+    input: float
+    output: float
+
+    def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
+        return (prompt_tokens * self.input + completion_tokens * self.output) / 1e6
+
+
+PRICES = {
+    "gpt-4.1": Price(2.00, 8.00),
+    "gpt-4.1-mini": Price(0.40, 1.60),
+    "gpt-4.1-nano": Price(0.10, 0.40),
+    "gpt-4o": Price(2.50, 10.00),
+    "gpt-4o-mini": Price(0.15, 0.60),
+}
+
+
+def price_for(model: str) -> Price | None:
+    """The price of ``model`` or of its dated snapshot. ``price_for("gpt-4.1-2025-04-14") == PRICES["gpt-4.1"]``"""
+    if model in PRICES:
+        return PRICES[model]
+    base = re.sub(r"-\d{4}-\d{2}-\d{2}$", "", model)
+    return PRICES.get(base)
+
+
+class Usage:
+    """Thread-safe totals since creation or ``reset()``. ``calls`` counts every call, cache hits included;
+    ``requests`` counts backend round trips (re-asks included, retried faults not)."""
+
+    def __init__(self, label: str = "", model_id: str = "", price: Price | None = None):
+        self.label, self.model_id, self.price = label, model_id, price
+        self._lock = threading.Lock()
+        self.reset()
+
+    def reset(self) -> None:
+        with self._lock:
+            self.calls = self.cache_hits = self.errors = 0
+            self.requests = self.retries = self.reasks = 0
+            self.prompt_tokens = self.completion_tokens = 0
+            self.call_seconds = 0.0
+            self._first: float | None = None
+            self._last: float | None = None
+
+    def record_call(self, start: float, end: float, *, cached: bool = False, error: bool = False) -> None:
+        """One public call that ran from ``start`` to ``end`` (``time.monotonic`` values)."""
+        with self._lock:
+            self.calls += 1
+            self.cache_hits += cached
+            self.errors += error
+            self.call_seconds += end - start
+            self._first = start if self._first is None else min(self._first, start)
+            self._last = end if self._last is None else max(self._last, end)
+
+    def record_request(self, prompt_tokens: int, completion_tokens: int) -> None:
+        with self._lock:
+            self.requests += 1
+            self.prompt_tokens += prompt_tokens
+            self.completion_tokens += completion_tokens
+
+    def record_retry(self) -> None:
+        with self._lock:
+            self.retries += 1
+
+    def record_reask(self) -> None:
+        with self._lock:
+            self.reasks += 1
+
+    @property
+    def wall_seconds(self) -> float:
+        """From the start of the first call to the end of the last (concurrent calls overlap)."""
+        if self._first is None or self._last is None:
+            return 0.0
+        return self._last - self._first
+
+    @property
+    def cost_usd(self) -> float | None:
+        return None if self.price is None else self.price.cost(self.prompt_tokens, self.completion_tokens)
+
+    def to_dict(self) -> dict:
+        with self._lock:
+            out = {
+                "label": self.label, "model": self.model_id,
+                "calls": self.calls, "cache_hits": self.cache_hits, "errors": self.errors,
+                "requests": self.requests, "retries": self.retries, "reasks": self.reasks,
+                "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
+                "wall_seconds": round(self.wall_seconds, 3), "call_seconds": round(self.call_seconds, 3),
+            }
+        out["cost_usd"] = None if self.cost_usd is None else round(self.cost_usd, 6)
+        out["prices_as_of"] = PRICES_AS_OF if self.price is not None else None
+        return out
+
+    def summary(self) -> str:
+        """One line, e.g. ``gpt-4.1 (openai): 120 calls (80 cached, 0 failed), 12,345 + 2,345 tokens, ...``"""
+        d = self.to_dict()
+        cost = "cost unknown" if d["cost_usd"] is None else f"~${d['cost_usd']:.4f} (prices of {PRICES_AS_OF})"
+        return (f"{d['label'] or d['model']}: {d['calls']} calls ({d['cache_hits']} cached, {d['errors']} failed), "
+                f"{d['prompt_tokens']:,} prompt + {d['completion_tokens']:,} completion tokens, "
+                f"{d['retries']} retries, {d['reasks']} re-asks, {d['wall_seconds']:.1f} s, {cost}")
+
+    def __repr__(self) -> str:
+        return f"Usage({self.summary()})"
+
+
+def save_usage(llm, path: str | Path) -> Path:
+    """Write ``llm.usage.to_dict()`` (plus the time it was written) as JSON to ``path``; return the path."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = {**llm.usage.to_dict(), "written": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    return path

@@ -1,0 +1,76 @@
+"""Shared test setup. Every test runs offline, with the embedding/LLM caches and the indexes in its own
+``tmp_path``, so no test reads or writes ``results/cache`` and tests cannot see each other's caches.
+
+Helpers for the fixture dataset (``tests/fixtures/data``: two small characters, labels, questionnaires):
+``fixture_data`` (read-only), ``data_copy`` (a writable copy to break) and ``write_persona``.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+FIXTURE_DATA = Path(__file__).resolve().parent / "fixtures" / "data"
+
+
+def _isolate(mp: pytest.MonkeyPatch, root: Path) -> None:
+    # A developer's real key, endpoint or .env must never make a test call a real API.
+    for name in ("RPA_LLM_MODEL", "RPA_LLM_BASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        mp.delenv(name, raising=False)
+    mp.setattr("rpa_lib.llm.config.DOTENV", root / ".env")
+    mp.setenv("RPA_CACHE_DIR", str(root / "cache"))
+    mp.setenv("RPA_INDEX_DIR", str(root / "indexes"))
+    mp.setenv("HF_HUB_OFFLINE", "1")
+    mp.setenv("TRANSFORMERS_OFFLINE", "1")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _offline_session(tmp_path_factory):
+    """The same for session- and module-scoped fixtures, which are set up before the per-test fixture below."""
+    with pytest.MonkeyPatch.context() as mp:
+        _isolate(mp, tmp_path_factory.mktemp("session"))
+        yield
+
+
+@pytest.fixture(autouse=True)
+def _offline_and_isolated(tmp_path, monkeypatch):
+    """Caches and indexes under ``tmp_path``; no LLM settings from the environment; Hugging Face stays offline."""
+    _isolate(monkeypatch, tmp_path)
+
+
+@pytest.fixture
+def fixture_data() -> Path:
+    """The fixture dataset folder (``data_dir`` layout). Do not write into it; use ``data_copy``."""
+    return FIXTURE_DATA
+
+
+@pytest.fixture
+def fixture_characters_dir() -> Path:
+    return FIXTURE_DATA / "characters"
+
+
+@pytest.fixture
+def data_copy(tmp_path) -> Path:
+    """A writable copy of the fixture dataset at ``tmp_path/data``."""
+    return Path(shutil.copytree(FIXTURE_DATA, tmp_path / "data"))
+
+
+@pytest.fixture
+def write_persona(tmp_path):
+    """Write ``persona.md`` (str or bytes) into ``tmp_path/characters/<slug>/`` and return its path.
+
+    ``write_persona("# Ada\\n...", slug="ada").parent.parent`` is a ``characters_dir``.
+    """
+
+    def write(content: str | bytes, slug: str = "someone") -> Path:
+        path = tmp_path / "characters" / slug / "persona.md"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content, encoding="utf-8")
+        return path
+
+    return write

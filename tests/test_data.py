@@ -1,0 +1,245 @@
+"""The dataset validator and loaders: every problem reported with its file (and line), on a broken copy of the
+fixture dataset; the command line's exit status; and the repository's own data/."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rpa_lib import paths
+from rpa_lib.data import DataError, dataset_statistics, load_labels, load_qa, load_questionnaire, main, validate
+
+ADA = "ada-lindqvist"
+
+
+def qa_path(data_dir: Path, slug: str = ADA) -> Path:
+    return data_dir / "characters" / slug / "qa.jsonl"
+
+
+def edit_qa(data_dir: Path, lineno: int, slug: str = ADA, **changes) -> Path:
+    """Change fields of the QA object on line ``lineno`` (1-based), keeping every other line as it is."""
+    path = qa_path(data_dir, slug)
+    lines = path.read_text(encoding="utf-8").split("\n")
+    lines[lineno - 1] = json.dumps({**json.loads(lines[lineno - 1]), **changes})
+    path.write_text("\n".join(lines), encoding="utf-8")
+    return path
+
+
+def replace_line(path: Path, lineno: int, new: str) -> None:
+    lines = path.read_text(encoding="utf-8").split("\n")
+    lines[lineno - 1] = new
+    path.write_text("\n".join(lines), encoding="utf-8")
+
+
+def edit_questionnaire(data_dir: Path, name: str, fn) -> Path:
+    path = data_dir / "questionnaires" / f"{name}.json"
+    obj = json.loads(path.read_text())
+    fn(obj)
+    path.write_text(json.dumps(obj, indent=1))
+    return path
+
+
+# ---------------------------------------------------------------- valid data
+
+
+def test_fixtures_are_valid(fixture_data):
+    assert validate(fixture_data, full=False) == []
+
+
+def test_fixtures_fail_the_full_counts(fixture_data):
+    """``full=True`` adds the dataset-wide counts, which two 6-question fixture characters cannot meet."""
+    problems = validate(fixture_data, full=True)
+    qa = qa_path(fixture_data)
+    assert f"{qa}: 6 QA pairs, expected 30" in problems
+    assert any("characters in all personas, expected at least" in p for p in problems)
+    assert any(p.startswith(str(fixture_data / "questionnaires" / "mbti.json")) and "8 items, expected 60" in p
+               for p in problems)
+
+
+def test_real_dataset_is_valid():
+    """The repository's data/ passes the full validator (counts included): 15 characters, 30 QA each, labels,
+    questionnaires with 60 / 120 balanced items."""
+    problems = validate(paths.DATA_DIR, full=True)
+    assert problems == [], "\n".join(problems)
+
+
+def test_loaders_on_fixtures(fixture_data):
+    qa = load_qa(ADA, fixture_data)
+    assert [q.id for q in qa] == [f"{ADA}-{i:02d}" for i in range(1, 7)]
+    assert qa[0].attribute == "Demographic Information" and isinstance(qa[0].evidence, tuple)
+    assert [r["slug"] for r in load_labels(fixture_data)] == ["ada-lindqvist", "bram-okafor"]
+    mbti = load_questionnaire("mbti", fixture_data)
+    assert (mbti.points, mbti.midpoint, len(mbti.items)) == (7, 4.0, 8)
+    assert mbti.dimension("EI").high == "E"
+
+
+def test_dataset_statistics(fixture_data):
+    per_char, per_par = dataset_statistics(fixture_data)
+    assert per_char.character.tolist() == ["ada-lindqvist", "bram-okafor"]
+    assert per_char.qa_pairs.tolist() == [6, 6]
+    assert per_char.set_index("character").paragraphs["ada-lindqvist"] == 13
+    assert len(per_par) == per_char.paragraphs.sum()
+    assert per_char.longest_paragraph.tolist() == per_par.groupby("character", sort=False).length.max().tolist()
+
+
+# ---------------------------------------------------------------- problems, each with file and line
+
+
+def test_evidence_not_found_verbatim(data_copy):
+    path = edit_qa(data_copy, 3, evidence=["I believe a promise to strangers weighs more than gold."])
+    problems = validate(data_copy, full=False)
+    assert len(problems) == 1
+    assert problems[0].startswith(f"{path}:3: evidence of {ADA}-03 not found verbatim in persona.md")
+
+
+def test_bad_json_line(data_copy):
+    path = qa_path(data_copy)
+    replace_line(path, 2, '{"id": "ada-lindqvist-02", "question": "unterminated')
+    problems = validate(data_copy, full=False)
+    assert [p for p in problems if p.startswith(f"{path}:2: not valid JSON")], problems
+    with pytest.raises(DataError) as info:
+        load_qa(ADA, data_copy)
+    assert (info.value.path, info.value.line) == (path, 2)
+
+
+@pytest.mark.parametrize("line", ["42", "[1, 2]", '"a string"', "null"])
+def test_json_line_that_is_not_an_object(data_copy, line):
+    path = qa_path(data_copy)
+    replace_line(path, 5, line)
+    problems = validate(data_copy, full=False)
+    assert f"{path}:5: not a JSON object" in problems
+
+
+def test_unknown_attribute(data_copy):
+    path = edit_qa(data_copy, 2, attribute="Hobbies")
+    assert validate(data_copy, full=False) == [f"{path}:2: unknown attribute 'Hobbies'"]
+
+
+def test_missing_field(data_copy):
+    path = qa_path(data_copy)
+    obj = json.loads(path.read_text().split("\n")[3])
+    del obj["answer"]
+    replace_line(path, 4, json.dumps(obj))
+    assert validate(data_copy, full=False) == [f"{path}:4: missing field(s): answer"]
+
+
+def test_duplicate_id(data_copy):
+    path = edit_qa(data_copy, 4, id=f"{ADA}-01")
+    problems = validate(data_copy, full=False)
+    assert f"{path}:4: duplicate id '{ADA}-01' (first at line 1)" in problems
+
+
+@pytest.mark.parametrize("column,value", [("mbti", "XXXX"), ("mbti", "istj"), ("sloan", "RCOA"), ("sloan", "ABCDE")])
+def test_bad_label_type(data_copy, column, value):
+    path = data_copy / "labels.csv"
+    header, *rows = path.read_text().strip().split("\n")
+    cols = header.split(",")
+    cells = rows[1].split(",")
+    cells[cols.index(column)] = value
+    rows[1] = ",".join(cells)
+    path.write_text("\n".join([header, *rows]) + "\n")
+    assert validate(data_copy, full=False) == [f"{path}:3: {column} '{value}' of 'bram-okafor' is not a valid type"]
+
+
+def test_labels_and_folders_disagree(data_copy):
+    path = data_copy / "labels.csv"
+    text = path.read_text().replace("bram-okafor,", "bram-okafor-typo,")
+    path.write_text(text)
+    problems = validate(data_copy, full=False)
+    assert f"{path}: no row for character 'bram-okafor'" in problems
+    assert any(p.startswith(f"{path}: row for 'bram-okafor-typo' but no folder") for p in problems)
+
+
+def test_questionnaire_keyed_only_one_way(data_copy):
+    def all_high(q):
+        for item in q["items"]:
+            if item["dimension"] == "EI":
+                item["keyed"] = "high"
+
+    path = edit_questionnaire(data_copy, "mbti", all_high)
+    problems = validate(data_copy, full=False)
+    assert len(problems) == 1 and problems[0].startswith(f"{path}: dimension EI: items must be keyed both ways")
+    with pytest.raises(DataError, match="dimension EI: items must be keyed both ways"):
+        load_questionnaire("mbti", data_copy)
+
+
+def test_questionnaire_item_problems(data_copy):
+    def break_items(q):
+        q["items"][0]["dimension"] = "XY"
+        q["items"][1]["keyed"] = "sideways"
+        q["items"][2]["id"] = q["items"][3]["id"]
+        q["scale"]["labels"] = q["scale"]["labels"][:3]
+
+    path = edit_questionnaire(data_copy, "bigfive", break_items)
+    problems = [p for p in validate(data_copy, full=False) if p.startswith(f"{path}: ")]
+    text = "\n".join(problems)
+    for words in ["scale has 5 points but 3 labels", "item bf-001: unknown dimension 'XY'",
+                  "item bf-002: keyed must be 'high' or 'low', not 'sideways'", "item id 'bf-004' appears 2 times"]:
+        assert words in text
+
+
+def test_malformed_questionnaire_json(data_copy):
+    path = data_copy / "questionnaires" / "mbti.json"
+    path.write_text('{"name": "mbti",\n  "scale": oops}')
+    problems = validate(data_copy, full=False)
+    assert problems == [f"{path}: not valid JSON at line 2 (Expecting value)"]
+
+
+def test_all_problems_are_collected(data_copy):
+    """The validator reports every problem at once (loaders stop at the first)."""
+    edit_qa(data_copy, 2, attribute="Hobbies")
+    edit_qa(data_copy, 5, slug="bram-okafor", evidence=["not in the persona"])
+    (data_copy / "characters" / "carol").mkdir()
+    problems = validate(data_copy, full=False)
+    assert any(p.startswith(f"{qa_path(data_copy)}:2: unknown attribute") for p in problems)
+    assert any(p.startswith(f"{qa_path(data_copy, 'bram-okafor')}:5: evidence of bram-okafor-05") for p in problems)
+    assert f"{data_copy / 'characters' / 'carol' / 'persona.md'}: character folder has no persona.md" in problems
+    assert f"{data_copy / 'labels.csv'}: no row for character 'carol'" in problems
+
+
+def test_persona_errors_reach_the_validator(data_copy):
+    persona = data_copy / "characters" / ADA / "persona.md"
+    persona.write_text(persona.read_text().replace("## Activity", "## Hobbies"))
+    problems = validate(data_copy, full=False)
+    assert problems == [f"{persona}:13: unknown attribute heading 'Hobbies'; expected one of "
+                        "Demographic Information, Activity, Belief and Value, Psychological Traits, "
+                        "Skill and Expertise, Social Relationships"]
+
+
+def test_one_character_only(data_copy):
+    edit_qa(data_copy, 2, slug="bram-okafor", attribute="Hobbies")
+    assert validate(data_copy, characters=[ADA], full=False) == []
+    assert len(validate(data_copy, characters=["bram-okafor"], full=False)) == 1
+
+
+# ---------------------------------------------------------------- command line
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "rpa_lib.data", "validate", *args], capture_output=True, text=True,
+                          cwd=paths.ROOT, timeout=60)
+
+
+def test_cli_ok_on_fixtures(fixture_data):
+    r = _cli("--data-dir", str(fixture_data), "--no-counts")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.strip().endswith(f"OK: 2 character(s) checked in {fixture_data}, 0 problem(s)")
+
+
+def test_cli_fails_on_a_broken_copy(data_copy):
+    path = edit_qa(data_copy, 2, attribute="Hobbies")
+    r = _cli("--data-dir", str(data_copy), "--no-counts")
+    assert r.returncode == 1
+    assert f"{path}:2: unknown attribute 'Hobbies'" in r.stdout
+    assert "FAILED: 2 character(s) checked" in r.stdout
+
+
+def test_main_returns_the_exit_status(data_copy, capsys):
+    assert main(["validate", "--data-dir", str(data_copy), "--no-counts", "--character", ADA]) == 0
+    edit_qa(data_copy, 1, evidence=["nowhere"])
+    assert main(["validate", "--data-dir", str(data_copy), "--no-counts", "--character", ADA]) == 1
+    assert "FAILED: 1 character(s) checked" in capsys.readouterr().out

@@ -1,0 +1,186 @@
+"""The numbered notebooks: one well-formed ``parameters`` cell each, every profile parameter declared where it is
+sent, and the runner executing all of them with the smoke profile (fixture data, fake LLM, hashing embedder).
+
+The smoke run takes a few seconds a notebook (one kernel start each); it runs once for the module.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+from pathlib import Path
+
+import nbformat
+import pandas as pd
+import papermill
+import pytest
+
+from rpa_lib import paths, reproduce
+
+NOTEBOOKS = sorted(paths.NOTEBOOKS_DIR.glob("[0-9][0-9]_*.ipynb"))
+PROFILES = sorted(paths.PROFILES_DIR.glob("*.yaml"))
+ASSIGNMENT = re.compile(r"^([A-Za-z_]\w*)\s*(?::[^=]+)?=(?!=)")
+
+
+def parameter_cells(path: Path) -> list:
+    nb = nbformat.read(path, as_version=4)
+    return [c for c in nb.cells if "parameters" in c.get("metadata", {}).get("tags", [])]
+
+
+def test_there_are_numbered_notebooks():
+    assert [p.name for p in NOTEBOOKS][:2] == ["01_dataset.ipynb", "02_similarity_scores.ipynb"]
+    assert len({p.name[:2] for p in NOTEBOOKS}) == len(NOTEBOOKS), "two notebooks share a number"
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_one_parameters_cell_that_papermill_reads(notebook):
+    cells = parameter_cells(notebook)
+    assert len(cells) == 1, f"{notebook.name}: {len(cells)} cells tagged 'parameters', expected exactly one"
+    assert cells[0].cell_type == "code"
+    assigned = {m.group(1): line for line in cells[0].source.split("\n") if (m := ASSIGNMENT.match(line))}
+    assert assigned, f"{notebook.name}: the parameters cell assigns nothing"
+    declared = papermill.inspect_notebook(str(notebook))
+    # papermill skips, with only a log line, an assignment it cannot parse (e.g. one with '=' in its comment):
+    # the runner would then drop that parameter silently.
+    unread = {name: line for name, line in assigned.items() if name not in declared}
+    assert not unread, f"{notebook.name}: papermill cannot read these parameter lines: {list(unread.values())}"
+    for name, info in declared.items():
+        assert info["help"], f"{notebook.name}: parameter {name!r} has no comment"
+        ast.literal_eval(info["default"])  # a literal (derived values belong in the next cell)
+
+
+@pytest.mark.parametrize("profile", PROFILES, ids=[p.stem for p in PROFILES])
+def test_profile_parameters_are_declared_by_their_notebooks(profile):
+    """A parameter sent to one named notebook must exist there (the runner drops undeclared ones silently)."""
+    settings = reproduce.load_profile(profile.stem)
+    by_stem = {p.stem: p for p in NOTEBOOKS}
+    for stem, params in (settings.get("notebooks") or {}).items():
+        assert stem in by_stem, f"{profile.name}: no notebook {stem}"
+        declared = papermill.inspect_notebook(str(by_stem[stem]))
+        missing = set(params or {}) - set(declared)
+        assert not missing, f"{profile.name}: {stem} declares no parameter(s) {sorted(missing)}"
+
+
+def test_parameters_for_the_smoke_profile(tmp_path):
+    profile = reproduce.load_profile("smoke")
+    params = reproduce.parameters_for(paths.NOTEBOOKS_DIR / "02_similarity_scores.ipynb", profile, tmp_path)
+    assert params["data_dir"] == str(paths.ROOT / "tests" / "fixtures" / "data")  # made absolute
+    assert params["figures_dir"] == str(tmp_path / "figures") and params["results_dir"] == str(tmp_path / "results")
+    assert params["embedders"] == ["hash-64", "tfidf"] and params["k"] == 3
+    assert "llm" not in params and "embedder" not in params  # not declared by this notebook
+
+
+def test_unknown_profile_and_notebook_selection():
+    with pytest.raises(SystemExit, match=r"unknown profile 'nope' .*known: .*smoke"):
+        reproduce.load_profile("nope")
+    assert [p.stem for p in reproduce.notebooks(["02"])] == ["02_similarity_scores"]
+    assert [p.stem for p in reproduce.notebooks(["01_dataset"])] == ["01_dataset"]
+    with pytest.raises(SystemExit, match="no notebook matches --only 99"):
+        reproduce.notebooks(["99"])
+
+
+# ---------------------------------------------------------------- the smoke run
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory):
+    """Run every notebook with the smoke profile once; returns (output folder, summary)."""
+    out = tmp_path_factory.mktemp("smoke")
+    saved = dict(os.environ)
+    with pytest.MonkeyPatch.context() as mp:  # module scope: the autouse fixture has not run yet
+        mp.setenv("RPA_CACHE_DIR", str(out / "cache"))
+        mp.setenv("RPA_INDEX_DIR", str(out / "indexes"))
+        mp.setenv("HF_HUB_OFFLINE", "1")
+        mp.setenv("TRANSFORMERS_OFFLINE", "1")
+        try:
+            summary = reproduce.run("smoke", output_dir=out)
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)  # the runner sets the profile's env with setdefault
+    return out, summary
+
+
+def test_smoke_run_executes_every_notebook(smoke):
+    out, summary = smoke
+    assert [s["notebook"] for s in summary] == [p.stem for p in NOTEBOOKS]
+    for nb in NOTEBOOKS:
+        executed = nbformat.read(out / "notebooks" / nb.name, as_version=4)
+        injected = [c for c in executed.cells if "injected-parameters" in c.metadata.get("tags", [])]
+        assert len(injected) == 1, f"{nb.name}: parameters not injected"
+        if "data_dir" in papermill.inspect_notebook(str(nb)):
+            assert str(paths.ROOT / "tests" / "fixtures" / "data") in injected[0].source, f"{nb.name}: not on fixtures"
+        errors = [o for c in executed.cells if c.cell_type == "code" for o in c.get("outputs", [])
+                  if o.get("output_type") == "error"]
+        assert not errors, f"{nb.name}: {errors[0]['ename']}: {errors[0]['evalue']}"
+    for s in summary:
+        assert all(Path(w).is_relative_to(out) for w in s["written"]), s["written"]
+    assert (out / "cache" / "embeddings.sqlite").is_file(), "the notebooks did not use $RPA_CACHE_DIR"
+
+
+def test_smoke_dataset_outputs(smoke):
+    out, summary = smoke
+    for name in ("fig3_dataset.pdf", "fig3_dataset.png", "fig3_dataset.csv"):
+        assert (out / "figures" / name).is_file(), name
+    per_char = pd.read_csv(out / "results" / "fig3_dataset_per_character.csv")
+    assert per_char.character.tolist() == ["ada-lindqvist", "bram-okafor"]
+    assert per_char.qa_pairs.tolist() == [6, 6]
+    assert (out / "results" / "fig3_dataset_per_character.tex").is_file()
+    written = next(s["written"] for s in summary if s["notebook"] == "01_dataset")
+    assert str(out / "figures" / "fig3_dataset.png") in written
+
+
+def test_smoke_similarity_outputs(smoke):
+    out, _ = smoke
+    table = pd.read_csv(out / "results" / "table1_similarity.csv")
+    assert table.columns.tolist() == ["splitter", "embedder", "sum_mu", "sum_var"]
+    assert len(table) == 3 * 2
+    assert sorted(table.splitter.unique()) == ["ACTS", "ATS", "Vanilla"]
+    assert sorted(table.embedder.unique()) == ["TF-IDF", "hash-64"]
+    assert table.groupby("embedder").splitter.nunique().tolist() == [3, 3]
+    # Two fixture characters, each a sum of two means of cosine similarities in [0, 1].
+    assert table.sum_mu.between(0, 2).all() and (table.sum_var >= 0).all() and table.sum_mu.gt(0).all()
+    assert r"sum\_mu" in (out / "results" / "table1_similarity.tex").read_text()
+    for name in ("table1_similarity.png", "table1_similarity.pdf", "table1_similarity.csv"):
+        assert (out / "figures" / name).is_file(), name
+    scores = pd.read_csv(out / "figures" / "table1_similarity.csv")
+    assert set(scores["rank"]) == {1, 2, 3}  # k = 3 in the smoke profile
+    record = json.loads((out / "results" / "table1_similarity.run.json").read_text())
+    assert record["k"] == 3 and record["characters"] == ["ada-lindqvist", "bram-okafor"]
+
+
+# ---------------------------------------------------------------- a failing notebook stops the run
+
+
+def write_notebook(path: Path, *cells: str) -> None:
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    params = nbformat.v4.new_code_cell('results_dir = None  # where to write\ndata_dir = None  # unused')
+    params.metadata["tags"] = ["parameters"]
+    nb.cells = [params, *(nbformat.v4.new_code_cell(c) for c in cells)]
+    nbformat.write(nb, path)
+
+
+def test_failing_notebook_stops_the_run(tmp_path, monkeypatch, capsys):
+    books = tmp_path / "notebooks"
+    books.mkdir()
+    mark = "from pathlib import Path\nPath(results_dir).mkdir(parents=True, exist_ok=True)\nPath(results_dir, '{}').write_text('ran')"
+    write_notebook(books / "01_fine.ipynb", mark.format("01.txt"))
+    write_notebook(books / "02_broken.ipynb", "x = 1", "raise RuntimeError('the fixture is broken')")
+    write_notebook(books / "03_after.ipynb", mark.format("03.txt"))
+    (books / "scratch.ipynb").write_text("not a numbered notebook, never run")
+    monkeypatch.setattr(paths, "NOTEBOOKS_DIR", books)
+    out = tmp_path / "out"
+
+    with pytest.raises(SystemExit) as info:
+        reproduce.run("smoke", output_dir=out)
+    assert info.value.code == 1
+    captured = capsys.readouterr()
+    assert re.search(r"02_broken.ipynb: cell \d+ raised RuntimeError: the fixture is broken", captured.err)
+    assert str(out / "notebooks" / "02_broken.ipynb") in captured.err  # where to read the traceback
+    assert "[2/3] 02_broken ... FAILED" in captured.out
+    assert (out / "results" / "01.txt").read_text() == "ran"
+    assert not (out / "results" / "03.txt").exists(), "the run went on after a failure"
+    assert not (out / "notebooks" / "03_after.ipynb").exists()
+

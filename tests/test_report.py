@@ -1,0 +1,83 @@
+"""Tables (CSV + LaTeX) and figures (PDF + PNG + CSV) written to explicit folders."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+
+from rpa_lib.report import output_dirs, paper_table, run_label, save_figure, save_run_record, save_table  # noqa: E402
+
+
+@pytest.fixture
+def table() -> pd.DataFrame:
+    return pd.DataFrame({"splitter": ["Vanilla", "ATS", "ACTS"], "embedder": ["hash_64", "hash_64", "TF-IDF & co"],
+                         "sum_mu": [1.234567, 2.0, np.nan], "sum_var": [0.1, 0.05, 0.025], "n_chars": [2, 2, 2]})
+
+
+def test_save_table_writes_csv_and_latex(tmp_path, table):
+    out = save_table(table, "table1_similarity", tmp_path / "results", caption="Scores of top_k chunks, 5% noise")
+    assert out == {"csv": tmp_path / "results" / "table1_similarity.csv",
+                   "tex": tmp_path / "results" / "table1_similarity.tex"}
+    pd.testing.assert_frame_equal(pd.read_csv(out["csv"]), table)
+
+    tex = out["tex"].read_text()
+    assert r"\begin{table}[t]" in tex and r"\toprule" in tex and r"\bottomrule" in tex
+    assert r"\caption{Scores of top\_k chunks, 5\% noise}" in tex
+    assert r"\label{tab:table1_similarity}" in tex
+    assert r"splitter & embedder & sum\_mu & sum\_var & n\_chars \\" in tex
+    assert r"Vanilla & hash\_64 & 1.2346 & 0.1000 & 2 \\" in tex
+    assert r"ACTS & TF-IDF \& co & - & 0.0250 & 2 \\" in tex  # NaN shown as "-", "&" escaped
+    # Outside \label{...}, every underscore is escaped.
+    assert not re.search(r"(?<!\\)_", re.sub(r"\\label\{[^}]*\}", "", tex))
+
+
+def test_save_table_float_format_and_index(tmp_path, table):
+    out = save_table(table.set_index("splitter"), "t", tmp_path, float_format="{:.1f}", index=True)
+    assert pd.read_csv(out["csv"]).columns[0] == "splitter"
+    assert "1.2 &" in out["tex"].read_text()
+
+
+def test_save_figure_writes_pdf_png_and_csv(tmp_path, table):
+    fig, ax = plt.subplots()
+    ax.bar(table.splitter, table.sum_var)
+    out = save_figure(fig, "table1_similarity", tmp_path / "figures", data=table)
+    assert set(out) == {"pdf", "png", "csv"}
+    assert out["pdf"].read_bytes().startswith(b"%PDF")
+    assert out["png"].read_bytes().startswith(b"\x89PNG")
+    pd.testing.assert_frame_equal(pd.read_csv(out["csv"]), table)
+    assert out["pdf"].parent == tmp_path / "figures"
+
+    without = save_figure(fig, "no_numbers", tmp_path / "figures")
+    assert set(without) == {"pdf", "png"} and not (tmp_path / "figures" / "no_numbers.csv").exists()
+    plt.close(fig)
+
+
+def test_output_dirs_and_labels(tmp_path):
+    figs, res = output_dirs(str(tmp_path / "f"), tmp_path / "r")
+    assert (figs, res) == (tmp_path / "f", tmp_path / "r") and figs.is_dir() and res.is_dir()
+    assert run_label("fake", "hash-64") == "LLM: fake | embedder: hash-64"
+    assert run_label(embedder="minilm") == "embedder: minilm" and run_label() == ""
+
+
+def test_save_run_record(tmp_path):
+    path = save_run_record("table1_similarity", tmp_path, k=5, embedders=["hash-64"], when=np.float64(1.5))
+    record = json.loads(path.read_text())
+    assert path == tmp_path / "table1_similarity.run.json"
+    assert (record["name"], record["k"], record["embedders"]) == ("table1_similarity", 5, ["hash-64"])
+    assert "finished" in record and "python" in record
+
+
+def test_paper_table():
+    t = paper_table("table1_similarity")
+    assert {"splitter", "embedder", "sum_mu", "sum_var"} <= set(t.columns)
+    with pytest.raises(FileNotFoundError, match="no transcribed paper table named 'table99'"):
+        paper_table("table99")
