@@ -1,0 +1,36 @@
+"""Dispatch ``python -m rpa_lib.bench NAME [args]`` to ``rpa_lib.bench.NAME.main(args)``.
+
+Only the named benchmark is imported, so one that is missing or broken does not stop the others.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+BENCHMARKS = ("index", "llm", "gs")  # each is rpa_lib/bench/<name>.py
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else list(argv)
+    usage = "usage: python -m rpa_lib.bench {" + "|".join(BENCHMARKS) + "} [args]  (NAME --help for its options)"
+    if not args or args[0] in ("-h", "--help"):
+        print(usage)
+        return 0 if args else 2
+    name, rest = args[0], args[1:]
+    if name not in BENCHMARKS:
+        print(f"unknown benchmark {name!r}\n{usage}", file=sys.stderr)
+        return 2
+    module_name = f"rpa_lib.bench.{name}"
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as e:
+        if e.name != module_name:  # the benchmark exists but one of its own imports is missing
+            raise
+        print(f"benchmark {name!r} is not written yet (no module {module_name})", file=sys.stderr)
+        return 2
+    return module.main(rest) or 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
