@@ -11,17 +11,7 @@ import textwrap
 import threading
 import time
 
-import pytest
-
 from rpa_lib.llm import Cache, FakeLLM, MockServer, get_llm
-from rpa_lib.llm import config as llm_config
-
-
-@pytest.fixture(autouse=True)
-def _no_llm_settings(tmp_path, monkeypatch):
-    for name in ("RPA_LLM_MODEL", "RPA_LLM_BASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setattr(llm_config, "DOTENV", tmp_path / ".env")
 
 
 def user(text: str) -> list[dict]:

@@ -22,11 +22,6 @@ SCHEMA = {"type": "object", "required": ["name", "age", "tags", "mood"],
                          "mood": {"enum": ["calm", "angry"]}}}
 
 
-@pytest.fixture(autouse=True)
-def _no_llm_settings(tmp_path, monkeypatch):
-    for name in ("RPA_LLM_MODEL", "RPA_LLM_BASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setattr(llm_config, "DOTENV", tmp_path / ".env")
 
 
 def user(text: str) -> list[dict]:

@@ -7,14 +7,6 @@ from __future__ import annotations
 import pytest
 
 from rpa_lib.llm import LLMError, LocalLLM, get_llm, local
-from rpa_lib.llm import config as llm_config
-
-
-@pytest.fixture(autouse=True)
-def _no_llm_settings(tmp_path, monkeypatch):
-    for name in ("RPA_LLM_MODEL", "RPA_LLM_BASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setattr(llm_config, "DOTENV", tmp_path / ".env")
 
 
 def test_default_local_model_is_found_but_not_loaded():

@@ -10,7 +10,6 @@ from email.utils import formatdate
 import pytest
 
 from rpa_lib.llm import LLMError, MockServer, RetryPolicy, get_llm
-from rpa_lib.llm import config as llm_config
 from rpa_lib.llm.mock_server import FAULTS
 from rpa_lib.llm.openai_backend import public_url, retry_after
 
@@ -19,11 +18,6 @@ SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}, "age": {"
           "required": ["name", "age"]}
 
 
-@pytest.fixture(autouse=True)
-def _no_llm_settings(tmp_path, monkeypatch):
-    for name in ("RPA_LLM_MODEL", "RPA_LLM_BASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setattr(llm_config, "DOTENV", tmp_path / ".env")
 
 
 def user(text: str) -> list[dict]:

@@ -7,17 +7,11 @@ import logging
 import pytest
 
 from rpa_lib.llm import LLMError, MockServer, RetryPolicy, get_llm, save_usage
-from rpa_lib.llm import config as llm_config
 
 KEY, WRONG, URL_PASSWORD = "sk-test-SECRET123", "sk-test-WRONG456", "pw-SECRET789"
 SCHEMA = {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}
 
 
-@pytest.fixture(autouse=True)
-def _no_llm_settings(tmp_path, monkeypatch):
-    for name in ("RPA_LLM_MODEL", "RPA_LLM_BASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setattr(llm_config, "DOTENV", tmp_path / ".env")
 
 
 def test_no_secret_leaks(tmp_path, monkeypatch, caplog, capsys):

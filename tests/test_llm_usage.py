@@ -7,15 +7,7 @@ import json
 import pytest
 
 from rpa_lib.llm import PRICES, FakeLLM, LLMError, MockServer, RetryPolicy, get_llm, save_usage
-from rpa_lib.llm import config as llm_config
 from rpa_lib.llm.usage import Price, Usage, price_for
-
-
-@pytest.fixture(autouse=True)
-def _no_llm_settings(tmp_path, monkeypatch):
-    for name in ("RPA_LLM_MODEL", "RPA_LLM_BASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setattr(llm_config, "DOTENV", tmp_path / ".env")
 
 
 def user(text: str) -> list[dict]:
