@@ -16,7 +16,7 @@ import json
 import re
 import sys
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from rpa_lib.persona import ATTRIBUTES, PersonaError, list_characters, load_persona, read_text
@@ -73,20 +73,21 @@ class Questionnaire:
     def dimension(self, dim_id: str) -> Dimension:
         return next(d for d in self.dimensions if d.id == dim_id)
 
-    def subset(self, n: int | None) -> list[Item]:
-        """``n`` items balanced over dimensions and, within each, alternating keyed directions, in file order
-        (all items when ``n`` is None). ``load_questionnaire("mbti").subset(8)``: 2 per dichotomy, 1 each way."""
+    def subset(self, n: int | None) -> Questionnaire:
+        """The questionnaire with a balanced subset of ``n`` items (None: all): ``n // dimensions`` per dimension,
+        alternating items keyed high and low in file order, so every dimension is asked both ways when it gets
+        two or more. ``load_questionnaire("mbti").subset(8)`` asks 2 items per dichotomy, one each way."""
         if n is None or n >= len(self.items):
-            return list(self.items)
-        per_dim = -(-n // len(self.dimensions))
-        chosen: set[str] = set()
-        for d in self.dimensions:
-            high = [i for i in self.items if i.dimension == d.id and i.keyed == "high"]
-            low = [i for i in self.items if i.dimension == d.id and i.keyed == "low"]
-            mixed = [x for pair in zip(high, low) for x in pair] + high[len(low):] + low[len(high):]
-            chosen |= {i.id for i in mixed[:per_dim]}
-        picked = [i for i in self.items if i.id in chosen]
-        return picked[:n] if len(picked) > n else picked
+            return self
+        per_dim = n // len(self.dimensions)
+        if per_dim < 1:
+            raise ValueError(f"{n} items cannot cover the {len(self.dimensions)} dimensions of {self.name}")
+        keep: set[str] = set()
+        for dim in self.dimensions:
+            sides = [[i for i in self.items if i.dimension == dim.id and i.keyed == k] for k in ("high", "low")]
+            order = [s[j] for j in range(max(map(len, sides))) for s in sides if j < len(s)]
+            keep |= {i.id for i in order[:per_dim]}
+        return replace(self, items=tuple(i for i in self.items if i.id in keep))
 
 
 def _dirs(data_dir: Path | None) -> Path:

@@ -82,13 +82,13 @@ def run(profile_name: str = "quick", only: list[str] | None = None, output_dir: 
         params = parameters_for(nb, profile, output_dir)
         watch = [Path(params.get("figures_dir") or paths.FIGURES_DIR), Path(params.get("results_dir") or paths.RESULTS_DIR)]
         before = _snapshot(watch)
-        print(f"[{i}/{len(books)}] {nb.stem} ...", end=" ", flush=True)
+        print(f"[{i}/{len(books)}] {nb.stem}: running", flush=True)
         start = time.perf_counter()
         try:
             papermill.execute_notebook(str(nb), str(executed_dir / nb.name), parameters=params, kernel_name="python3",
                                        cwd=str(paths.NOTEBOOKS_DIR), progress_bar=False, log_output=False)
         except papermill.PapermillExecutionError as e:
-            print(f"FAILED after {time.perf_counter() - start:.1f} s")
+            print(f"[{i}/{len(books)}] {nb.stem}: FAILED after {time.perf_counter() - start:.1f} s")
             print(f"{nb.name}: cell {e.exec_count} raised {e.ename}: {e.evalue}\n"
                   f"(executed copy with the traceback: {executed_dir / nb.name})", file=sys.stderr)
             raise SystemExit(1) from None
@@ -96,7 +96,7 @@ def run(profile_name: str = "quick", only: list[str] | None = None, output_dir: 
         after = _snapshot(watch)
         written = sorted(str(p.relative_to(paths.ROOT) if p.is_relative_to(paths.ROOT) else p)
                          for p, t in after.items() if before.get(p) != t)
-        print(f"ok in {seconds:.1f} s, {len(written)} file(s) written", flush=True)
+        print(f"[{i}/{len(books)}] {nb.stem}: ok in {seconds:.1f} s, {len(written)} file(s) written", flush=True)
         summary.append({"notebook": nb.stem, "seconds": round(seconds, 1), "written": written})
     total = sum(s["seconds"] for s in summary)
     print(f"\nsummary (profile {profile_name!r}, {total / 60:.1f} min in all)")

@@ -13,6 +13,7 @@ from rpa_lib.evaluation.personality import (
     NO_SCORE,
     TIE,
     dimension_scores,
+    evaluator_check,
     interview,
     keyed_rating,
     letter,
@@ -22,7 +23,6 @@ from rpa_lib.evaluation.personality import (
     predicted_types,
     score_expert,
     score_options,
-    select_items,
     type_scores,
 )
 from rpa_lib.evaluation.personality_prompts import expert_messages, option_messages, scale_options
@@ -124,17 +124,17 @@ def test_letter_and_keying():
     assert keyed_rating(1, "low", 5) == 5
 
 
-def test_select_items_is_balanced_and_keyed_both_ways():
+def test_subset_is_balanced_and_keyed_both_ways():
     q = load_questionnaire("mbti")
-    sub = select_items(q, 8)
+    sub = q.subset(8)
     assert len(sub.items) == 8
     for d in q.dimensions:
         keyed = [i.keyed for i in sub.items if i.dimension == d.id]
         assert sorted(keyed) == ["high", "low"]
-    assert len(select_items(load_questionnaire("bigfive"), 10).items) == 10
-    assert select_items(q, None) is q and select_items(q, 1000) is q
+    assert len(load_questionnaire("bigfive").subset(10).items) == 10
+    assert q.subset(None) is q and q.subset(1000) is q
     with pytest.raises(ValueError):
-        select_items(q, 3)
+        q.subset(3)
 
 
 def test_pole_names_from_the_questionnaire_file(fixture_data):
@@ -236,7 +236,7 @@ def test_option_scoring_uses_the_character_name(questionnaires, names):
 
 def test_expert_rating_batches_one_dimension_and_averages(questionnaires, names):
     q = load_questionnaire("mbti")
-    q = select_items(q, 16)  # 4 items a dichotomy, 2 keyed each way
+    q = q.subset(16)  # 4 items a dichotomy, 2 keyed each way
     agent = ScriptedAgent([q])
     batches = []
 
@@ -339,3 +339,12 @@ def test_interview_with_the_real_methods_on_fixture_data(fixture_data, questionn
         ratings = score_options(replies, q, llm, names, progress=False)
         types = predicted_types(dimension_scores(ratings, q), q)
         assert len(types.predicted[0]) == 5
+
+
+def test_evaluator_check_tells_a_reader_from_a_constant_answer():
+    q = load_questionnaire("bigfive")
+    reader = FakeLLM(rule=lambda k, m, spec: spec[-1] if 'answered: "Yes' in m[-1]["content"] else spec[0])
+    check = evaluator_check(q, reader, progress=False)
+    assert len(check) == 5 and check.separates.all() and (check.answer_yes == 5).all()
+    constant = evaluator_check(q, FakeLLM(rule=lambda k, m, spec: spec[0]), progress=False)
+    assert not constant.separates.any()

@@ -26,7 +26,7 @@ def judge_rule(body: dict) -> str:
 
 
 def run(characters: list[str], questions: int, windows: list[int], latency: float) -> list[dict]:
-    items = load_questionnaire("mbti").subset(questions)
+    items = load_questionnaire("mbti").subset(questions).items
     queries = [(c, i.question) for c in characters for i in items]
     results = []
     with MockServer(judge_rule, latency=latency) as server:

@@ -10,7 +10,7 @@ METHODS = {m.name: m for m in (NoRAG, NaiveRAG, Amadeus)}
 
 def build_method(name: str, llm=None, **settings) -> Method:
     """A method by name (``no_rag``, ``naive_rag``, ``amadeus``) with its settings (splitter, embedder, k,
-    max_iterations, slot_size, window, data_dir, max_tokens). ``llm`` defaults to ``get_llm()``.
+    max_iterations, slot_size, window, extract_retries, data_dir, max_tokens). ``llm`` defaults to ``get_llm()``.
     Settings a method does not take are ignored, so one settings dict serves every method."""
     if name not in METHODS:
         raise ValueError(f"unknown method {name!r}; choose one of {', '.join(METHODS)}")
@@ -20,7 +20,7 @@ def build_method(name: str, llm=None, **settings) -> Method:
         llm = get_llm()
     cls = METHODS[name]
     common = {"embedder", "k", "data_dir", "max_tokens"} | ({"splitter"} if name != "no_rag" else set())
-    own = {"max_iterations", "slot_size", "window", "extract"} if cls is Amadeus else set()
+    own = {"max_iterations", "slot_size", "window", "extract", "extract_retries"} if cls is Amadeus else set()
     return cls(llm, **{k: v for k, v in settings.items() if k in common | own and v is not None})
 
 

@@ -5,8 +5,9 @@ run GS with an LLM judge (N = 30 examined at most, K = 2 slots), extract Belief 
 Traits from the selected chunks (AE, structured output), and answer with the knowledge plus the selected
 chunks and attributes as the character's attributes. Paper settings are the defaults.
 
-When AE cannot get valid JSON from the LLM (a very small local model), the response goes ahead with the GS
-chunks alone and the failure is recorded in the trace: completed work is never lost.
+When AE cannot get valid JSON from the LLM after ``extract_retries`` re-asks (a very small local model), it asks
+for each attribute in one free-text sentence instead; the failed structured call and the fallback calls are both
+in the trace.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from rpa_lib.methods.prompts import (
     AE_SCHEMA,
     JUDGE_OPTIONS,
     extract_messages,
+    extract_text_messages,
     judge_messages,
     respond_messages,
 )
@@ -27,9 +29,10 @@ class Amadeus(RoleplayMethod):
     name = "amadeus"
 
     def __init__(self, llm, *, splitter: str = "acts", max_iterations: int = 30, slot_size: int = 2,
-                 window: int | None = None, extract: bool = True, **settings):
+                 window: int | None = None, extract: bool = True, extract_retries: int = 2, **settings):
         super().__init__(llm, splitter=splitter, **settings)
         self.max_iterations, self.slot_size, self.extract = max_iterations, slot_size, extract
+        self.extract_retries = extract_retries
         # Speculative judging only pays where calls run concurrently (remote APIs); a local model runs one at a time.
         self.window = window or max(1, min(4, getattr(llm, "max_workers", 1)))
 
@@ -48,16 +51,24 @@ class Amadeus(RoleplayMethod):
         examined = [calls[c.id] for c in ranked[:selection.examined] if c.id in calls]
         return selection, examined
 
-    def attributes(self, character: str, question: str, chunks) -> tuple[dict[str, str], Call]:
-        """The Attribute Extractor: {"Belief and Value": ..., "Psychological Traits": ...} from the chunks."""
+    def attributes(self, character: str, question: str, chunks) -> tuple[dict[str, str], list[Call]]:
+        """The Attribute Extractor: {"Belief and Value": ..., "Psychological Traits": ...} from the chunks, as
+        structured output; one free-text sentence per attribute when the JSON stays invalid."""
         from rpa_lib.llm import LLMError
 
         name, work = self.profile(character)
         try:
-            reply = self.llm.structured(extract_messages(name, work, question, chunks), AE_SCHEMA, max_tokens=200)
+            reply = self.llm.structured(extract_messages(name, work, question, chunks), AE_SCHEMA, max_tokens=200,
+                                        max_retries=self.extract_retries)
         except LLMError as e:
-            return {}, Call("extract", "structured", False, 0, 0, 0.0, f"failed: {e}")
-        return {label: str(reply.data.get(key, "")).strip() for key, label in AE_KEYS.items()}, self.trace("extract", reply)
+            calls = [Call("extract", "structured", False, 0, 0, 0.0, f"failed: {e}")]
+            attributes = {}
+            for label in AE_KEYS.values():
+                text = self.llm.chat(extract_text_messages(name, work, question, chunks, label), max_tokens=60)
+                attributes[label] = text.text.strip()
+                calls.append(self.trace("extract-text", text))
+            return attributes, calls
+        return {label: str(reply.data.get(key, "")).strip() for key, label in AE_KEYS.items()}, [self.trace("extract", reply)]
 
     def respond(self, character: str, question: str) -> Response:
         name, work = self.profile(character)
@@ -65,8 +76,8 @@ class Amadeus(RoleplayMethod):
         selection, calls = self.select(character, question)
         attributes = {}
         if self.extract:
-            attributes, call = self.attributes(character, question, selection.selected)
-            calls.append(call)
+            attributes, extract_calls = self.attributes(character, question, selection.selected)
+            calls += extract_calls
         reply, call = self.answer(character, question, respond_messages(
             name, work, question, knowledge, attributes, selection.selected))
         return Response(character, question, self.name, reply, knowledge=knowledge, selected=selection.selected,

@@ -63,6 +63,19 @@ def extract_messages(name: str, work: str, question: str, chunks: list[Chunk]) -
     ]
 
 
+def extract_text_messages(name: str, work: str, question: str, chunks: list[Chunk], attribute: str) -> list[dict]:
+    """The Attribute Extractor's free-text fallback, one attribute at a time, for an LLM that cannot produce the
+    JSON of :func:`extract_messages` (a very small local model). Same question, no format to get wrong."""
+    what = {"Belief and Value": "the principles and values", "Psychological Traits": "the personality, feelings and habits of mind"}
+    return [
+        {"role": "system", "content": "You analyse fictional characters from passages of their profile."},
+        {"role": "user", "content": (
+            f"Character: {name} ({work})\nQuestion someone asks {name}: {question}\n\nPassages:\n{_passages(chunks)}\n\n"
+            f"In one sentence, using only these passages: what are {what[attribute]} of {name} that would shape the answer?"
+        )},
+    ]
+
+
 def respond_messages(name: str, work: str, question: str, knowledge: list[Chunk] | None = None,
                      attributes: dict[str, str] | None = None, selected: list[Chunk] | None = None,
                      max_sentences: int = 4) -> list[dict]:

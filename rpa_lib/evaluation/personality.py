@@ -1,0 +1,317 @@
+"""Personality evaluation (AMADEUS Tables 4-5, after InCharacter): interview a role-playing agent with a
+questionnaire, score the replies, turn the scores into type letters and compare them with ground truth.
+
+1. :func:`interview`: every item's interview question is put to a method (``method.respond``), a fresh context
+   per item; one row per (character, item) keeps the reply, or the error, with the item.
+2. Scoring, two ways: :func:`score_options` (option conversion: an evaluator places each reply on the item's
+   agreement scale by constrained choice; ``keyed == "low"`` items are flipped) or :func:`score_expert` (expert
+   rating: an evaluator reads a dimension's replies in batches and rates the dimension; one rating a batch).
+   Both return one row per rated unit with its error, if any; :func:`dimension_scores` averages the units that
+   did not fail and counts those that did.
+3. :func:`letter` / :func:`predicted_types`: a dimension's letter from its score against the scale midpoint.
+4. :func:`type_scores`: accuracy, Avg F1 (per position macro-F1 over the two letters, then the mean) and
+   full-type accuracy of predicted vs true type strings, and each character's miss count.
+
+Also :func:`evaluator_check` (does the evaluator
+tell a clear yes from a clear no?) and :func:`paper_types` (the transcribed paper tables keyed by our slugs).
+
+The prompts live in :mod:`rpa_lib.evaluation.personality_prompts`. This module builds no method or LLM (the
+caller passes them), writes no file and draws nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from rpa_lib.data import Dimension, Questionnaire
+from rpa_lib.evaluation.personality_prompts import expert_messages, expert_schema, option_messages, scale_options
+
+TIE = "-"  # a dimension whose score sits exactly on the midpoint: no letter, counted as a miss
+NO_SCORE = "?"  # a dimension with no rated unit (every item failed): no letter, counted as a miss
+KEYS = ["method", "questionnaire", "character"]
+
+
+# ---- items -----------------------------------------------------------------------------------------------------
+
+
+def pole_names(questionnaire: Questionnaire, data_dir: str | Path | None = None) -> dict[str, tuple[str, str]]:
+    """``{dimension id: (high pole name, low pole name)}`` from the questionnaire file's ``high_name`` and
+    ``low_name`` (e.g. ``("Social", "Reserved")``), else ``("high <name>", "low <name>")``."""
+    from rpa_lib import paths
+
+    path = Path(data_dir or paths.DATA_DIR) / "questionnaires" / f"{questionnaire.name}.json"
+    extra = {d["id"]: d for d in json.loads(path.read_text(encoding="utf-8"))["dimensions"]} if path.is_file() else {}
+    return {d.id: (extra.get(d.id, {}).get("high_name") or f"high {d.name}",
+                   extra.get(d.id, {}).get("low_name") or f"low {d.name}") for d in questionnaire.dimensions}
+
+
+# ---- 1. interview ----------------------------------------------------------------------------------------------
+
+
+def interview(method, characters: list[str], questionnaire: Questionnaire, *, llm, workers: int | None = None,
+              progress: bool = True) -> pd.DataFrame:
+    """Put every item's question to ``method`` for every character, each in a fresh context (a new
+    ``respond`` call with no history), concurrently through ``llm.map``. One row per (character, item):
+    the item, the reply (None when the call failed), the error, and what the method did (GS failure, chunks
+    examined, knowledge and selected chunk ids, LLM calls and cache hits)."""
+    jobs = [(c, item) for c in characters for item in questionnaire.items]
+    outcomes = llm.map(lambda job: method.respond(job[0], job[1].question), jobs,
+                       desc=f"{method.name} · {questionnaire.name}", workers=workers, progress=progress)
+    rows = []
+    for o in outcomes:
+        character, item = o.item
+        r = o.value
+        rows.append({"method": method.name, "questionnaire": questionnaire.name, "character": character,
+                     "item": item.id, "dimension": item.dimension, "keyed": item.keyed, "question": item.question,
+                     "reply": r.reply if o.ok else None, "error": o.error,
+                     "gs_failed": r.gs_failed if o.ok else None, "examined": r.examined if o.ok else None,
+                     "knowledge": ";".join(c.id for c in r.knowledge) if o.ok else None,
+                     "selected": ";".join(c.id for c in r.selected) if o.ok else None,
+                     "attributes": json.dumps(r.attributes, ensure_ascii=False) if o.ok and r.attributes else None,
+                     "llm_calls": len(r.calls) if o.ok else None,
+                     "cached_calls": sum(c.cached for c in r.calls) if o.ok else None,
+                     "seconds": round(sum(c.seconds for c in r.calls), 3) if o.ok else None})
+    return pd.DataFrame(rows)
+
+
+# ---- 2. scoring ------------------------------------------------------------------------------------------------
+
+
+def _failed_interviews(rows: pd.DataFrame) -> list[dict]:
+    """One failed unit per item whose interview failed: it cannot be rated, and it must stay visible."""
+    return [{**{k: r[k] for k in KEYS}, "dimension": r["dimension"], "unit": r["item"], "item_ids": r["item"],
+             "answer": np.nan, "rating": np.nan, "analysis": None, "error": f"interview failed: {r['error']}"}
+            for r in rows.to_dict("records") if not _ok(r)]
+
+
+def _ok(row: dict) -> bool:
+    return row.get("error") is None or (isinstance(row.get("error"), float) and np.isnan(row["error"]))
+
+
+CONTENT_FREE_REPLY = "N/A"
+
+
+def place_on_scale(evaluator, name: str, item, reply: str, questionnaire: Questionnaire, calibrate: bool = False) -> int:
+    """The scale point (1..points) the evaluator chooses for one reply, by constrained choice.
+
+    ``calibrate`` applies contextual calibration (Zhao et al. 2021, "Calibrate Before Use"): each option's score
+    for the reply minus its score for a content-free reply ("N/A") to the same item, then the best option. It
+    removes a small model's standing preference for one option (SmolLM2-135M picks "1" for everything) and needs
+    a backend that returns option scores (the local model, or an OpenAI-compatible server with logprobs)."""
+    options = scale_options(questionnaire)
+    got = evaluator.choose(option_messages(name, item, reply, questionnaire), options)
+    if not calibrate:
+        return int(got.text)
+    base = evaluator.choose(option_messages(name, item, CONTENT_FREE_REPLY, questionnaire), options)
+    if not got.scores or not base.scores:
+        raise ValueError(f"calibration needs option scores, which {evaluator.label} did not return for item {item.id}")
+    return int(max(options, key=lambda o: got.scores[o] - base.scores[o]))
+
+
+def score_options(interviews: pd.DataFrame, questionnaire: Questionnaire, evaluator, names: dict[str, str] | None = None,
+                  *, calibrate: bool = False, workers: int | None = None, progress: bool = True) -> pd.DataFrame:
+    """Option conversion: one row per interview row of ``questionnaire``. ``answer`` is the scale point the
+    evaluator chose for the reply (1..points, constrained choice, optionally calibrated: :func:`place_on_scale`);
+    ``rating`` is it keyed toward the dimension's high letter (``points + 1 - answer`` for items keyed low).
+    Failed interviews and failed evaluator calls are rows with an ``error`` and no rating."""
+    rows = interviews[interviews.questionnaire == questionnaire.name]
+    items = {i.id: i for i in questionnaire.items}
+    names = names or {}
+    todo = [r for r in rows.to_dict("records") if _ok(r)]
+
+    def rate(r: dict) -> int:
+        return place_on_scale(evaluator, names.get(r["character"], r["character"]), items[r["item"]], r["reply"] or "",
+                              questionnaire, calibrate)
+
+    outcomes = evaluator.map(rate, todo, desc=f"option scoring · {questionnaire.name}", workers=workers,
+                             progress=progress)
+    out = _failed_interviews(rows)
+    for o in outcomes:
+        r, answer = o.item, o.value
+        rating = keyed_rating(answer, items[r["item"]].keyed, questionnaire.points) if o.ok else np.nan
+        out.append({**{k: r[k] for k in KEYS}, "dimension": r["dimension"], "unit": r["item"], "item_ids": r["item"],
+                    "answer": answer if o.ok else np.nan, "rating": rating, "analysis": None, "error": o.error})
+    return _ordered(pd.DataFrame(out), rows)
+
+
+def score_expert(interviews: pd.DataFrame, questionnaire: Questionnaire, evaluator, names: dict[str, str] | None = None,
+                 *, batch_size: int = 4, poles: dict[str, tuple[str, str]] | None = None, max_tokens: int = 256,
+                 workers: int | None = None, progress: bool = True) -> pd.DataFrame:
+    """Expert rating: the replies of each (method, character, dimension) in item order, in batches of
+    ``batch_size``; the evaluator rates the dimension on the questionnaire's scale (high letter at the top) from
+    each batch (a short analysis, then the score; ``max_tokens`` bounds the reply). One row per batch (``unit``
+    ``"b1"``, ``"b2"``, ...; ``item_ids`` the item ids), plus one failed row per item whose interview failed."""
+    if batch_size < 1:
+        raise ValueError("batch_size must be at least 1")
+    rows = interviews[interviews.questionnaire == questionnaire.name]
+    items = {i.id: i for i in questionnaire.items}
+    names, poles = names or {}, poles or pole_names(questionnaire)
+    schema = expert_schema(questionnaire)
+    batches = []
+    ok = pd.DataFrame([r for r in rows.to_dict("records") if _ok(r)], columns=rows.columns)
+    for (method, character, dim_id), group in ok.groupby(["method", "character", "dimension"], sort=False):
+        recs = group.to_dict("records")
+        for b, start in enumerate(range(0, len(recs), batch_size), start=1):
+            batches.append((method, character, questionnaire.dimension(dim_id), f"b{b}", recs[start:start + batch_size]))
+
+    def rate(batch) -> dict:
+        _, character, dim, _, recs = batch
+        pairs = [(items[r["item"]], r["reply"] or "") for r in recs]
+        messages = expert_messages(names.get(character, character), dim, poles[dim.id], pairs, questionnaire)
+        return evaluator.structured(messages, schema, max_tokens=max_tokens).data
+
+    outcomes = evaluator.map(rate, batches, desc=f"expert rating · {questionnaire.name}", workers=workers,
+                             progress=progress)
+    out = _failed_interviews(rows)
+    for o in outcomes:
+        method, character, dim, unit, recs = o.item
+        out.append({"method": method, "questionnaire": questionnaire.name, "character": character,
+                    "dimension": dim.id, "unit": unit, "item_ids": ";".join(r["item"] for r in recs), "answer": np.nan,
+                    "rating": float(o.value["score"]) if o.ok else np.nan,
+                    "analysis": o.value.get("analysis") if o.ok else None, "error": o.error})
+    return _ordered(pd.DataFrame(out), rows)
+
+
+CANNED_REPLIES = {"yes": "Yes, absolutely. That is exactly how I am, every single time.",
+                  "no": "No, not at all. That is never how I am."}
+
+
+def evaluator_check(questionnaire: Questionnaire, evaluator, per_dimension: int = 1, name: str = "the interviewee",
+                    *, calibrate: bool = False, progress: bool = True) -> pd.DataFrame:
+    """Can the evaluator tell a clear yes from a clear no? For ``per_dimension`` items of each dimension, option
+    conversion of two canned replies (:data:`CANNED_REPLIES`); ``separates`` is True when the yes lands higher on
+    the agreement scale than the no. An evaluator that fails this reads no signal from real replies either
+    (a very small model that answers the same point for everything makes every balanced dimension a tie)."""
+    items = questionnaire.subset(per_dimension * len(questionnaire.dimensions)).items
+    jobs = [(item, kind) for item in items for kind in CANNED_REPLIES]
+    outcomes = evaluator.map(lambda job: place_on_scale(evaluator, name, job[0], CANNED_REPLIES[job[1]], questionnaire,
+                                                        calibrate),
+                             jobs, desc=f"evaluator check · {questionnaire.name}", progress=progress)
+    got = {(o.item[0].id, o.item[1]): o.value if o.ok else np.nan for o in outcomes}
+    rows = [{"questionnaire": questionnaire.name, "item": i.id, "dimension": i.dimension, "answer_yes": got[i.id, "yes"],
+             "answer_no": got[i.id, "no"], "separates": bool(got[i.id, "yes"] > got[i.id, "no"])} for i in items]
+    return pd.DataFrame(rows)
+
+
+def _ordered(ratings: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
+    """Ratings in the interviews' method and character order, then dimension and unit order."""
+    cols = [*KEYS, "dimension", "unit", "item_ids", "answer", "rating", "analysis", "error"]
+    if ratings.empty:
+        return pd.DataFrame(columns=cols)
+    rank = {k: {v: i for i, v in enumerate(dict.fromkeys(rows[k]))} for k in ("method", "character")}
+    ratings = ratings.assign(_m=ratings.method.map(rank["method"]), _c=ratings.character.map(rank["character"]))
+    return ratings.sort_values(["_m", "_c"], kind="stable").drop(columns=["_m", "_c"]).reset_index(drop=True)[cols]
+
+
+def dimension_scores(ratings: pd.DataFrame, questionnaire: Questionnaire) -> pd.DataFrame:
+    """One row per (method, questionnaire, character, dimension): ``score`` (mean rating of the units that did
+    not fail), ``n_rated``, ``n_failed`` (units excluded because they failed, shown, never dropped silently) and
+    the ``letter``."""
+    out = []
+    for key, group in ratings.groupby([*KEYS, "dimension"], sort=False):
+        ok = group.rating.notna()
+        score = float(group.rating[ok].mean()) if ok.any() else np.nan
+        dim = questionnaire.dimension(key[-1])
+        out.append({**dict(zip([*KEYS, "dimension"], key)), "score": score, "n_rated": int(ok.sum()),
+                    "n_failed": int((~ok).sum()), "letter": letter(score, dim, questionnaire.midpoint)})
+    return pd.DataFrame(out, columns=[*KEYS, "dimension", "score", "n_rated", "n_failed", "letter"])
+
+
+# ---- 3. letters ------------------------------------------------------------------------------------------------
+
+
+def letter(score: float, dimension: Dimension, midpoint: float) -> str:
+    """The dimension's high letter above the midpoint, its low letter below, :data:`TIE` on it and
+    :data:`NO_SCORE` without a score. ``letter(5.2, Dimension("EI", "...", "E", "I"), 4.0) == "E"``"""
+    if score is None or np.isnan(score):
+        return NO_SCORE
+    if np.isclose(score, midpoint):
+        return TIE
+    return dimension.high if score > midpoint else dimension.low
+
+
+def keyed_rating(answer: int, keyed: str, points: int) -> int:
+    """An agreement answer turned toward the high letter: items keyed low are flipped.
+    ``keyed_rating(2, "low", 7) == 6``"""
+    return answer if keyed == "high" else points + 1 - answer
+
+
+def predicted_types(dim_scores: pd.DataFrame, questionnaire: Questionnaire) -> pd.DataFrame:
+    """One row per (method, questionnaire, character): ``predicted`` (letters in the questionnaire's dimension
+    order; a dimension never scored counts as :data:`NO_SCORE`), each dimension's score and the failed units."""
+    out = []
+    for key, group in dim_scores.groupby(KEYS, sort=False):
+        by_dim = group.set_index("dimension")
+        row = dict(zip(KEYS, key))
+        row["predicted"] = "".join(by_dim.letter.get(d.id, NO_SCORE) for d in questionnaire.dimensions)
+        row.update({f"score_{d.id}": by_dim.score.get(d.id, np.nan) for d in questionnaire.dimensions})
+        row["n_rated"], row["n_failed"] = int(group.n_rated.sum()), int(group.n_failed.sum())
+        out.append(row)
+    return pd.DataFrame(out)
+
+
+# ---- 4. metrics ------------------------------------------------------------------------------------------------
+
+
+def _f1(truth: list[str], predicted: list[str], label: str) -> float:
+    tp = sum(t == label and p == label for t, p in zip(truth, predicted))
+    fp = sum(t != label and p == label for t, p in zip(truth, predicted))
+    fn = sum(t == label and p != label for t, p in zip(truth, predicted))
+    return 0.0 if tp == 0 else 2 * tp / (2 * tp + fp + fn)
+
+
+def type_scores(predicted: list[str], truth: list[str]) -> dict:
+    """How well predicted type strings match the true ones (``"ENFP"``, ``"SCUAI"``; equal lengths).
+
+    - ``accuracy``: correct letters over all characters and positions;
+    - ``avg_f1``: for each position the macro-F1 over the letters seen there in the truth or the predictions
+      (the dimension's two letters; :data:`TIE` and :data:`NO_SCORE` count as wrong but are no class), then the
+      mean over positions, as the AMADEUS tables' "Avg F1-Score";
+    - ``full_type_accuracy``: share of characters with every letter right;
+    - ``accuracy_per_position``, ``f1_per_position``: per dimension; ``misses``: wrong letters per character.
+
+    ``type_scores(["ENFP", "INTJ"], ["ENFP", "ENTJ"])["accuracy"] == 0.875``
+    """
+    predicted, truth = [str(p) for p in predicted], [str(t) for t in truth]
+    if len(predicted) != len(truth) or not truth:
+        raise ValueError(f"need equally many predicted and true types, got {len(predicted)} and {len(truth)}")
+    width = len(truth[0])
+    bad = [(p, t) for p, t in zip(predicted, truth) if len(p) != width or len(t) != width]
+    if bad:
+        raise ValueError(f"types must all have {width} letters: {bad[:3]}")
+    misses = [sum(a != b for a, b in zip(p, t)) for p, t in zip(predicted, truth)]
+    acc_pos, f1_pos = [], []
+    for i in range(width):
+        t_col, p_col = [t[i] for t in truth], [p[i] for p in predicted]
+        labels = sorted((set(t_col) | set(p_col)) - {TIE, NO_SCORE})
+        acc_pos.append(sum(a == b for a, b in zip(t_col, p_col)) / len(truth))
+        f1_pos.append(float(np.mean([_f1(t_col, p_col, lab) for lab in labels])))
+    return {"accuracy": 1 - sum(misses) / (len(truth) * width), "avg_f1": float(np.mean(f1_pos)),
+            "full_type_accuracy": sum(m == 0 for m in misses) / len(truth), "accuracy_per_position": acc_pos,
+            "f1_per_position": f1_pos, "misses": misses}
+
+
+# ---- the paper's tables, for comparison ------------------------------------------------------------------------
+
+
+def _norm_name(name: str) -> str:
+    return re.sub(r"[^a-z]", "", name.lower())
+
+
+def paper_types(table: pd.DataFrame, names: dict[str, str]) -> pd.DataFrame:
+    """A transcribed AMADEUS Table 4/5 (``character, <method>, <method>_misses, ..., GT``) indexed by our
+    character slugs (matched on the name without spaces or case, so "Mao Mao" is "Maomao"); rows of
+    characters we do not have are dropped. ``names``: ``{slug: name}`` from ``labels.csv``."""
+    by_name = {_norm_name(n): s for s, n in names.items()}
+    table = table.assign(slug=table.character.map(lambda n: by_name.get(_norm_name(n))))
+    return table.dropna(subset=["slug"]).set_index("slug")
+
+
+def paper_methods(table: pd.DataFrame) -> list[str]:
+    """The method columns of a transcribed Table 4/5: those with a ``<method>_misses`` partner."""
+    return [c for c in table.columns if f"{c}_misses" in table.columns]
