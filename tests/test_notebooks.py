@@ -179,7 +179,7 @@ def test_failing_notebook_stops_the_run(tmp_path, monkeypatch, capsys):
     captured = capsys.readouterr()
     assert re.search(r"02_broken.ipynb: cell \d+ raised RuntimeError: the fixture is broken", captured.err)
     assert str(out / "notebooks" / "02_broken.ipynb") in captured.err  # where to read the traceback
-    assert "[2/3] 02_broken ... FAILED" in captured.out
+    assert "[2/3] 02_broken: FAILED" in captured.out
     assert (out / "results" / "01.txt").read_text() == "ran"
     assert not (out / "results" / "03.txt").exists(), "the run went on after a failure"
     assert not (out / "notebooks" / "03_after.ipynb").exists()
