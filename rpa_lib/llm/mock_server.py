@@ -70,7 +70,7 @@ class MockServer:
 
     def __init__(self, answer: Answer | None = None, *, latency: float = 0.0, fault_rate: float = 0.0,
                  faults: tuple[str, ...] = FAULTS, script: list[str | None] | None = None, retry_after: float = 0.0,
-                 hang_seconds: float = 5.0, api_key: str | None = None, seed: int = 0):
+                 hang_seconds: float = 5.0, api_key: str | None = None, seed: int = 0, port: int = 0):
         unknown = (set(faults) | {f for f in script or [] if f}) - set(FAULTS)
         if unknown:
             raise ValueError(f"unknown faults {sorted(unknown)}; known: {FAULTS}")
@@ -78,7 +78,7 @@ class MockServer:
         self.latency, self.fault_rate, self.faults = latency, fault_rate, tuple(faults)
         self.script = list(script or [])
         self.retry_after, self.hang_seconds = retry_after, hang_seconds
-        self._api_key = api_key
+        self._api_key, self.port = api_key, port
         self._random = random.Random(seed)
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -96,7 +96,7 @@ class MockServer:
 
     def start(self) -> MockServer:
         self._stop.clear()
-        self._httpd = _Server(("127.0.0.1", 0), _handler(self))
+        self._httpd = _Server(("127.0.0.1", self.port), _handler(self))
         self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.05,), name="mock-openai",
                                         daemon=True)
         self._thread.start()
@@ -217,3 +217,22 @@ def _handler(server: MockServer) -> type[BaseHTTPRequestHandler]:
             return self._send(200, json.dumps(server._completion(body)).encode())
 
     return Handler
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m rpa_lib.llm mock --port 8765``: serve until interrupted (dry runs of whole profiles)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m rpa_lib.llm mock", description=main.__doc__)
+    parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds per request")
+    args = parser.parse_args(argv)
+    server = MockServer(latency=args.latency, port=args.port).start()
+    print(f"mock OpenAI-compatible server at {server.base_url} (Ctrl-C to stop)", flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        server.stop()
+        print(f"served {server.requests} requests: {dict(server.served)}")
+    return 0
