@@ -140,7 +140,7 @@ def test_subset_is_balanced_and_keyed_both_ways():
 def test_pole_names_from_the_questionnaire_file(fixture_data):
     assert pole_names(load_questionnaire("bigfive"))["NEU"] == ("Limbic", "Calm")
     fixture = load_questionnaire("bigfive", fixture_data)
-    assert pole_names(fixture, fixture_data)["EXT"] == ("high Extraversion", "low Extraversion")
+    assert pole_names(fixture)["EXT"] == ("high Extraversion", "low Extraversion")
 
 
 def test_prompts_show_the_reply_and_the_scale():

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -39,15 +38,10 @@ KEYS = ["method", "questionnaire", "character"]
 # ---- items -----------------------------------------------------------------------------------------------------
 
 
-def pole_names(questionnaire: Questionnaire, data_dir: str | Path | None = None) -> dict[str, tuple[str, str]]:
-    """``{dimension id: (high pole name, low pole name)}`` from the questionnaire file's ``high_name`` and
-    ``low_name`` (e.g. ``("Social", "Reserved")``), else ``("high <name>", "low <name>")``."""
-    from rpa_lib import paths
-
-    path = Path(data_dir or paths.DATA_DIR) / "questionnaires" / f"{questionnaire.name}.json"
-    extra = {d["id"]: d for d in json.loads(path.read_text(encoding="utf-8"))["dimensions"]} if path.is_file() else {}
-    return {d.id: (extra.get(d.id, {}).get("high_name") or f"high {d.name}",
-                   extra.get(d.id, {}).get("low_name") or f"low {d.name}") for d in questionnaire.dimensions}
+def pole_names(questionnaire: Questionnaire) -> dict[str, tuple[str, str]]:
+    """``{dimension id: (high pole name, low pole name)}`` from the questionnaire's ``high_name`` and ``low_name``
+    (e.g. ``("Social", "Reserved")``), else ``("high <name>", "low <name>")``."""
+    return {d.id: (d.high_name or f"high {d.name}", d.low_name or f"low {d.name}") for d in questionnaire.dimensions}
 
 
 # ---- 1. interview ----------------------------------------------------------------------------------------------

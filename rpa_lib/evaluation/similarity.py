@@ -9,6 +9,7 @@ This module retrieves and aggregates; it calls no LLM.
 
 from __future__ import annotations
 
+from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +23,12 @@ from rpa_lib.retrieval import Retriever
 SPLITTER_NAMES = {"vanilla": "Vanilla", "ats": "ATS", "acts": "ACTS"}
 
 
+@cache
+def _retriever(slug: str, splitter: str, embedder: str, chars_dir: Path | None) -> Retriever:
+    """One retriever per (character, splitter, embedder), shared by the functions of this module."""
+    return Retriever.for_character(slug, splitter, embedder, characters_dir=chars_dir)
+
+
 def retrieved_scores(characters: list[str], splitters: list[str], embedders: list[str], k: int = 5,
                      data_dir: Path | None = None) -> pd.DataFrame:
     """One row per retrieved chunk: character, splitter, embedder, question id, rank, score."""
@@ -29,7 +36,7 @@ def retrieved_scores(characters: list[str], splitters: list[str], embedders: lis
     rows = []
     jobs = [(e, s, c) for e in embedders for s in splitters for c in characters]
     for emb, splitter, slug in tqdm(jobs, desc="retrieving", unit="index"):
-        retriever = Retriever.for_character(slug, splitter, emb, characters_dir=chars_dir)
+        retriever = _retriever(slug, splitter, emb, chars_dir)
         qa = load_qa(slug, data_dir)
         for item, hits in zip(qa, retriever.search_many([q.question for q in qa], k), strict=True):
             rows += [{"character": slug, "splitter": splitter, "embedder": retriever.embedder.label, "question": item.id,
@@ -59,14 +66,10 @@ def truncation_table(characters: list[str], splitters: list[str], embedders: lis
     rows = []
     for emb in embedders:
         for splitter in splitters:
-            texts, label, limit = [], emb, None
-            for slug in characters:
-                r = Retriever.for_character(slug, splitter, emb, characters_dir=chars_dir)
-                texts += [c.text for c in r.chunks]
-                label = r.embedder.label
-            t = truncation(r.embedder, texts)
-            limit = t.max_tokens
-            rows.append({"splitter": SPLITTER_NAMES.get(splitter, splitter), "embedder": label, "chunks": t.n_texts,
-                         "truncated": t.n_truncated, "share_truncated": t.share, "max_tokens": limit,
-                         "longest_tokens": t.longest})
+            retrievers = [_retriever(slug, splitter, emb, chars_dir) for slug in characters]
+            embedder = retrievers[-1].embedder  # TF-IDF is fitted per character but reads any length
+            t = truncation(embedder, [c.text for r in retrievers for c in r.chunks])
+            rows.append({"splitter": SPLITTER_NAMES.get(splitter, splitter), "embedder": embedder.label,
+                         "chunks": t.n_texts, "truncated": t.n_truncated, "share_truncated": t.share,
+                         "max_tokens": t.max_tokens, "longest_tokens": t.longest})
     return pd.DataFrame(rows)

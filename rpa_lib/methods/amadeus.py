@@ -78,7 +78,7 @@ class Amadeus(RoleplayMethod):
         if self.extract:
             attributes, extract_calls = self.attributes(character, question, selection.selected)
             calls += extract_calls
-        reply, call = self.answer(character, question, respond_messages(
+        reply, call = self.answer(respond_messages(
             name, work, question, knowledge, attributes, selection.selected))
         return Response(character, question, self.name, reply, knowledge=knowledge, selected=selection.selected,
                         attributes=attributes, gs_failed=selection.failed, examined=selection.examined,

@@ -102,6 +102,7 @@ class RoleplayMethod(Method):
         return Call(purpose, reply.kind, reply.cached, reply.prompt_tokens, reply.completion_tokens,
                     round(reply.seconds, 3), reply.text)
 
-    def answer(self, character: str, question: str, messages: list[dict]) -> tuple[str, Call]:
+    def answer(self, messages: list[dict]) -> tuple[str, Call]:
+        """The in-character reply to ``messages`` and its trace record."""
         reply = self.llm.chat(messages, max_tokens=self.max_tokens)
         return reply.text.strip(), self.trace("respond", reply)

@@ -18,7 +18,7 @@ class NoRAG(RoleplayMethod):
 
     def respond(self, character: str, question: str) -> Response:
         name, work = self.profile(character)
-        reply, call = self.answer(character, question, respond_messages(name, work, question))
+        reply, call = self.answer(respond_messages(name, work, question))
         return Response(character, question, self.name, reply, calls=[call])
 
 
@@ -34,5 +34,5 @@ class NaiveRAG(RoleplayMethod):
     def respond(self, character: str, question: str) -> Response:
         name, work = self.profile(character)
         knowledge = self.retrieve(character, question)
-        reply, call = self.answer(character, question, respond_messages(name, work, question, knowledge))
+        reply, call = self.answer(respond_messages(name, work, question, knowledge))
         return Response(character, question, self.name, reply, knowledge=knowledge, calls=[call])

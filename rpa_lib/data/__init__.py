@@ -14,9 +14,8 @@ import argparse
 import csv
 import json
 import re
-import sys
 from collections import Counter
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from rpa_lib.persona import ATTRIBUTES, PersonaError, list_characters, load_persona, read_text
@@ -39,6 +38,7 @@ class QA:
     answer: str
     attribute: str
     evidence: tuple[str, ...]
+    line: int | None = field(default=None, compare=False)  # line in qa.jsonl, for messages
 
 
 @dataclass(frozen=True)
@@ -47,6 +47,8 @@ class Dimension:
     name: str
     high: str  # letter when the score is above the scale midpoint
     low: str
+    high_name: str = ""  # e.g. "Social"
+    low_name: str = ""  # e.g. "Reserved"
 
 
 @dataclass(frozen=True)
@@ -106,6 +108,7 @@ def load_qa(slug: str, data_dir: Path | None = None) -> list[QA]:
 
 
 def _read_qa(path: Path) -> tuple[list[QA], list[tuple[int | None, str]]]:
+    """The QA pairs (each with its 1-based ``line``) and every problem as ``(line, message)``."""
     problems: list[tuple[int | None, str]] = []
     try:
         text = read_text(path)
@@ -140,7 +143,7 @@ def _read_qa(path: Path) -> tuple[list[QA], list[tuple[int | None, str]]]:
         if obj["id"] in seen:
             problems.append((lineno, f"duplicate id {obj['id']!r} (first at line {seen[obj['id']]})"))
         seen[obj["id"]] = lineno
-        items.append(QA(obj["id"], obj["question"], obj["answer"], obj["attribute"], tuple(evidence)))
+        items.append(QA(obj["id"], obj["question"], obj["answer"], obj["attribute"], tuple(evidence), lineno))
     return items, problems
 
 
@@ -183,7 +186,8 @@ def load_questionnaire(name: str, data_dir: Path | None = None) -> Questionnaire
 def _read_questionnaire(path: Path, full: bool = True) -> tuple[Questionnaire | None, list[str]]:
     try:
         obj = json.loads(read_text(path))
-        dims = tuple(Dimension(d["id"], d["name"], d["high"], d["low"]) for d in obj["dimensions"])
+        dims = tuple(Dimension(d["id"], d["name"], d["high"], d["low"], d.get("high_name", ""), d.get("low_name", ""))
+                     for d in obj["dimensions"])
         items = tuple(Item(i["id"], i["dimension"], i["keyed"], i["statement"], i["question"]) for i in obj["items"])
         q = Questionnaire(obj["name"], int(obj["scale"]["points"]), tuple(obj["scale"]["labels"]), dims, items)
     except PersonaError as e:
@@ -244,10 +248,10 @@ def validate(data_dir: Path | None = None, characters: list[str] | None = None, 
         qa_path = chars_dir / slug / "qa.jsonl"
         items, problems = _read_qa(qa_path)
         out += [f"{qa_path}:{line}: {p}" if line else f"{qa_path}: {p}" for line, p in problems]
-        for lineno, qa in _numbered(qa_path, items):
+        for qa in items:
             for ev in qa.evidence:
                 if ev not in persona.source:
-                    out.append(f"{qa_path}:{lineno}: evidence of {qa.id} not found verbatim in persona.md: {ev[:70]!r}")
+                    out.append(f"{qa_path}:{qa.line}: evidence of {qa.id} not found verbatim in persona.md: {ev[:70]!r}")
         if full and items:
             if len(items) != QA_PER_CHARACTER:
                 out.append(f"{qa_path}: {len(items)} QA pairs, expected {QA_PER_CHARACTER}")
@@ -284,18 +288,6 @@ def _check_persona_shape(persona, full: bool) -> list[str]:
         if not any(s.headings[1:2] == (attribute,) for s in persona.sections):
             out.append(f"{persona.path}: section {attribute!r} has no text")
     return out
-
-
-def _numbered(path: Path, items: list[QA]):
-    """Pair each QA with its line number in the file (for messages)."""
-    lines: dict[str, int] = {}
-    if not path.is_file():
-        return []
-    for lineno, line in enumerate(path.read_text(encoding="utf-8", errors="replace").split("\n"), start=1):
-        m = re.search(r'"id"\s*:\s*"([^"]+)"', line)
-        if m:
-            lines.setdefault(m.group(1), lineno)
-    return [(lines.get(q.id), q) for q in items]
 
 
 def dataset_statistics(data_dir: Path | None = None, characters: list[str] | None = None):
@@ -337,6 +329,3 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'FAILED' if problems else 'OK'}: {len(slugs)} character(s) checked in {root}, {len(problems)} problem(s)")
     return 1 if problems else 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

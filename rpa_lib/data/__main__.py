@@ -1,0 +1,8 @@
+"""``python -m rpa_lib.data validate``: see :mod:`rpa_lib.data`."""
+
+import sys
+
+from rpa_lib.data import main
+
+if __name__ == "__main__":
+    sys.exit(main())
