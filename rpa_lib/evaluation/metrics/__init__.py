@@ -1,0 +1,26 @@
+"""Pure metrics, apart from anything that calls an LLM: rater agreement (AMADEUS Table 2, CharacterCraft Table 6),
+RAGEval's retrieval metrics (recall, EIR) and its key-point generation metrics."""
+
+from rpa_lib.evaluation.metrics.agreement import (
+    KendallTau,
+    LikertSummary,
+    cronbach_alpha,
+    feldt_interval,
+    kendall_tau,
+    krippendorff_alpha,
+    likert_summary,
+)
+from rpa_lib.evaluation.metrics.charactercraft import table6_average
+from rpa_lib.evaluation.metrics.keypoints import (
+    KeypointAverage,
+    KeypointScores,
+    average_keypoint_scores,
+    keypoint_scores,
+)
+from rpa_lib.evaluation.metrics.retrieval import eir, evidence_recall, split_sentences
+
+__all__ = [
+    "KendallTau", "KeypointAverage", "KeypointScores", "LikertSummary", "average_keypoint_scores", "cronbach_alpha",
+    "eir", "evidence_recall", "feldt_interval", "kendall_tau", "keypoint_scores", "krippendorff_alpha",
+    "likert_summary", "split_sentences", "table6_average",
+]

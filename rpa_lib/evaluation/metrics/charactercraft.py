@@ -1,0 +1,37 @@
+"""CharacterCraft Table 6: the "Avg." column of the Kendall correlations between LLM judges and humans.
+
+Each judge has a row with references (all eight dimensions) and a "w/o reference" row that is printed only for
+Pers., Emo. and Dec., the dimensions where references apply; the caption says "-" marks "no change". So a
+"w/o reference" row's average is over eight dimensions too, the five unprinted ones taken from the judge's
+with-reference row. :func:`table6_average` recomputes the column that way from the transcription
+``data/paper_results/charactercraft_table6_kendall.csv``.
+
+It recomputes printed numbers only; the correlations themselves are :func:`~rpa_lib.evaluation.metrics.kendall_tau`.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+DIMENSIONS = ("flu", "coh", "bg", "pers", "us", "emo", "dec", "hl")
+
+
+def table6_average(table: pd.DataFrame) -> pd.Series:
+    """The mean over :data:`DIMENSIONS` of each row of Table 6 (columns judge, reference, and the dimensions).
+
+    A ``reference == "without"`` row's missing dimensions come from the same judge's ``"with"`` row. Returns a
+    Series aligned with ``table``'s index (unrounded: the printed column has one decimal).
+    """
+    missing = [c for c in ("judge", "reference", *DIMENSIONS) if c not in table.columns]
+    if missing:
+        raise ValueError(f"Table 6 needs columns {missing}")
+    full = table.loc[:, list(DIMENSIONS)].astype(float).copy()
+    with_rows = table[table.reference == "with"].set_index("judge").loc[:, list(DIMENSIONS)].astype(float)
+    for i, row in table.iterrows():
+        if row.reference == "without":
+            if row.judge not in with_rows.index:
+                raise ValueError(f"judge {row.judge!r} has a 'without' row but no 'with' row to fill it from")
+            full.loc[i] = full.loc[i].fillna(with_rows.loc[row.judge])
+    if full.isna().any().any():
+        raise ValueError("Table 6 has a dimension missing in a row that cannot be filled")
+    return full.mean(axis=1)
