@@ -29,7 +29,7 @@ reproduce: $(STAMP) ## run every numbered notebook headlessly (figures/, results
 	$(PY) -m rpa_lib.reproduce --profile $(PROFILE)
 
 test: $(STAMP) ## lint and run the offline test suite
-	$(PY) -m ruff check rpa_lib tests
+	$(PY) -m ruff check rpa_lib tests notebooks
 	$(PY) -m pytest
 
 lab: $(STAMP) ## open JupyterLab on the notebooks

@@ -16,6 +16,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rpa_lib.errors import DataError
+
 ATTRIBUTES = (
     "Demographic Information",
     "Activity",
@@ -25,16 +27,23 @@ ATTRIBUTES = (
     "Social Relationships",
 )
 
+HEADING_SEPARATOR = " > "
+
+
+def heading_path(headings: tuple[str, ...]) -> str:
+    """A heading path as one line.
+
+    >>> heading_path(("Frieren", "Activity"))
+    'Frieren > Activity'
+    """
+    return HEADING_SEPARATOR.join(headings)
+
+
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$")  # "### C#" keeps its "#"
 
 
-class PersonaError(ValueError):
+class PersonaError(DataError):
     """A persona file that breaks the format; the message names the file, the line and the problem."""
-
-    def __init__(self, path: Path | str, line: int | None, problem: str):
-        where = f"{path}:{line}" if line else str(path)
-        super().__init__(f"{where}: {problem}")
-        self.path, self.line, self.problem = Path(path), line, problem
 
 
 @dataclass(frozen=True)
@@ -54,7 +63,7 @@ class Paragraph:
     @property
     def context(self) -> str:
         """The heading path as one line: ``Frieren > Activity > First-Class Mage Exam``."""
-        return " > ".join(self.headings)
+        return heading_path(self.headings)
 
 
 @dataclass(frozen=True)
@@ -103,7 +112,8 @@ def read_text(path: Path) -> str:
 def parse_persona(path: Path | str, slug: str | None = None) -> Persona:
     """Parse ``persona.md``; ``slug`` defaults to the name of its folder.
 
-    >>> parse_persona("data/characters/frieren/persona.md").name
+    >>> from rpa_lib.paths import CHARACTERS_DIR
+    >>> parse_persona(CHARACTERS_DIR / "frieren" / "persona.md").name
     'Frieren'
     """
     path = Path(path)

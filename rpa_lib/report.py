@@ -1,8 +1,10 @@
 """Write tables (CSV + LaTeX) and figures (PDF + PNG + the CSV of their numbers) to explicit folders,
 and label every output with the LLM and embedder that produced it.
 
->>> save_table(df, "table1_similarity", caption="...", results_dir=out)   # out/table1_similarity.{csv,tex}
->>> save_figure(fig, "table1_similarity", data=df, figures_dir=figs)      # figs/table1_similarity.{pdf,png,csv}
+Example (not run as a doctest: it writes files)::
+
+    save_table(df, "table1_similarity", caption="...", results_dir=out)   # out/table1_similarity.{csv,tex}
+    save_figure(fig, "table1_similarity", data=df, figures_dir=figs)      # figs/table1_similarity.{pdf,png,csv}
 
 Also the notebook preamble: :func:`output_dirs` resolves a notebook's ``figures_dir``/``results_dir``
 parameters. This module computes nothing.
@@ -80,11 +82,3 @@ def save_run_record(name: str, results_dir: Path, **fields) -> Path:
     path = results_dir / f"{name}.run.json"
     path.write_text(json.dumps(record, indent=1, default=str))
     return path
-
-
-def paper_table(name: str) -> pd.DataFrame:
-    """A table transcribed from the papers (``data/paper_results/<name>.csv``)."""
-    path = paths.PAPER_RESULTS_DIR / f"{name}.csv"
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: no transcribed paper table named {name!r}")
-    return pd.read_csv(path)

@@ -21,20 +21,58 @@ from pathlib import Path
 import yaml
 
 from rpa_lib import paths
+from rpa_lib.notebook_params import check_value, parameters
 
 PATH_PARAMETERS = ("data_dir", "figures_dir", "results_dir")
 
 
 def load_profile(name: str) -> dict:
+    """The profile ``profiles/<name>.yaml``, checked against every notebook's parameters cell: an unknown
+    notebook, parameter or top-level key, a value of the wrong type or malformed YAML is a ``SystemExit`` whose
+    one line names the profile file and the key."""
     path = paths.PROFILES_DIR / f"{name}.yaml"
     if not path.is_file():
         known = ", ".join(sorted(p.stem for p in paths.PROFILES_DIR.glob("*.yaml")))
         raise SystemExit(f"unknown profile {name!r} ({path} not found); known: {known}")
-    profile = yaml.safe_load(path.read_text()) or {}
+    try:
+        profile = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"line {mark.line + 1}: " if mark else ""
+        raise SystemExit(f"{path}: not valid YAML ({where}{getattr(e, 'problem', None) or e})") from None
+    if not isinstance(profile, dict):
+        raise SystemExit(f"{path}: a profile is a mapping with description, defaults, notebooks and env")
     unknown = set(profile) - {"description", "defaults", "notebooks", "env"}
     if unknown:
         raise SystemExit(f"{path}: unknown top-level key(s) {', '.join(sorted(unknown))}")
+    check_profile(path, profile)
     return profile
+
+
+def check_profile(path: Path, profile: dict) -> None:
+    """Every key of ``defaults`` declared by some notebook, every ``notebooks.<NN_name>`` an existing notebook
+    and each of its keys declared by it, every value of the declared type."""
+    declared = {nb.stem: parameters(nb) for nb in notebooks()}
+    sections = {"defaults": profile.get("defaults") or {}, **{f"notebooks.{k}": v or {} for k, v in
+                                                               (profile.get("notebooks") or {}).items()}}
+    for section, values in sections.items():
+        if not isinstance(values, dict):
+            raise SystemExit(f"{path}: {section} must be a mapping of parameter: value")
+        stem = section.removeprefix("notebooks.")
+        if section != "defaults" and stem not in declared:
+            raise SystemExit(f"{path}: {section}: no such notebook; notebooks: {', '.join(declared)}")
+        scope = {stem: declared[stem]} if section != "defaults" else declared
+        for key, value in values.items():
+            owners = [params[key] for params in scope.values() if key in params]
+            if not owners:
+                valid = sorted({p for params in scope.values() for p in params})
+                raise SystemExit(f"{path}: {section}.{key}: not a parameter of "
+                                 f"{stem if section != 'defaults' else 'any notebook'}; parameters: {', '.join(valid)}")
+            for param in owners:
+                try:
+                    check_value(key, value, param)
+                except ValueError as e:
+                    raise SystemExit(f"{path}: {section}.{e}") from None
 
 
 def notebooks(only: list[str] | None = None) -> list[Path]:
@@ -49,9 +87,7 @@ def notebooks(only: list[str] | None = None) -> list[Path]:
 
 def parameters_for(notebook: Path, profile: dict, output_dir: Path | None) -> dict:
     """The profile's parameters that this notebook declares, with relative paths made absolute."""
-    import papermill
-
-    declared = papermill.inspect_notebook(str(notebook))
+    declared = parameters(notebook)
     params = {**(profile.get("defaults") or {}), **((profile.get("notebooks") or {}).get(notebook.stem) or {})}
     if output_dir:
         params.setdefault("figures_dir", str(output_dir / "figures"))

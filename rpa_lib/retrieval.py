@@ -1,15 +1,21 @@
 """Retrieval for one character: persona -> chunks -> cached vectors -> cached hnswlib index -> ranked chunks.
 
->>> r = Retriever.for_character("frieren", splitter="acts", embedder="minilm")
->>> [hit.chunk.context for hit in r.search("Who was your first teacher?", k=2)]
+Example (not run as a doctest: it loads the embedder)::
+
+    r = Retriever.for_character("frieren", splitter="acts", embedder="minilm")
+    [hit.chunk.context for hit in r.search("Who was your first teacher?", k=2)]
 
 The index lives under ``index_dir()/<character>/<splitter>/<embedder model id>`` and is rebuilt when the
 chunks, the embedder or the HNSW parameters change. This module does not call any LLM.
+
+:func:`retriever` is the shared, memoized way in: one retriever per (dataset, character, splitter, embedder),
+rebuilt when the persona file changes on disk; :func:`clear_retrievers` empties the memo.
 """
 
 from __future__ import annotations
 
 import re
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -62,3 +68,30 @@ class Retriever:
 
     def vectors(self) -> np.ndarray:
         return embed(self.embedder, [c.text for c in self.chunks])
+
+
+_RETRIEVERS: dict[tuple, Retriever] = {}
+_RETRIEVERS_LOCK = threading.Lock()
+
+
+def retriever(slug: str, splitter: str, embedder: str, dataset=None) -> Retriever:
+    """The memoized retriever of a character of ``dataset`` (a :class:`rpa_lib.data.Dataset`, default the
+    repository's data/). The memo key includes the persona file's size and modification time, so an edited
+    persona gets new chunks at once, in a notebook session too, and the index folder in use."""
+    from rpa_lib.data import as_dataset
+    from rpa_lib.paths import index_dir
+
+    ds = as_dataset(dataset)
+    path = ds.persona_path(slug)
+    stat = path.stat() if path.is_file() else None
+    key = (ds, slug, splitter, embedder, stat and (stat.st_size, stat.st_mtime_ns), index_dir())
+    with _RETRIEVERS_LOCK:
+        if key not in _RETRIEVERS:
+            _RETRIEVERS[key] = Retriever.for_character(slug, splitter, embedder, characters_dir=ds.characters_dir)
+        return _RETRIEVERS[key]
+
+
+def clear_retrievers() -> None:
+    """Forget every memoized retriever (their indexes stay cached on disk)."""
+    with _RETRIEVERS_LOCK:
+        _RETRIEVERS.clear()

@@ -18,9 +18,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from rpa_lib.persona import Persona
+from rpa_lib.persona import Persona, heading_path
 
 SPLITTERS = ("vanilla", "ats", "acts")
+SPLITTER_NAMES = {"vanilla": "Vanilla", "ats": "ATS", "acts": "ACTS"}  # as the paper's tables name them
 VANILLA_LENGTH, VANILLA_OVERLAP = 500, 100
 _SEPARATORS = ["\n\n", "\n", ". ", "? ", "! ", "; ", ", ", " ", ""]
 
@@ -40,7 +41,7 @@ class Chunk:
 
     @property
     def context(self) -> str:
-        return " > ".join(self.headings)
+        return heading_path(self.headings)
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,7 @@ def split(persona: Persona, splitter: str = "acts", *, length: int | None = None
     (counting one blank line between paragraphs, however many the source has), and with ATS/ACTS every
     paragraph lies whole inside at least one chunk.
 
+    >>> from rpa_lib.persona import load_persona
     >>> [c.id for c in split(load_persona("frieren"), "acts")][:2]
     ['frieren:acts:0000', 'frieren:acts:0001']
     """
@@ -91,7 +93,7 @@ def split(persona: Persona, splitter: str = "acts", *, length: int | None = None
             spans.append((at, par.start))
             body_text += ("\n\n" if body_text else "") + par.text
             at = len(body_text) + 2
-        context = " > ".join(section.headings)
+        context = heading_path(section.headings)
         cursor = 0
         for piece in text_splitter.split_text(body_text):
             found = body_text.find(piece, cursor)

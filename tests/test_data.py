@@ -177,8 +177,8 @@ def test_questionnaire_item_problems(data_copy):
     path = edit_questionnaire(data_copy, "bigfive", break_items)
     problems = [p for p in validate(data_copy, full=False) if p.startswith(f"{path}: ")]
     text = "\n".join(problems)
-    for words in ["scale has 5 points but 3 labels", "item bf-001: unknown dimension 'XY'",
-                  "item bf-002: keyed must be 'high' or 'low', not 'sideways'", "item id 'bf-004' appears 2 times"]:
+    for words in ["scale has 5 points but 3 labels", "item bf-001: field 'dimension': unknown dimension 'XY'",
+                  "item bf-002: field 'keyed' must be 'high' or 'low', not 'sideways'", "item id 'bf-004' appears 2 times"]:
         assert words in text
 
 
@@ -186,7 +186,7 @@ def test_malformed_questionnaire_json(data_copy):
     path = data_copy / "questionnaires" / "mbti.json"
     path.write_text('{"name": "mbti",\n  "scale": oops}')
     problems = validate(data_copy, full=False)
-    assert problems == [f"{path}: not valid JSON at line 2 (Expecting value)"]
+    assert problems == [f"{path}:2: not valid JSON (Expecting value)"]
 
 
 def test_all_problems_are_collected(data_copy):
@@ -243,3 +243,30 @@ def test_main_returns_the_exit_status(data_copy, capsys):
     edit_qa(data_copy, 1, evidence=["nowhere"])
     assert main(["validate", "--data-dir", str(data_copy), "--no-counts", "--character", ADA]) == 1
     assert "FAILED: 1 character(s) checked" in capsys.readouterr().out
+
+
+def test_questionnaire_missing_field_names_the_item_and_field(data_copy):
+    path = edit_questionnaire(data_copy, "mbti", lambda q: q["items"][4].pop("keyed"))
+    item_id = json.loads(path.read_text())["items"][4]["id"]
+    with pytest.raises(DataError, match=rf"mbti.json: item {item_id}: missing field 'keyed'"):
+        load_questionnaire("mbti", data_copy)
+
+
+def test_dataset_checks_characters(data_copy):
+    from rpa_lib.data import Dataset
+
+    ds = Dataset(data_copy)
+    assert ds.characters() == ["ada-lindqvist", "bram-okafor"]
+    assert ds.characters(["bram-okafor"]) == ["bram-okafor"]
+    with pytest.raises(DataError, match="characters must be a list of slugs"):
+        ds.characters("ada-lindqvist")
+    with pytest.raises(DataError, match="unknown character\\(s\\) 'nobody'; known: ada-lindqvist, bram-okafor"):
+        ds.characters(["nobody"])
+    assert ds.qa_path("ada-lindqvist") == data_copy / "characters" / "ada-lindqvist" / "qa.jsonl"
+    assert Dataset(data_copy) == ds and len({ds, Dataset(data_copy)}) == 1
+
+
+def test_persona_error_is_a_data_error():
+    from rpa_lib.persona import PersonaError
+
+    assert issubclass(PersonaError, DataError) and issubclass(DataError, ValueError)

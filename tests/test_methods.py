@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -12,7 +13,23 @@ import pytest
 
 from rpa_lib.evaluation.chunk_usage import duplication_frequencies, usage_stats, used_chunks
 from rpa_lib.llm import FakeLLM
-from rpa_lib.methods import Amadeus, NaiveRAG, NoRAG, build_method, guided_selection
+from rpa_lib.methods import (
+    METHODS,
+    Context,
+    ContextItem,
+    FailedItems,
+    Job,
+    Method,
+    NoRAG,
+    RetrievalSettings,
+    build_method,
+    build_methods,
+    check_failures,
+    failures,
+    guided_selection,
+    register,
+    run_jobs,
+)
 
 FIXTURES = Path(__file__).parent / "fixtures" / "data"
 
@@ -103,48 +120,81 @@ def scripted(judge_yes=lambda prompt: "Winter Storm" in prompt, structured=None)
     return FakeLLM(rule, cache=False)
 
 
+def make(name, llm, **settings):
+    return build_method(name, llm, dataset=FIXTURES, **settings)
+
+
+def chunks_of(r, role):
+    return [item for item in r.context if item.role == role]
+
+
 def test_no_rag_uses_no_chunks_and_names_the_character_and_work():
-    r = NoRAG(scripted(), data_dir=FIXTURES).respond("ada-lindqvist", "Who are you?")
-    assert r.method == "no_rag" and r.knowledge == [] and r.gs_failed is None
+    r = make("no_rag", scripted()).respond("ada-lindqvist", "Who are you?")
+    assert r.method == "no_rag" and r.context == [] and r.details == {} and r.chunk_ids() == []
     assert "Ada Lindqvist from Test Fixtures" in r.reply and len(r.calls) == 1 and r.calls[0].purpose == "respond"
 
 
 def test_naive_rag_gives_top_k_chunks_as_knowledge():
-    m = NaiveRAG(scripted(), data_dir=FIXTURES, embedder="hash-64", k=2)
+    m = make("naive_rag", scripted(), embedder="hash-64", k=2)
     r = m.respond("ada-lindqvist", "What did you do when the storm broke the lamp's lens?")
-    assert len(r.knowledge) == 2 and all(c.splitter == "vanilla" for c in r.knowledge)
-    assert r.knowledge[0].body in r.reply  # the chunks reached the prompt
+    knowledge = chunks_of(r, "knowledge")
+    assert len(knowledge) == 2 and all(":vanilla:" in item.chunk_ids[0] for item in knowledge)
+    assert r.chunk_ids() == [item.chunk_ids[0] for item in knowledge]
+    assert knowledge[0].text in r.reply  # the chunks reached the prompt
 
 
 def test_amadeus_runs_gs_then_ae_then_responds_with_both():
-    m = Amadeus(scripted(), data_dir=FIXTURES, embedder="hash-64", k=2, max_iterations=30, slot_size=2)
+    m = make("amadeus", scripted(), embedder="hash-64", k=2, max_iterations=30, slot_size=2)
     r = m.respond("ada-lindqvist", "What did you do when the storm broke the lamp's lens?")
-    assert not r.gs_failed and r.selected and all("Winter Storm" in c.context for c in r.selected)
-    assert r.attributes == {"Belief and Value": "duty first", "Psychological Traits": "quiet"}
-    assert "duty first" in r.reply and r.selected[0].text in r.reply
+    selected = chunks_of(r, "selected")
+    assert not r.details["gs_failed"] and selected and all("Winter Storm" in item.label for item in selected)
+    assert r.details["attributes"] == {"Belief and Value": "duty first", "Psychological Traits": "quiet"}
+    attributes = chunks_of(r, "attribute")
+    assert [a.label for a in attributes] == ["Belief and Value", "Psychological Traits"]
+    assert all(a.chunk_ids == tuple(i for s in selected for i in s.chunk_ids) for a in attributes)
+    assert "duty first" in r.reply and selected[0].text in r.reply
     purposes = [c.purpose for c in r.calls]
-    assert purposes.count("judge") == r.examined and purposes[-2:] == ["extract", "respond"]
+    assert purposes.count("judge") == r.details["examined"] and purposes[-2:] == ["extract", "respond"]
 
 
 def test_amadeus_gs_failure_falls_back_and_ae_failure_is_recorded_not_fatal():
     llm = scripted(judge_yes=lambda p: False, structured={"wrong": 1})
-    m = Amadeus(llm, data_dir=FIXTURES, embedder="hash-64", max_iterations=5)
+    m = make("amadeus", llm, embedder="hash-64", max_iterations=5)
     r = m.respond("bram-okafor", "Do you like loud parties?")
-    assert r.gs_failed and len(r.selected) == 3 and r.examined == 5
+    assert r.details["gs_failed"] and len(chunks_of(r, "selected")) == 3 and r.details["examined"] == 5
     assert any(c.purpose == "extract" and c.output.startswith("failed") for c in r.calls)
     # the free-text fallback fills both attributes, one chat call each, and they reach the response
-    assert [c.purpose for c in r.calls].count("extract-text") == 2
-    assert set(r.attributes) == {"Belief and Value", "Psychological Traits"} and all(r.attributes.values())
-    assert r.reply.startswith("SYSTEM:") and r.attributes["Belief and Value"][:40] in r.reply
+    assert [c.purpose for c in r.calls].count("extract-text") == 2 and r.details["extract_fallback"]
+    attributes = r.details["attributes"]
+    assert set(attributes) == {"Belief and Value", "Psychological Traits"} and all(attributes.values())
+    assert r.reply.startswith("SYSTEM:") and attributes["Belief and Value"][:40] in r.reply
 
 
-def test_build_method_filters_settings_and_rejects_unknown_names():
-    m = build_method("no_rag", llm=FakeLLM(), splitter="acts", max_iterations=3, data_dir=FIXTURES)
-    assert isinstance(m, NoRAG)
-    a = build_method("amadeus", llm=FakeLLM(), max_iterations=3, slot_size=1, window=2, data_dir=FIXTURES)
-    assert (a.max_iterations, a.slot_size, a.window) == (3, 1, 2)
-    with pytest.raises(ValueError, match="unknown method"):
+def test_build_method_takes_declared_settings_and_rejects_unknown_ones():
+    assert isinstance(make("no_rag", FakeLLM()), NoRAG)
+    a = make("amadeus", FakeLLM(), max_iterations=3, slot_size=1, window=2)
+    assert (a.settings.max_iterations, a.settings.slot_size, a.window) == (3, 1, 2)
+    with pytest.raises(ValueError, match="unknown method 'crag'; registered: no_rag, naive_rag, amadeus"):
         build_method("crag", llm=FakeLLM())
+    with pytest.raises(ValueError, match=r"method 'no_rag' has no setting 'splitter'; its settings: max_tokens"):
+        make("no_rag", FakeLLM(), splitter="acts")
+    with pytest.raises(ValueError, match=r"has no setting 'max_iteration'; its settings: embedder, extract, "):
+        make("amadeus", FakeLLM(), max_iteration=8)
+    with pytest.raises(ValueError, match="unknown splitter 'fixed'"):
+        make("naive_rag", FakeLLM(), splitter="fixed")
+    with pytest.raises(ValueError, match="slot_size >= 1"):
+        make("amadeus", FakeLLM(), slot_size=0)
+
+
+def test_build_methods_routes_shared_settings_and_rejects_strays():
+    no_rag, naive, amadeus = build_methods(["no_rag", "naive_rag", "amadeus"], FakeLLM(), dataset=FIXTURES, k=2,
+                                           max_iterations=4, max_tokens=20, window=None)
+    assert no_rag.settings.max_tokens == naive.settings.max_tokens == amadeus.settings.max_tokens == 20
+    assert naive.settings.k == amadeus.settings.k == 2 and amadeus.settings.max_iterations == 4
+    with pytest.raises(ValueError, match="no method of no_rag, naive_rag has the setting\\(s\\) 'max_iterations'"):
+        build_methods(["no_rag", "naive_rag"], FakeLLM(), max_iterations=4)
+    with pytest.raises(ValueError, match="methods must be a list"):
+        build_methods("amadeus", FakeLLM())
 
 
 def test_chunk_usage_statistics():
@@ -159,14 +209,75 @@ def test_chunk_usage_statistics():
     assert freqs == {"a": 1, "b": 2, "c": 1, "d": 1}
 
 
-def test_used_chunks_records_failed_items():
+def test_used_chunks_records_failed_items_and_reads_roles():
     def rule(kind, messages, spec):
         if "Bram" in messages[-1]["content"]:
             raise ValueError("judge exploded")
         return "no"
-    m = Amadeus(FakeLLM(rule, cache=False), data_dir=FIXTURES, embedder="hash-64", max_iterations=3)
-    used = used_chunks(m, [("ada-lindqvist", "q1", "Hello?"), ("bram-okafor", "q1", "Hello?")])
+    m = make("amadeus", FakeLLM(rule, cache=False), embedder="hash-64", max_iterations=3, k=1, extract=False)
+    jobs = [Job("ada-lindqvist", "q1", "Hello?"), Job("bram-okafor", "q1", "Hello?")]
+    used = used_chunks(m, jobs, roles=["selected"])
     assert len(used) == 2
     ok, bad = used.iloc[0], used.iloc[1]
     assert pd.isna(ok.error) and ok.gs_failed and len(ok.chunks) == 3
     assert "judge exploded" in bad.error and bad.chunks == []
+    everything = used_chunks(m, jobs[:1])  # every role: the top-1 knowledge chunk is among the top K+1 fallback
+    assert set(everything.chunks[0]) == set(ok.chunks)
+
+
+def test_run_jobs_keeps_one_row_per_job_with_failures_and_meta():
+    def rule(kind, messages, spec):
+        if "Bram" in messages[0]["content"]:
+            raise ValueError("no answer for Bram")
+        return "hello"
+    m = make("naive_rag", FakeLLM(rule, cache=True), embedder="hash-64", k=2)
+    jobs = [Job("ada-lindqvist", "a1", "Who are you?", {"attribute": "Activity"}),
+            Job("bram-okafor", "b1", "Who are you?", {"attribute": "Activity"})]
+    rows = run_jobs(m, jobs, progress=False)
+    assert list(rows.columns[:5]) == ["method", "character", "question_id", "question", "attribute"]
+    ok, bad = rows.iloc[0], rows.iloc[1]
+    assert ok.reply == "hello" and len(ok.chunk_ids) == 2 and ok.llm_calls == 1 and pd.isna(ok.error)
+    assert [c["role"] for c in ok.context] == ["knowledge", "knowledge"]
+    assert pd.isna(bad.reply) and "no answer for Bram" in bad.error and failures(rows).question_id.tolist() == ["b1"]
+    again = run_jobs(m, jobs[:1], progress=False)  # a completed call is served from the cache
+    assert again.cached_calls[0] == 1
+    context_only = run_jobs(m, jobs[:1], step="context", progress=False)
+    assert pd.isna(context_only.reply[0]) and context_only.llm_calls[0] == 0
+
+
+def test_a_new_method_is_one_class_and_one_registry_line(monkeypatch):
+    from rpa_lib.methods import registry
+
+    monkeypatch.setattr(registry, "METHODS", dict(registry.METHODS))
+    register(EchoFirstChunk)  # the registry line
+    r = make("echo_first_chunk", scripted(), embedder="hash-64", prefix=">> ").respond("ada-lindqvist", "Lamp?")
+    assert r.method == "echo_first_chunk" and r.context[0].text.startswith(">> ") and len(r.chunk_ids()) == 1
+    with pytest.raises(ValueError, match="its settings: embedder, k, max_tokens, prefix, splitter"):
+        make("echo_first_chunk", scripted(), prefx="!")
+    assert "echo_first_chunk" in registry.METHODS and "echo_first_chunk" not in METHODS  # the test's copy only
+
+
+@dataclass(frozen=True)
+class EchoSettings(RetrievalSettings):
+    prefix: str = ""
+
+
+class EchoFirstChunk(Method):
+    """A trivial method, the whole of what adding one takes: a settings dataclass and a context step."""
+
+    name = "echo_first_chunk"
+    Settings = EchoSettings
+
+    def context(self, character, question):
+        chunk = self.search(character, question, 1)[0]
+        return Context([ContextItem("knowledge", self.settings.prefix + chunk.text, (chunk.id,))])
+
+
+def test_check_failures_fails_a_run_with_failed_items():
+    rows = pd.DataFrame([{"method": "m", "character": "c", "question_id": "q1", "error": None},
+                         {"method": "m", "character": "c", "question_id": "q2", "error": "LLMError: 401 Unauthorized"}])
+    with pytest.raises(FailedItems, match=r"chunk usage: 1 of 2 item\(s\) failed \(allowed share 0\); "
+                                          r"first: m c q2: LLMError: 401 Unauthorized"):
+        check_failures(rows, "chunk usage")
+    check_failures(rows, "chunk usage", max_share=0.5)  # at the threshold: allowed
+    check_failures(rows.iloc[:1], "chunk usage")

@@ -171,10 +171,12 @@ def test_failing_notebook_stops_the_run(tmp_path, monkeypatch, capsys):
     write_notebook(books / "03_after.ipynb", mark.format("03.txt"))
     (books / "scratch.ipynb").write_text("not a numbered notebook, never run")
     monkeypatch.setattr(paths, "NOTEBOOKS_DIR", books)
+    monkeypatch.setattr(paths, "PROFILES_DIR", tmp_path)
+    (tmp_path / "tiny.yaml").write_text("description: three fixture notebooks\ndefaults: {}\n")
     out = tmp_path / "out"
 
     with pytest.raises(SystemExit) as info:
-        reproduce.run("smoke", output_dir=out)
+        reproduce.run("tiny", output_dir=out)
     assert info.value.code == 1
     captured = capsys.readouterr()
     assert re.search(r"02_broken.ipynb: cell \d+ raised RuntimeError: the fixture is broken", captured.err)
@@ -184,3 +186,24 @@ def test_failing_notebook_stops_the_run(tmp_path, monkeypatch, capsys):
     assert not (out / "results" / "03.txt").exists(), "the run went on after a failure"
     assert not (out / "notebooks" / "03_after.ipynb").exists()
 
+
+
+# ---------------------------------------------------------------- a profile that names what does not exist
+
+
+@pytest.mark.parametrize("text, message", [
+    ("notebooks:\n  01_datset: {}\n", "notebooks.01_datset: no such notebook; notebooks: 01_dataset"),
+    ("notebooks:\n  01_dataset:\n    charcters: [frieren]\n",
+     "notebooks.01_dataset.charcters: not a parameter of 01_dataset; parameters: characters, data_dir"),
+    ("defaults:\n  charcters: [frieren]\n", "defaults.charcters: not a parameter of any notebook"),
+    ("defaults:\n  characters: frieren\n", "defaults.characters: expected list[str] | None, got str 'frieren'"),
+    ("notebooks:\n  02_similarity_scores:\n    k: five\n", "notebooks.02_similarity_scores.k: expected int, got str"),
+    ("defaults: [1, 2\n", "not valid YAML (line 2: "),
+    ("surprise: 1\n", "unknown top-level key(s) surprise"),
+])
+def test_profile_errors_name_the_file_and_the_key(tmp_path, monkeypatch, text, message):
+    monkeypatch.setattr(paths, "PROFILES_DIR", tmp_path)
+    (tmp_path / "bad.yaml").write_text(text)
+    with pytest.raises(SystemExit) as info:
+        reproduce.load_profile("bad")
+    assert str(info.value).startswith(f"{tmp_path / 'bad.yaml'}: ") and message in str(info.value), str(info.value)

@@ -17,8 +17,6 @@ from rpa_lib.evaluation.personality import (
     interview,
     keyed_rating,
     letter,
-    paper_methods,
-    paper_types,
     pole_names,
     predicted_types,
     score_expert,
@@ -28,7 +26,7 @@ from rpa_lib.evaluation.personality import (
 from rpa_lib.evaluation.personality_prompts import expert_messages, option_messages, scale_options
 from rpa_lib.llm import FakeLLM
 from rpa_lib.methods import Method, Response
-from rpa_lib.report import paper_table
+from rpa_lib.paper import paper_methods, paper_table, paper_types
 
 # ---- the golden test: type_scores against the paper's printed summaries -----------------------------------------
 
@@ -324,13 +322,13 @@ def test_interviews_survive_a_csv_round_trip(questionnaires, names, tmp_path):
 
 
 def test_interview_with_the_real_methods_on_fixture_data(fixture_data, questionnaires, names):
-    from rpa_lib.methods import build_method
+    from rpa_lib.methods import build_methods
 
     llm = FakeLLM()
     q = questionnaires[1]
-    for name in ("no_rag", "naive_rag", "amadeus"):
-        method = build_method(name, llm=llm, embedder="hash-64", k=2, max_iterations=3, slot_size=1,
-                              data_dir=fixture_data, max_tokens=20)
+    methods = build_methods(["no_rag", "naive_rag", "amadeus"], llm=llm, dataset=fixture_data, embedder="hash-64", k=2,
+                            max_iterations=3, slot_size=1, max_tokens=20)
+    for name, method in zip(("no_rag", "naive_rag", "amadeus"), methods, strict=True):
         replies = interview(method, ["ada-lindqvist"], q, llm=llm, progress=False)
         assert replies.error.isna().all(), replies.error.dropna().tolist()
         assert (replies.method == name).all() and replies.reply.str.len().gt(0).all()

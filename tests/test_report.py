@@ -14,7 +14,9 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
-from rpa_lib.report import output_dirs, paper_table, run_label, save_figure, save_run_record, save_table  # noqa: E402
+from rpa_lib.data import DataError  # noqa: E402
+from rpa_lib.paper import paper_table  # noqa: E402
+from rpa_lib.report import output_dirs, run_label, save_figure, save_run_record, save_table  # noqa: E402
 
 
 @pytest.fixture
@@ -79,5 +81,5 @@ def test_save_run_record(tmp_path):
 def test_paper_table():
     t = paper_table("table1_similarity")
     assert {"splitter", "embedder", "sum_mu", "sum_var"} <= set(t.columns)
-    with pytest.raises(FileNotFoundError, match="no transcribed paper table named 'table99'"):
+    with pytest.raises(DataError, match="no transcribed paper table named 'table99'; known: "):
         paper_table("table99")

@@ -1,8 +1,8 @@
-"""``python -m rpa_lib.data validate``: see :mod:`rpa_lib.data`."""
+"""``python -m rpa_lib.data validate``: see :mod:`rpa_lib.data.cli`."""
 
 import sys
 
-from rpa_lib.data import main
+from rpa_lib.data.cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

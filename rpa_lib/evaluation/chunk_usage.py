@@ -2,11 +2,12 @@
 
 For a character and a question set:
 - chunk usage rate: the share of the character's chunks used at least once as context;
-- GS failure rate: the share of questions for which Guided Selection's slot stayed empty (AMADEUS only);
+- GS failure rate: the share of questions for which Guided Selection's slot stayed empty (methods whose
+  details report ``gs_failed``; others have none);
 - duplication frequencies: for each chunk, in how many of the questions it was used.
 
-Naive RAG uses its top-k retrieved chunks; AMADEUS uses the chunks GS selects (the top K+1 on a failure),
-which is all Figure 1 and Table 3 need, so no response is generated here.
+What counts as "used" is read from each job's context items (``roles`` picks which: e.g. ``["selected"]`` for
+the chunks GS chose); no method class is consulted and no reply is generated (the runner stops at ``context``).
 """
 
 from __future__ import annotations
@@ -15,32 +16,26 @@ from collections import Counter
 
 import pandas as pd
 
-from rpa_lib.methods import Amadeus, NaiveRAG
+from rpa_lib.methods.runner import Job, run_jobs
 
 
-def used_chunks(method, jobs: list[tuple[str, str, str]], llm=None, desc: str = "chunks") -> pd.DataFrame:
-    """One row per (character, question id): the chunk ids the method used, and GS's outcome.
-
-    ``jobs`` are ``(character, question_id, question)``. AMADEUS runs GS through ``llm.map`` (bounded
-    concurrency, progress bar); a failed item keeps its row with the error, never dropped.
-    """
-    if isinstance(method, Amadeus):
-        def run(job):
-            selection, calls = method.select(job[0], job[2])
-            return {"chunks": [c.id for c in selection.selected], "gs_failed": selection.failed,
-                    "examined": selection.examined, "judge_calls_cached": sum(c.cached for c in calls)}
-    elif isinstance(method, NaiveRAG):
-        def run(job):
-            return {"chunks": [c.id for c in method.retrieve(job[0], job[2])], "gs_failed": None, "examined": 0}
-    else:
-        raise TypeError(f"chunk usage is defined for naive_rag and amadeus, not {method!r}")
-    outcomes = (llm or method.llm).map(run, jobs, desc=desc)
-    rows = []
-    for job, out in zip(jobs, outcomes, strict=True):
-        base = {"method": method.name, "character": job[0], "question_id": job[1], "question": job[2]}
-        rows.append({**base, **(out.value if out.ok else {"chunks": [], "gs_failed": None, "examined": 0}),
-                     "error": out.error})
-    return pd.DataFrame(rows)
+def used_chunks(method, jobs: list[Job], *, roles: list[str] | None = None, llm=None, desc: str = "chunks") -> pd.DataFrame:
+    """One row per job: the chunk ids of the context items of ``roles`` (None: every role), GS's outcome where
+    the method reports one, and the error of a failed job (kept, never dropped)."""
+    rows = run_jobs(method, jobs, step="context", llm=llm, desc=desc)
+    out = []
+    for r in rows.to_dict("records"):
+        ok = pd.isna(r["error"])
+        details = r["details"] if ok else {}
+        chunks = list(dict.fromkeys(i for item in r["context"] if not roles or item["role"] in roles
+                                    for i in item["chunk_ids"])) if ok else []
+        row = {"method": r["method"], "character": r["character"], "question_id": r["question_id"],
+               "question": r["question"], "chunks": chunks, "gs_failed": details.get("gs_failed"),
+               "examined": details.get("examined", 0)}
+        if ok and "gs_failed" in details:
+            row["judge_calls_cached"] = r["cached_calls"]
+        out.append({**row, "error": None if ok else r["error"]})
+    return pd.DataFrame(out)
 
 
 def usage_stats(used: pd.DataFrame, n_chunks: dict[str, int]) -> pd.DataFrame:

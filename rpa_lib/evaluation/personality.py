@@ -12,8 +12,9 @@ questionnaire, score the replies, turn the scores into type letters and compare 
 4. :func:`type_scores`: accuracy, Avg F1 (per position macro-F1 over the two letters, then the mean) and
    full-type accuracy of predicted vs true type strings, and each character's miss count.
 
-Also :func:`evaluator_check` (does the evaluator
-tell a clear yes from a clear no?) and :func:`paper_types` (the transcribed paper tables keyed by our slugs).
+Also :func:`evaluator_check` (does the evaluator tell a clear yes from a clear no?), and :func:`interview_all` /
+:func:`score_all`, a whole run over methods and questionnaires. The paper's tables beside ours are
+:mod:`rpa_lib.paper`'s.
 
 The prompts live in :mod:`rpa_lib.evaluation.personality_prompts`. This module builds no method or LLM (the
 caller passes them), writes no file and draws nothing.
@@ -22,13 +23,15 @@ caller passes them), writes no file and draws nothing.
 from __future__ import annotations
 
 import json
-import re
+import time
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from rpa_lib.data import Dimension, Questionnaire
 from rpa_lib.evaluation.personality_prompts import expert_messages, expert_schema, option_messages, scale_options
+from rpa_lib.methods.runner import questionnaire_jobs, run_jobs
 
 TIE = "-"  # a dimension whose score sits exactly on the midpoint: no letter, counted as a miss
 NO_SCORE = "?"  # a dimension with no rated unit (every item failed): no letter, counted as a miss
@@ -50,27 +53,28 @@ def pole_names(questionnaire: Questionnaire) -> dict[str, tuple[str, str]]:
 def interview(method, characters: list[str], questionnaire: Questionnaire, *, llm, workers: int | None = None,
               progress: bool = True) -> pd.DataFrame:
     """Put every item's question to ``method`` for every character, each in a fresh context (a new
-    ``respond`` call with no history), concurrently through ``llm.map``. One row per (character, item):
+    ``respond`` call with no history), through :func:`~rpa_lib.methods.run_jobs`. One row per (character, item):
     the item, the reply (None when the call failed), the error, and what the method did (GS failure, chunks
-    examined, knowledge and selected chunk ids, LLM calls and cache hits)."""
-    jobs = [(c, item) for c in characters for item in questionnaire.items]
-    outcomes = llm.map(lambda job: method.respond(job[0], job[1].question), jobs,
-                       desc=f"{method.name} · {questionnaire.name}", workers=workers, progress=progress)
-    rows = []
-    for o in outcomes:
-        character, item = o.item
-        r = o.value
-        rows.append({"method": method.name, "questionnaire": questionnaire.name, "character": character,
-                     "item": item.id, "dimension": item.dimension, "keyed": item.keyed, "question": item.question,
-                     "reply": r.reply if o.ok else None, "error": o.error,
-                     "gs_failed": r.gs_failed if o.ok else None, "examined": r.examined if o.ok else None,
-                     "knowledge": ";".join(c.id for c in r.knowledge) if o.ok else None,
-                     "selected": ";".join(c.id for c in r.selected) if o.ok else None,
-                     "attributes": json.dumps(r.attributes, ensure_ascii=False) if o.ok and r.attributes else None,
-                     "llm_calls": len(r.calls) if o.ok else None,
-                     "cached_calls": sum(c.cached for c in r.calls) if o.ok else None,
-                     "seconds": round(sum(c.seconds for c in r.calls), 3) if o.ok else None})
-    return pd.DataFrame(rows)
+    examined, knowledge and selected chunk ids, AE attributes, LLM calls and cache hits)."""
+    rows = run_jobs(method, questionnaire_jobs(questionnaire, characters), llm=llm, workers=workers, progress=progress,
+                    desc=f"{method.name} · {questionnaire.name}")
+
+    def ids(context, role):
+        return ";".join(i for c in context if c["role"] == role for i in c["chunk_ids"])
+
+    out = []
+    for r in rows.to_dict("records"):
+        ok = pd.isna(r["error"])
+        d = r["details"] if ok else {}
+        out.append({"method": r["method"], "questionnaire": questionnaire.name, "character": r["character"],
+                    "item": r["question_id"], "dimension": r["dimension"], "keyed": r["keyed"], "question": r["question"],
+                    "reply": r["reply"] if ok else None, "error": None if ok else r["error"],
+                    "gs_failed": d.get("gs_failed") if ok else None, "examined": d.get("examined", 0) if ok else None,
+                    "knowledge": ids(r["context"], "knowledge") if ok else None,
+                    "selected": ids(r["context"], "selected") if ok else None,
+                    "attributes": json.dumps(d["attributes"], ensure_ascii=False) if ok and d.get("attributes") else None,
+                    "llm_calls": r["llm_calls"], "cached_calls": r["cached_calls"], "seconds": r["seconds"]})
+    return pd.DataFrame(out)
 
 
 # ---- 2. scoring ------------------------------------------------------------------------------------------------
@@ -290,22 +294,55 @@ def type_scores(predicted: list[str], truth: list[str]) -> dict:
             "f1_per_position": f1_pos, "misses": misses}
 
 
-# ---- the paper's tables, for comparison ------------------------------------------------------------------------
+# ---- a whole run --------------------------------------------------------------------------------------------
 
 
-def _norm_name(name: str) -> str:
-    return re.sub(r"[^a-z]", "", name.lower())
+def interview_all(methods: list, characters: list[str], questionnaires: list[Questionnaire], *, llm,
+                  save_to: Path | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """:func:`interview` for every method and questionnaire, in that order. ``save_to`` (a CSV) is rewritten
+    after each block, so completed work is never lost. Returns the replies and one timing row per block."""
+    blocks, timing = [], []
+    for method in methods:
+        for q in questionnaires:
+            start = time.perf_counter()
+            block = interview(method, characters, q, llm=llm)
+            seconds = time.perf_counter() - start
+            blocks.append(block)
+            if save_to is not None:
+                pd.concat(blocks).to_csv(save_to, index=False)
+            timing.append({"step": "interview", "method": method.name, "questionnaire": q.name, "replies": len(block),
+                           "failed": int(block.error.notna().sum()), "seconds": round(seconds, 1)})
+            print(f"{method.name:>10} · {q.name:<8} {len(block)} replies, {timing[-1]['failed']} failed, {seconds:.0f} s")
+    return pd.concat(blocks, ignore_index=True), pd.DataFrame(timing)
 
 
-def paper_types(table: pd.DataFrame, names: dict[str, str]) -> pd.DataFrame:
-    """A transcribed AMADEUS Table 4/5 (``character, <method>, <method>_misses, ..., GT``) indexed by our
-    character slugs (matched on the name without spaces or case, so "Mao Mao" is "Maomao"); rows of
-    characters we do not have are dropped. ``names``: ``{slug: name}`` from ``labels.csv``."""
-    by_name = {_norm_name(n): s for s, n in names.items()}
-    table = table.assign(slug=table.character.map(lambda n: by_name.get(_norm_name(n))))
-    return table.dropna(subset=["slug"]).set_index("slug")
+def with_truth(types: pd.DataFrame, truth: dict[str, str]) -> pd.DataFrame:
+    """``types`` with the true type (``truth``: ``{slug: type}``) and the missed letters per character."""
+    out = types.assign(truth=types.character.map(truth))
+    out["misses"] = type_scores(list(out.predicted), list(out.truth))["misses"] if len(out) else []
+    return out
 
 
-def paper_methods(table: pd.DataFrame) -> list[str]:
-    """The method columns of a transcribed Table 4/5: those with a ``<method>_misses`` partner."""
-    return [c for c in table.columns if f"{c}_misses" in table.columns]
+def score_all(replies: pd.DataFrame, questionnaires: dict[str, tuple[Questionnaire, dict[str, str]]], evaluator,
+              names: dict[str, str], *, scoring: str = "option", calibrate: bool = False,
+              batch_size: int = 4) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """Score every questionnaire's replies (``questionnaires``: name -> (questionnaire, {slug: true type})) by
+    ``scoring`` (option or expert); returns the ratings, the dimension scores, the predicted types with the truth
+    and misses, and one timing row per questionnaire."""
+    if scoring not in ("option", "expert"):
+        raise ValueError(f"scoring must be 'option' or 'expert', not {scoring!r}")
+    ratings, scores, types, timing = [], [], [], []
+    for qname, (q, truth) in questionnaires.items():
+        start = time.perf_counter()
+        if scoring == "option":
+            r = score_options(replies, q, evaluator, names, calibrate=calibrate)
+        else:
+            r = score_expert(replies, q, evaluator, names, batch_size=batch_size, poles=pole_names(q))
+        timing.append({"step": f"{scoring} scoring", "method": "all", "questionnaire": qname, "replies": len(r),
+                       "failed": int(r.error.notna().sum()), "seconds": round(time.perf_counter() - start, 1)})
+        d = dimension_scores(r, q)
+        ratings.append(r)
+        scores.append(d)
+        types.append(with_truth(predicted_types(d, q), truth))
+    return (pd.concat(ratings, ignore_index=True), pd.concat(scores, ignore_index=True),
+            pd.concat(types, ignore_index=True), pd.DataFrame(timing))

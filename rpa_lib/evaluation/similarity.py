@@ -9,37 +9,26 @@ This module retrieves and aggregates; it calls no LLM.
 
 from __future__ import annotations
 
-from functools import cache
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from rpa_lib.data import load_qa
+from rpa_lib.data import Dataset
 from rpa_lib.embeddings import truncation
-from rpa_lib.retrieval import Retriever
-
-SPLITTER_NAMES = {"vanilla": "Vanilla", "ats": "ATS", "acts": "ACTS"}
-
-
-@cache
-def _retriever(slug: str, splitter: str, embedder: str, chars_dir: Path | None) -> Retriever:
-    """One retriever per (character, splitter, embedder), shared by the functions of this module."""
-    return Retriever.for_character(slug, splitter, embedder, characters_dir=chars_dir)
+from rpa_lib.retrieval import retriever
+from rpa_lib.splitters import SPLITTER_NAMES
 
 
-def retrieved_scores(characters: list[str], splitters: list[str], embedders: list[str], k: int = 5,
-                     data_dir: Path | None = None) -> pd.DataFrame:
+def retrieved_scores(dataset: Dataset, characters: list[str], splitters: list[str], embedders: list[str],
+                     k: int = 5) -> pd.DataFrame:
     """One row per retrieved chunk: character, splitter, embedder, question id, rank, score."""
-    chars_dir = Path(data_dir) / "characters" if data_dir else None
     rows = []
     jobs = [(e, s, c) for e in embedders for s in splitters for c in characters]
     for emb, splitter, slug in tqdm(jobs, desc="retrieving", unit="index"):
-        retriever = _retriever(slug, splitter, emb, chars_dir)
-        qa = load_qa(slug, data_dir)
-        for item, hits in zip(qa, retriever.search_many([q.question for q in qa], k), strict=True):
-            rows += [{"character": slug, "splitter": splitter, "embedder": retriever.embedder.label, "question": item.id,
+        index = retriever(slug, splitter, emb, dataset)
+        qa = dataset.qa(slug)
+        for item, hits in zip(qa, index.search_many([q.question for q in qa], k), strict=True):
+            rows += [{"character": slug, "splitter": splitter, "embedder": index.embedder.label, "question": item.id,
                       "rank": r, "score": h.score, "chunk": h.chunk.id} for r, h in enumerate(hits, start=1)]
     return pd.DataFrame(rows)
 
@@ -59,14 +48,12 @@ def similarity_table(per_char: pd.DataFrame) -> pd.DataFrame:
     return t
 
 
-def truncation_table(characters: list[str], splitters: list[str], embedders: list[str],
-                     data_dir: Path | None = None) -> pd.DataFrame:
+def truncation_table(dataset: Dataset, characters: list[str], splitters: list[str], embedders: list[str]) -> pd.DataFrame:
     """Share of chunks longer than each embedder reads, per splitter (never truncated silently)."""
-    chars_dir = Path(data_dir) / "characters" if data_dir else None
     rows = []
     for emb in embedders:
         for splitter in splitters:
-            retrievers = [_retriever(slug, splitter, emb, chars_dir) for slug in characters]
+            retrievers = [retriever(slug, splitter, emb, dataset) for slug in characters]
             embedder = retrievers[-1].embedder  # TF-IDF is fitted per character but reads any length
             t = truncation(embedder, [c.text for r in retrievers for c in r.chunks])
             rows.append({"splitter": SPLITTER_NAMES.get(splitter, splitter), "embedder": embedder.label,

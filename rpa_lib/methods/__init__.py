@@ -1,28 +1,29 @@
-"""Role-playing methods behind one interface: ``build_method(name, llm=...).respond(character, question)``."""
+"""Role-playing methods behind one interface and one runner.
 
-from rpa_lib.methods.amadeus import Amadeus
-from rpa_lib.methods.base import Call, Method, Response, RoleplayMethod
+``build_method(name, llm=..., **settings).respond(character, question)`` -> :class:`Response`;
+``run_jobs(method, jobs)`` -> one row per job. Registered methods: ``no_rag``, ``naive_rag``, ``amadeus``.
+"""
+
+from rpa_lib.methods.amadeus import Amadeus, AmadeusSettings
+from rpa_lib.methods.base import (
+    AnswerSettings,
+    Call,
+    Context,
+    ContextItem,
+    Method,
+    Response,
+    RetrievalSettings,
+)
 from rpa_lib.methods.baselines import NaiveRAG, NoRAG
 from rpa_lib.methods.gs import Selection, guided_selection
+from rpa_lib.methods.registry import METHODS, build_method, build_methods, method_class, register, setting_names
+from rpa_lib.methods.runner import FailedItems, Job, check_failures, failures, qa_jobs, questionnaire_jobs, run_jobs
 
-METHODS = {m.name: m for m in (NoRAG, NaiveRAG, Amadeus)}
+for _method in (NoRAG, NaiveRAG, Amadeus):  # the registry: one entry per method module
+    register(_method)
 
-
-def build_method(name: str, llm=None, **settings) -> Method:
-    """A method by name (``no_rag``, ``naive_rag``, ``amadeus``) with its settings (splitter, embedder, k,
-    max_iterations, slot_size, window, extract_retries, data_dir, max_tokens). ``llm`` defaults to ``get_llm()``.
-    Settings a method does not take are ignored, so one settings dict serves every method."""
-    if name not in METHODS:
-        raise ValueError(f"unknown method {name!r}; choose one of {', '.join(METHODS)}")
-    if llm is None:
-        from rpa_lib.llm import get_llm
-
-        llm = get_llm()
-    cls = METHODS[name]
-    common = {"embedder", "k", "data_dir", "max_tokens"} | ({"splitter"} if name != "no_rag" else set())
-    own = {"max_iterations", "slot_size", "window", "extract", "extract_retries"} if cls is Amadeus else set()
-    return cls(llm, **{k: v for k, v in settings.items() if k in common | own and v is not None})
-
-
-__all__ = ["METHODS", "Amadeus", "Call", "Method", "NaiveRAG", "NoRAG", "Response", "RoleplayMethod", "Selection",
-           "build_method", "guided_selection"]
+__all__ = ["METHODS", "Amadeus", "AmadeusSettings", "AnswerSettings", "Call", "Context", "ContextItem", "FailedItems",
+           "Job", "Method",
+           "NaiveRAG", "NoRAG", "Response", "RetrievalSettings", "Selection", "build_method", "build_methods",
+           "check_failures", "failures", "guided_selection", "method_class", "qa_jobs", "questionnaire_jobs", "register", "run_jobs",
+           "setting_names"]

@@ -7,12 +7,19 @@ chunks and attributes as the character's attributes. Paper settings are the defa
 
 When AE cannot get valid JSON from the LLM after ``extract_retries`` re-asks (a very small local model), it asks
 for each attribute in one free-text sentence instead; the failed structured call and the fallback calls are both
-in the trace.
+in the trace. ``extract=False`` stops after GS (chunk statistics need no attributes).
+
+Context items: ``knowledge`` (top-k), ``attribute`` (one per AE attribute, with the selected chunks' ids) and
+``selected`` (GS's slot, or its top K+1 fallback). Details: ``gs_failed``, ``examined``, ``speculative``,
+``attributes``, ``extract_fallback``.
 """
 
 from __future__ import annotations
 
-from rpa_lib.methods.base import Call, Response, RoleplayMethod
+from dataclasses import dataclass
+
+from rpa_lib.llm import LLMError
+from rpa_lib.methods.base import Call, Context, ContextItem, Method, RetrievalSettings, chunk_items
 from rpa_lib.methods.gs import Selection, guided_selection
 from rpa_lib.methods.prompts import (
     AE_KEYS,
@@ -21,25 +28,39 @@ from rpa_lib.methods.prompts import (
     extract_messages,
     extract_text_messages,
     judge_messages,
-    respond_messages,
 )
 
 
-class Amadeus(RoleplayMethod):
-    name = "amadeus"
+@dataclass(frozen=True)
+class AmadeusSettings(RetrievalSettings):
+    splitter: str = "acts"
+    max_iterations: int = 30  # GS: N, chunks examined at most (paper: 30)
+    slot_size: int = 2  # GS: K, chunks kept at most (paper: 2)
+    window: int | None = None  # GS look-ahead of concurrent judge calls (None: 4 on remote APIs, 1 locally)
+    extract: bool = True  # run the Attribute Extractor
+    extract_retries: int = 2  # re-asks when AE's JSON is invalid, before the free-text fallback
 
-    def __init__(self, llm, *, splitter: str = "acts", max_iterations: int = 30, slot_size: int = 2,
-                 window: int | None = None, extract: bool = True, extract_retries: int = 2, **settings):
-        super().__init__(llm, splitter=splitter, **settings)
-        self.max_iterations, self.slot_size, self.extract = max_iterations, slot_size, extract
-        self.extract_retries = extract_retries
+    def __post_init__(self):
+        super().__post_init__()
+        if self.max_iterations < 0 or self.slot_size < 1 or (self.window is not None and self.window < 1):
+            raise ValueError(f"need max_iterations >= 0, slot_size >= 1, window >= 1 or None "
+                             f"(got {self.max_iterations}, {self.slot_size}, {self.window})")
+
+
+class Amadeus(Method):
+    name = "amadeus"
+    Settings = AmadeusSettings
+
+    def __init__(self, llm, settings=None, dataset=None):
+        super().__init__(llm, settings, dataset)
         # Speculative judging only pays where calls run concurrently (remote APIs); a local model runs one at a time.
-        self.window = window or max(1, min(4, getattr(llm, "max_workers", 1)))
+        self.window = self.settings.window or max(1, min(4, getattr(llm, "max_workers", 1)))
 
     def select(self, character: str, question: str) -> tuple[Selection, list[Call]]:
-        """Guided Selection alone (for chunk statistics): the selection and the judge calls' trace."""
+        """Guided Selection alone: the selection and the trace of the judge calls the walk examined."""
+        s = self.settings
         name, work = self.profile(character)
-        ranked = [hit.chunk for hit in self.retriever(character).search(question, max(self.max_iterations, self.slot_size + 1))]
+        ranked = self.search(character, question, max(s.max_iterations, s.slot_size + 1))
         calls: dict[str, Call] = {}
 
         def judge(chunk) -> bool:
@@ -47,19 +68,17 @@ class Amadeus(RoleplayMethod):
             calls[chunk.id] = self.trace("judge", reply)
             return reply.text == "yes"
 
-        selection = guided_selection(ranked, judge, self.max_iterations, self.slot_size, self.window)
+        selection = guided_selection(ranked, judge, s.max_iterations, s.slot_size, self.window)
         examined = [calls[c.id] for c in ranked[:selection.examined] if c.id in calls]
         return selection, examined
 
     def attributes(self, character: str, question: str, chunks) -> tuple[dict[str, str], list[Call]]:
         """The Attribute Extractor: {"Belief and Value": ..., "Psychological Traits": ...} from the chunks, as
         structured output; one free-text sentence per attribute when the JSON stays invalid."""
-        from rpa_lib.llm import LLMError
-
         name, work = self.profile(character)
         try:
             reply = self.llm.structured(extract_messages(name, work, question, chunks), AE_SCHEMA, max_tokens=200,
-                                        max_retries=self.extract_retries)
+                                        max_retries=self.settings.extract_retries)
         except LLMError as e:
             calls = [Call("extract", "structured", False, 0, 0, 0.0, f"failed: {e}")]
             attributes = {}
@@ -70,16 +89,17 @@ class Amadeus(RoleplayMethod):
             return attributes, calls
         return {label: str(reply.data.get(key, "")).strip() for key, label in AE_KEYS.items()}, [self.trace("extract", reply)]
 
-    def respond(self, character: str, question: str) -> Response:
-        name, work = self.profile(character)
-        knowledge = [hit.chunk for hit in self.retriever(character).search(question, self.k)]
+    def context(self, character: str, question: str) -> Context:
+        knowledge = self.search(character, question, self.settings.k)
         selection, calls = self.select(character, question)
-        attributes = {}
-        if self.extract:
+        attributes: dict[str, str] = {}
+        if self.settings.extract:
             attributes, extract_calls = self.attributes(character, question, selection.selected)
             calls += extract_calls
-        reply, call = self.answer(respond_messages(
-            name, work, question, knowledge, attributes, selection.selected))
-        return Response(character, question, self.name, reply, knowledge=knowledge, selected=selection.selected,
-                        attributes=attributes, gs_failed=selection.failed, examined=selection.examined,
-                        calls=[*calls, call])
+        sources = tuple(c.id for c in selection.selected)
+        items = [*chunk_items("knowledge", knowledge),
+                 *(ContextItem("attribute", text, sources, label) for label, text in attributes.items()),
+                 *chunk_items("selected", selection.selected)]
+        details = {"gs_failed": selection.failed, "examined": selection.examined, "speculative": selection.speculative,
+                   "attributes": attributes, "extract_fallback": any(c.purpose == "extract-text" for c in calls)}
+        return Context(items, calls, details)

@@ -1,24 +1,27 @@
-"""The one interface every role-playing method answers through: ``method.respond(character, question)``.
+"""The records and the base class every role-playing method shares.
 
-A method is built for a setting (LLM, splitter, embedder, k, ...) and answers any character of the dataset
-with a :class:`Response`: the reply, the chunks given as knowledge, the chunks Guided Selection picked, the
-extracted attributes, whether GS failed, and a trace of every LLM call (with cache hits). So an experiment
-is "characters x questions x method x LLM", and evaluations never need to know which method they talk to.
+A method turns ``(character, question)`` into a :class:`Response` in two steps: :meth:`Method.context` builds
+what the LLM will see (a list of :class:`ContextItem`: persona chunks as knowledge, GS-selected chunks, AE
+attributes, CRAG strips, ...; each with the ids of the persona chunks it came from) plus a ``details`` mapping
+for what is method-specific (GS selection and failure, AE attributes, CRAG's route, ...); then
+:meth:`Method.respond` answers with the one role-play prompt. So an evaluation reads the context items and
+details, never a method's class, and chunk statistics can stop after ``context`` without paying for the reply.
 
-This module defines the records and the registry; the methods live in ``baselines`` and ``amadeus``.
+Each method declares its settings as a frozen dataclass (``Settings``); building one is
+:func:`rpa_lib.methods.build_method`'s job, which rejects an unknown setting by name.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
-from rpa_lib import paths
-from rpa_lib.data import load_labels
-from rpa_lib.retrieval import Retriever
-from rpa_lib.splitters import Chunk
+from rpa_lib.data import Dataset
+from rpa_lib.methods.prompts import respond_messages
+from rpa_lib.retrieval import Retriever, retriever
+from rpa_lib.splitters import SPLITTERS, Chunk
 
 
 @dataclass(frozen=True)
@@ -34,75 +37,128 @@ class Call:
     output: str  # the reply text (choose: the chosen option)
 
 
+@dataclass(frozen=True)
+class ContextItem:
+    """One piece of what reached the LLM. ``role`` says what it is to the answer (``knowledge``: facts;
+    ``selected``: passages showing the character; ``attribute``: an extracted attribute; methods may add their
+    own roles); ``chunk_ids`` the persona chunks it came from (empty when it did not come from the persona)."""
+
+    role: str
+    text: str
+    chunk_ids: tuple[str, ...] = ()
+    label: str = ""  # heading path of a chunk, name of an attribute, source of an external passage
+
+    @classmethod
+    def of_chunk(cls, role: str, chunk: Chunk) -> ContextItem:
+        return cls(role, chunk.text, (chunk.id,), chunk.context)
+
+
+@dataclass
+class Context:
+    """What :meth:`Method.context` returns: the items for the prompt, the LLM calls spent, and the details."""
+
+    items: list[ContextItem] = field(default_factory=list)
+    calls: list[Call] = field(default_factory=list)
+    details: dict[str, Any] = field(default_factory=dict)
+
+
 @dataclass
 class Response:
     character: str
     question: str
     method: str
     reply: str
-    knowledge: list[Chunk] = field(default_factory=list)  # chunks given to the responder as knowledge
-    selected: list[Chunk] = field(default_factory=list)  # chunks chosen by Guided Selection (AMADEUS)
-    attributes: dict[str, str] = field(default_factory=dict)  # AE output: Belief and Value, Psychological Traits
-    gs_failed: bool | None = None  # None when the method has no GS
-    examined: int = 0  # chunks GS asked the judge about
+    context: list[ContextItem] = field(default_factory=list)
     calls: list[Call] = field(default_factory=list)
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def items(self, *roles: str) -> list[ContextItem]:
+        """The context items of these roles (all when none given)."""
+        return [c for c in self.context if not roles or c.role in roles]
+
+    def chunk_ids(self, *roles: str) -> list[str]:
+        """The distinct persona chunk ids that reached the LLM (of these roles), in order of appearance."""
+        return list(dict.fromkeys(i for c in self.items(*roles) for i in c.chunk_ids))
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["knowledge"] = [c.id for c in self.knowledge]
-        d["selected"] = [c.id for c in self.selected]
-        return d
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class AnswerSettings:
+    """Settings of the role-play answer, shared by every method."""
+
+    max_tokens: int = 160  # longest reply, in tokens
+
+    def __post_init__(self):
+        if self.max_tokens < 1:
+            raise ValueError(f"max_tokens must be at least 1, not {self.max_tokens}")
+
+
+@dataclass(frozen=True)
+class RetrievalSettings(AnswerSettings):
+    """Settings of a method that retrieves persona chunks."""
+
+    splitter: str = "vanilla"  # vanilla | ats | acts
+    embedder: str = "minilm"  # short name or sentence-transformers model id
+    k: int = 3  # chunks retrieved as knowledge
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.splitter not in SPLITTERS:
+            raise ValueError(f"unknown splitter {self.splitter!r}; choose one of {', '.join(SPLITTERS)}")
+        if self.k < 1:
+            raise ValueError(f"k must be at least 1, not {self.k}")
 
 
 class Method:
-    """Base class: subclasses set ``name`` and implement :meth:`respond`."""
+    """Base class. A subclass sets ``name`` and ``Settings`` and implements :meth:`context`; the answer is
+    shared. Its settings are ``method.settings`` (a frozen ``Settings`` instance)."""
 
-    name = "method"
+    name: ClassVar[str] = "method"
+    Settings: ClassVar[type] = AnswerSettings
 
-    def respond(self, character: str, question: str) -> Response:
-        raise NotImplementedError
+    def __init__(self, llm, settings=None, dataset: Dataset | None = None):
+        self.llm = llm
+        self.settings = settings if settings is not None else self.Settings()
+        self.dataset = dataset or Dataset()
+        self._retrievers: dict[str, Retriever] = {}
+        self._lock = threading.Lock()
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.name})"
+        return f"{type(self).__name__}({self.settings})"
 
-
-class RoleplayMethod(Method):
-    """Shared plumbing: the LLM, each character's name and work, one retriever per character (lazy), and
-    turning LLM replies into trace records."""
-
-    def __init__(self, llm, *, splitter: str = "acts", embedder: str = "minilm", k: int = 3,
-                 data_dir: Path | None = None, max_tokens: int = 160):
-        self.llm, self.splitter, self.embedder, self.k = llm, splitter, embedder, k
-        self.data_dir, self.max_tokens = data_dir, max_tokens
-        self._retrievers: dict[str, Retriever] = {}
-        self._profiles: dict[str, tuple[str, str]] | None = None
-        self._lock = threading.Lock()
+    # ---- shared plumbing -------------------------------------------------------------------------------------
 
     def profile(self, character: str) -> tuple[str, str]:
         """(name, work) of a character, from ``labels.csv``, else the persona's title."""
-        with self._lock:
-            if self._profiles is None:
-                root = Path(self.data_dir) if self.data_dir else paths.DATA_DIR
-                rows = load_labels(self.data_dir) if (root / "labels.csv").is_file() else []
-                self._profiles = {r["slug"]: (r["name"], r["work"]) for r in rows}
-        if character not in self._profiles:
-            self._profiles[character] = (self.retriever(character).persona.name, "their story")
-        return self._profiles[character]
+        return self.dataset.profile(character)
 
     def retriever(self, character: str) -> Retriever:
-        with self._lock:
-            if character not in self._retrievers:
-                chars_dir = Path(self.data_dir) / "characters" if self.data_dir else None
-                self._retrievers[character] = Retriever.for_character(character, self.splitter, self.embedder,
-                                                                      characters_dir=chars_dir)
-            return self._retrievers[character]
+        """The character's retriever for this method's splitter and embedder (shared across methods)."""
+        return retriever(character, self.settings.splitter, self.settings.embedder, self.dataset)
+
+    def search(self, character: str, question: str, k: int) -> list[Chunk]:
+        return [hit.chunk for hit in self.retriever(character).search(question, k)]
 
     @staticmethod
     def trace(purpose: str, reply) -> Call:
         return Call(purpose, reply.kind, reply.cached, reply.prompt_tokens, reply.completion_tokens,
                     round(reply.seconds, 3), reply.text)
 
-    def answer(self, messages: list[dict]) -> tuple[str, Call]:
-        """The in-character reply to ``messages`` and its trace record."""
-        reply = self.llm.chat(messages, max_tokens=self.max_tokens)
-        return reply.text.strip(), self.trace("respond", reply)
+    # ---- the two steps ---------------------------------------------------------------------------------------
+
+    def context(self, character: str, question: str) -> Context:
+        """Everything the answer will see, and the calls spent building it. No context by default."""
+        return Context()
+
+    def respond(self, character: str, question: str) -> Response:
+        ctx = self.context(character, question)
+        name, work = self.profile(character)
+        reply = self.llm.chat(respond_messages(name, work, question, ctx.items), max_tokens=self.settings.max_tokens)
+        return Response(character, question, self.name, reply.text.strip(), ctx.items,
+                        [*ctx.calls, self.trace("respond", reply)], ctx.details)
+
+
+def chunk_items(role: str, chunks: Iterable[Chunk]) -> list[ContextItem]:
+    return [ContextItem.of_chunk(role, c) for c in chunks]

@@ -6,7 +6,12 @@ in one place. The evaluators' prompts live with the evaluations (``rpa_lib.evalu
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rpa_lib.splitters import Chunk
+
+if TYPE_CHECKING:
+    from rpa_lib.methods.base import ContextItem
 
 JUDGE_OPTIONS = ["yes", "no"]
 
@@ -21,7 +26,7 @@ AE_SCHEMA = {
 AE_KEYS = {"belief_and_value": "Belief and Value", "psychological_traits": "Psychological Traits"}
 
 
-def _passages(chunks: list[Chunk]) -> str:
+def _passages(chunks: list[Chunk] | list[ContextItem]) -> str:
     return "\n\n".join(f"[{i}] {c.text}" for i, c in enumerate(chunks, start=1))
 
 
@@ -79,25 +84,30 @@ def extract_text_messages(name: str, work: str, question: str, chunks: list[Chun
     ]
 
 
-def respond_messages(name: str, work: str, question: str, knowledge: list[Chunk] | None = None,
-                     attributes: dict[str, str] | None = None, selected: list[Chunk] | None = None,
+def respond_messages(name: str, work: str, question: str, context: list[ContextItem] | None = None,
                      max_sentences: int = 4) -> list[dict]:
-    """The role-playing reply, used by every method (no RAG: no knowledge; Naive RAG: knowledge only;
-    AMADEUS: knowledge, plus the GS passages and AE attributes as the character's attributes).
+    """The role-playing reply, used by every method. The context items go in two blocks: what the character
+    knows (``knowledge`` items, and any role a method adds) and who the character is, for questions the profile
+    does not cover (``attribute`` items, then ``selected`` passages). No RAG: no context; Naive RAG: knowledge
+    only; AMADEUS: knowledge, plus the AE attributes and the GS passages.
 
     Asks for a short in-character first-person answer that uses the knowledge when relevant and, when the
     knowledge is silent, answers the way the attributes suggest instead of refusing or inventing facts.
     """
+    context = context or []
+    knowledge = [c for c in context if c.role not in ("attribute", "selected")]
+    attributes = [c for c in context if c.role == "attribute"]
+    selected = [c for c in context if c.role == "selected"]
     parts = [f"You are {name} from {work}. Stay in character: answer as {name}, in the first person, with "
              f"{name}'s voice, memories and attitudes. Answer the question directly in at most {max_sentences} sentences."]
     if knowledge:
         parts.append(f"What you know (passages of your profile):\n{_passages(knowledge)}")
     if attributes or selected:
-        lines = [f"- {label}: {text}" for label, text in (attributes or {}).items() if text]
+        lines = [f"- {a.label}: {a.text}" for a in attributes if a.text]
         if selected:
             lines.append(f"- Passages showing how you think and act:\n{_passages(selected)}")
         parts.append("Who you are, for questions your profile does not cover:\n" + "\n".join(lines))
-    if knowledge or attributes or selected:
+    if context:
         parts.append("Use these facts when they are relevant and never contradict them. If they do not cover the "
                      "question, answer the way your character would, without making up new facts about your story.")
     return [{"role": "system", "content": "\n\n".join(parts)}, {"role": "user", "content": question}]

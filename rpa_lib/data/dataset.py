@@ -1,0 +1,153 @@
+"""One object owns the layout of a dataset folder (by default the repository's ``data/``)::
+
+    data/characters/<slug>/persona.md, qa.jsonl     data/labels.csv
+    data/questionnaires/<name>.json                 data/paper_results/<table>.csv
+
+>>> ds = Dataset()                       # the repository's data/
+>>> ds.characters(["frieren"])           # checked slugs; None: every character
+['frieren']
+
+Nothing else in the library builds these paths. Loading raises :class:`~rpa_lib.errors.DataError` naming the
+file, the line and the problem. A ``Dataset`` holds no loaded state (every call reads the file), so an edited
+persona is seen at once; it is hashable, so caches can key on it. Checking a whole dataset is
+:mod:`rpa_lib.data.validate`'s job.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rpa_lib import paths
+from rpa_lib.data.readers import first_problem, read_labels, read_qa, read_questionnaire
+from rpa_lib.data.records import QA, Questionnaire
+from rpa_lib.errors import DataError
+from rpa_lib.persona import Persona, list_characters, load_persona
+
+
+class Dataset:
+    def __init__(self, root: str | Path | None = None):
+        self.root = Path(root) if root else paths.DATA_DIR
+
+    def __repr__(self) -> str:
+        return f"Dataset({str(self.root)!r})"
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Dataset) and self.root.resolve() == other.root.resolve()
+
+    def __hash__(self) -> int:
+        return hash(self.root.resolve())
+
+    # ---- layout ----------------------------------------------------------------------------------------------
+
+    @property
+    def characters_dir(self) -> Path:
+        return self.root / "characters"
+
+    @property
+    def labels_path(self) -> Path:
+        return self.root / "labels.csv"
+
+    @property
+    def questionnaires_dir(self) -> Path:
+        return self.root / "questionnaires"
+
+    @property
+    def paper_results_dir(self) -> Path:
+        """``<root>/paper_results``; a dataset without one (a test fixture) uses the repository's."""
+        own = self.root / "paper_results"
+        return own if own.is_dir() else paths.PAPER_RESULTS_DIR
+
+    def persona_path(self, slug: str) -> Path:
+        return self.characters_dir / slug / "persona.md"
+
+    def qa_path(self, slug: str) -> Path:
+        return self.characters_dir / slug / "qa.jsonl"
+
+    def questionnaire_path(self, name: str) -> Path:
+        return self.questionnaires_dir / f"{name}.json"
+
+    # ---- characters ------------------------------------------------------------------------------------------
+
+    def slugs(self) -> list[str]:
+        """Every character folder, sorted."""
+        return list_characters(self.characters_dir)
+
+    def characters(self, only: list[str] | None = None) -> list[str]:
+        """``only`` checked against the dataset (None: every character). A string instead of a list, or an
+        unknown slug, is a :class:`DataError` naming the dataset and the known slugs."""
+        known = self.slugs()
+        if only is None:
+            if not known:
+                raise DataError(self.characters_dir, None, "no character folders")
+            return known
+        if isinstance(only, str) or not all(isinstance(s, str) for s in only):
+            raise DataError(self.characters_dir, None,
+                            f"characters must be a list of slugs, e.g. [{only!r}], not {type(only).__name__} {only!r}")
+        unknown = [s for s in only if s not in known]
+        if unknown:
+            raise DataError(self.characters_dir, None,
+                            f"unknown character(s) {', '.join(map(repr, unknown))}; known: {', '.join(known) or 'none'}")
+        return list(only)
+
+    def persona(self, slug: str) -> Persona:
+        return load_persona(slug, self.characters_dir)
+
+    def qa(self, slug: str) -> list[QA]:
+        """The QA pairs of one character, in file order."""
+        items, problems = read_qa(self.qa_path(slug))
+        first_problem(self.qa_path(slug), problems)
+        return items
+
+    # ---- labels and questionnaires ---------------------------------------------------------------------------
+
+    def labels(self) -> list[dict[str, str]]:
+        """Rows of ``labels.csv`` (slug, name, work, mbti, sloan)."""
+        rows, problems = read_labels(self.labels_path)
+        first_problem(self.labels_path, problems)
+        return rows
+
+    def has_labels(self) -> bool:
+        return self.labels_path.is_file()
+
+    def names(self) -> dict[str, str]:
+        """``{slug: display name}`` from ``labels.csv`` (empty without one)."""
+        return {r["slug"]: r["name"] for r in self.labels()} if self.has_labels() else {}
+
+    def profile(self, slug: str) -> tuple[str, str]:
+        """``(name, work)`` of a character from ``labels.csv``, else the persona's title and "their story"."""
+        row = next((r for r in self.labels() if r["slug"] == slug), None) if self.has_labels() else None
+        return (row["name"], row["work"]) if row else (self.persona(slug).name, "their story")
+
+    def questionnaire(self, name: str, items: int | None = None) -> Questionnaire:
+        """``mbti`` or ``bigfive`` (any ``questionnaires/<name>.json``); ``items``: a balanced subset."""
+        path = self.questionnaire_path(name)
+        q, problems = read_questionnaire(path, full=False)  # the item counts are the validator's (full) concern
+        first_problem(path, problems)
+        return q.subset(items)
+
+    def paper_table(self, name: str):
+        """A table transcribed from the papers (``paper_results/<name>.csv``) as a DataFrame."""
+        import pandas as pd
+
+        path = self.paper_results_dir / f"{name}.csv"
+        if not path.is_file():
+            known = ", ".join(sorted(p.stem for p in self.paper_results_dir.glob("*.csv")))
+            raise DataError(path, None, f"no transcribed paper table named {name!r}; known: {known}")
+        return pd.read_csv(path)
+
+
+def as_dataset(data: Dataset | str | Path | None) -> Dataset:
+    """A :class:`Dataset` from a dataset, a folder or None (the repository's ``data/``)."""
+    return data if isinstance(data, Dataset) else Dataset(data)
+
+
+def load_qa(slug: str, data_dir: Dataset | str | Path | None = None) -> list[QA]:
+    return as_dataset(data_dir).qa(slug)
+
+
+def load_labels(data_dir: Dataset | str | Path | None = None) -> list[dict[str, str]]:
+    return as_dataset(data_dir).labels()
+
+
+def load_questionnaire(name: str, data_dir: Dataset | str | Path | None = None) -> Questionnaire:
+    return as_dataset(data_dir).questionnaire(name)

@@ -1,0 +1,144 @@
+"""Read one data file and list every problem in it: QA pairs (``qa.jsonl``), labels (``labels.csv``) and
+questionnaires (``*.json``). Each reader returns what it could read and its problems as ``(line, message)``,
+so the validator can report them all and a loader can raise the first. Readers know file formats, not the
+layout of ``data/`` (that is :class:`rpa_lib.data.Dataset`'s)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from collections import Counter
+from pathlib import Path
+
+from rpa_lib.data.records import QA, Dimension, Item, Questionnaire
+from rpa_lib.errors import DataError
+from rpa_lib.persona import ATTRIBUTES, read_text
+
+QUESTIONNAIRE_ITEMS = {"mbti": (60, 15), "bigfive": (120, 24)}  # name -> (items, items per dimension)
+TYPE_PATTERNS = {"mbti": re.compile(r"^[EI][SN][TF][JP]$"), "sloan": re.compile(r"^[SR][LC][OU][AE][IN]$")}
+LABEL_COLUMNS = ["slug", "name", "work", "mbti", "sloan"]
+Problems = list[tuple[int | None, str]]
+
+
+def first_problem(path: Path, problems: Problems) -> None:
+    """Raise :class:`DataError` for the first problem, if any."""
+    if problems:
+        raise DataError(path, problems[0][0], problems[0][1])
+
+
+def read_qa(path: Path) -> tuple[list[QA], Problems]:
+    """The QA pairs (each with its 1-based ``line``) and every problem as ``(line, message)``."""
+    problems: Problems = []
+    try:
+        text = read_text(path)
+    except DataError as e:
+        return [], [(e.line, e.problem)]
+    items, seen = [], {}
+    for lineno, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as e:
+            problems.append((lineno, f"not valid JSON ({e.msg})"))
+            continue
+        if not isinstance(obj, dict):
+            problems.append((lineno, "not a JSON object"))
+            continue
+        missing = [k for k in ("id", "question", "answer", "attribute", "evidence") if k not in obj]
+        if missing:
+            problems.append((lineno, f"missing field(s): {', '.join(missing)}"))
+            continue
+        if obj["attribute"] not in ATTRIBUTES:
+            problems.append((lineno, f"unknown attribute {obj['attribute']!r}"))
+        evidence = obj["evidence"]
+        if isinstance(evidence, str):
+            evidence = [evidence]
+        if not evidence or not all(isinstance(e, str) and e.strip() for e in evidence):
+            problems.append((lineno, "evidence must be a non-empty list of non-empty strings"))
+        if not all(isinstance(obj[k], str) and obj[k].strip() for k in ("id", "question", "answer")):
+            problems.append((lineno, "id, question and answer must be non-empty strings"))
+            continue
+        if obj["id"] in seen:
+            problems.append((lineno, f"duplicate id {obj['id']!r} (first at line {seen[obj['id']]})"))
+        seen[obj["id"]] = lineno
+        items.append(QA(obj["id"], obj["question"], obj["answer"], obj["attribute"], tuple(evidence), lineno))
+    return items, problems
+
+
+def read_labels(path: Path) -> tuple[list[dict[str, str]], Problems]:
+    """Rows of ``labels.csv`` (slug, name, work, mbti, sloan) and every problem."""
+    try:
+        text = read_text(path)
+    except DataError as e:
+        return [], [(e.line, e.problem)]
+    reader = csv.DictReader(text.splitlines())
+    if reader.fieldnames != LABEL_COLUMNS:
+        return [], [(1, f"header must be {','.join(LABEL_COLUMNS)}, found {','.join(reader.fieldnames or [])}")]
+    rows, problems = [], []
+    for lineno, row in enumerate(reader, start=2):
+        for kind, pattern in TYPE_PATTERNS.items():
+            if not pattern.match(row[kind] or ""):
+                problems.append((lineno, f"{kind} {row[kind]!r} of {row['slug']!r} is not a valid type"))
+        rows.append(row)
+    return rows, problems
+
+
+def _field(obj: dict, key: str, where: str):
+    if not isinstance(obj, dict) or key not in obj:
+        raise DataError("", None, f"{where}: missing field {key!r}")
+    return obj[key]
+
+
+def read_questionnaire(path: Path, full: bool = True) -> tuple[Questionnaire | None, Problems]:
+    """The questionnaire and every problem; a problem names the item (or dimension) and the field.
+    ``full`` also checks the item counts of the questionnaires this repository ships (60 MBTI, 120 Big Five)."""
+    try:
+        obj = json.loads(read_text(path))
+    except DataError as e:
+        return None, [(e.line, e.problem)]
+    except json.JSONDecodeError as e:
+        return None, [(e.lineno, f"not valid JSON ({e.msg})")]
+    try:
+        scale = _field(obj, "scale", "questionnaire")
+        dims = tuple(Dimension(_field(d, "id", f"dimension {n}"), _field(d, "name", f"dimension {n}"),
+                               _field(d, "high", f"dimension {n}"), _field(d, "low", f"dimension {n}"),
+                               d.get("high_name", ""), d.get("low_name", ""))
+                     for n, d in enumerate(_field(obj, "dimensions", "questionnaire"), start=1))
+        items = tuple(Item(*(str(_field(i, k, f"item {i.get('id', n) if isinstance(i, dict) else n}"))
+                             for k in ("id", "dimension", "keyed", "statement", "question")))
+                      for n, i in enumerate(_field(obj, "items", "questionnaire"), start=1))
+        q = Questionnaire(str(_field(obj, "name", "questionnaire")), int(_field(scale, "points", "scale")),
+                          tuple(_field(scale, "labels", "scale")), dims, items)
+    except DataError as e:
+        return None, [(None, e.problem)]
+    except (TypeError, ValueError) as e:
+        return None, [(None, f"malformed field: {e}")]
+    problems: Problems = []
+    if len(q.labels) != q.points:
+        problems.append((None, f"scale has {q.points} points but {len(q.labels)} labels"))
+    dim_ids = {d.id for d in dims}
+    for item in items:
+        if item.dimension not in dim_ids:
+            problems.append((None, f"item {item.id}: field 'dimension': unknown dimension {item.dimension!r}"))
+        if item.keyed not in ("high", "low"):
+            problems.append((None, f"item {item.id}: field 'keyed' must be 'high' or 'low', not {item.keyed!r}"))
+        for key in ("statement", "question"):
+            if not getattr(item, key).strip():
+                problems.append((None, f"item {item.id}: field {key!r} is empty"))
+    for dup, n in Counter(i.id for i in items).items():
+        if n > 1:
+            problems.append((None, f"item id {dup!r} appears {n} times"))
+    expected = QUESTIONNAIRE_ITEMS.get(q.name) if full else None
+    if expected and len(items) != expected[0]:
+        problems.append((None, f"{len(items)} items, expected {expected[0]}"))
+    for d in dims:
+        keyed = Counter(i.keyed for i in items if i.dimension == d.id)
+        if expected and sum(keyed.values()) != expected[1]:
+            problems.append((None, f"dimension {d.id}: {sum(keyed.values())} items, expected {expected[1]}"))
+        if not keyed:
+            problems.append((None, f"dimension {d.id}: no items"))
+        elif not keyed["high"] or not keyed["low"]:
+            problems.append((None, f"dimension {d.id}: items must be keyed both ways, found {dict(keyed)}"))
+    return q, problems

@@ -1,0 +1,43 @@
+"""Dataset statistics for AMADEUS Figure 3: per character (length, paragraphs, sections, QA pairs per attribute,
+longest paragraph) and per paragraph (attribute, depth, length). Reads files; draws nothing."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+from rpa_lib.data.dataset import Dataset, as_dataset
+from rpa_lib.persona import ATTRIBUTES
+
+
+def dataset_statistics(data_dir: Dataset | str | Path | None = None, characters: list[str] | None = None):
+    """Two DataFrames: one row per character and one row per paragraph (character, attribute, depth, length)."""
+    import pandas as pd
+
+    ds = as_dataset(data_dir)
+    names = ds.names()
+    per_char, per_par = [], []
+    for slug in ds.characters(characters):
+        persona = ds.persona(slug)
+        qa = Counter(q.attribute for q in ds.qa(slug))
+        pars = persona.paragraphs
+        per_char.append({"character": slug, "name": names.get(slug, persona.name), "characters_written": len(persona.source),
+                         "paragraphs": len(pars), "sections": len(persona.sections),
+                         "max_depth": max(len(s.headings) for s in persona.sections) - 1,
+                         "longest_paragraph": persona.longest_paragraph,
+                         "median_paragraph": int(sorted(len(p.text) for p in pars)[len(pars) // 2]),
+                         "qa_pairs": sum(qa.values()), **{f"qa_{a}": qa[a] for a in ATTRIBUTES}})
+        per_par += [{"character": slug, "attribute": p.attribute, "depth": len(p.headings) - 1, "length": len(p.text)}
+                    for p in pars]
+    return pd.DataFrame(per_char), pd.DataFrame(per_par)
+
+
+def dataset_totals(per_char, per_par):
+    """One row of totals: characters, written characters, paragraphs, QA pairs, median and longest paragraph."""
+    import pandas as pd
+
+    return pd.DataFrame([{
+        "characters": len(per_char), "written characters": per_char.characters_written.sum(),
+        "paragraphs": per_char.paragraphs.sum(), "QA pairs": per_char.qa_pairs.sum(),
+        "median paragraph": int(per_par.length.median()), "longest paragraph": per_par.length.max(),
+    }])

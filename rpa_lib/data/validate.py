@@ -1,0 +1,85 @@
+"""Check a whole dataset and report every problem as ``file[:line]: problem``: the persona structure, QA pairs
+(schema, counts, every ``evidence`` found verbatim in its persona), labels and questionnaires.
+
+``full`` adds the dataset-wide counts of CharacterRAG-EN (30 QA a character, 5 per attribute, sizes, item counts);
+test fixtures pass ``full=False``. Loading one file and raising on its first problem is
+:class:`~rpa_lib.data.Dataset`'s job; this module collects them all.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+from rpa_lib.data.dataset import Dataset, as_dataset
+from rpa_lib.data.readers import QUESTIONNAIRE_ITEMS, read_labels, read_qa, read_questionnaire
+from rpa_lib.errors import DataError
+from rpa_lib.persona import ATTRIBUTES, Persona
+
+QA_PER_CHARACTER = 30
+MIN_PERSONA_CHARS = 8_000
+MIN_TOTAL_CHARS = 150_000
+
+
+def _located(path: Path, problems) -> list[str]:
+    return [f"{path}:{line}: {p}" if line else f"{path}: {p}" for line, p in problems]
+
+
+def validate(data_dir: Dataset | str | Path | None = None, characters: list[str] | None = None,
+             full: bool = True) -> list[str]:
+    """Every problem found, as ``file:line: problem`` strings; empty when the data is valid."""
+    ds = as_dataset(data_dir)
+    slugs = characters or ds.slugs()
+    out: list[str] = []
+    if not slugs:
+        out.append(f"{ds.characters_dir}: no character folders")
+    total_chars = 0
+    for slug in slugs:
+        try:
+            persona = ds.persona(slug)
+        except DataError as e:
+            out.append(str(e))
+            continue
+        total_chars += len(persona.source)
+        out += _check_persona_shape(persona, full)
+        qa_path = ds.qa_path(slug)
+        items, problems = read_qa(qa_path)
+        out += _located(qa_path, problems)
+        for qa in items:
+            for ev in qa.evidence:
+                if ev not in persona.source:
+                    out.append(f"{qa_path}:{qa.line}: evidence of {qa.id} not found verbatim in persona.md: {ev[:70]!r}")
+        if full and items:
+            if len(items) != QA_PER_CHARACTER:
+                out.append(f"{qa_path}: {len(items)} QA pairs, expected {QA_PER_CHARACTER}")
+            per_attr = Counter(q.attribute for q in items)
+            uneven = {a: per_attr[a] for a in ATTRIBUTES if per_attr[a] != QA_PER_CHARACTER // len(ATTRIBUTES)}
+            if uneven:
+                out.append(f"{qa_path}: expected {QA_PER_CHARACTER // len(ATTRIBUTES)} QA per attribute, found {uneven}")
+    if characters is None:
+        if full and total_chars < MIN_TOTAL_CHARS:
+            out.append(f"{ds.characters_dir}: {total_chars:,} characters in all personas, expected at least {MIN_TOTAL_CHARS:,}")
+        rows, problems = read_labels(ds.labels_path)
+        out += _located(ds.labels_path, problems)
+        labelled = {r["slug"] for r in rows}
+        out += [f"{ds.labels_path}: no row for character {s!r}" for s in slugs if s not in labelled]
+        out += [f"{ds.labels_path}: row for {s!r} but no folder {ds.characters_dir / s}" for s in sorted(labelled - set(slugs))]
+        for qpath in sorted(ds.questionnaires_dir.glob("*.json")):
+            out += _located(qpath, read_questionnaire(qpath, full)[1])
+        if full:
+            out += [f"{ds.questionnaire_path(name)}: missing" for name in QUESTIONNAIRE_ITEMS
+                    if not ds.questionnaire_path(name).is_file()]
+    return out
+
+
+def _check_persona_shape(persona: Persona, full: bool) -> list[str]:
+    out = []
+    if full and len(persona.source) < MIN_PERSONA_CHARS:
+        out.append(f"{persona.path}: {len(persona.source):,} characters, expected at least {MIN_PERSONA_CHARS:,}")
+    for attribute in ATTRIBUTES:
+        subsections = {s.headings[2] for s in persona.sections if len(s.headings) > 2 and s.headings[1] == attribute}
+        if full and len(subsections) < 2:
+            out.append(f"{persona.path}: section {attribute!r} has {len(subsections)} '###' subsection(s), expected at least 2")
+        if not any(s.headings[1:2] == (attribute,) for s in persona.sections):
+            out.append(f"{persona.path}: section {attribute!r} has no text")
+    return out

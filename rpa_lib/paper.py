@@ -1,0 +1,181 @@
+"""The papers' printed tables, and this repository's results beside them.
+
+Every "ours beside the paper" table a notebook shows is built here, so it is tested and linted like the rest of
+the library: Table 1 (similarity scores), Table 3 (chunk usage and GS failure), Tables 4 and 5 (predicted MBTI
+and SLOAN types). Tables 2 and 6 and CharacterCraft's Kendall table get their assemblers here when their
+evaluations land; :func:`paper_table` already reads their transcriptions. The transcribed numbers live in
+``data/paper_results/`` (see its README for known inconsistencies of the printed tables).
+
+This module computes no score of its own: it arranges scores computed elsewhere (``rpa_lib.evaluation``).
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+
+from rpa_lib.data import Dataset, Questionnaire, as_dataset
+from rpa_lib.data.readers import QUESTIONNAIRE_ITEMS
+from rpa_lib.evaluation.personality import type_scores
+
+PAPER_CHARACTERS = 15
+PAPER_LLM = "GPT-4.1"
+# Our full questionnaires have the paper's sizes (60 MBTI, 120 BFI items).
+PAPER_ITEMS = {name: items for name, (items, _) in QUESTIONNAIRE_ITEMS.items()}
+# questionnaire -> (labels.csv column of its types, transcribed table, title)
+PERSONALITY_TABLES = {"mbti": ("mbti", "table4_mbti", "Predicted MBTI types per character"),
+                      "bigfive": ("sloan", "table5_sloan", "Predicted Big Five SLOAN types per character")}
+
+
+def paper_table(name: str, dataset: Dataset | None = None) -> pd.DataFrame:
+    """A transcribed table (``data/paper_results/<name>.csv``), e.g. ``paper_table("table1_similarity")``."""
+    return as_dataset(dataset).paper_table(name)
+
+
+# ---- Table 1 ------------------------------------------------------------------------------------------------
+
+
+def table1_beside_paper(ours: pd.DataFrame, characters: int, k: int) -> pd.DataFrame:
+    """Our Table 1 (``splitter, embedder, sum_mu, sum_var``) above the paper's, with Σμ per character
+    (``mean_mu``), since our number of characters and embedders differ from the paper's."""
+    cols = ["source", "embedder", "splitter", "sum_mu", "sum_var"]
+    paper = paper_table("table1_similarity").assign(source=f"AMADEUS paper ({PAPER_CHARACTERS} characters)")
+    mine = ours.assign(source=f"ours ({characters} characters, k={k})")
+    side = pd.concat([mine[cols], paper[cols]])
+    side["mean_mu"] = side.sum_mu / np.where(side.source.str.startswith("ours"), characters, PAPER_CHARACTERS)
+    return side
+
+
+def splitter_ordering(side: pd.DataFrame) -> pd.DataFrame:
+    """Per source and embedder: does ATS beat Vanilla and ACTS beat ATS, in Σμ (higher) and Σσ² (lower)?"""
+    out = []
+    for (src, emb), g in side.groupby(["source", "embedder"], sort=False):
+        g = g.set_index("splitter")
+        if {"Vanilla", "ATS", "ACTS"} <= set(g.index):
+            out.append({"source": src, "embedder": emb,
+                        "mu: ATS > Vanilla": g.sum_mu["ATS"] > g.sum_mu["Vanilla"],
+                        "mu: ACTS > ATS": g.sum_mu["ACTS"] > g.sum_mu["ATS"],
+                        "var: ATS < Vanilla": g.sum_var["ATS"] < g.sum_var["Vanilla"],
+                        "var: ACTS < ATS": g.sum_var["ACTS"] < g.sum_var["ATS"]})
+    return pd.DataFrame(out)
+
+
+# ---- Table 3 ------------------------------------------------------------------------------------------------
+
+
+def table3_beside_paper(stats: pd.DataFrame, method: str = "amadeus", baseline: str = "naive_rag") -> pd.DataFrame:
+    """Average chunk usage rate and GS failure of ``method`` per question set (per-character ``usage_stats``
+    with a ``question_set`` column), the baseline's usage rate beside it, then the paper's rows (its Naive RAG
+    rate is printed for MBTI only, in Figure 1)."""
+    avg = stats.groupby(["question_set", "method"], sort=False).agg(chunk_usage_rate=("usage_rate", "mean"),
+                                                                     gs_failure_rate=("gs_failure_rate", "mean")).reset_index()
+    ours = avg[avg.method == method].drop(columns="method").assign(source="ours")
+    ours["naive_rag_usage_rate"] = ours.question_set.map(avg[avg.method == baseline].set_index("question_set").chunk_usage_rate)
+    paper = paper_table("table3_chunk_usage").assign(source=f"AMADEUS paper ({PAPER_LLM})")
+    figure1 = paper_table("figure1_chunk_usage").set_index("method").avg_chunk_usage_rate
+    paper["naive_rag_usage_rate"] = paper.question_set.map({"MBTI": figure1["Naive RAG"]})
+    return pd.concat([ours, paper], ignore_index=True)[["source", "question_set", "chunk_usage_rate", "gs_failure_rate",
+                                                        "naive_rag_usage_rate"]]
+
+
+def figure1_paper_rates() -> dict[str, float]:
+    """The paper's average chunk usage rates on the MBTI questions (Figure 1), by method name."""
+    return paper_table("figure1_chunk_usage").set_index("method").avg_chunk_usage_rate.to_dict()
+
+
+# ---- Tables 4 and 5 -------------------------------------------------------------------------------------------
+
+
+def _norm_name(name: str) -> str:
+    return re.sub(r"[^a-z]", "", name.lower())
+
+
+def paper_types(table: pd.DataFrame, names: dict[str, str]) -> pd.DataFrame:
+    """A transcribed AMADEUS Table 4/5 (``character, <method>, <method>_misses, ..., GT``) indexed by our
+    character slugs (matched on the name without spaces or case, so "Mao Mao" is "Maomao"); rows of
+    characters we do not have are dropped. ``names``: ``{slug: name}`` from ``labels.csv``."""
+    by_name = {_norm_name(n): s for s, n in names.items()}
+    table = table.assign(slug=table.character.map(lambda n: by_name.get(_norm_name(n))))
+    return table.dropna(subset=["slug"]).set_index("slug")
+
+
+def paper_methods(table: pd.DataFrame) -> list[str]:
+    """The method columns of a transcribed Table 4/5: those with a ``<method>_misses`` partner."""
+    return [c for c in table.columns if f"{c}_misses" in table.columns]
+
+
+def _cell(predicted: str, misses) -> str:
+    return f"{predicted} ({-int(misses)})"
+
+
+def personality_beside_paper(types: pd.DataFrame, questionnaire: Questionnaire, dataset: Dataset,
+                             characters: list[str], methods: list[str], run: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Table 4 (``mbti``) or 5 (``bigfive``): per character our predicted type with its missed letters for each
+    method, the paper's columns for the same characters, and the truth; then Accuracy and Avg F1 rows.
+    ``types``: :func:`~rpa_lib.evaluation.personality.predicted_types` with ``truth`` and ``misses``.
+    ``run``: the run's ``llm``, ``embedder`` and ``scoring`` labels. Returns ``(table, summary)``; the summary
+    has our scores, the paper's recomputed on these characters and the paper's as printed (15 characters)."""
+    qname = questionnaire.name
+    column, paper_name, _ = PERSONALITY_TABLES[qname]
+    labels = {r["slug"]: r for r in dataset.labels()}
+    names = {s: labels[s]["name"] for s in characters}
+    ours = types[types.questionnaire == qname]
+    paper = paper_types(paper_table(paper_name), names)
+    paper = paper.loc[[s for s in characters if s in paper.index]]
+    paper_cols = paper_methods(paper) if len(paper) else []
+    rows, summary = [], []
+    for s in characters:
+        row = {"character": names[s]}
+        for m in methods:
+            hit = ours[(ours.method == m) & (ours.character == s)]
+            row[m] = _cell(hit.predicted.iloc[0], hit.misses.iloc[0]) if len(hit) else "-"
+        for p in paper_cols:
+            row[f"paper {p}"] = _cell(paper.loc[s, p], paper.loc[s, f"{p}_misses"]) if s in paper.index else "-"
+        row["GT"] = labels[s][column]
+        rows.append(row)
+    acc, f1 = {"character": "Accuracy"}, {"character": "Avg F1-Score"}
+    for m in methods:
+        o = ours[ours.method == m].set_index("character").loc[characters]
+        got = type_scores(list(o.predicted), list(o.truth))
+        acc[m], f1[m] = f"{got['accuracy']:.2%}", f"{got['avg_f1']:.4f}"
+        summary.append({"source": "ours", "llm": run["llm"], "embedder": run["embedder"], "scoring": run["scoring"],
+                        "items": len(questionnaire.items), "method": m, "characters": len(characters),
+                        **{k: got[k] for k in ("accuracy", "avg_f1", "full_type_accuracy")},
+                        "failed_units": int(o.n_failed.sum())})
+    printed = paper_table(f"{paper_name}_summary").set_index("method")
+    for p in paper_cols:
+        got = type_scores(list(paper[p]), list(paper.GT))
+        acc[f"paper {p}"], f1[f"paper {p}"] = f"{got['accuracy']:.2%}", f"{got['avg_f1']:.4f}"
+        summary.append({"source": "paper, recomputed on these characters", "llm": PAPER_LLM, "embedder": "not stated",
+                        "items": PAPER_ITEMS[qname], "method": p, "characters": len(paper),
+                        **{k: got[k] for k in ("accuracy", "avg_f1", "full_type_accuracy")}})
+    for p in paper_cols:
+        summary.append({"source": "paper, as printed", "llm": PAPER_LLM, "embedder": "not stated",
+                        "items": PAPER_ITEMS[qname], "method": p, "characters": PAPER_CHARACTERS,
+                        "accuracy": printed.accuracy[p], "avg_f1": printed.avg_f1[p]})
+    table = pd.DataFrame(rows + [{**acc, "GT": "-"}, {**f1, "GT": "-"}])
+    return table, pd.DataFrame(summary)
+
+
+def per_dimension_accuracy(types: pd.DataFrame, questionnaires: list[Questionnaire], dataset: Dataset,
+                           characters: list[str], methods: list[str]) -> pd.DataFrame:
+    """Per questionnaire, dimension and method: the share of characters with the right letter and the
+    dimension's F1, for our methods and the paper's AMADEUS column on the same characters."""
+    names = dataset.names()
+    out = []
+    for q in questionnaires:
+        dims = [f"{d.high}/{d.low}" for d in q.dimensions]
+        sources = [(m, types[(types.questionnaire == q.name) & (types.method == m)].set_index("character").loc[characters])
+                   for m in methods]
+        paper = paper_types(paper_table(PERSONALITY_TABLES[q.name][1]), names)
+        paper = paper.loc[[s for s in characters if s in paper.index]]
+        if len(paper):
+            sources.append((f"paper AMADEUS ({PAPER_LLM})", paper.rename(columns={"AMADEUS": "predicted", "GT": "truth"})))
+        for label, frame in sources:
+            got = type_scores(list(frame.predicted), list(frame.truth))
+            out += [{"questionnaire": q.name, "dimension": d, "method": label, "accuracy": a, "f1": f,
+                     "characters": len(frame)}
+                    for d, a, f in zip(dims, got["accuracy_per_position"], got["f1_per_position"], strict=True)]
+    return pd.DataFrame(out)

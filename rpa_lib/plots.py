@@ -1,0 +1,123 @@
+"""The figures of the notebooks, each a function of the numbers it shows (returns the matplotlib figure; saving
+it beside its CSV is :func:`rpa_lib.report.save_figure`'s job). Every title says what was run.
+
+This module computes nothing: it draws DataFrames computed by ``rpa_lib.evaluation`` and ``rpa_lib.paper``.
+"""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from rpa_lib.persona import ATTRIBUTES
+from rpa_lib.splitters import SPLITTER_NAMES
+
+METHOD_COLORS = {"no_rag": "#8c8c8c", "naive_rag": "#4C72B0", "amadeus": "#DD8452"}
+SPLITTER_COLORS = {"vanilla": "#8c8c8c", "ats": "#4C72B0", "acts": "#DD8452"}
+
+
+def dataset_figure(per_char: pd.DataFrame, per_par: pd.DataFrame):
+    """AMADEUS Figure 3 for our dataset: persona lengths, QA pairs by attribute, paragraph lengths with l_max."""
+    order = per_char.sort_values("characters_written").character.tolist()
+    names = per_char.set_index("character").name
+    fig, axes = plt.subplots(1, 3, figsize=(15, 5.2), gridspec_kw={"width_ratios": [1.1, 1.1, 1.5]})
+
+    ax = axes[0]
+    pc = per_char.set_index("character").loc[order]
+    ax.barh([names[c] for c in order], pc.characters_written / 1000, color="#4C72B0")
+    ax.set_xlabel("persona length (thousand characters)")
+    ax.set_title(f"{len(per_char)} personas, {per_char.characters_written.sum()/1000:.0f}K characters")
+
+    ax = axes[1]
+    qa = per_char.set_index("character").loc[order, [f"qa_{a}" for a in ATTRIBUTES]]
+    left = pd.Series(0, index=qa.index)
+    colors = plt.cm.Set2.colors
+    for color, a in zip(colors, ATTRIBUTES):
+        ax.barh([names[c] for c in order], qa[f"qa_{a}"], left=left, color=color, label=a)
+        left += qa[f"qa_{a}"]
+    ax.set_yticklabels([])
+    ax.set_xlabel("QA pairs")
+    ax.set_title(f"{per_char.qa_pairs.sum()} QA pairs by attribute")
+    ax.legend(fontsize=7, loc="lower right")
+
+    ax = axes[2]
+    data = [per_par.loc[per_par.character == c, "length"] for c in order]
+    ax.boxplot(data, vert=False, tick_labels=[""] * len(order), showfliers=True, flierprops={"markersize": 3})
+    ax.scatter(pc.longest_paragraph, range(1, len(order) + 1), marker="|", s=200, color="crimson",
+               label="l_max (ACTS chunk length)")
+    ax.set_xlabel("paragraph length (characters)")
+    ax.set_title("paragraph lengths per character")
+    ax.legend(fontsize=8, loc="lower right")
+    fig.suptitle("CharacterRAG-EN (this repository's dataset; cf. AMADEUS Figure 3)", y=1.02)
+    fig.tight_layout()
+    return fig
+
+
+def similarity_figure(scores: pd.DataFrame, splitters: list[str], k: int, characters: int, questions: int):
+    """Table 1 as violins: the similarity of retrieved chunks per splitter, one panel per embedder."""
+    labels = list(dict.fromkeys(scores.embedder))
+    fig, axes = plt.subplots(1, len(labels), figsize=(5.5 * len(labels), 4.2), squeeze=False, sharey=False)
+    for ax, emb in zip(axes[0], labels):
+        data = [scores[(scores.embedder == emb) & (scores.splitter == s)].score for s in splitters]
+        parts = ax.violinplot(data, showmedians=True)
+        for body, s in zip(parts["bodies"], splitters):
+            body.set_facecolor(SPLITTER_COLORS.get(s, "#55A868"))
+            body.set_alpha(0.7)
+        for i, d in enumerate(data, start=1):
+            ax.text(i, ax.get_ylim()[1], f"μ={d.mean():.3f}\nσ²={d.var():.4f}", ha="center", va="top", fontsize=8)
+        ax.set_xticks(range(1, len(splitters) + 1), [SPLITTER_NAMES.get(s, s) for s in splitters])
+        ax.set_title(emb)
+        ax.set_ylabel(f"cosine similarity of top-{k} chunks")
+    fig.suptitle(f"Similarity of the top-{k} retrieved chunks to {questions} QA questions of {characters} characters "
+                 "(embedder per panel)", y=1.02)
+    fig.tight_layout()
+    return fig
+
+
+def duplication_figure(freqs: pd.DataFrame, rates: dict[str, float], paper_rates: dict[str, float], items: int,
+                       characters: int, label: str):
+    """AMADEUS Figure 1: how many chunks were used by 1, 2, ... of the questions, Naive RAG beside AMADEUS."""
+    fig, ax = plt.subplots(figsize=(7.5, 4.2))
+    top = int(freqs.uses.max()) if len(freqs) else 1
+    bins = np.arange(1, top + 2)
+    names = {"naive_rag": "Naive RAG", "amadeus": "AMADEUS"}
+    for offset, m in ((-0.2, "naive_rag"), (0.2, "amadeus")):
+        counts = np.bincount(freqs[freqs.method == m].uses, minlength=top + 1)[1:]
+        ax.bar(bins[:-1] + offset, counts, width=0.4, color=METHOD_COLORS[m],
+               label=f"{names[m]}: avg. chunk usage {rates.get(m, float('nan')):.2%} (paper {paper_rates[names[m]]:.2%})")
+    ax.set_xlabel(f"duplication frequency: questions (of {items}) that used the chunk")
+    ax.set_ylabel("chunks (all characters)")
+    ax.set_xticks(bins[:-1])
+    ax.legend(fontsize=8)
+    ax.set_title(f"Chunk duplication on MBTI questions, {characters} characters\n{label}", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def personality_figure(per_dim: pd.DataFrame, types: pd.DataFrame, characters: int, label: str):
+    """Tables 4-5 per dimension: the share of characters with the right letter, by method, beside the paper's
+    AMADEUS column (hatched); each panel title gives our share of undecided letters."""
+    fig, axes = plt.subplots(1, 2, figsize=(13, 4.2), gridspec_kw={"width_ratios": [4, 5]})
+    colors = {**METHOD_COLORS, "paper AMADEUS (GPT-4.1)": "#ffffff"}
+    for ax, (qname, title) in zip(axes, [("mbti", "MBTI (Table 4)"), ("bigfive", "Big Five SLOAN (Table 5)")]):
+        d = per_dim[per_dim.questionnaire == qname]
+        shown = list(dict.fromkeys(d.method))
+        x, width = np.arange(d.dimension.nunique()), 0.8 / len(shown)
+        for i, m in enumerate(shown):
+            v = d[d.method == m]
+            bars = ax.bar(x + (i - (len(shown) - 1) / 2) * width, v.accuracy, width, label=m,
+                          color=colors.get(m, "#55A868"), edgecolor="black", hatch="//" if m.startswith("paper") else None,
+                          linewidth=0.6)
+            ax.bar_label(bars, fmt="%.2g", fontsize=7, padding=1)
+        ours = types[types.questionnaire == qname].predicted.str.cat()
+        undecided = (ours.count("-") + ours.count("?")) / max(len(ours), 1)
+        ax.set_xticks(x, list(dict.fromkeys(d.dimension)))
+        ax.set_ylim(0, 1.1)
+        ax.set_ylabel("share of characters with the right letter")
+        ax.set_title(f"{title}; our undecided letters: {undecided:.0%}", fontsize=10)
+        ax.axhline(0.5, color="grey", lw=0.6, ls=":")
+    axes[1].legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, frameon=False)
+    fig.suptitle(f"Per-dimension accuracy, {characters} character{'s' * (characters != 1)}. {label}", fontsize=9, y=1.02)
+    fig.tight_layout()
+    return fig
