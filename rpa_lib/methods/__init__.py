@@ -1,7 +1,8 @@
 """Role-playing methods behind one interface and one runner.
 
 ``build_method(name, llm=..., **settings).respond(character, question)`` -> :class:`Response`;
-``run_jobs(method, jobs)`` -> one row per job. Registered methods: ``no_rag``, ``naive_rag``, ``amadeus``.
+``run_jobs(method, jobs)`` -> one row per job. Registered methods: ``no_rag``, ``naive_rag``, ``amadeus``,
+``crag`` (CRAG-offline: web search replaced by BM25 over persona paragraphs) and ``rolerag``.
 """
 
 from rpa_lib.methods.amadeus import Amadeus, AmadeusSettings
@@ -15,15 +16,17 @@ from rpa_lib.methods.base import (
     RetrievalSettings,
 )
 from rpa_lib.methods.baselines import NaiveRAG, NoRAG
+from rpa_lib.methods.crag import Crag, CragSettings
 from rpa_lib.methods.gs import Selection, guided_selection
 from rpa_lib.methods.registry import METHODS, build_method, build_methods, method_class, register, setting_names
+from rpa_lib.methods.rolerag import RoleRAG, RoleRAGSettings
 from rpa_lib.methods.runner import FailedItems, Job, check_failures, failures, qa_jobs, questionnaire_jobs, run_jobs
 
-for _method in (NoRAG, NaiveRAG, Amadeus):  # the registry: one entry per method module
+for _method in (NoRAG, NaiveRAG, Amadeus, Crag, RoleRAG):  # the registry: one entry per method module
     register(_method)
 
-__all__ = ["METHODS", "Amadeus", "AmadeusSettings", "AnswerSettings", "Call", "Context", "ContextItem", "FailedItems",
-           "Job", "Method",
+__all__ = ["METHODS", "Amadeus", "AmadeusSettings", "AnswerSettings", "Call", "Context", "ContextItem", "Crag",
+           "CragSettings", "FailedItems", "Job", "Method", "RoleRAG", "RoleRAGSettings",
            "NaiveRAG", "NoRAG", "Response", "RetrievalSettings", "Selection", "build_method", "build_methods",
            "check_failures", "failures", "guided_selection", "method_class", "qa_jobs", "questionnaire_jobs", "register", "run_jobs",
            "setting_names"]

@@ -1,0 +1,167 @@
+"""The prompts and JSON schemas of RoleRAG (:mod:`rpa_lib.methods.rolerag`), written for this repository.
+
+Indexing: entity and relation extraction per chunk, the same-entity test for a candidate pair of names, the
+canonical name and merged description of a group of names, and the summary of a long description. Answering:
+the hypothetical context (RoleRAG's HyDE step), the query analysis, and the boundary note that reaches the
+shared role-play prompt as knowledge. Schemas ask only for what the method reads, and mark little as required,
+so that a small model's partial answer still counts.
+"""
+
+from __future__ import annotations
+
+import json
+
+ENTITY_TYPES = ("person", "place", "organization", "event", "object", "activity", "concept", "other")
+SAME_OPTIONS = ["same", "different"]
+
+EXTRACT_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "entities": {"type": "array", "items": {
+            "type": "object",
+            "properties": {"name": {"type": "string"}, "type": {"type": "string"}, "description": {"type": "string"}},
+            "required": ["name"],
+        }},
+        "relations": {"type": "array", "items": {
+            "type": "object",
+            "properties": {"source": {"type": "string"}, "target": {"type": "string"}, "description": {"type": "string"}},
+            "required": ["source", "target"],
+        }},
+    },
+    "required": ["entities", "relations"],
+}
+
+MERGE_SCHEMA = {
+    "type": "object",
+    "properties": {"name": {"type": "string", "minLength": 1}, "description": {"type": "string"}},
+    "required": ["name", "description"],
+}
+
+ANALYSIS_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "entities": {"type": "array", "items": {
+            "type": "object",
+            "properties": {
+                "name": {"type": "string"},
+                "type": {"type": "string"},
+                "relevant": {"type": "boolean"},
+                "reason": {"type": "string"},
+                "specificity": {"type": "string", "enum": ["specific", "general"]},
+            },
+            "required": ["name", "relevant", "specificity"],
+        }},
+    },
+    "required": ["entities"],
+}
+
+_TYPES = ", ".join(ENTITY_TYPES)
+
+
+def _character(name: str, work: str) -> str:
+    return f"Character: {name} ({work})\n"
+
+
+def extract_messages(name: str, work: str, passage: str) -> list[dict]:
+    """Entities and relations of one chunk. The persona is written in the character's voice, so the prompt says
+    that "I" is the character and asks for the character's own name, keeping one node for them."""
+    example = {"entities": [{"name": "...", "type": "person", "description": "..."}],
+               "relations": [{"source": "...", "target": "...", "description": "..."}]}
+    return [
+        {"role": "system", "content": "You build knowledge graphs of fictional characters. Reply with JSON only."},
+        {"role": "user", "content": (
+            f"{_character(name, work)}Passage from {name}'s profile (written as {name}; \"I\" means {name}):\n"
+            f"{passage}\n\n"
+            f"List the entities in this passage that matter to {name}: people, places, organizations, events, objects, "
+            f"activities and ideas. Call {name} \"{name}\". For each give its name, a type (one of {_TYPES}) and one "
+            f"sentence describing it as the passage does. Then list the relations between these entities, each with "
+            f"a source, a target and one sentence saying how they are related. Use only the passage.\n"
+            f"Reply as {json.dumps(example)}"
+        )},
+    ]
+
+
+def same_entity_messages(name: str, work: str, a: str, a_description: str, b: str, b_description: str) -> list[dict]:
+    """The LLM's check of a candidate pair of names found by embedding similarity."""
+    return [
+        {"role": "system", "content": "You resolve names in knowledge graphs of fictional characters."},
+        {"role": "user", "content": (
+            f"{_character(name, work)}Two names from {name}'s story:\n"
+            f"1. {a}: {a_description or 'no description'}\n2. {b}: {b_description or 'no description'}\n\n"
+            f"Do these two names refer to the same person, place or thing? Answer same or different."
+        )},
+    ]
+
+
+def canonical_messages(name: str, work: str, names: list[str], descriptions: list[str]) -> list[dict]:
+    """One name and one description for a group of names that refer to the same entity."""
+    listing = "\n".join(f"- {n}" for n in names)
+    facts = "\n".join(f"- {d}" for d in descriptions if d) or "- none"
+    return [
+        {"role": "system", "content": "You resolve names in knowledge graphs of fictional characters. Reply with JSON only."},
+        {"role": "user", "content": (
+            f"{_character(name, work)}These names all refer to one entity in {name}'s story:\n{listing}\n\n"
+            f"What is said about it:\n{facts}\n\n"
+            f"Give the single name to use for it (its fullest usual form) and one description, of at most three "
+            f"sentences, that keeps every distinct fact above.\n"
+            'Reply as {"name": "...", "description": "..."}'
+        )},
+    ]
+
+
+def summarize_messages(name: str, entity: str, descriptions: list[str]) -> list[dict]:
+    """A description gathered from many chunks, shortened to what an answer needs."""
+    facts = "\n".join(f"- {d}" for d in descriptions)
+    return [
+        {"role": "system", "content": "You summarize facts about fictional characters."},
+        {"role": "user", "content": (
+            f"Facts about {entity}, from the profile of {name}:\n{facts}\n\n"
+            f"Write one description of {entity} in at most four sentences that keeps the most important distinct "
+            f"facts. Reply with the description only."
+        )},
+    ]
+
+
+def hypothetical_messages(name: str, work: str, question: str) -> list[dict]:
+    """RoleRAG's first query step (after HyDE): a guess at what the answer would be about, used only to find the
+    entities involved, never shown as fact."""
+    return [
+        {"role": "system", "content": "You help a role-playing system find what a question is about."},
+        {"role": "user", "content": (
+            f"{_character(name, work)}Question someone asks {name}: {question}\n\n"
+            f"In two or three sentences, guess what {name}'s answer would be about: the people, places, events, "
+            f"things or habits from {name}'s life it would likely mention."
+        )},
+    ]
+
+
+def analysis_messages(name: str, work: str, profile: str, question: str, hypothetical: str = "") -> list[dict]:
+    """The query analysis: entities of the question (and of the guessed context), each with a type, whether the
+    character could know it (with a reason) and whether it is specific (one named thing) or general (a kind of
+    thing: hobbies, food, music)."""
+    guess = f"A guess at what the answer involves: {hypothetical}\n" if hypothetical else ""
+    example = {"entities": [{"name": "...", "type": "person", "relevant": True, "reason": "...",
+                             "specificity": "specific"}]}
+    return [
+        {"role": "system", "content": "You analyse questions put to a role-playing character. Reply with JSON only."},
+        {"role": "user", "content": (
+            f"{_character(name, work)}Who {name} is: {profile or 'unknown'}\n\n"
+            f"Question someone asks {name}: {question}\n{guess}\n"
+            f"List the entities the answer depends on, from the question and the guess. For each give: name; type "
+            f"(one of {_TYPES}); relevant: true if {name} could know about it within their own world and time, false "
+            f"if it lies outside it (say, a modern invention for someone from a medieval world); reason: one short "
+            f"sentence why; specificity: \"specific\" for one particular named person, place, event or thing, "
+            f"\"general\" for a kind of thing (hobbies, food, music).\n"
+            f"Reply as {json.dumps(example)}"
+        )},
+    ]
+
+
+def boundary_note(name: str, outside: list[tuple[str, str]]) -> str:
+    """The note on the limits of what the character knows, shown with the knowledge."""
+    if not outside:
+        return (f"These facts are what {name} knows about the question; anything beyond them and beyond {name}'s "
+                f"own world, {name} does not know.")
+    listed = "; ".join(f"{entity} ({reason})" if reason else entity for entity, reason in outside)
+    return (f"Outside what {name} knows: {listed}. {name} has never heard of these and says so, in character, "
+            f"instead of making anything up about them.")

@@ -1,0 +1,236 @@
+"""CRAG-offline on the fake backend: the evaluator's scores and routes (threshold edges included), knowledge
+refinement, the BM25 corpora that stand in for web search, and the method end to end."""
+
+from __future__ import annotations
+
+import doctest
+import math
+import re
+from pathlib import Path
+
+import pytest
+
+from rpa_lib.data import Dataset
+from rpa_lib.llm import FakeLLM
+from rpa_lib.llm.reply import Raw, Reply
+from rpa_lib.methods import Job, build_method, run_jobs
+from rpa_lib.methods import bm25 as bm25_module
+from rpa_lib.methods.bm25 import corpus_for, tokenize
+from rpa_lib.methods.crag import AMBIGUOUS, CORRECT, INCORRECT, crag_label, relevance, route, sentence_groups
+
+FIXTURES = Path(__file__).parent / "fixtures" / "data"
+ADA, BRAM = "ada-lindqvist", "bram-okafor"
+STORM_Q = "What did you do when the storm broke the lamp's lens?"
+
+
+def passage_of(prompt: str) -> str:
+    """The passage an evaluator prompt asks about."""
+    return re.search(r"Passage[^\n]*:\n(.*)\n\nDoes this passage", prompt, re.S).group(1)
+
+
+def fake(relevant=lambda passage: False, keywords="Ada Lindqvist, storm, lens"):
+    """A FakeLLM answering CRAG's prompts: the evaluator by ``relevant(passage)``, the rewrite with ``keywords``,
+    the reply with its system prompt (so a test can see what reached it)."""
+    def rule(kind, messages, spec):
+        last = messages[-1]["content"]
+        if kind == "choose":
+            return "relevant" if relevant(passage_of(last)) else "irrelevant"
+        if "search-engine" in messages[0]["content"]:  # the rewrite (and its re-asks)
+            return keywords
+        return "SYSTEM:" + messages[0]["content"]
+    return FakeLLM(rule)
+
+
+class ScoredFake(FakeLLM):
+    """A fake whose evaluator gives log-scores: ``rule`` returns P(relevant) for an evaluator prompt."""
+
+    def _choose(self, req):
+        p = float(self.rule("choose", req.messages, req.options))
+        return Raw("relevant" if p >= 0.5 else "irrelevant", 1, 1,
+                   scores={"relevant": math.log(p), "irrelevant": math.log1p(-p)})
+
+
+def scored(p_of):
+    return ScoredFake(lambda kind, messages, spec: p_of(passage_of(messages[-1]["content"])) if kind == "choose"
+                      else "Ada Lindqvist, storm")
+
+
+def make(llm, dataset=FIXTURES, **settings):
+    return build_method("crag", llm, dataset=dataset, embedder="hash-64", **settings)
+
+
+# ---- the evaluator and the routes ----------------------------------------------------------------------------
+
+def test_relevance_is_the_softmax_difference_else_plus_minus_one():
+    assert relevance(Reply("relevant", kind="choose")) == 1.0
+    assert relevance(Reply("irrelevant", kind="choose")) == -1.0
+    assert relevance(Reply("irrelevant", kind="choose", scores={"relevant": math.log(0.75), "irrelevant": math.log(0.25)})) == 0.5
+    assert relevance(Reply("relevant", kind="choose", scores={"relevant": -30.0, "irrelevant": -0.0})) == pytest.approx(-1.0)
+    assert relevance(Reply("relevant", kind="choose", scores={"relevant": -1.0})) == 1.0  # one score: no softmax
+
+
+def test_route_thresholds_are_reached_at_equality():
+    assert route([0.5, -1.0], 0.5, -0.5) == CORRECT  # exactly at upper
+    assert route([0.49, -1.0], 0.5, -0.5) == AMBIGUOUS
+    assert route([-0.5, -0.9], 0.5, -0.5) == AMBIGUOUS  # exactly at lower is not below it
+    assert route([-0.51, -0.9], 0.5, -0.5) == INCORRECT
+    assert route([1.0], 1.0, -1.0) == CORRECT and route([-1.0], 1.0, -1.0) == AMBIGUOUS
+
+
+@pytest.mark.parametrize(("p", "want"), [(0.75, CORRECT), (0.7499, AMBIGUOUS), (0.25, AMBIGUOUS), (0.2499, INCORRECT)])
+def test_scored_evaluator_routes_at_the_threshold_edges(p, want):
+    r = make(scored(lambda passage: p), corpus="none").context(ADA, STORM_Q)  # every chunk scores 2p - 1
+    assert r.details["route"] == want
+    assert set(r.details["chunk_scores"].values()) == {round(2 * p - 1, 6)}
+
+
+def test_correct_uses_refined_persona_strips_only():
+    r = make(fake(lambda p: "storm" in p or "lanterns" in p)).respond(ADA, STORM_Q)
+    d = r.details
+    assert d["route"] == CORRECT and d["keywords"] == [] and d["corpus"] == "pooled"
+    assert len(d["chunk_scores"]) == 3 and 1.0 in d["chunk_scores"].values()
+    assert r.items("external") == [] and r.items("knowledge")
+    assert all(i.chunk_ids and i.chunk_ids[0] in d["chunk_scores"] for i in r.items("knowledge"))
+    assert all("storm" in i.text or "lanterns" in i.text for i in r.items("knowledge"))
+    assert r.items("knowledge")[0].text in r.reply  # the strips reached the answer
+    purposes = [c.purpose for c in r.calls]
+    assert purposes[:3] == ["evaluate"] * 3 and "rewrite" not in purposes and purposes[-1] == "respond"
+    assert purposes.count("refine") == d["strips_examined"]
+
+
+def test_incorrect_uses_refined_search_strips_only():
+    # persona chunks are all judged irrelevant; search strips (prefixed with a name) about the storm are relevant
+    r = make(fake(lambda p: p.startswith(("Ada Lindqvist:", "Bram Okafor:")) and "storm" in p)).context(ADA, STORM_Q)
+    d = r.details
+    assert d["route"] == INCORRECT and set(d["chunk_scores"].values()) == {-1.0}
+    assert d["keywords"] == ["Ada Lindqvist", "storm", "lens"]
+    external = [i for i in r.items if i.role == "external"]
+    assert external and not [i for i in r.items if i.role == "knowledge"]
+    for item in external:  # Ada's own paragraphs: the chunks that hold the strip
+        assert item.text.startswith("Ada Lindqvist: ") and item.label.startswith("Ada Lindqvist >")
+        assert item.chunk_ids and all(i.startswith(f"{ADA}:vanilla:") for i in item.chunk_ids)
+    chunks = {c.id: c for c in make(fake()).retriever(ADA).chunks}
+    first = external[0]
+    assert first.text.removeprefix("Ada Lindqvist: ") in chunks[first.chunk_ids[0]].body
+    assert [c.purpose for c in r.calls].count("rewrite") == 1
+
+
+def test_ambiguous_at_the_lower_edge_searches_too():
+    # binary verdicts: every chunk scores -1, which is not below lower = -1, so the route is Ambiguous
+    r = make(fake(lambda p: p.startswith("Ada Lindqvist:") and "storm" in p), lower=-1.0).context(ADA, STORM_Q)
+    d = r.details
+    assert d["route"] == AMBIGUOUS and d["keywords"] and set(d["chunk_scores"].values()) == {-1.0}
+    assert [i.role for i in r.items] and {i.role for i in r.items} == {"external"}  # no persona strip passed
+    assert d["strips_examined"] > len(r.items)
+
+
+def test_ambiguous_uses_both_sources_persona_first():
+    # graded scores: chunks and their strips at P = 0.6 (score 0.2: between the thresholds, above strip_threshold)
+    def p_of(passage):
+        return (0.9 if "storm" in passage else 0.1) if passage.startswith(("Ada Lindqvist:", "Bram Okafor:")) else 0.6
+
+    r = make(scored(p_of), k=2, max_strips=2).context(ADA, STORM_Q)
+    d = r.details
+    assert d["route"] == AMBIGUOUS and set(d["chunk_scores"].values()) == {0.2}
+    assert [i.role for i in r.items] == ["knowledge", "knowledge", "external", "external"]
+    assert [s["score"] for s in d["strips"]] == [0.2, 0.2, 0.8, 0.8]
+    assert all("storm" in i.text for i in r.items[2:])
+
+
+def test_refinement_keeps_the_best_strips_in_reading_order(data_copy):
+    persona = data_copy / "characters" / ADA / "persona.md"
+    habits = ("### Habits\n\nI write in a notebook. I boil the kettle twice. I check the compass. I tune the violin. "
+              "I collect pebbles. I rinse the teapot.\n\n")
+    persona.write_text(persona.read_text().replace("## Skill and Expertise", habits + "## Skill and Expertise"))
+    p = {"notebook": 0.6, "kettle": 0.95, "compass": 0.1, "violin": 0.9, "pebbles": 0.7, "teapot": 0.99}
+
+    def p_of(passage):
+        hits = [w for w in p if w in passage]
+        return 0.99 if len(hits) > 1 else p[hits[0]] if hits else 0.01
+
+    m = make(scored(p_of), dataset=data_copy, splitter="ats", k=1, strip_sentences=1, max_strips=3, corpus="none")
+    r = m.context(ADA, " ".join(p))
+    kept = [i.text for i in r.items]
+    assert kept == ["I boil the kettle twice.", "I tune the violin.", "I rinse the teapot."]  # top 3, document order
+    assert r.details["strips_examined"] == 6 and [s["score"] for s in r.details["strips"]] == [0.9, 0.8, 0.98]
+    # a lower cap keeps fewer; the threshold drops what the evaluator rejects even when there is room
+    r = make(scored(p_of), dataset=data_copy, splitter="ats", k=1, strip_sentences=1, max_strips=10, corpus="none").context(ADA, " ".join(p))
+    assert len(r.items) == 5 and not any("compass" in i.text for i in r.items)
+    r = make(scored(p_of), dataset=data_copy, splitter="ats", k=1, strip_sentences=2, corpus="none").context(ADA, " ".join(p))
+    assert r.items[0].text == "I write in a notebook. I boil the kettle twice."
+
+
+def test_sentence_groups():
+    assert sentence_groups("A b. C d. E f.", 2) == [(0, 10), (10, 14)]
+    assert sentence_groups("", 2) == []
+
+
+# ---- the BM25 corpora ----------------------------------------------------------------------------------------
+
+def test_corpus_variants():
+    ds = Dataset(FIXTURES)
+    pooled, others, none = (corpus_for(ds, ADA, v) for v in ("pooled", "others", "none"))
+    assert {p.character for p in pooled.passages} == {ADA, BRAM}
+    assert {p.character for p in others.passages} == {BRAM} and len(others) < len(pooled)
+    assert len(none) == 0 and none.search("storm lens", 5) == []
+    assert corpus_for(ds, BRAM, "others").passages[0].character == ADA
+    assert all(p.text.startswith(("Ada Lindqvist: ", "Bram Okafor: ")) for p in pooled.passages)
+    hits = pooled.search("Ada Lindqvist storm lens", 3)
+    assert hits[0].passage.character == ADA and "storm" in hits[0].passage.body and len(hits) == 3
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    assert all(h.passage.character == BRAM for h in others.search("Ada Lindqvist storm lens", 5))
+    with pytest.raises(ValueError, match="unknown corpus 'web'"):
+        corpus_for(ds, ADA, "web")
+
+
+def test_search_over_others_is_noise_without_chunk_ids():
+    m = make(fake(lambda p: p.startswith("Bram Okafor:"), keywords="bread, honey, bakery"), corpus="others")
+    r = m.context(ADA, "What do you eat for breakfast?")
+    assert r.details["route"] == INCORRECT and r.details["label"].endswith("over the other characters' personas)")
+    assert r.items and all(i.role == "external" and i.chunk_ids == () and i.text.startswith("Bram Okafor: ")
+                           for i in r.items)
+
+
+def test_tokenize_and_bm25_doctest():
+    assert tokenize("The lamp's lens, 4 nights!") == ["lamp", "lens", "nights"]
+    assert doctest.testmod(bm25_module).failed == 0
+
+
+# ---- settings, labels, the runner ----------------------------------------------------------------------------
+
+def test_label_never_calls_it_web_search():
+    for corpus in ("pooled", "others", "none"):
+        label = make(FakeLLM(), corpus=corpus).label
+        assert label == crag_label(corpus) and label.startswith("CRAG-offline (web search replaced by BM25 over ")
+    assert make(FakeLLM()).label == "CRAG-offline (web search replaced by BM25 over all characters' personas)"
+
+
+def test_keywords_are_parsed_and_capped():
+    r = make(fake(keywords="1. Ada Lindqvist\n2. storm, lens; reef"), lower=-1.0, upper=1.0).context(ADA, STORM_Q)
+    assert r.details["keywords"] == ["Ada Lindqvist", "storm", "lens"]
+    r = make(fake(keywords="  "), lower=-1.0, upper=1.0, max_keywords=2).context(ADA, STORM_Q)
+    assert r.details["keywords"] == [STORM_Q]  # an empty rewrite falls back to the question (after re-asks)
+
+
+def test_unknown_and_invalid_settings_are_rejected():
+    with pytest.raises(ValueError, match="has no setting 'uper'; its settings: corpus, embedder, k, lower, "):
+        make(FakeLLM(), uper=0.4)
+    with pytest.raises(ValueError, match="unknown corpus 'web'; choose one of pooled, others, none"):
+        make(FakeLLM(), corpus="web")
+    with pytest.raises(ValueError, match="lower <= upper"):
+        make(FakeLLM(), lower=0.6, upper=0.5)
+    with pytest.raises(ValueError, match="upper <= 1"):
+        make(FakeLLM(), upper=1.5)
+    with pytest.raises(ValueError, match="max_strips must be at least 1"):
+        make(FakeLLM(), max_strips=0)
+
+
+def test_end_to_end_through_run_jobs():
+    m = make(fake(lambda p: "storm" in p or "Bram" in p))
+    jobs = [Job(ADA, "a", STORM_Q), Job(BRAM, "b", "Do you like parties?")]
+    rows = run_jobs(m, jobs, progress=False)
+    assert rows.error.isna().all() and list(rows.method) == ["crag", "crag"]
+    assert rows.details[0]["route"] == CORRECT and rows.llm_calls[0] > 4
+    assert all(r.startswith("SYSTEM:You are ") for r in rows.reply)
+    context_only = run_jobs(m, jobs[:1], step="context", progress=False)
+    assert context_only.chunk_ids[0] and context_only.reply.isna().all()
