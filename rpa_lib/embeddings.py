@@ -8,14 +8,23 @@
 
 Vectors are float32 and L2-normalized, so a dot product is the cosine similarity. Texts longer than a model
 reads (all-MiniLM-L6-v2: 256 word pieces) are truncated by the model; :func:`embed` counts them and warns,
-and :func:`truncation` reports the share, so it never happens silently. This module does not index.
+and :func:`truncation` reports the share, so it never happens silently.
+
+A model embedder's ``model_id`` (part of every cached vector's key and of the index's metadata) is
+``st:<label>@<fingerprint>:<prefixes>``: the fingerprint is a full sha256 of the model folder's weight and
+configuration files (:mod:`rpa_lib.llm.fingerprint`; read once per process, on first use of ``model_id``, without
+loading the model), so changed weights never reuse cached vectors or indexes and two models in folders of the
+same name never share them. ``label`` is the readable name for tables. Models load offline
+(``local_files_only``) from a folder or the Hugging Face cache; this module never writes ``os.environ``.
+:func:`get_embedder` memoizes model embedders per process; :func:`clear_caches` forgets them.
+
+This module does not index (see ``index``) and does not download models.
 """
 
 from __future__ import annotations
 
 import hashlib
 import importlib.util
-import os
 import sqlite3
 import threading
 import warnings
@@ -23,6 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+from rpa_lib.llm.fingerprint import fingerprint
 
 # Query instructions are facts about each model's training, documented on its model card.
 KNOWN_MODELS = {
@@ -50,31 +61,61 @@ class Embedder:
         return None
 
 
+def model_folder(name_or_path: str) -> Path:
+    """The local folder of a model: ``name_or_path`` itself when it exists, else its snapshot in the Hugging Face
+    cache (never downloaded). RuntimeError, saying what to do, when it is neither."""
+    path = Path(name_or_path).expanduser()
+    if path.exists():
+        return path
+    from huggingface_hub import snapshot_download
+
+    try:
+        return Path(snapshot_download(name_or_path, local_files_only=True))
+    except Exception as e:  # not cached, or not a valid repository id
+        raise RuntimeError(
+            f"embedding model {name_or_path!r} is neither a folder nor in the Hugging Face cache "
+            f"({type(e).__name__}): download it once with network access, or pass a local folder"
+        ) from None
+
+
 class SentenceTransformerEmbedder(Embedder):
-    """A sentence-transformers model; ``query_prefix`` is put before queries (instruction models)."""
+    """A sentence-transformers model; ``query_prefix`` is put before queries (instruction models). The model's
+    folder is found and fingerprinted on first use of ``model_id`` and loaded on first use of ``model``."""
 
     def __init__(self, name_or_path: str, query_prefix: str = "", document_prefix: str = "", label: str | None = None):
         self.name_or_path, self.query_prefix, self.document_prefix = name_or_path, query_prefix, document_prefix
         self.label = label or Path(name_or_path).name
-        prefixes = hashlib.sha256(f"{query_prefix}\0{document_prefix}".encode()).hexdigest()[:8]
-        self.model_id = f"st:{self.label}:{prefixes}"
+        self._prefixes = hashlib.sha256(f"{query_prefix}\0{document_prefix}".encode()).hexdigest()[:8]
+        self._folder: Path | None = None
+        self._model_id: str | None = None
         self._model = None
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
+
+    @property
+    def folder(self) -> Path:
+        """Where the weights are (resolved once)."""
+        with self._lock:
+            if self._folder is None:
+                self._folder = model_folder(self.name_or_path)
+            return self._folder
+
+    @property
+    def model_id(self) -> str:  # type: ignore[override]
+        with self._lock:
+            if self._model_id is None:
+                self._model_id = f"st:{self.label}@{fingerprint(self.folder)}:{self._prefixes}"
+            return self._model_id
 
     @property
     def model(self):
         with self._lock:
             if self._model is None:
-                os.environ.setdefault("HF_HUB_OFFLINE", "1")
                 from sentence_transformers import SentenceTransformer
 
                 try:
-                    self._model = SentenceTransformer(self.name_or_path, device="cpu")
+                    self._model = SentenceTransformer(str(self.folder), device="cpu", local_files_only=True)
                 except OSError as e:
-                    raise RuntimeError(
-                        f"cannot load embedding model {self.name_or_path!r} offline: {e}. Download it once with "
-                        "network access (or pass a local folder) and set HF_HUB_OFFLINE=1."
-                    ) from None
+                    raise RuntimeError(f"cannot load embedding model {self.name_or_path!r} from {self.folder}: {e}") from None
             return self._model
 
     @property
@@ -135,7 +176,14 @@ def minilm_path() -> Path:
     return Path(next(iter(spec.submodule_search_locations))) / "model"
 
 
-_SHARED: dict[str, Embedder] = {}
+_EMBEDDERS: dict[str, Embedder] = {}  # model embedders by name, one per process (their models load once)
+_EMBEDDERS_LOCK = threading.Lock()
+
+
+def clear_caches() -> None:
+    """Forget the memoized model embedders (and the models they loaded); the on-disk vector cache stays."""
+    with _EMBEDDERS_LOCK:
+        _EMBEDDERS.clear()
 
 
 def get_embedder(name: str = "minilm", corpus: list[str] | None = None) -> Embedder:
@@ -149,15 +197,17 @@ def get_embedder(name: str = "minilm", corpus: list[str] | None = None) -> Embed
         return TfidfEmbedder(corpus)
     if name.startswith("hash"):
         return HashEmbedder(int(name.split("-")[1]) if "-" in name else 64)
-    if name not in _SHARED:
-        if name == "minilm":
-            _SHARED[name] = SentenceTransformerEmbedder(str(minilm_path()), label="all-MiniLM-L6-v2")
-        elif name in KNOWN_MODELS:
-            model, query_prefix, doc_prefix = KNOWN_MODELS[name]
-            _SHARED[name] = SentenceTransformerEmbedder(model, query_prefix, doc_prefix, label=model.split("/")[-1])
-        else:
-            _SHARED[name] = SentenceTransformerEmbedder(name)
-    return _SHARED[name]
+    with _EMBEDDERS_LOCK:
+        if name not in _EMBEDDERS:
+            if name == "minilm":
+                _EMBEDDERS[name] = SentenceTransformerEmbedder(str(minilm_path()), label="all-MiniLM-L6-v2")
+            elif name in KNOWN_MODELS:
+                model, query_prefix, doc_prefix = KNOWN_MODELS[name]
+                _EMBEDDERS[name] = SentenceTransformerEmbedder(model, query_prefix, doc_prefix,
+                                                               label=model.split("/")[-1])
+            else:
+                _EMBEDDERS[name] = SentenceTransformerEmbedder(name)
+        return _EMBEDDERS[name]
 
 
 class EmbeddingCache:

@@ -1,8 +1,11 @@
 """Nearest-neighbour search over chunk vectors: an hnswlib cosine index, and exact search to check it.
 
-An index is saved as ``index.bin`` beside ``meta.json`` (its id map, the embedder's model id, the HNSW
-parameters and a hash of the indexed texts). :func:`build_or_load` rebuilds, and says so, whenever any of
-those differ, so a changed embedder, splitter or persona can never silently reuse a stale index.
+An index is saved as ``index.bin`` beside ``meta.json`` (its id map, the embedder's model id, the vector
+dimension, the HNSW parameters and a hash of the indexed texts). :func:`build_or_load` rebuilds, and says so,
+whenever any of those differ (the dimension when the caller gives it) or the saved files do not match each
+other (``index.bin``'s own header gives its dimension and size, read before hnswlib touches the file), so a
+changed embedder, splitter or persona can never silently reuse a stale index. A search with query vectors of
+another dimension than the index's is a ValueError, never a call into hnswlib (which would read out of bounds).
 
 Defaults (M=32, ef_construction=200, ef=128, single-threaded build with a fixed seed) give the exact top-k at
 the size of one character (hundreds to a few thousand chunks); ``python -m rpa_lib.bench index`` measures
@@ -14,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import struct
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -51,12 +55,17 @@ class VectorIndex:
         return self
 
     def search(self, queries: np.ndarray, k: int) -> tuple[list[list[str]], np.ndarray]:
-        """Top-k ids and similarities for each query row, best first. ``k`` is capped at the index size."""
+        """Top-k ids and similarities for each query row, best first. ``k`` is capped at the index size.
+        ValueError when the queries' dimension is not the index's."""
+        queries = np.asarray(queries, np.float32)
         k = min(k, len(self.ids))
         if k == 0:
             return [[] for _ in queries], np.zeros((len(queries), 0), np.float32)
+        if queries.ndim != 2 or queries.shape[1] != self.dim:
+            raise ValueError(f"query vectors of shape {queries.shape} for an index of {self.dim}-d vectors: the index "
+                             "was built by another embedder; rebuild it (build_or_load(..., dim=...) does)")
         self._index.set_ef(max(self.params.ef, k))
-        labels, distances = self._index.knn_query(np.asarray(queries, np.float32), k=k, num_threads=1)
+        labels, distances = self._index.knn_query(queries, k=k, num_threads=1)
         return [[self.ids[j] for j in row] for row in labels], 1.0 - distances
 
     def save(self, folder: Path, meta: dict) -> None:
@@ -66,12 +75,29 @@ class VectorIndex:
 
     @classmethod
     def load(cls, folder: Path, dim: int, params: HnswParams) -> VectorIndex:
+        """The index saved in ``folder``; ValueError, before hnswlib reads it, when ``index.bin`` does not hold
+        ``dim``-d vectors or holds another number of them than ``meta.json`` has ids."""
         meta = json.loads((folder / "meta.json").read_text())
+        stored_dim, stored_count = saved_shape(folder / "index.bin")
+        if (stored_dim, stored_count) != (dim, len(meta["ids"])):
+            raise ValueError(f"{folder / 'index.bin'} holds {stored_count} vectors of {stored_dim} dimensions, "
+                             f"expected {len(meta['ids'])} of {dim}")
         index = cls(dim, params)
         index._index.load_index(str(folder / "index.bin"), max_elements=max(1, len(meta["ids"])))
         index._index.set_ef(params.ef)
         index.ids = meta["ids"]
         return index
+
+
+def saved_shape(path: Path) -> tuple[int, int]:
+    """(dimension, element count) of an hnswlib index file, from its header (hnswlib's ``saveIndex`` layout:
+    six size_t fields, of which the label offset minus the data offset is the bytes of one float32 vector)."""
+    with open(path, "rb") as f:
+        header = f.read(48)
+    if len(header) < 48:
+        raise ValueError(f"{path} is not an hnswlib index (only {len(header)} bytes)")
+    _, _, count, _, label_offset, data_offset = struct.unpack("<6Q", header)
+    return (label_offset - data_offset) // 4, count
 
 
 def exact_search(matrix: np.ndarray, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -92,20 +118,28 @@ def content_hash(ids: list[str], texts: list[str]) -> str:
 
 
 def build_or_load(folder: Path, vectors_fn, ids: list[str], texts: list[str], model_id: str,
-                  params: HnswParams = HnswParams()) -> tuple[VectorIndex, bool]:
-    """Load the index in ``folder`` if it was built from the same texts, model and parameters; else build it.
+                  params: HnswParams = HnswParams(), dim: int | None = None) -> tuple[VectorIndex, bool]:
+    """Load the index in ``folder`` if it was built from the same texts, model and parameters (and vectors of
+    ``dim`` dimensions, when given); else build it. An unreadable or inconsistent saved index is rebuilt too.
 
     ``vectors_fn()`` is called only when building. Returns ``(index, built)``.
     """
     meta = {"model_id": model_id, "params": asdict(params), "content_hash": content_hash(ids, texts), "count": len(ids)}
     meta_path = folder / "meta.json"
     if meta_path.is_file() and (folder / "index.bin").is_file():
-        saved = json.loads(meta_path.read_text())
-        stale = {k: (saved.get(k), v) for k, v in meta.items() if saved.get(k) != v}
-        if not stale:
-            return VectorIndex.load(folder, saved["dim"], params), False
-        log.warning("rebuilding index %s: %s changed", folder, ", ".join(stale))
+        try:
+            saved = json.loads(meta_path.read_text())
+            stale = [k for k, v in meta.items() if saved.get(k) != v]
+            if dim is not None and saved.get("dim") != dim:
+                stale.append(f"dim ({saved.get('dim')} -> {dim})")
+            if not stale:
+                return VectorIndex.load(folder, saved["dim"], params), False
+            log.warning("rebuilding index %s: %s changed", folder, ", ".join(stale))
+        except (ValueError, KeyError, TypeError, RuntimeError) as e:  # JSON, header or hnswlib errors
+            log.warning("rebuilding index %s: the saved one is unreadable (%s)", folder, e)
     vectors = vectors_fn()
+    if dim is not None and len(ids) and vectors.shape[1] != dim:
+        raise ValueError(f"vectors_fn gave {vectors.shape[1]}-d vectors, expected {dim}")
     index = VectorIndex(vectors.shape[1], params).build(vectors, ids)
     index.save(folder, {**meta, "dim": int(vectors.shape[1])})
     return index, True

@@ -12,4 +12,5 @@ def test_bench_llm_small(tmp_path, capsys):
     table = capsys.readouterr().out
     assert code == 0, table
     assert "all cache hits" in table and "30% faults" in table and "| NO |" not in table
+    assert "A server that never answers: the call failed after" in table and "timed out after 0.3 s" in table
     assert out.read_text() in table + "\n" or out.read_text().strip() in table

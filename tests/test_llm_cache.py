@@ -11,7 +11,9 @@ import textwrap
 import threading
 import time
 
-from rpa_lib.llm import Cache, FakeLLM, MockServer, get_llm
+import pytest
+
+from rpa_lib.llm import Cache, FakeLLM, LLMError, MockServer, get_llm
 
 
 def user(text: str) -> list[dict]:
@@ -156,3 +158,76 @@ def test_cache_object_is_lazy_and_closable(tmp_path):
     with sqlite3.connect(cache.path) as conn:
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     cache.close()
+
+
+# ---------------------------------------------------------------- failed outcomes are cached too
+
+
+def test_a_reply_that_fails_to_parse_is_cached_with_its_outcome(tmp_path):
+    rule = Counting()
+    bad = FakeLLM(lambda kind, messages, spec: rule(kind, messages, spec) and "no json, sorry",
+                  cache=tmp_path / "llm.sqlite")
+    schema = {"type": "object", "required": ["a"]}
+    with pytest.raises(LLMError) as first:
+        bad.structured(user("extract"), schema, max_retries=1)
+    assert rule.calls == 2 and not first.value.cached
+    with pytest.raises(LLMError) as again:
+        bad.structured(user("extract"), schema, max_retries=1)
+    assert again.value.cached and str(again.value) == str(first.value) and rule.calls == 2
+    assert bad.usage.cache_hits == 1 and bad.usage.errors == 2
+    with pytest.raises(LLMError):
+        bad.structured(user("extract"), schema, max_retries=0)  # fewer attempts than stored: the same outcome
+    assert rule.calls == 2
+    with pytest.raises(LLMError, match="after 4 attempts"):
+        bad.structured(user("extract"), schema, max_retries=3)  # more attempts than stored: asked again
+    assert rule.calls == 6
+
+    chooser = FakeLLM(lambda kind, messages, spec: rule(kind, messages, spec) and "perhaps",
+                      cache=tmp_path / "llm.sqlite")
+    for _ in range(2):
+        with pytest.raises(LLMError, match="no allowed answer after 3 attempts"):
+            chooser.choose(user("pick"), ["yes", "no"])
+    assert rule.calls == 9
+
+
+def test_faults_are_not_cached(tmp_path):
+    from rpa_lib.llm import LLMFatalError, RetryPolicy, Transient
+
+    calls = []
+
+    def rule(kind, messages, spec):
+        calls.append(kind)
+        raise Transient("HTTP 503") if messages[-1]["content"] == "busy" else LLMFatalError("HTTP 401: refused")
+
+    llm = FakeLLM(rule, cache=tmp_path / "llm.sqlite", retry=RetryPolicy(attempts=2, base_delay=0.001))
+    for text in ("busy", "busy", "refused", "refused"):
+        with pytest.raises(LLMError):
+            llm.chat(user(text))
+    assert len(calls) == 2 + 2 + 1 + 1 and rows(tmp_path / "llm.sqlite") == 0
+
+
+def test_a_warm_rerun_of_amadeus_makes_no_backend_call(tmp_path, fixture_data):
+    """The Attribute Extractor's structured call fails to parse (a small model), so AE falls back to free text;
+    the second run reaches the same fallback from the cache alone."""
+    from rpa_lib.methods import build_method
+
+    def run() -> tuple[int, list]:
+        rule = Counting()
+
+        def answer(kind, messages, spec):
+            rule(kind, messages, spec)
+            if kind == "choose":
+                return "yes"
+            return "not a JSON object" if kind == "structured" else "a sentence"
+
+        llm = FakeLLM(answer, cache=tmp_path / "llm.sqlite")
+        method = build_method("amadeus", llm, dataset=fixture_data, embedder="hash-64", window=1)
+        response = method.respond("ada-lindqvist", "What did you do when the storm broke the lamp's lens?")
+        return rule.calls, response
+
+    cold_calls, cold = run()
+    warm_calls, warm = run()
+    assert cold.details["extract_fallback"] and cold_calls > 0
+    assert warm_calls == 0, "a warm re-run called the backend"
+    assert warm.reply == cold.reply and warm.details == cold.details
+    assert [c.output for c in warm.calls] == [c.output for c in cold.calls]

@@ -9,7 +9,7 @@ from email.utils import formatdate
 
 import pytest
 
-from rpa_lib.llm import LLMError, MockServer, RetryPolicy, get_llm
+from rpa_lib.llm import LLMError, LLMFatalError, MockServer, RetryPolicy, get_llm
 from rpa_lib.llm.mock_server import FAULTS
 from rpa_lib.llm.openai_backend import public_url, retry_after
 
@@ -118,7 +118,7 @@ def test_retry_after_is_honoured():
 def test_client_errors_are_not_retried():
     with MockServer(api_key="sk-right") as server:
         llm = get_llm("openai:m", base_url=server.base_url, api_key="sk-wrong-key", cache=False, retry=FAST)
-        with pytest.raises(LLMError, match=r"chat call 'hello': RuntimeError: HTTP 401") as err:
+        with pytest.raises(LLMFatalError, match=r"chat call 'hello': HTTP 401") as err:
             llm.chat(user("hello"))
         assert llm.usage.retries == 0 and "sk-wrong-key" not in str(err.value)
 

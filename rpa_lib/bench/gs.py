@@ -1,23 +1,37 @@
-"""``python -m rpa_lib.bench gs``: Guided Selection, sequential (window 1) against the look-ahead window.
+"""``python -m rpa_lib.bench gs``: Guided Selection, sequential (window 1) against the speculation policies.
 
 Real ACTS chunks of a few characters (all-MiniLM-L6-v2 retrieval), MBTI interview questions as queries, and a
 judge served by the mock OpenAI-compatible server with 100 ms latency per call through the real ``openai``
-client path. The mock answers "yes" for a fixed pseudo-random ~12% of (question, chunk) pairs (a hash of the
-prompt), so both runs see the same verdicts. The LLM cache is off so every judge call reaches the server.
+client path. The mock runs in its own process, as a real server would, so that its CPU time does not compete
+with the walk's threads for this interpreter's lock; what remains is the client's own cost per call (about
+2-3 ms of CPU in the ``openai`` package here, serialized across threads), which the fewer round trips of a
+wider look-ahead cannot hide. The mock answers "yes" for a fixed pseudo-random ~12% of (question, chunk) pairs (a hash of the
+prompt), so every policy sees the same verdicts. The LLM cache is off so every judge call reaches the server.
+Policies: fixed windows (``--windows``, 1 is sequential) and ``adaptive``: one :class:`AdaptiveWindow` for the
+whole run, as a method keeps one, so it learns the judge's yes-rate from the queries before.
 
-Prints wall time per query, judge calls per query (counted at the server, speculative calls included) and
-whether every selection is identical. It does not measure a real LLM's latency or verdicts.
+Prints, per policy: wall time per query, judge calls per query (counted at the server, speculative calls
+included) and their ratio to the sequential run's, round trips per query (times a walk waited for a verdict),
+chunks examined per query, the speed-up over sequential, and whether every selection is identical to the
+sequential one. It does not measure a real LLM's latency or verdicts.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
+import json
+import subprocess
+import sys
 import time
+import urllib.request
+from collections.abc import Callable, Iterator
 
 from rpa_lib.data import load_questionnaire
-from rpa_lib.llm import MockServer, get_llm
-from rpa_lib.methods import Amadeus
+from rpa_lib.llm import get_llm
+from rpa_lib.methods import build_method
+from rpa_lib.methods.gs import AdaptiveWindow
 
 
 def judge_rule(body: dict) -> str:
@@ -25,43 +39,86 @@ def judge_rule(body: dict) -> str:
     return "yes" if int(hashlib.sha256(prompt.encode()).hexdigest(), 16) % 100 < 12 else "no"
 
 
-def run(characters: list[str], questions: int, windows: list[int], latency: float) -> list[dict]:
+def _policy(name: str) -> int | AdaptiveWindow:
+    return AdaptiveWindow() if name == "adaptive" else int(name)
+
+
+@contextlib.contextmanager
+def judge_server(latency: float) -> Iterator[tuple[str, Callable[[], int]]]:
+    """``(base_url, requests)``: the mock server answering with :func:`judge_rule` in a child process, and a
+    function returning how many chat requests it has received."""
+    proc = subprocess.Popen([sys.executable, "-m", "rpa_lib.llm", "mock", "--port", "0", "--latency", str(latency),
+                             "--answer", f"{__name__}:judge_rule"], stdout=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline() if proc.stdout else ""
+        if " at " not in line:
+            raise RuntimeError(f"the mock server did not start (exit code {proc.poll()})")
+        base_url = line.split(" at ", 1)[1].split()[0]
+
+        def requests() -> int:
+            with urllib.request.urlopen(f"{base_url}/mock/stats", timeout=10) as response:
+                return int(json.load(response)["requests"])
+
+        yield base_url, requests
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def run(characters: list[str], questions: int, policies: list[str], latency: float) -> list[dict]:
     items = load_questionnaire("mbti").subset(questions).items
     queries = [(c, i.question) for c in characters for i in items]
     results = []
-    with MockServer(judge_rule, latency=latency) as server:
-        llm = get_llm("openai:mock-judge", base_url=server.base_url, api_key="sk-bench", cache=False, max_workers=16)
-        for window in windows:
-            method = Amadeus(llm, window=window)
+    with judge_server(latency) as (base_url, server_requests):
+        llm = get_llm("openai:mock-judge", base_url=base_url, api_key="sk-bench", cache=False, max_workers=16)
+        for name in policies:
+            method = build_method("amadeus", llm, window=1)
+            method.window = _policy(name)  # AmadeusSettings takes ints only; the walk takes any policy
             for c in characters:  # build the indexes outside the timing
                 method.retriever(c)
-            before, start = server.requests, time.perf_counter()
+            before, start = server_requests(), time.perf_counter()
             selections = [method.select(c, q)[0] for c, q in queries]
             seconds = time.perf_counter() - start
             time.sleep(latency * 2)  # let discarded speculative calls land before counting
-            results.append({"window": window, "queries": len(queries), "seconds": seconds,
-                            "calls": server.requests - before,
+            results.append({"policy": name, "queries": len(queries), "seconds": seconds,
+                            "calls": server_requests() - before,
+                            "round_trips": sum(s.round_trips for s in selections),
                             "examined": sum(s.examined for s in selections),
                             "failures": sum(s.failed for s in selections),
                             "selections": [[c.id for c in s.selected] for s in selections]})
     return results
 
 
+def table(results: list[dict]) -> str:
+    """The Markdown table; the first result is the reference (sequential)."""
+    base = results[0]
+    lines = ["| policy | wall time / query | judge calls / query (server) | calls vs sequential | round trips / query "
+             "| examined / query | speed-up | selections identical to window 1 |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in results:
+        same = r["selections"] == base["selections"] and r["examined"] == base["examined"]
+        n = r["queries"]
+        lines.append(f"| {r['policy']} | {r['seconds'] / n:.3f} s | {r['calls'] / n:.1f} | "
+                     f"{r['calls'] / base['calls']:.2f}x | {r['round_trips'] / n:.2f} | {r['examined'] / n:.1f} | "
+                     f"{base['seconds'] / r['seconds']:.1f}x | {'yes' if same else 'NO'} |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m rpa_lib.bench gs", description=__doc__.split("\n")[0])
     parser.add_argument("--characters", default="frieren,light-yagami,yui-hirasawa")
     parser.add_argument("--questions", type=int, default=8, help="MBTI questions per character")
-    parser.add_argument("--windows", default="1,4,8", help="comma-separated look-ahead windows; 1 is sequential")
+    parser.add_argument("--windows", default="1,4,8,adaptive",
+                        help="comma-separated policies: look-ahead windows (1 is sequential, and first) or 'adaptive'")
     parser.add_argument("--latency", type=float, default=0.1, help="seconds per mock call")
     args = parser.parse_args(argv)
-    results = run(args.characters.split(","), args.questions, [int(w) for w in args.windows.split(",")], args.latency)
+    policies = args.windows.split(",")
+    if policies[0] != "1":
+        policies.insert(0, "1")
+    results = run(args.characters.split(","), args.questions, policies, args.latency)
     base = results[0]
-    print(f"Guided Selection (N=30, K=2) on {base['queries']} queries, mock judge with {args.latency * 1000:.0f} ms per call\n")
-    print("| window | wall time / query | judge calls / query (server) | examined / query | speed-up | selections identical to window 1 |")
-    print("|---|---|---|---|---|---|")
-    for r in results:
-        same = r["selections"] == base["selections"] and r["examined"] == base["examined"]
-        print(f"| {r['window']} | {r['seconds'] / r['queries']:.3f} s | {r['calls'] / r['queries']:.1f} | "
-              f"{r['examined'] / r['queries']:.1f} | {base['seconds'] / r['seconds']:.1f}x | {'yes' if same else 'NO'} |")
+    print(f"Guided Selection (N=30, K=2) on {base['queries']} queries, mock judge with {args.latency * 1000:.0f} ms "
+          "per call\n")
+    print(table(results))
     print(f"\nGS failures (empty slot): {base['failures']} of {base['queries']} queries")
     return 0 if all(r["selections"] == base["selections"] for r in results) else 1

@@ -7,8 +7,10 @@ The same ``--calls`` chat calls (default 200, distinct prompts) go through the r
 in ``--workers`` (1, 4, 16; a fresh cache each time, so every call reaches the server), then again on the last
 run's cache (all hits), then with ``--fault-rate`` (20%) of server requests faulted (429 with Retry-After,
 500, hang past the client timeout, malformed body, empty choices, dropped connection) at the highest
-concurrency. A run passes when every call succeeds with the answers of the first run. Retries use a small
-backoff so the whole benchmark takes well under a minute offline.
+concurrency. A run passes when every call succeeds with the answers of the first run. Last, one call to a server
+that accepts connections and never answers: the time until its error, against the bound ``timeout x attempts +
+backoff`` (``OpenAILLM.worst_case_seconds``). Retries use a small backoff so the whole benchmark takes well under
+a minute offline.
 
 This module measures the layer's overhead and robustness; it does not measure any real model.
 """
@@ -21,9 +23,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from rpa_lib.llm import MockServer, RetryPolicy, get_llm
+from rpa_lib.llm import LLMError, MockServer, RetryPolicy, get_llm
 
 BENCH_RETRY = RetryPolicy(attempts=10, base_delay=0.02, max_delay=0.2)
+HANG_RETRY = RetryPolicy(attempts=3, base_delay=0.05, max_delay=0.2)
 BENCH_KEY = "sk-bench-not-a-real-key"
 
 
@@ -39,6 +42,20 @@ def _run(name: str, server: MockServer, cache: Path, prompts: list, workers: int
     return {"scenario": name, "workers": workers, "calls": len(prompts), "ok": ok,
             "requests": server.requests - before, "hits": llm.usage.cache_hits, "retries": llm.usage.retries,
             "wall": wall, "rate": len(prompts) / wall, "answers": [o.value for o in outcomes]}
+
+
+def _hang(timeout: float) -> dict:
+    """One call to a server that never answers: seconds until the error, the bound, and the error."""
+    with MockServer(script=["hang"] * HANG_RETRY.attempts, hang_seconds=60 + 10 * timeout) as server:
+        llm = get_llm("openai:mock-model", base_url=server.base_url, api_key=BENCH_KEY, cache=False,
+                      retry=HANG_RETRY, timeout=timeout)
+        start = time.perf_counter()
+        try:
+            llm.chat([{"role": "user", "content": "Are you there?"}], max_tokens=8)
+            error = None
+        except LLMError as exc:
+            error = str(exc)
+        return {"seconds": time.perf_counter() - start, "bound": llm.worst_case_seconds, "error": error}
 
 
 def _table(rows: list[dict], reference: list) -> str:
@@ -81,12 +98,19 @@ def main(argv: list[str] | None = None) -> int:
             row["scenario"] += " (" + ", ".join(f"{k} {v}" for k, v in sorted(server.served.items())) + ")"
             rows.append(row)
 
+        print("[bench llm] a server that never answers ...", file=sys.stderr, flush=True)
+        hang = _hang(args.timeout)
+
     reference = rows[0]["answers"]
     text = (f"LLM client layer against the mock server ({args.latency * 1000:.0f} ms per request), "
-            f"{args.calls} chat calls per row\n\n{_table(rows, reference)}\n")
+            f"{args.calls} chat calls per row\n\n{_table(rows, reference)}\n\n"
+            f"A server that never answers: the call failed after {hang['seconds']:.2f} s ({HANG_RETRY.attempts} "
+            f"attempts x {args.timeout:g} s timeout + backoff = {hang['bound']:.2f} s, plus the client's own time): "
+            f"{hang['error']}\n")
     print(text)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(text)
     print(f"[bench llm] wrote {args.out}", file=sys.stderr)
     passed = all(r["ok"] == r["calls"] and r["answers"] == reference for r in rows)
+    passed = passed and hang["error"] is not None and hang["seconds"] <= hang["bound"] + 1.0
     return 0 if passed else 1

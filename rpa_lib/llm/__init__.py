@@ -1,19 +1,31 @@
 """One client layer for every LLM call: chat, constrained choice, structured output; cache, retries, concurrency
 and usage accounting. Backends: OpenAI-compatible HTTP, embedded local transformers model, deterministic fake.
 
-Importing this package builds no client, loads no model and opens no file.
+Importing this package builds no client, loads no model and opens no file. :func:`clear_caches` forgets what
+the layer memoizes in the process (loaded local models, weight fingerprints); the on-disk reply cache stays.
 """
 
+from rpa_lib.llm import fingerprint as _fingerprint
+from rpa_lib.llm import local as _local
 from rpa_lib.llm.base import LLM
 from rpa_lib.llm.cache import Cache
-from rpa_lib.llm.config import get_llm
+from rpa_lib.llm.factory import get_llm
 from rpa_lib.llm.fake import FakeLLM
 from rpa_lib.llm.local import LocalLLM
 from rpa_lib.llm.mock_server import MockServer
 from rpa_lib.llm.openai_backend import OpenAILLM
-from rpa_lib.llm.reply import LLMError, Outcome, Reply
+from rpa_lib.llm.reply import LLMError, LLMFatalError, Outcome, Reply
 from rpa_lib.llm.retry import RetryPolicy, Transient
 from rpa_lib.llm.usage import PRICES, PRICES_AS_OF, Usage, save_usage
 
-__all__ = ["LLM", "Cache", "FakeLLM", "LLMError", "LocalLLM", "MockServer", "OpenAILLM", "Outcome", "PRICES",
-           "PRICES_AS_OF", "Reply", "RetryPolicy", "Transient", "Usage", "get_llm", "save_usage"]
+
+def clear_caches() -> None:
+    """Forget the loaded local models and the memoized weight fingerprints, so that the next call sees the files
+    as they are on disk now (for a notebook session whose models changed)."""
+    _local.clear_caches()
+    _fingerprint.clear_caches()
+
+
+__all__ = ["LLM", "Cache", "FakeLLM", "LLMError", "LLMFatalError", "LocalLLM", "MockServer", "OpenAILLM", "Outcome",
+           "PRICES", "PRICES_AS_OF", "Reply", "RetryPolicy", "Transient", "Usage", "clear_caches", "get_llm",
+           "save_usage"]

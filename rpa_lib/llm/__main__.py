@@ -1,4 +1,4 @@
-"""``python -m rpa_lib.llm mock [--port 8765] [--latency 0]``: run the mock OpenAI-compatible server."""
+"""``python -m rpa_lib.llm mock [--port 8765] [--latency 0] [--answer MODULE:FUNCTION]``: run the mock OpenAI-compatible server."""
 
 import sys
 

@@ -1,10 +1,17 @@
 """``LLM``: the one interface every backend shares (chat, choose, structured, map, usage), and its machinery.
 
 A public call builds a request, looks it up in the cache, otherwise asks the backend (retrying transient
-faults), checks the answer (an allowed option, or a JSON object valid against the schema), re-asks a bounded
-number of times when it is not, stores the reply and records usage. Backends subclass ``LLM`` and implement
-only the round trips ``_chat``, ``_choose`` and ``_structured`` (each returns a :class:`Raw` and raises
-:class:`Transient` for faults worth retrying).
+faults), checks the answer (a non-empty text, an allowed option, or a JSON object valid against the schema),
+re-asks a bounded number of times when it is not, stores the outcome and records usage. Backends subclass
+``LLM`` and implement only the round trips ``_chat``, ``_choose`` and ``_structured`` (each returns a
+:class:`Raw`, raises :class:`Transient` for faults worth retrying and :class:`LLMFatalError` for ones no retry
+or other item can get past).
+
+What is cached is the backend's answer to the request, whatever it was: a valid reply, or its failure to give
+one after every re-ask (no allowed option, no valid JSON, an empty chat reply). A later identical call gets the
+same reply, or the same ``LLMError`` (``cached=True``), without asking the backend, unless it allows more
+attempts than the stored failure had. Faults (retries exhausted, fatal errors, exceptions in backend code) are
+never cached. Errors never chain to an exception of a backend that holds a credential (``_keep_causes``).
 
 This module does not talk to any model, read settings or know any credential.
 """
@@ -20,7 +27,7 @@ from typing import Any
 from rpa_lib.llm.answers import match_option, parse_structured
 from rpa_lib.llm.cache import open_cache, request_key
 from rpa_lib.llm.concurrency import run_map
-from rpa_lib.llm.reply import LLMError, Outcome, Raw, Reply
+from rpa_lib.llm.reply import LLMError, LLMFatalError, Outcome, Raw, Reply
 from rpa_lib.llm.retry import RetryPolicy, Transient, call_with_retries
 from rpa_lib.llm.usage import Price, Usage
 
@@ -39,6 +46,15 @@ class Request:
     sample: int = 0
     options: list[str] | None = None
     schema: dict | None = None
+    allow_empty: bool = False  # chat: an empty reply is an answer, not a failure
+
+
+def _key_fields(req: Request) -> dict:
+    """The request's part of the cache key; ``allow_empty`` only when set, so default keys stay as they were."""
+    fields = asdict(req)
+    if not req.allow_empty:
+        del fields["allow_empty"]
+    return fields
 
 
 def sample_seed(seed: int, sample: int) -> int:
@@ -77,6 +93,20 @@ class _Spent:
         self.prompt_tokens = self.completion_tokens = 0
 
 
+class _NoValidAnswer(Exception):
+    """The backend answered every attempt but never validly: its outcome for this request, cached like a reply."""
+
+    def __init__(self, problem: str, text: str, attempts: int):
+        super().__init__(problem)
+        self.problem, self.text, self.attempts = problem, text, attempts
+
+
+def _failure(what: str, problem: str, *, cached: bool) -> LLMError:
+    error = LLMError(f"{what}: {problem}")
+    error.cached = cached
+    return error
+
+
 class LLM:
     """The interface. Subclasses set ``backend``, ``label``, ``model_id`` (and ``price``) before ``__init__``."""
 
@@ -85,6 +115,7 @@ class LLM:
     model_id = "base"  # for cache keys; never contains a secret
     max_workers = 1
     price: Price | None = None
+    _keep_causes = True  # chain backend exceptions to our errors (False where they may carry a request or key)
 
     def __init__(self, *, cache: Any = True, max_workers: int | None = None, retry: RetryPolicy | None = None):
         self._cache = open_cache(cache)
@@ -99,10 +130,11 @@ class LLM:
     # ---- the public interface -------------------------------------------------------------------------------
 
     def chat(self, messages: list[dict], *, temperature: float = 0.0, max_tokens: int = 256, seed: int = 0,
-             sample: int = 0, name: str | None = None) -> Reply:
-        """A free-text reply."""
-        req = Request("chat", _checked(messages), temperature, max_tokens, seed, sample)
-        return self._call(req, name, lambda what, spent: self._run_chat(req, what, spent))
+             sample: int = 0, name: str | None = None, allow_empty: bool = False, max_retries: int = 2) -> Reply:
+        """A free-text reply. An empty (or all-blank) reply is re-asked up to ``max_retries`` times, then
+        LLMError, unless ``allow_empty=True``."""
+        req = Request("chat", _checked(messages), temperature, max_tokens, seed, sample, allow_empty=allow_empty)
+        return self._call(req, name, max_retries + 1, lambda what, spent: self._run_chat(req, what, spent, max_retries))
 
     def choose(self, messages: list[dict], options: list[str], *, seed: int = 0, sample: int = 0,
                max_retries: int = 2, name: str | None = None) -> Reply:
@@ -111,18 +143,22 @@ class LLM:
         if not options or len(set(options)) != len(options):
             raise ValueError(f"options must be non-empty and distinct: {options!r}")
         req = Request("choose", _checked(messages), 0.0, 0, seed, sample, options=options)
-        return self._call(req, name, lambda what, spent: self._run_choose(req, what, spent, max_retries))
+        return self._call(req, name, max_retries + 1,
+                          lambda what, spent: self._run_choose(req, what, spent, max_retries))
 
     def structured(self, messages: list[dict], schema: dict, *, max_tokens: int = 512, max_retries: int = 2,
                    seed: int = 0, sample: int = 0, temperature: float = 0.0, name: str | None = None) -> Reply:
         """A JSON object valid against ``schema`` (``Reply.data``); re-asks up to ``max_retries``, then LLMError."""
         req = Request("structured", _checked(messages), temperature, max_tokens, seed, sample, schema=schema)
-        return self._call(req, name, lambda what, spent: self._run_structured(req, what, spent, max_retries))
+        return self._call(req, name, max_retries + 1,
+                          lambda what, spent: self._run_structured(req, what, spent, max_retries))
 
     def map(self, fn: Callable[[Any], Any], items: Iterable[Any], *, desc: str = "llm", workers: int | None = None,
             progress: bool = True) -> list[Outcome]:
-        """``fn(item)`` for every item, ``workers`` (default ``max_workers``) at a time, in input order."""
-        return run_map(fn, items, workers=workers or self.max_workers, desc=desc, progress=progress)
+        """``fn(item)`` for every item, ``workers`` (default ``max_workers``) at a time, in input order. A failed
+        item is recorded in its Outcome; an :class:`LLMFatalError` stops the run and is raised, naming the item."""
+        return run_map(fn, items, workers=workers or self.max_workers, desc=desc, progress=progress,
+                       stop_on=(LLMFatalError,))
 
     @property
     def usage(self) -> Usage:
@@ -152,45 +188,66 @@ class LLM:
 
     # ---- machinery --------------------------------------------------------------------------------------------
 
-    def _call(self, req: Request, name: str | None, run: Callable[[str, _Spent], dict]) -> Reply:
+    def _call(self, req: Request, name: str | None, attempts: int, run: Callable[[str, _Spent], dict]) -> Reply:
+        """The cached outcome of ``req`` (a reply, or a failure after at least ``attempts`` attempts), else ``run``."""
         what = _call_name(req.kind, name, req.messages)
-        fields = {"backend": self.backend, "model": self.model_id, **asdict(req), "extra": self._key_extra()}
+        fields = {"backend": self.backend, "model": self.model_id, **_key_fields(req), "extra": self._key_extra()}
         key = request_key(fields)
+        failed_fields = {**fields, "outcome": "failed"}  # failures live under their own key, beside the replies
+        failed_key = request_key(failed_fields)
         start = time.monotonic()
-        hit = self._cache.get(key) if self._cache is not None else None
-        if hit is not None:
-            end = time.monotonic()
-            self._usage.record_call(start, end, cached=True)
-            return Reply(hit["text"], hit.get("data"), True, 0, 0, end - start, req.kind, self.model_id,
-                         hit.get("scores"))
+        if self._cache is not None:
+            hit = self._cache.get(key)
+            if hit is not None:
+                end = time.monotonic()
+                self._usage.record_call(start, end, cached=True)
+                return Reply(hit["text"], hit.get("data"), True, 0, 0, end - start, req.kind, self.model_id,
+                             hit.get("scores"))
+            miss = self._cache.get(failed_key)
+            if miss is not None and miss.get("attempts", 0) >= attempts:
+                self._usage.record_call(start, time.monotonic(), cached=True, error=True)
+                raise _failure(what, miss["error"], cached=True)
         spent = _Spent()
+        failure: _NoValidAnswer | None = None
         try:
             answer = run(what, spent)
+        except _NoValidAnswer as exc:
+            failure = exc
         except Exception:
             self._usage.record_call(start, time.monotonic(), error=True)
             raise
         end = time.monotonic()
+        tokens = {"prompt_tokens": spent.prompt_tokens, "completion_tokens": spent.completion_tokens,
+                  "seconds": round(end - start, 3)}
+        if failure is not None:  # the backend's deterministic answer: store it, then raise (outside the handler)
+            self._usage.record_call(start, end, error=True)
+            if self._cache is not None:
+                self._cache.put(failed_key, failed_fields, {"error": failure.problem, "text": failure.text,
+                                                            "attempts": failure.attempts, **tokens})
+            raise _failure(what, failure.problem, cached=False)
         reply = Reply(answer["text"], answer.get("data"), False, spent.prompt_tokens, spent.completion_tokens,
                       end - start, req.kind, self.model_id, answer.get("scores"))
         if self._cache is not None:
-            stored = {"text": reply.text, "data": reply.data, "scores": reply.scores,
-                      "prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens,
-                      "seconds": round(reply.seconds, 3)}
-            self._cache.put(key, fields, stored)
+            self._cache.put(key, fields, {"text": reply.text, "data": reply.data, "scores": reply.scores, **tokens})
         self._usage.record_call(start, end)
         return reply
 
     def _round_trip(self, hook: Callable[[Request], Raw], req: Request, what: str, spent: _Spent) -> Raw:
-        """One backend round trip with retries; any non-transient failure becomes an LLMError naming the call."""
+        """One backend round trip with retries; any other failure becomes an LLMError (an LLMFatalError stays
+        fatal) naming the call."""
 
         def attempt() -> Raw:
             try:
                 return hook(req)
             except Transient:
                 raise
+            except LLMError as exc:  # already ours and scrubbed: name the call, keep the class
+                error: LLMError = type(exc)(f"{what}: {self._scrub(str(exc))}")
+                cause = None
             except Exception as exc:
-                cause = str(exc) if isinstance(exc, LLMError) else f"{type(exc).__name__}: {exc}"
-                raise LLMError(f"{what}: {self._scrub(cause)}") from exc
+                error = LLMError(f"{what}: {self._scrub(f'{type(exc).__name__}: {exc}')}")
+                cause = exc if self._keep_causes else None
+            raise error from cause  # outside the handler: no implicit chain to what the backend raised
 
         raw = call_with_retries(attempt, self.retry, what, on_retry=self._usage.record_retry)
         spent.prompt_tokens += raw.prompt_tokens
@@ -198,8 +255,16 @@ class LLM:
         self._usage.record_request(raw.prompt_tokens, raw.completion_tokens)
         return raw
 
-    def _run_chat(self, req: Request, what: str, spent: _Spent) -> dict:
-        return {"text": self._round_trip(self._chat, req, what, spent).text}
+    def _run_chat(self, req: Request, what: str, spent: _Spent, max_retries: int) -> dict:
+        asked = req
+        for attempt in range(max_retries + 1):
+            raw = self._round_trip(self._chat, asked, what, spent)
+            if req.allow_empty or raw.text.strip():
+                return {"text": raw.text}
+            if attempt < max_retries:
+                self._usage.record_reask()
+                asked = replace(asked, messages=_reask(asked.messages, raw.text, "it was empty"))
+        raise _NoValidAnswer(f"empty reply after {max_retries + 1} attempts", raw.text, max_retries + 1)
 
     def _run_choose(self, req: Request, what: str, spent: _Spent, max_retries: int) -> dict:
         asked = req
@@ -212,7 +277,8 @@ class LLM:
             if attempt < max_retries:
                 self._usage.record_reask()
                 asked = replace(asked, messages=_reask(asked.messages, raw.text, problem))
-        raise LLMError(f"{what}: no allowed answer after {max_retries + 1} attempts: {problem}")
+        raise _NoValidAnswer(f"no allowed answer after {max_retries + 1} attempts: {problem}", raw.text,
+                             max_retries + 1)
 
     def _run_structured(self, req: Request, what: str, spent: _Spent, max_retries: int) -> dict:
         asked = req
@@ -224,4 +290,5 @@ class LLM:
             if attempt < max_retries:
                 self._usage.record_reask()
                 asked = replace(asked, messages=_reask(asked.messages, raw.text, problem or "invalid"))
-        raise LLMError(f"{what}: no valid JSON object after {max_retries + 1} attempts: {problem}")
+        raise _NoValidAnswer(f"no valid JSON object after {max_retries + 1} attempts: {problem}", raw.text,
+                             max_retries + 1)

@@ -1,10 +1,12 @@
 """A transactional cache of LLM replies in one SQLite file, safe for concurrent threads and processes.
 
-The key is the sha256 of the whole request as canonical JSON (backend kind, model id, messages, temperature,
-max tokens, seed, sample index, allowed answers or schema). Credentials are never part of it: callers build the
-key from :func:`request_key`, which receives only request fields. Each reply is committed on its own, so a killed
-run loses at most the calls in flight. WAL mode lets readers run beside one writer; ``busy_timeout`` makes
-writers from other processes wait instead of failing.
+The key is the sha256 of the whole request as canonical JSON (backend kind, model id, which for a local model
+includes a fingerprint of its weights, messages, temperature, max tokens, seed, sample index, allowed answers or
+schema, and the backend's settings, among them a remote server's URL without credentials). Credentials are never
+part of it: callers build the key from :func:`request_key`, which receives only those fields. ``base`` stores a
+call's failed outcome (no valid answer after every re-ask) under a key of its own, beside the replies. Each entry
+is committed on its own, so a killed run loses at most the calls in flight. WAL mode lets readers run beside one
+writer; ``busy_timeout`` makes writers from other processes wait instead of failing.
 
 This module does not decide what to cache (``base`` does), expire entries, or store anything but the request
 and the reply fields.

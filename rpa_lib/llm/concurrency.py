@@ -1,8 +1,11 @@
 """Run a function over items with a bounded thread pool and a progress bar, keeping input order.
 
 Each item yields one :class:`Outcome`: its value, or the exception it raised as ``"ExcType: message"``; nothing
-is dropped and nothing is None. Threads suit LLM calls (they wait on the network or on torch, which releases
-the GIL). This module does not retry, cache or rate-limit: the LLM call inside ``fn`` does that.
+is dropped and nothing is None. The exception: an error of a type in ``stop_on`` (``LLM.map`` passes
+``LLMFatalError``: a refused key, an unknown model) would fail every item the same way, so it stops the run at
+once: queued items are cancelled, the calls in flight finish, and the error is raised again with the item it
+came from and how many items finished. Threads suit LLM calls (they wait on the network or on torch, which
+releases the GIL). This module does not retry, cache or rate-limit: the LLM call inside ``fn`` does that.
 """
 
 from __future__ import annotations
@@ -13,42 +16,68 @@ from typing import Any
 
 from rpa_lib.llm.reply import Outcome
 
+Stop = tuple[type[Exception], ...]
 
-def _run_one(fn: Callable[[Any], Any], item: Any) -> Outcome:
+
+def _run_one(fn: Callable[[Any], Any], item: Any, stop_on: Stop) -> Outcome:
     try:
         return Outcome(item, value=fn(item))
+    except stop_on:
+        raise
     except Exception as exc:  # recorded, never raised: one failed item must not stop the others
         return Outcome(item, error=f"{type(exc).__name__}: {exc}")
 
 
+def _stopped(exc: Exception, index: int, total: int, finished: int, desc: str) -> Exception:
+    """``exc`` again (same type, one message argument) saying where the run stopped."""
+    return type(exc)(f"{desc}: stopped at item {index + 1} of {total} ({finished} finished, the rest not run): {exc}")
+
+
 def run_map(
-    fn: Callable[[Any], Any], items: Iterable[Any], *, workers: int = 1, desc: str = "llm", progress: bool = True
+    fn: Callable[[Any], Any], items: Iterable[Any], *, workers: int = 1, desc: str = "llm", progress: bool = True,
+    stop_on: Stop = (),
 ) -> list[Outcome]:
-    """``[Outcome(item, fn(item)) ...]`` in input order, at most ``workers`` at a time. ``run_map(len, ["ab"])``"""
+    """``[Outcome(item, fn(item)) ...]`` in input order, at most ``workers`` at a time. ``run_map(len, ["ab"])``
+
+    An exception of a type in ``stop_on`` (constructible from one message) ends the run and is raised again,
+    naming the item; no list is returned then.
+    """
     from tqdm import tqdm
 
     items = list(items)
     outcomes: list[Outcome | None] = [None] * len(items)
-    failed = 0
+    failed = finished = 0
+    stop: tuple[int, Exception] | None = None
     with tqdm(total=len(items), desc=desc, disable=not progress, leave=False) as bar:
 
         def done(i: int, outcome: Outcome) -> None:
-            nonlocal failed
+            nonlocal failed, finished
             outcomes[i] = outcome
             failed += not outcome.ok
+            finished += 1
             if failed:
                 bar.set_postfix(failed=failed, refresh=False)
             bar.update()
 
         if workers <= 1:
             for i, item in enumerate(items):
-                done(i, _run_one(fn, item))
+                try:
+                    done(i, _run_one(fn, item, stop_on))
+                except stop_on as exc:
+                    stop = (i, exc)
+                    break
         else:
             pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="rpa-llm")
             try:
-                futures = {pool.submit(_run_one, fn, item): i for i, item in enumerate(items)}
+                futures = {pool.submit(_run_one, fn, item, stop_on): i for i, item in enumerate(items)}
                 for future in as_completed(futures):
-                    done(futures[future], future.result())
-            finally:  # on Ctrl-C, drop the queued items instead of running them all first
+                    try:
+                        done(futures[future], future.result())
+                    except stop_on as exc:
+                        stop = (futures[future], exc)
+                        break
+            finally:  # on a stop or Ctrl-C, drop the queued items instead of running them all first
                 pool.shutdown(wait=True, cancel_futures=True)
+    if stop is not None:  # raised here, outside any handler: the new error carries no chain
+        raise _stopped(stop[1], stop[0], len(items), finished, desc)
     return outcomes  # type: ignore[return-value]

@@ -1,21 +1,24 @@
-"""Which LLM to use: ``get_llm(spec)`` and the settings behind it, looked up lazily.
+"""The settings lookup of the LLM layer: one value by name, from an explicit argument, else the environment, else a
+git-ignored ``.env`` at the repository root.
 
-Settings (``RPA_LLM_MODEL``, ``RPA_LLM_BASE_URL``, ``OPENAI_API_KEY``) come from an explicit argument, else the
-environment, else a git-ignored ``.env`` at the repository root, read when a setting is first needed (never on
-import, and never copied into ``os.environ``). Specs: ``"local"``, ``"local:/path/model.gguf"``,
-``"openai:gpt-4.1"`` (or a bare model name), ``"fake"``. With no spec and no endpoint configured the embedded
-local model is used. This module does not build clients or load models itself; the backends do, on first call.
+Settings: ``RPA_LLM_MODEL`` (which LLM; see :func:`rpa_lib.llm.get_llm`), ``RPA_LLM_BASE_URL`` (an
+OpenAI-compatible endpoint), ``OPENAI_API_KEY`` and ``RPA_LLM_TIMEOUT`` (seconds one HTTP request may take before
+it counts as a timeout, default :data:`DEFAULT_TIMEOUT`; see :func:`request_timeout`). ``.env`` is read when a
+setting is needed (never on import) and never copied into ``os.environ``.
+
+A leaf module: it imports nothing of ``rpa_lib.llm``, builds no client and knows no backend.
 """
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
-from typing import Any
 
 from rpa_lib.paths import ROOT
 
 DOTENV = ROOT / ".env"
+DEFAULT_TIMEOUT = 60.0  # seconds per HTTP request (RPA_LLM_TIMEOUT)
 
 
 def read_dotenv(path: Path) -> dict[str, str]:
@@ -45,31 +48,16 @@ def setting(name: str, explicit: str | None = None) -> str | None:
     return None
 
 
-def get_llm(spec: str | None = None, *, base_url: str | None = None, api_key: str | None = None,
-            cache: Any = True, max_workers: int | None = None, **options: Any):
-    """The LLM named by ``spec`` (default: ``RPA_LLM_MODEL``, else OpenAI when an endpoint or key is configured,
-    else the embedded local model). ``options`` go to the backend (e.g. ``timeout=``, ``retry=``, ``choose_mode=``).
-    ``get_llm("fake")``, ``get_llm("openai:qwen3-32b", base_url="http://127.0.0.1:8000/v1")``"""
-    spec = spec or setting("RPA_LLM_MODEL")
-    if spec is None:
-        if setting("RPA_LLM_BASE_URL", base_url):
-            raise ValueError("RPA_LLM_BASE_URL is set but not the model: set RPA_LLM_MODEL to the served model name")
-        spec = "openai:gpt-4.1" if setting("OPENAI_API_KEY", api_key) else "local"
-    kind, _, rest = spec.partition(":")
-    if kind not in ("local", "openai", "fake"):
-        kind, rest = "openai", spec  # a bare model name: "gpt-4.1"
-    if max_workers is not None:
-        options["max_workers"] = max_workers
-    if kind == "fake":
-        from rpa_lib.llm.fake import FakeLLM
-
-        return FakeLLM(label=rest or "fake", cache=cache, **options)
-    if kind == "local":
-        from rpa_lib.llm.local import LocalLLM
-
-        return LocalLLM(rest or None, cache=cache, **options)
-    from rpa_lib.llm.openai_backend import OpenAILLM
-
-    if not rest:
-        raise ValueError(f"spec {spec!r} names no model: use e.g. 'openai:gpt-4.1'")
-    return OpenAILLM(rest, base_url=setting("RPA_LLM_BASE_URL", base_url), api_key=api_key, cache=cache, **options)
+def request_timeout(explicit: float | None = None) -> float:
+    """Seconds per HTTP request: ``explicit``, else ``RPA_LLM_TIMEOUT``, else :data:`DEFAULT_TIMEOUT` (60).
+    ValueError, naming the setting, for anything but a positive finite number."""
+    raw = explicit if explicit is not None else setting("RPA_LLM_TIMEOUT")
+    if raw is None:
+        return DEFAULT_TIMEOUT
+    try:
+        seconds = float(raw)
+    except (TypeError, ValueError):
+        seconds = math.nan
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise ValueError(f"RPA_LLM_TIMEOUT (or timeout=) must be a positive number of seconds, got {raw!r}")
+    return seconds

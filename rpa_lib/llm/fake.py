@@ -1,8 +1,8 @@
 """``FakeLLM``: a deterministic backend for tests and dry runs; no network, no model, no randomness.
 
-It answers through a rule ``rule(kind, messages, options_or_schema) -> str | dict`` and goes through the same
-cache, retry, re-ask, usage and map machinery as the real backends. A rule may raise ``Transient`` to simulate
-faults. Tokens are counted as whitespace-separated words. It does not imitate any real model's wording.
+It answers through a rule ``rule(kind, messages, options_or_schema) -> str | dict | None`` (None: no content, as
+a server may send) and goes through the same cache, retry, re-ask, usage and map machinery as the real backends.
+A rule may raise ``Transient`` or ``LLMFatalError`` to simulate faults. Tokens are counted as whitespace-separated words. It does not imitate any real model's wording.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from rpa_lib.llm.answers import schema_example
 from rpa_lib.llm.base import LLM, Request
 from rpa_lib.llm.reply import Raw
 
-Rule = Callable[[str, list[dict], Any], "str | dict"]
+Rule = Callable[[str, list[dict], Any], "str | dict | None"]
 
 
 def _last_user(messages: list[dict]) -> str:
@@ -62,7 +62,7 @@ class FakeLLM(LLM):
             time.sleep(self.delay)
         out = self.rule(req.kind, req.messages, spec)
         data = out if isinstance(out, dict) else None
-        text = json.dumps(out, ensure_ascii=False) if isinstance(out, dict) else str(out)
+        text = json.dumps(out, ensure_ascii=False) if isinstance(out, dict) else "" if out is None else str(out)
         return Raw(text, _words(req.messages), len(text.split()), data=data)
 
     def _chat(self, req: Request) -> Raw:

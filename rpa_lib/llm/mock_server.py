@@ -1,12 +1,17 @@
 """``MockServer``: an OpenAI-compatible ``/v1/chat/completions`` endpoint on 127.0.0.1, for tests and benchmarks.
 
-It answers with ``answer(body) -> str | dict`` (default: :func:`default_answer`), after ``latency`` seconds, and
+It answers with ``answer(body) -> str | dict | None`` (None: a null content; default: :func:`default_answer`), after ``latency`` seconds, and
 can inject faults, scripted per request (``script=["429", None, "500"]``) or drawn at ``fault_rate`` from
 ``faults`` with a seeded generator: ``"429"`` (with ``Retry-After``), ``"500"``, ``"hang"`` (no reply for
 ``hang_seconds``, longer than a client timeout), ``"malformed"`` (200 with a broken JSON body), ``"empty"`` (200
-with no choices), ``"drop"`` (connection closed without a reply). It honours ``response_format`` json_schema in
-the default answer and returns ``logprobs`` when asked; with ``api_key`` set it rejects other keys with a 401 that
-echoes the key it got (to test that clients scrub it). It counts requests and faults.
+with no choices), ``"drop"`` (connection closed without a reply); and, in ``script`` or ``faults`` only when
+named, the fatal ``"401"``, ``"403"`` and ``"404"`` (the model does not exist). It honours ``response_format``
+json_schema in the default answer and returns ``logprobs`` when asked; with ``api_key`` set it rejects other keys
+with a 401 that echoes the Authorization header it got, and with ``models`` set it answers a 404 for any other
+model (to test that clients scrub the one and stop at the other). It counts requests and faults and keeps every
+request's body and headers; ``GET /v1/mock/stats`` returns the counts, for a server run in another process
+(``python -m rpa_lib.llm mock --answer MODULE:FUNCTION``, as the benchmarks do, so that its CPU time does not
+compete with the client's threads for one interpreter).
 
 It does not stream, tokenize like a real model, or implement any endpoint but chat completions and models.
 """
@@ -25,8 +30,9 @@ from typing import Any
 
 from rpa_lib.llm.answers import schema_example
 
-FAULTS = ("429", "500", "hang", "malformed", "empty", "drop")
-Answer = Callable[[dict], "str | dict"]
+FAULTS = ("429", "500", "hang", "malformed", "empty", "drop")  # transient: a client should retry them
+FATAL = ("401", "403", "404")  # a client should stop at them
+Answer = Callable[[dict], "str | dict | None"]
 
 
 def _last_user(body: dict) -> str:
@@ -70,21 +76,23 @@ class MockServer:
 
     def __init__(self, answer: Answer | None = None, *, latency: float = 0.0, fault_rate: float = 0.0,
                  faults: tuple[str, ...] = FAULTS, script: list[str | None] | None = None, retry_after: float = 0.0,
-                 hang_seconds: float = 5.0, api_key: str | None = None, seed: int = 0, port: int = 0):
-        unknown = (set(faults) | {f for f in script or [] if f}) - set(FAULTS)
+                 hang_seconds: float = 5.0, api_key: str | None = None, models: tuple[str, ...] | None = None,
+                 seed: int = 0, port: int = 0):
+        unknown = (set(faults) | {f for f in script or [] if f}) - set(FAULTS) - set(FATAL)
         if unknown:
-            raise ValueError(f"unknown faults {sorted(unknown)}; known: {FAULTS}")
+            raise ValueError(f"unknown faults {sorted(unknown)}; known: {FAULTS + FATAL}")
         self.answer = answer or default_answer
         self.latency, self.fault_rate, self.faults = latency, fault_rate, tuple(faults)
         self.script = list(script or [])
         self.retry_after, self.hang_seconds = retry_after, hang_seconds
-        self._api_key, self.port = api_key, port
+        self._api_key, self.models, self.port = api_key, models, port
         self._random = random.Random(seed)
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self.requests = 0  # chat-completion requests received
         self.served: Counter[str] = Counter()  # "ok" and each fault kind
         self.bodies: list[dict] = []  # request bodies, in arrival order
+        self.headers: list[dict[str, str]] = []  # their headers (names in lower case), in the same order
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -116,11 +124,12 @@ class MockServer:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def _next_fault(self, body: dict) -> str | None:
+    def _next_fault(self, body: dict, headers: dict[str, str]) -> str | None:
         with self._lock:
             index = self.requests
             self.requests += 1
             self.bodies.append(body)
+            self.headers.append(headers)
             if index < len(self.script):
                 fault = self.script[index]
             elif self.fault_rate and self._random.random() < self.fault_rate:
@@ -132,9 +141,10 @@ class MockServer:
 
     def _completion(self, body: dict) -> dict:
         out = self.answer(body)
-        text = json.dumps(out) if isinstance(out, dict) else str(out)
+        text = json.dumps(out) if isinstance(out, dict) else "" if out is None else str(out)
         prompt = sum(len(str(m.get("content") or "").split()) for m in body.get("messages", []))
-        choice: dict[str, Any] = {"index": 0, "message": {"role": "assistant", "content": text},
+        content = None if out is None else text  # None: a null content, as servers send for a refusal
+        choice: dict[str, Any] = {"index": 0, "message": {"role": "assistant", "content": content},
                                   "finish_reason": "stop", "logprobs": None}
         if body.get("logprobs"):
             choice["logprobs"] = _logprobs(text, int(body.get("top_logprobs") or 1))
@@ -170,7 +180,11 @@ def _handler(server: MockServer) -> type[BaseHTTPRequestHandler]:
             self._send(status, json.dumps({"error": {"message": message, "type": "mock_error"}}).encode(), headers)
 
         def do_GET(self) -> None:
-            if self.path.rstrip("/").endswith("/models"):
+            if self.path.rstrip("/").endswith("/mock/stats"):
+                with server._lock:
+                    stats = {"requests": server.requests, "served": dict(server.served)}
+                self._send(200, json.dumps(stats).encode())
+            elif self.path.rstrip("/").endswith("/models"):
                 self._send(200, json.dumps({"object": "list", "data": [{"id": "mock", "object": "model"}]}).encode())
             else:
                 self._error(404, f"no route {self.path}")
@@ -180,14 +194,16 @@ def _handler(server: MockServer) -> type[BaseHTTPRequestHandler]:
             raw = self.rfile.read(length)
             if not self.path.rstrip("/").endswith("/chat/completions"):
                 return self._error(404, f"no route {self.path}")
-            given = self.headers.get("Authorization", "").removeprefix("Bearer ")
-            if server._api_key is not None and given != server._api_key:
-                return self._error(401, f"Incorrect API key provided: {given}")
+            given = self.headers.get("Authorization", "")
+            if server._api_key is not None and given.removeprefix("Bearer ") != server._api_key:
+                return self._error(401, f"Incorrect API key provided: {given.removeprefix('Bearer ')}")
             try:
                 body = json.loads(raw)
             except json.JSONDecodeError:
                 return self._error(400, "request body is not JSON")
-            fault = server._next_fault(body)
+            if server.models is not None and body.get("model") not in server.models:
+                return self._error(404, f"The model `{body.get('model')}` does not exist.")
+            fault = server._next_fault(body, {k.lower(): v for k, v in self.headers.items()})
             if server.latency:
                 time.sleep(server.latency)
             try:
@@ -196,6 +212,11 @@ def _handler(server: MockServer) -> type[BaseHTTPRequestHandler]:
                 self.close_connection = True
 
         def _respond(self, fault: str | None, body: dict) -> None:
+            if fault in FATAL:
+                messages = {"401": "Incorrect API key provided: " + self.headers.get("Authorization", ""),
+                            "403": "You are not allowed to use this model (mock)",
+                            "404": f"The model `{body.get('model')}` does not exist."}
+                return self._error(int(fault), messages[fault])
             if fault == "429":
                 seconds = server.retry_after
                 headers = {"Retry-After": str(max(0, round(seconds))), "retry-after-ms": str(int(seconds * 1000))}
@@ -219,15 +240,28 @@ def _handler(server: MockServer) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
+def load_answer(spec: str) -> Answer:
+    """The function named ``"package.module:function"``. ``load_answer("rpa_lib.llm.mock_server:default_answer")``"""
+    import importlib
+
+    module, _, name = spec.partition(":")
+    if not module or not name:
+        raise ValueError(f"--answer needs MODULE:FUNCTION, got {spec!r}")
+    return getattr(importlib.import_module(module), name)
+
+
 def main(argv: list[str] | None = None) -> int:
-    """``python -m rpa_lib.llm mock --port 8765``: serve until interrupted (dry runs of whole profiles)."""
+    """``python -m rpa_lib.llm mock --port 8765``: serve until interrupted (dry runs of whole profiles). The first
+    line printed names the URL (``--port 0``: a free port)."""
     import argparse
 
     parser = argparse.ArgumentParser(prog="python -m rpa_lib.llm mock", description=main.__doc__)
     parser.add_argument("--port", type=int, default=8765)
     parser.add_argument("--latency", type=float, default=0.0, help="seconds per request")
+    parser.add_argument("--answer", default=None, help="MODULE:FUNCTION answering each request body")
     args = parser.parse_args(argv)
-    server = MockServer(latency=args.latency, port=args.port).start()
+    answer = load_answer(args.answer) if args.answer else None
+    server = MockServer(answer, latency=args.latency, port=args.port).start()
     print(f"mock OpenAI-compatible server at {server.base_url} (Ctrl-C to stop)", flush=True)
     try:
         while True:

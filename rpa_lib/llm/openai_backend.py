@@ -2,9 +2,26 @@
 
 OpenAI itself (``gpt-4.1`` ...) or a self-hosted server (vLLM, Ollama, llama.cpp server, LM Studio) at
 ``base_url``. The client is built lazily on the first call with ``max_retries=0`` (our ``retry`` module is the only
-retry layer) and the API key looked up then: explicit argument, environment, ``.env``. Faults map to
-``Transient`` (429, 408, 409, 5xx with ``Retry-After``; timeouts; dropped connections; malformed or empty
-bodies); other HTTP errors fail at once. Error texts are scrubbed of the key and of credentials in the URL.
+retry layer) and the API key looked up then: explicit argument, environment, ``.env``.
+
+Faults. 429, 408, 409 and 5xx (with ``Retry-After``), timeouts, dropped connections and malformed or empty bodies
+are ``Transient``: retried. 401 (credentials refused), 403 (permission), 404 (unknown model or endpoint), a 400
+saying the model does not exist, and a missing API key are :class:`LLMFatalError`: never retried, ``LLM.map``
+stops at the first, and the message names the model and the server. Other HTTP errors fail the call at once.
+
+Timeout. One HTTP request may take ``timeout`` seconds: the argument, else the setting ``RPA_LLM_TIMEOUT``, else
+60 (:data:`rpa_lib.llm.config.DEFAULT_TIMEOUT`). A server that accepts connections and never answers fails a call
+after at most ``timeout x attempts + backoff`` seconds (``worst_case_seconds``; with the default retry policy
+60 x 6 + 31 = 391 s, with ``RPA_LLM_TIMEOUT=10`` 91 s); every timeout error states both numbers.
+
+Credentials. The API key is sent as ``Authorization: Bearer``. Credentials in the base URL
+(``https://user:p%40ss@host/v1``; percent-encoding is decoded) are honoured as HTTP Basic auth, which then is
+the ``Authorization`` header in the key's place (a warning says so when a key is configured too); they never stay
+in the URL the client uses. A base URL with a query string or fragment is rejected (ValueError). The key and the
+URL's credentials (as written, decoded, and base64-encoded as in the Basic header) are scrubbed from every error
+and log line, and no error chains to the ``openai`` exception (which holds the request). The server is known
+by ``base_url``, its URL without credentials, which is part of the cache key (another server serving the same
+model name gets its own cache entries); the credentials are not.
 
 Constrained choice: ``choose_mode="json_schema"`` (a strict JSON schema whose one field is an enum of the
 options), ``"logprobs"`` (the options' probability mass at the first token; also gives ``Reply.scores``) or
@@ -15,8 +32,11 @@ validated by ``base``. This module does not stream, call tools, or send images.
 
 from __future__ import annotations
 
+import base64
 import json
+import logging
 import math
+import re
 import threading
 import time
 from email.utils import parsedate_to_datetime
@@ -25,24 +45,44 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 
 from rpa_lib.llm.answers import choice_instruction, match_option, schema_instruction, with_instruction
 from rpa_lib.llm.base import LLM, Request, sample_seed
-from rpa_lib.llm.config import setting
-from rpa_lib.llm.reply import LLMError, Raw
+from rpa_lib.llm.config import request_timeout, setting
+from rpa_lib.llm.reply import LLMFatalError, Raw
 from rpa_lib.llm.retry import Transient
 from rpa_lib.llm.usage import price_for
 
+log = logging.getLogger("rpa_lib.llm")
+
 OPENAI_URL = "https://api.openai.com/v1"
 _RETRY_STATUS = {408, 409, 429}
+_FATAL_STATUS = {401: "the server refused the credentials: check OPENAI_API_KEY (or api_key=) or the base URL's user:password",
+                 403: "permission denied: this key may not use this model or endpoint",
+                 404: "not found: check the model name and the base URL (RPA_LLM_MODEL, RPA_LLM_BASE_URL)"}
+_NO_MODEL = re.compile(r"model\b.*\b(does not exist|not found)|\b(unknown|invalid) model\b", re.I | re.S)
 CHOOSE_MODES = ("json_schema", "logprobs", "text")
 STRUCTURED_MODES = ("json_schema", "json_object", "text")
 
 
 def public_url(url: str) -> str:
-    """``url`` without user, password, query or fragment. ``public_url("http://u:p@h:8000/v1?k=1")`` ->
-    ``"http://h:8000/v1"``"""
+    """``url`` without user, password, query, fragment or trailing slash. ``public_url("http://u:p@h:8000/v1/?k=1")``
+    -> ``"http://h:8000/v1"``"""
     parts = urlsplit(url)
     host = parts.hostname or ""
+    host = f"[{host}]" if ":" in host else host  # IPv6
     netloc = f"{host}:{parts.port}" if parts.port else host
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+    return urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
+
+
+def url_secrets(url: str) -> list[str]:
+    """Every form in which ``url``'s credentials could show up: as written, percent-decoded, and the base64 of
+    ``user:password`` that HTTP Basic auth sends. Empty when the URL has none."""
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return []
+    user, password = parts.username or "", parts.password or ""
+    decoded = f"{unquote(user)}:{unquote(password)}"
+    forms = [user, password, unquote(user), unquote(password), parts.netloc.rpartition("@")[0], decoded,
+             base64.b64encode(decoded.encode()).decode()]
+    return [f for f in forms if len(f) > 3]
 
 
 def retry_after(headers: Any) -> float | None:
@@ -75,36 +115,51 @@ class OpenAILLM(LLM):
     """``OpenAILLM("gpt-4.1")``; ``OpenAILLM("qwen3-32b", base_url="http://127.0.0.1:8000/v1")``."""
 
     backend = "openai"
+    _keep_causes = False  # the openai exceptions hold the request, headers included
 
     def __init__(self, model: str = "gpt-4.1", *, base_url: str | None = None, api_key: str | None = None,
-                 cache: Any = True, max_workers: int = 8, retry=None, timeout: float = 60.0,
+                 cache: Any = True, max_workers: int = 8, retry=None, timeout: float | None = None,
                  choose_mode: str = "json_schema", structured_mode: str = "json_schema"):
         if choose_mode not in CHOOSE_MODES or structured_mode not in STRUCTURED_MODES:
             raise ValueError(f"choose_mode in {CHOOSE_MODES}, structured_mode in {STRUCTURED_MODES}")
-        self.model, self.timeout = model, timeout
+        self.model, self.timeout = model, request_timeout(timeout)
         self.choose_mode, self.structured_mode = choose_mode, structured_mode
-        self._base_url = base_url  # may hold credentials: only ever shown through public_url
+        self.base_url = public_url(base_url) if base_url else OPENAI_URL  # never holds a credential
+        parts = urlsplit(base_url or OPENAI_URL)
+        if parts.query or parts.fragment:
+            raise ValueError(f"base URL {self.base_url} has a query string or fragment: pass the key as api_key= "
+                             "(or OPENAI_API_KEY) or as user:password@ in the URL (sent as HTTP Basic auth)")
+        has_auth = parts.username is not None or parts.password is not None
+        self._basic_auth = (unquote(parts.username or ""), unquote(parts.password or "")) if has_auth else None
         self._explicit_key = api_key
-        self._secrets: list[str] = []
+        self._secrets: list[str] = url_secrets(base_url or "")
+        self._self_hosted = base_url is not None
         self._client: Any = None
         self._client_lock = threading.Lock()
-        self.base_url = public_url(base_url) if base_url else OPENAI_URL
-        official = base_url is None or urlsplit(base_url).hostname == "api.openai.com"
+        official = base_url is None or parts.hostname == "api.openai.com"
         self.label = f"{model} (openai)" if official else f"{model} (openai-compatible)"
         self.model_id = model
         self.price = price_for(model)
         super().__init__(cache=cache, max_workers=max_workers, retry=retry)
 
     def __repr__(self) -> str:
-        return f"OpenAILLM({self.model!r}, base_url={self.base_url!r}, cache={self._cache!r})"
+        return f"OpenAILLM({self.model!r}, base_url={self.base_url!r}, timeout={self.timeout:g}, cache={self._cache!r})"
+
+    @property
+    def worst_case_seconds(self) -> float:
+        """How long a call can wait on a server that never answers: ``timeout x attempts + backoff``."""
+        return self.retry.worst_case(self.timeout)
 
     def _key_extra(self) -> dict:
-        return {"choose_mode": self.choose_mode, "structured_mode": self.structured_mode}
+        return {"choose_mode": self.choose_mode, "structured_mode": self.structured_mode, "server": self.base_url}
 
     def _scrub(self, text: str) -> str:
-        for secret in self._secrets:
+        for secret in sorted(self._secrets, key=len, reverse=True):  # longest first: "user:pw" before "pw"
             text = text.replace(secret, "***")
         return text
+
+    def _where(self) -> str:
+        return f"model {self.model!r} at {self.base_url}"
 
     def _openai(self) -> Any:
         with self._client_lock:
@@ -112,39 +167,56 @@ class OpenAILLM(LLM):
                 import openai
 
                 key = setting("OPENAI_API_KEY", self._explicit_key)
-                if key is None and self._base_url is None:
-                    raise LLMError("no OpenAI API key: set OPENAI_API_KEY (environment or .env) or pass api_key=")
-                key = key or "not-needed"  # self-hosted servers usually ignore the key but the client wants one
-                parts = urlsplit(self._base_url or OPENAI_URL)
-                self._secrets = [s for s in (key, parts.password, parts.username, parts.query) if s and len(s) > 3]
-                url, http_client = self._base_url or OPENAI_URL, None
-                if parts.username or parts.password:  # send them as Basic auth, keep them out of the URL (and logs)
-                    url = urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
-                    auth = (unquote(parts.username or ""), unquote(parts.password or ""))
-                    http_client = openai.DefaultHttpxClient(auth=auth)
-                self._client = openai.OpenAI(api_key=key, base_url=url, timeout=self.timeout, max_retries=0,
-                                             http_client=http_client)
+                if key is None and not self._self_hosted:
+                    raise LLMFatalError(f"no OpenAI API key for {self._where()}: set OPENAI_API_KEY "
+                                        "(environment or .env) or pass api_key=")
+                if key is not None and len(key) > 3:
+                    self._secrets.append(key)
+                http_client = None
+                if self._basic_auth is not None:  # the URL's credentials, as HTTP Basic auth (never in the URL)
+                    if key is not None:
+                        log.warning("%s: the base URL has credentials, sent as HTTP Basic auth in place of the "
+                                    "API key, which is not sent", self.base_url)
+                    http_client = openai.DefaultHttpxClient(auth=self._basic_auth)
+                # self-hosted servers usually ignore the key but the client wants one
+                self._client = openai.OpenAI(api_key=key or "not-needed", base_url=self.base_url,
+                                             timeout=self.timeout, max_retries=0, http_client=http_client)
             return self._client
 
+    def _failure(self, exc: Exception) -> Exception:
+        """Our exception for an ``openai`` one: Transient, LLMFatalError or RuntimeError, its message scrubbed."""
+        import openai
+
+        if isinstance(exc, openai.APITimeoutError):
+            return Transient(f"timed out after {self.timeout:g} s (RPA_LLM_TIMEOUT); a call gives up after at "
+                             f"most {self.worst_case_seconds:g} s ({self.retry.attempts} attempts and backoff)")
+        if isinstance(exc, openai.APIConnectionError):
+            cause = exc.__cause__ or exc
+            return Transient(self._scrub(f"connection failed: {type(cause).__name__}: {cause}"))
+        if isinstance(exc, openai.APIStatusError):
+            status, message = exc.status_code, self._scrub(f"HTTP {exc.status_code}: {exc.message}")
+            if status in _RETRY_STATUS or status >= 500:
+                return Transient(message, retry_after(exc.response.headers))
+            if status in _FATAL_STATUS or (status == 400 and _NO_MODEL.search(str(exc.message))):
+                hint = _FATAL_STATUS.get(status, _FATAL_STATUS[404])
+                return LLMFatalError(f"{message} -- {hint} ({self._where()})")
+            return RuntimeError(message)
+        if isinstance(exc, json.JSONDecodeError | openai.APIResponseValidationError):
+            return Transient("malformed response body")
+        return RuntimeError(self._scrub(f"{type(exc).__name__}: {exc}"))
+
     def _create(self, messages: list[dict], **params: Any) -> tuple[Any, Raw]:
-        """One request; the first choice and its text, or ``Transient``/``RuntimeError`` with a scrubbed message."""
+        """One request; the first choice and its text, or Transient / LLMFatalError / RuntimeError."""
         client = self._openai()
         import openai
 
+        failure: Exception | None = None
         try:
             response = client.chat.completions.create(model=self.model, messages=messages, **params)
-        except openai.APITimeoutError:
-            raise Transient(f"timed out after {self.timeout} s") from None
-        except openai.APIConnectionError as exc:
-            cause = exc.__cause__ or exc
-            raise Transient(self._scrub(f"connection failed: {type(cause).__name__}: {cause}")) from None
-        except openai.APIStatusError as exc:
-            message = self._scrub(f"HTTP {exc.status_code}: {exc.message}")
-            if exc.status_code in _RETRY_STATUS or exc.status_code >= 500:
-                raise Transient(message, retry_after(exc.response.headers)) from None
-            raise RuntimeError(message) from None
-        except (json.JSONDecodeError, openai.APIResponseValidationError):
-            raise Transient("malformed response body") from None
+        except (openai.OpenAIError, json.JSONDecodeError) as exc:
+            failure = self._failure(exc)
+        if failure is not None:  # raised outside the handler: nothing chains to the request
+            raise failure
         choices = getattr(response, "choices", None)
         if not choices:
             raise Transient("response has no choices")

@@ -1,4 +1,5 @@
-"""The records every LLM call returns or raises: ``Reply``, ``Outcome``, ``LLMError`` and the backend-level ``Raw``.
+"""The records every LLM call returns or raises: ``Reply``, ``Outcome``, ``LLMError``, ``LLMFatalError`` and the
+backend-level ``Raw``.
 
 Plain data only: no I/O, no backend knowledge, nothing that could hold a credential.
 """
@@ -10,7 +11,17 @@ from typing import Any
 
 
 class LLMError(RuntimeError):
-    """Every unrecoverable LLM failure; the message names the call (or item) and the cause."""
+    """Every unrecoverable LLM failure; the message names the call (or item) and the cause. ``cached`` is True when
+    the failure was the cached outcome of an identical earlier call (the backend was not asked again)."""
+
+    cached = False
+
+
+class LLMFatalError(LLMError):
+    """A failure that no retry and no other item can get past: the server refused the credentials (HTTP 401), the
+    permission (403) or does not know the model or endpoint (404, "model does not exist"), or no API key is set.
+    Never retried; ``LLM.map`` stops at the first one. The message names the model and the server (its URL
+    without credentials)."""
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,10 @@
 """Retry a backend round trip on transient faults, with exponential backoff, jitter and ``Retry-After``.
 
 A backend signals "worth trying again" (HTTP 429/5xx, timeout, dropped connection, malformed or empty body) by
-raising :class:`Transient`; anything else is not retried. After ``attempts`` tries the last fault becomes an
-:class:`LLMError` naming the call. This module does not know about HTTP or any vendor, and does not re-ask a
+raising :class:`Transient`; anything else (an ``LLMFatalError`` among them) is not retried. After ``attempts``
+tries the last fault becomes an :class:`LLMError` naming the call. With a per-request timeout ``t``, a call that
+meets only timeouts gives up after at most :meth:`RetryPolicy.worst_case` ``(t)`` seconds: ``attempts * t`` plus
+the longest backoff (defaults: 6 * 60 + 1 + 2 + 4 + 8 + 16 = 391 s). This module does not know about HTTP or any vendor, and does not re-ask a
 model whose answer was well-formed but wrong (that is the re-ask rule in ``base``).
 """
 
@@ -47,6 +49,12 @@ class RetryPolicy:
         if retry_after is not None:
             backoff = max(backoff, min(retry_after, self.max_retry_after))
         return backoff
+
+    def worst_case(self, timeout: float) -> float:
+        """Longest a call can take when every attempt runs into ``timeout`` (no ``Retry-After`` involved):
+        ``attempts * timeout`` plus every backoff at its maximum. ``RetryPolicy().worst_case(60) == 391.0``"""
+        backoff = sum(min(self.max_delay, self.base_delay * 2 ** (n - 1)) for n in range(1, self.attempts))
+        return self.attempts * timeout + backoff
 
 
 def call_with_retries(

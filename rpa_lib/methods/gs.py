@@ -4,22 +4,43 @@ Walk the chunks in descending similarity to the query; ask ``judge(chunk)`` whet
 regarding the query can be inferred from it; keep it when yes; stop once the slot holds ``slot_size`` (K)
 chunks or ``max_iterations`` (N) chunks were examined. An empty slot is a GS failure: return the top K+1.
 
-``window > 1`` asks the judge about up to ``window`` upcoming chunks at once (threads), which hides the latency
-of a remote LLM, and still returns exactly what the sequential algorithm returns: verdicts are consumed in
-order and the walk stops at the same place. Answers to chunks past that place are speculative: they are not
-counted in ``examined`` (only in ``speculative``) and never affect the result.
+Speculation hides the latency of a remote judge: upcoming chunks are judged concurrently (threads), ahead of
+the walk, and the walk still returns exactly what the sequential algorithm returns, because verdicts are
+consumed in order and the walk stops at the same place. Answers to chunks past that place are speculative: not
+counted in ``examined`` (only in ``speculative``) and never affecting the result. How far ahead to judge:
+
+- ``window=1``: no speculation (the sequential algorithm, one call at a time).
+- ``window=w > 1``: rounds of the ``w`` chunks from the walk's position.
+- ``window="adaptive"`` or an :class:`AdaptiveWindow`: as many chunks as the slot is expected to need. With
+  ``K - |S|`` slots left and the yes-rate estimated at ``p``, ``ceil((K - |S|) / p)`` chunks past the walk's
+  position are judged or in flight. ``p`` combines this walk's verdicts with the judge's running yes-rate
+  (a prior of 0.25 at first, then, when the same :class:`AdaptiveWindow` object is passed to several walks, as
+  a method keeps one, the verdicts of the walks before). A judge that says yes to nearly everything then costs
+  about K calls a walk; a strict one gets its whole look-ahead in one round trip. ``"adaptive"`` makes a fresh
+  object per walk (prior only).
+
+The walk goes in rounds: send the calls the policy asks for, then take their verdicts in order (until the stop),
+then ask the policy again, so later calls use what earlier ones said. Which calls are sent depends on the
+verdicts alone, never on timing, and every call sent runs to its end, past the stop too (cancelling calls not
+yet started would save little and depend on timing). So the cost of a walk is reproducible, and a re-run on a
+warm reply cache sends no call at all (with a shared :class:`AdaptiveWindow`: when the walks run in the same
+order). Up to ``MAX_THREADS`` calls run at once. ``Selection.round_trips`` counts the rounds: the latency-bound
+steps of a walk whose calls are not cached (the sequential walk has one per chunk).
 
 This module knows nothing about LLMs or prompts; ``amadeus`` builds the judge.
 """
 
 from __future__ import annotations
 
+import math
+import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
+MAX_THREADS = 32  # judge calls in flight at once, at most, per walk
 
 
 @dataclass
@@ -28,48 +49,126 @@ class Selection(Generic[T]):
     failed: bool  # the slot stayed empty: ``selected`` is the top K+1 by similarity
     examined: int  # chunks the sequential algorithm asked the judge about (t in Algorithm 1)
     verdicts: list[bool] = field(default_factory=list)  # the judge's answers, in order, for those chunks
-    speculative: int = 0  # extra judge calls made ahead by the window and discarded
+    speculative: int = 0  # extra judge calls made ahead and discarded
+    round_trips: int = 0  # rounds of concurrent calls, each one latency (the sequential walk: one per chunk)
+
+
+class AdaptiveWindow:
+    """The look-ahead from the judge's running yes-rate; keep one object per judge to let it learn across walks.
+
+    The walk's yes-rate is estimated as ``(yes + w * r) / (judged + w)``: this walk's ``yes`` of ``judged``
+    verdicts, shrunk towards ``r``, the judge's running rate over the walks before (itself starting from the prior
+    ``prior_yes_rate``, worth ``prior_weight`` verdicts), which counts as ``w = history_weight`` verdicts. So a
+    question the judge finds unusually hard or easy moves the estimate within its own walk.
+
+    >>> AdaptiveWindow().ahead(slots_left=2)  # nothing seen yet: yes-rate 0.25, so 2 / 0.25 chunks
+    8
+
+    Thread-safe. What it learns changes only how many calls run ahead, never what a walk selects.
+    """
+
+    def __init__(self, prior_yes_rate: float = 0.25, prior_weight: float = 4.0, history_weight: float = 8.0):
+        if not (0 < prior_yes_rate <= 1 and prior_weight > 0 and history_weight > 0):
+            raise ValueError("need 0 < prior_yes_rate <= 1, prior_weight > 0 and history_weight > 0 "
+                             f"(got {prior_yes_rate}, {prior_weight}, {history_weight})")
+        self.prior_yes_rate, self.prior_weight, self.history_weight = prior_yes_rate, prior_weight, history_weight
+        self.yes = self.judged = 0  # verdicts of finished walks
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"AdaptiveWindow(judge_yes_rate={self.judge_yes_rate():.3f}, judged={self.judged})"
+
+    def judge_yes_rate(self) -> float:
+        """The judge's running yes-rate: the prior plus the verdicts of the finished walks."""
+        with self._lock:
+            return (self.yes + self.prior_yes_rate * self.prior_weight) / (self.judged + self.prior_weight)
+
+    def yes_rate(self, yes: int = 0, judged: int = 0) -> float:
+        """The estimate for a walk that has seen ``yes`` of ``judged`` verdicts so far."""
+        return (yes + self.history_weight * self.judge_yes_rate()) / (judged + self.history_weight)
+
+    def ahead(self, slots_left: int, yes: int = 0, judged: int = 0) -> int:
+        """Chunks past the walk's position to have judged or in flight: ``ceil(slots_left / yes_rate)``."""
+        return max(1, math.ceil(slots_left / self.yes_rate(yes, judged) - 1e-9))
+
+    def observe(self, verdicts: Sequence[bool]) -> None:
+        """Learn from a finished walk's verdicts (those the sequential algorithm asked for)."""
+        with self._lock:
+            self.yes += sum(map(bool, verdicts))
+            self.judged += len(verdicts)
+
+
+Window = int | str | AdaptiveWindow
+
+
+def _policy(window: Window) -> int | AdaptiveWindow:
+    if isinstance(window, AdaptiveWindow):
+        return window
+    if window == "adaptive":
+        return AdaptiveWindow()
+    if isinstance(window, int) and not isinstance(window, bool) and window >= 1:
+        return window
+    raise ValueError(f"window must be an int >= 1, 'adaptive' or an AdaptiveWindow (got {window!r})")
 
 
 def guided_selection(ranked_chunks: Sequence[T], judge: Callable[[T], bool], max_iterations: int = 30,
-                     slot_size: int = 2, window: int = 1) -> Selection[T]:
-    """Algorithm 1 over chunks already sorted by similarity (best first).
+                     slot_size: int = 2, window: Window = 1) -> Selection[T]:
+    """Algorithm 1 over chunks already sorted by similarity (best first); ``window`` says how far ahead to judge.
 
     >>> guided_selection(["a", "b", "c", "d"], judge=lambda c: c in "bd", slot_size=2).selected
     ['b', 'd']
     """
-    if max_iterations < 0 or slot_size < 1 or window < 1:
-        raise ValueError(f"need max_iterations >= 0, slot_size >= 1, window >= 1 (got {max_iterations}, {slot_size}, {window})")
+    if max_iterations < 0 or slot_size < 1:
+        raise ValueError(f"need max_iterations >= 0, slot_size >= 1 (got {max_iterations}, {slot_size})")
+    policy = _policy(window)
     limit = min(max_iterations, len(ranked_chunks))
     slot: list[T] = []
     verdicts: list[bool] = []
-    speculative = 0
-    if window == 1:
+    speculative = round_trips = 0
+    if isinstance(policy, int) and policy == 1:
         for chunk in ranked_chunks[:limit]:
             if len(slot) >= slot_size:
                 break
             verdict = bool(judge(chunk))
+            round_trips += 1
             verdicts.append(verdict)
             if verdict:
                 slot.append(chunk)
     else:
-        pool = ThreadPoolExecutor(max_workers=window, thread_name_prefix="gs")
-        futures = {}
-        t = 0
+
+        def frontier(t: int) -> int:
+            """Chunks [0, frontier) should be judged or in flight when the walk stands at ``t``."""
+            if isinstance(policy, AdaptiveWindow):
+                return t + policy.ahead(slot_size - len(slot), len(slot), t)
+            return t + policy
+
+        width = policy if isinstance(policy, int) else MAX_THREADS
+        pool = ThreadPoolExecutor(max_workers=max(1, min(width, limit, MAX_THREADS)), thread_name_prefix="gs")
+        futures: dict[int, Future] = {}
+        t = launched = 0
+
+        def consume(verdict: bool) -> None:
+            nonlocal t
+            verdicts.append(verdict)
+            if verdict:
+                slot.append(ranked_chunks[t])
+            t += 1
+
         try:
-            while t < limit and len(slot) < slot_size:
-                for j in range(t, min(t + window, limit)):  # keep the window full
-                    if j not in futures:
-                        futures[j] = pool.submit(judge, ranked_chunks[j])
-                verdict = bool(futures[t].result())  # an error on a chunk the sequential walk asks about propagates
-                verdicts.append(verdict)
-                if verdict:
-                    slot.append(ranked_chunks[t])
-                t += 1
+            while t < limit and len(slot) < slot_size:  # one round: send the calls the policy asks for, then ...
+                for j in range(launched, min(limit, max(t + 1, frontier(t)))):
+                    futures[j] = pool.submit(judge, ranked_chunks[j])
+                    launched = j + 1
+                round_trips += 1
+                while t < launched and len(slot) < slot_size:  # ... take their verdicts in order, until the stop
+                    consume(bool(futures[t].result()))  # an error on a chunk the walk asks about propagates
         finally:
-            # Chunks past the stop: cancel what has not started; what has is spent but never counted.
-            speculative = sum(1 for j, f in futures.items() if j >= t and not f.cancel())
-            pool.shutdown(wait=False, cancel_futures=True)
+            # Calls past the stop finish in the background (so that the cache holds them for a re-run, which then
+            # sends the same calls): spent, never counted as examined.
+            speculative = launched - t
+            pool.shutdown(wait=False)
+        if isinstance(policy, AdaptiveWindow):
+            policy.observe(verdicts)
     if not slot:
-        return Selection(list(ranked_chunks[:slot_size + 1]), True, len(verdicts), verdicts, speculative)
-    return Selection(slot, False, len(verdicts), verdicts, speculative)
+        return Selection(list(ranked_chunks[:slot_size + 1]), True, len(verdicts), verdicts, speculative, round_trips)
+    return Selection(slot, False, len(verdicts), verdicts, speculative, round_trips)

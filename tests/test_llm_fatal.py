@@ -1,0 +1,107 @@
+"""Fatal errors (credentials refused, permission denied, unknown model or endpoint, no key) stop at once: one
+distinct exception, no retry, and ``map`` raises at the first instead of failing every item the same way."""
+
+from __future__ import annotations
+
+import threading
+from types import SimpleNamespace
+
+import openai
+import pytest
+
+from rpa_lib.llm import FakeLLM, LLMError, LLMFatalError, MockServer, RetryPolicy, Transient, get_llm
+
+FAST = RetryPolicy(attempts=4, base_delay=0.001, max_delay=0.001)
+
+
+def user(text: str) -> list[dict]:
+    return [{"role": "user", "content": text}]
+
+
+def client(server: MockServer, model: str = "gpt-4.1-mini", **options):
+    options = {"cache": False, "retry": FAST, "timeout": 2.0, **options}
+    return get_llm(f"openai:{model}", base_url=server.base_url, api_key="sk-test", **options)
+
+
+@pytest.mark.parametrize("status, hint", [("401", "refused the credentials"), ("403", "permission denied"),
+                                          ("404", "check the model name and the base URL")])
+def test_fatal_statuses_are_not_retried_and_name_model_and_server(status, hint):
+    with MockServer(script=[status] * 5) as server:
+        llm = client(server)
+        with pytest.raises(LLMFatalError) as err:
+            llm.chat(user("hello"))
+        message = str(err.value)
+        assert message.startswith(f"chat call 'hello': HTTP {status}") and hint in message
+        assert f"model 'gpt-4.1-mini' at {server.base_url}" in message
+        assert server.requests == 1 and llm.usage.retries == 0 and llm.usage.errors == 1
+        assert isinstance(err.value, LLMError)  # callers catching LLMError still catch it
+        assert err.value.__cause__ is None and err.value.__context__ is None
+
+
+def test_unknown_model_is_fatal():
+    with MockServer(models=("served-model",)) as server:
+        assert client(server, "served-model").chat(user("hi")).text == "echo: hi"
+        with pytest.raises(LLMFatalError, match=r"HTTP 404: .*`other-model` does not exist.*model 'other-model'"):
+            client(server, "other-model").chat(user("hi"))
+
+
+def test_a_400_saying_the_model_does_not_exist_is_fatal_other_400s_are_not():
+    llm = get_llm("openai:m", base_url="http://127.0.0.1:9/v1", api_key="sk-x", cache=False)
+
+    def status_error(message: str) -> openai.APIStatusError:
+        response = SimpleNamespace(status_code=400, headers={}, request=None)
+        return openai.BadRequestError(message, response=response, body=None)
+
+    fatal = llm._failure(status_error("The model `m` does not exist or you do not have access to it."))
+    assert isinstance(fatal, LLMFatalError) and "model 'm' at http://127.0.0.1:9/v1" in str(fatal)
+    other = llm._failure(status_error("Unsupported parameter: 'seed' is not supported with this model."))
+    assert type(other) is RuntimeError and "HTTP 400" in str(other)
+
+
+def test_missing_key_is_fatal():
+    with pytest.raises(LLMFatalError, match="no OpenAI API key for model 'gpt-4.1' at https://api.openai.com/v1"):
+        get_llm("openai:gpt-4.1", cache=False).chat(user("hello"))
+
+
+@pytest.mark.parametrize("workers", [1, 8])
+def test_map_stops_at_the_first_fatal_error(workers):
+    with MockServer(script=[None, None, "401"] + ["401"] * 200, latency=0.01) as server:
+        llm = client(server, max_workers=workers)
+        items = [f"question {i}" for i in range(200)]
+        with pytest.raises(LLMFatalError) as err:
+            llm.map(lambda q: llm.chat(user(q)).text, items, desc="interviews", progress=False)
+        message = str(err.value)
+        assert message.startswith("interviews: stopped at item ") and " of 200 (" in message
+        assert "HTTP 401" in message and server.base_url in message and "sk-test" not in message
+        assert server.requests < 3 + 2 * workers  # not one request per item: queued items never ran
+        assert err.value.__context__ is None
+
+
+def test_map_still_records_ordinary_failures_and_retries_transients():
+    faults = iter([Transient("HTTP 503")])
+    lock = threading.Lock()
+
+    def rule(kind, messages, spec):
+        with lock:
+            fault = next(faults, None)
+        if fault:
+            raise fault
+        if messages[-1]["content"] == "item 3":
+            raise ValueError("bad item")
+        return messages[-1]["content"]
+
+    llm = FakeLLM(rule, retry=FAST, max_workers=2)
+    outcomes = llm.map(lambda i: llm.chat(user(f"item {i}")).text, range(6), progress=False)
+    assert [o.ok for o in outcomes] == [True, True, True, False, True, True] and llm.usage.retries == 1
+
+
+def test_a_fake_rule_can_raise_a_fatal_error():
+    def rule(kind, messages, spec):
+        raise LLMFatalError("HTTP 401: refused (model 'x' at http://h/v1)")
+
+    llm = FakeLLM(rule, retry=FAST)
+    with pytest.raises(LLMFatalError, match=r"^chat call 'hi': HTTP 401"):
+        llm.chat(user("hi"))
+    assert llm.usage.retries == 0
+    with pytest.raises(LLMFatalError, match=r"^llm: stopped at item 1 of 3 \(0 finished"):
+        llm.map(lambda q: llm.chat(user(q)), ["a", "b", "c"], progress=False, workers=1)
