@@ -18,15 +18,17 @@ from rpa_lib.methods.base import (
 from rpa_lib.methods.baselines import NaiveRAG, NoRAG
 from rpa_lib.methods.crag import Crag, CragSettings
 from rpa_lib.methods.gs import Selection, guided_selection
+from rpa_lib.methods.lightrag import LightRAG, LightRAGSettings, close_lightrag
 from rpa_lib.methods.registry import METHODS, build_method, build_methods, method_class, register, setting_names
 from rpa_lib.methods.rolerag import RoleRAG, RoleRAGSettings
 from rpa_lib.methods.runner import FailedItems, Job, check_failures, failures, qa_jobs, questionnaire_jobs, run_jobs
 
-for _method in (NoRAG, NaiveRAG, Amadeus, Crag, RoleRAG):  # the registry: one entry per method module
+for _method in (NoRAG, NaiveRAG, Amadeus, Crag, RoleRAG, LightRAG):  # the registry: one entry per method module
     register(_method)
 
 __all__ = ["METHODS", "Amadeus", "AmadeusSettings", "AnswerSettings", "Call", "Context", "ContextItem", "Crag",
            "CragSettings", "FailedItems", "Job", "Method", "RoleRAG", "RoleRAGSettings",
+           "LightRAG", "LightRAGSettings", "close_lightrag",
            "NaiveRAG", "NoRAG", "Response", "RetrievalSettings", "Selection", "build_method", "build_methods",
            "check_failures", "failures", "guided_selection", "method_class", "qa_jobs", "questionnaire_jobs", "register", "run_jobs",
            "setting_names"]
