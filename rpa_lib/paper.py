@@ -38,14 +38,31 @@ def paper_table(name: str, dataset: Dataset | None = None) -> pd.DataFrame:
 
 
 def table1_beside_paper(ours: pd.DataFrame, characters: int, k: int) -> pd.DataFrame:
-    """Our Table 1 (``splitter, embedder, sum_mu, sum_var``) above the paper's, with Σμ per character
-    (``mean_mu``), since our number of characters and embedders differ from the paper's."""
-    cols = ["source", "embedder", "splitter", "sum_mu", "sum_var"]
+    """Our Table 1 (``splitter, embedder, sum_mu, sum_var, sum_var_q``) above the paper's (which has one σ²
+    reading), with Σμ per character (``mean_mu``), since our number of characters and embedders differ."""
+    cols = ["source", "embedder", "splitter", "sum_mu", "sum_var", "sum_var_q"]
     paper = paper_table("table1_similarity").assign(source=f"AMADEUS paper ({PAPER_CHARACTERS} characters)")
     mine = ours.assign(source=f"ours ({characters} characters, k={k})")
-    side = pd.concat([mine[cols], paper[cols]])
+    side = pd.concat([mine[cols], paper.reindex(columns=cols)])
     side["mean_mu"] = side.sum_mu / np.where(side.source.str.startswith("ours"), characters, PAPER_CHARACTERS)
     return side
+
+
+def table1_readings(side: pd.DataFrame, characters: int) -> pd.DataFrame:
+    """Which reading of σ² do the paper's numbers fit? Scale-free, per embedder and splitter: the squared
+    coefficient of variation per character, (Σσ²/n) / (Σμ/n)², for the paper's σ² and for each of ours.
+    Embedders differ in how they spread cosine scores, so only the order of magnitude can be compared."""
+    out = []
+    for _, r in side.iterrows():
+        n = characters if r.source.startswith("ours") else PAPER_CHARACTERS
+        mu = r.sum_mu / n
+        readings = {"all retrieved scores": r.sum_var, "question means": r.sum_var_q}
+        for reading, value in readings.items():
+            if pd.notna(value):
+                out.append({"source": r.source, "embedder": r.embedder, "splitter": r.splitter,
+                            "reading": reading if r.source.startswith("ours") else "as printed",
+                            "cv2_per_character": (value / n) / mu ** 2})
+    return pd.DataFrame(out)
 
 
 def splitter_ordering(side: pd.DataFrame) -> pd.DataFrame:
@@ -179,3 +196,47 @@ def per_dimension_accuracy(types: pd.DataFrame, questionnaires: list[Questionnai
                      "characters": len(frame)}
                     for d, a, f in zip(dims, got["accuracy_per_position"], got["f1_per_position"], strict=True)]
     return pd.DataFrame(out)
+
+
+# ---- Table 6 ------------------------------------------------------------------------------------------------
+
+TABLE6_TASKS = ("CharacterRAG", "MBTI", "BFI")
+
+
+def _pct(value) -> str:
+    return "-" if pd.isna(value) else f"{value:.2%}"
+
+
+def _num(value) -> str:
+    return "-" if pd.isna(value) else f"{value:.2f}"
+
+
+def table6_beside_paper(ours: pd.DataFrame, dataset: Dataset | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """AMADEUS Table 6 with this run's columns beside the paper's three LLMs. ``ours``:
+    :func:`rpa_lib.evaluation.qa.table6` (``paper_method``, ``task``, ``llm``, ``acc``, ``acc_l``, ``hs``, ``n_acc``,
+    ``n_hs``).
+
+    Returns ``(table, long)``. ``table``: one row per (method, task), tasks in the paper's order and methods in
+    its order within a task (ours that it lacks after them), and for each source ("ours" with its LLM, then each
+    of the paper's LLMs) the columns ACC (a percentage), ACC_L and HS as printed, "-" where there is no value.
+    ``long``: the same numbers, one row per (source, llm, method, task), ACC as a fraction, for CSVs and figures."""
+    paper = paper_table("table6_roleplay", dataset).assign(source="AMADEUS paper")
+    mine = ours.assign(source="ours", method=ours.paper_method)
+    cols = ["source", "llm", "method", "task", "acc", "acc_l", "hs"]
+    long = pd.concat([mine[[*cols, "n_acc", "n_hs"]], paper[cols]], ignore_index=True)
+    methods = list(dict.fromkeys([*paper.method, *mine.method]))
+    tasks = [t for t in TABLE6_TASKS if t in set(long.task)] + sorted(set(long.task) - set(TABLE6_TASKS))
+    keys = [(m, t) for t in tasks for m in methods if ((long.method == m) & (long.task == t)).any()]
+    groups = list(dict.fromkeys(zip(long.source, long.llm)))
+    rows = []
+    for method, task in keys:
+        row = {"method": method, "task": task}
+        for source, llm in groups:
+            hit = long[(long.source == source) & (long.llm == llm) & (long.method == method) & (long.task == task)]
+            head = f"ours ({llm})" if source == "ours" else llm
+            got = hit.iloc[0] if len(hit) else None
+            row[f"{head} ACC"] = _pct(got.acc) if got is not None else "-"
+            row[f"{head} ACC_L"] = _num(got.acc_l) if got is not None else "-"
+            row[f"{head} HS"] = _num(got.hs) if got is not None else "-"
+        rows.append(row)
+    return pd.DataFrame(rows), long

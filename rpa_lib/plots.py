@@ -14,7 +14,7 @@ from rpa_lib.persona import ATTRIBUTES
 from rpa_lib.splitters import SPLITTER_NAMES
 
 METHOD_COLORS = {"no_rag": "#8c8c8c", "naive_rag": "#4C72B0", "amadeus": "#DD8452"}
-SPLITTER_COLORS = {"vanilla": "#8c8c8c", "ats": "#4C72B0", "acts": "#DD8452"}
+SPLITTER_COLORS = {"vanilla": "#8c8c8c", "ats": "#4C72B0", "acts": "#DD8452", "vanilla-section": "#55A868"}
 
 
 def dataset_figure(per_char: pd.DataFrame, per_par: pd.DataFrame):
@@ -54,23 +54,49 @@ def dataset_figure(per_char: pd.DataFrame, per_par: pd.DataFrame):
     return fig
 
 
-def similarity_figure(scores: pd.DataFrame, splitters: list[str], k: int, characters: int, questions: int):
-    """Table 1 as violins: the similarity of retrieved chunks per splitter, one panel per embedder."""
+def similarity_figure(scores: pd.DataFrame, table: pd.DataFrame, splitters: list[str], k: int, characters: int,
+                      questions: int):
+    """Table 1 as violins: the similarity of retrieved chunks per splitter, one panel per embedder, each
+    annotated with the table's own quantities (Σμ; Σσ² over all retrieved scores; Σσ²_q over question means)."""
     labels = list(dict.fromkeys(scores.embedder))
-    fig, axes = plt.subplots(1, len(labels), figsize=(5.5 * len(labels), 4.2), squeeze=False, sharey=False)
+    fig, axes = plt.subplots(1, len(labels), figsize=(5.5 * len(labels), 4.4), squeeze=False, sharey=False)
     for ax, emb in zip(axes[0], labels):
         data = [scores[(scores.embedder == emb) & (scores.splitter == s)].score for s in splitters]
         parts = ax.violinplot(data, showmedians=True)
         for body, s in zip(parts["bodies"], splitters):
             body.set_facecolor(SPLITTER_COLORS.get(s, "#55A868"))
             body.set_alpha(0.7)
-        for i, d in enumerate(data, start=1):
-            ax.text(i, ax.get_ylim()[1], f"μ={d.mean():.3f}\nσ²={d.var():.4f}", ha="center", va="top", fontsize=8)
-        ax.set_xticks(range(1, len(splitters) + 1), [SPLITTER_NAMES.get(s, s) for s in splitters])
+        rows = table[table.embedder == emb].set_index("splitter")
+        for i, s in enumerate(splitters, start=1):
+            r = rows.loc[SPLITTER_NAMES.get(s, s)]
+            ax.text(i, ax.get_ylim()[1], f"Σμ={r.sum_mu:.3f}\nΣσ²={r.sum_var:.4f}\nΣσ²_q={r.sum_var_q:.4f}",
+                    ha="center", va="top", fontsize=7)
+        ax.set_xticks(range(1, len(splitters) + 1), [SPLITTER_NAMES.get(s, s) for s in splitters], fontsize=8)
         ax.set_title(emb)
         ax.set_ylabel(f"cosine similarity of top-{k} chunks")
     fig.suptitle(f"Similarity of the top-{k} retrieved chunks to {questions} QA questions of {characters} characters "
-                 "(embedder per panel)", y=1.02)
+                 "(embedder per panel; sums over characters as in Table 1)", y=1.02)
+    fig.tight_layout()
+    return fig
+
+
+def evidence_recall_figure(table: pd.DataFrame, characters: int, questions: int):
+    """Evidence recall against k, a line per splitter, one panel per embedder."""
+    labels = list(dict.fromkeys(table.embedder))
+    fig, axes = plt.subplots(1, len(labels), figsize=(5.2 * len(labels), 4), squeeze=False, sharey=True)
+    colors = {SPLITTER_NAMES[s]: c for s, c in SPLITTER_COLORS.items()}
+    for ax, emb in zip(axes[0], labels):
+        for splitter, g in table[table.embedder == emb].groupby("splitter", sort=False):
+            ax.plot(g.k, g.recall, marker="o", label=splitter, color=colors.get(splitter, "#55A868"))
+            ax.plot(g.k, g.all_found, marker=".", ls=":", color=colors.get(splitter, "#55A868"))
+        ax.set_xticks(sorted(table.k.unique()))
+        ax.set_xlabel("k (chunks retrieved)")
+        ax.set_title(emb)
+        ax.set_ylim(0, 1.02)
+        ax.grid(alpha=0.3)
+    axes[0][0].set_ylabel("evidence recall (solid); all evidence found (dotted)")
+    axes[0][-1].legend(fontsize=8, loc="lower right")
+    fig.suptitle(f"Evidence recall of retrieval, {questions} QA questions of {characters} characters (no LLM)", y=1.02)
     fig.tight_layout()
     return fig
 
@@ -119,5 +145,48 @@ def personality_figure(per_dim: pd.DataFrame, types: pd.DataFrame, characters: i
         ax.axhline(0.5, color="grey", lw=0.6, ls=":")
     axes[1].legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, frameon=False)
     fig.suptitle(f"Per-dimension accuracy, {characters} character{'s' * (characters != 1)}. {label}", fontsize=9, y=1.02)
+    fig.tight_layout()
+    return fig
+
+
+def qa_figure(long: pd.DataFrame, breakdown: pd.DataFrame, label: str):
+    """AMADEUS Table 6 on CharacterRAG: ACC and ACC_L per method, ours beside the paper's three LLMs (hatched),
+    and our ACC per QA attribute and method. ``long``: :func:`rpa_lib.paper.table6_beside_paper`'s numbers;
+    ``breakdown``: :func:`rpa_lib.evaluation.qa.attribute_breakdown`; ``label``: the run's caption line."""
+    fig, axes = plt.subplots(1, 3, figsize=(16, 4.4), gridspec_kw={"width_ratios": [5, 5, 4]})
+    qa = long[long.task == "CharacterRAG"]
+    methods = list(dict.fromkeys(qa.method))
+    groups = list(dict.fromkeys(zip(qa.source, qa.llm)))
+    x, width = np.arange(len(methods)), 0.8 / max(len(groups), 1)
+    shades = ["#ffffff", "#d9d9d9", "#a6a6a6"]
+    for ax, metric, title, top in ((axes[0], "acc", "ACC (share judged to contain the answer)", 1.1),
+                                   (axes[1], "acc_l", "ACC_L (1-10)", 11)):
+        paper_i = 0
+        for i, (source, llm) in enumerate(groups):
+            v = qa[(qa.source == source) & (qa.llm == llm)].set_index("method").reindex(methods)[metric]
+            ours = source == "ours"
+            color = "#DD8452" if ours else shades[paper_i % len(shades)]
+            paper_i += not ours
+            bars = ax.bar(x + (i - (len(groups) - 1) / 2) * width, v.fillna(0), width, color=color, edgecolor="black",
+                          linewidth=0.6, hatch=None if ours else "//", label=f"ours ({llm})" if ours else f"paper, {llm}")
+            ax.bar_label(bars, labels=["-" if pd.isna(a) else f"{a:.2g}" for a in v], fontsize=6, padding=1)
+        ax.set_xticks(x, methods, fontsize=8)
+        ax.set_ylim(0, top)
+        ax.set_title(title, fontsize=10)
+    handles, names = axes[0].get_legend_handles_labels()
+    fig.legend(handles, names, fontsize=8, frameon=False, loc="upper center", ncol=len(groups),
+               bbox_to_anchor=(0.36, 0.0))
+    ax = axes[2]
+    if len(breakdown):
+        wide = breakdown.pivot(index="attribute", columns="method", values="acc")
+        wide = wide.loc[list(dict.fromkeys(breakdown.attribute)), list(dict.fromkeys(breakdown.method))]
+        ax.imshow(wide.to_numpy(dtype=float), vmin=0, vmax=1, cmap="Greens", aspect="auto")
+        for (r, c), value in np.ndenumerate(wide.to_numpy(dtype=float)):
+            ax.text(c, r, "-" if np.isnan(value) else f"{value:.2f}", ha="center", va="center", fontsize=8,
+                    color="white" if value > 0.6 else "black")
+        ax.set_xticks(range(wide.shape[1]), wide.columns, fontsize=8)
+        ax.set_yticks(range(wide.shape[0]), [a.replace(" and ", " & ") for a in wide.index], fontsize=8)
+    ax.set_title("our ACC per QA attribute", fontsize=10)
+    fig.suptitle(f"AMADEUS Table 6 (CharacterRAG). {label}", fontsize=9, y=1.02)
     fig.tight_layout()
     return fig

@@ -1,8 +1,14 @@
 """AMADEUS Table 1: the distribution of similarity scores of retrieved chunks, per splitter and embedder.
 
-For each character, ask its QA questions, retrieve the top-k chunks, and take the mean (mu) and the variance
-(sigma^2, population) of all retrieved similarities; the table sums both over characters. The paper does not
-state k; we default to 5 and keep it a parameter. Similarities are cosine similarities of normalized vectors.
+For each character, ask its QA questions and retrieve the top-k chunks (cosine similarities of normalized
+vectors). Per character:
+
+- mu: the mean of all its retrieved similarities (questions x k scores);
+- sigma^2, two readings, since the paper does not define it: ``var`` (the population variance of all its retrieved
+  similarities, questions x k scores) and ``var_q`` (the population variance across questions of each question's
+  mean similarity over its k chunks).
+
+The table sums each over characters (Σμ, Σσ²). The paper does not state k; we default to 5 and keep it a parameter.
 
 This module retrieves and aggregates; it calls no LLM.
 """
@@ -34,14 +40,20 @@ def retrieved_scores(dataset: Dataset, characters: list[str], splitters: list[st
 
 
 def per_character(scores: pd.DataFrame) -> pd.DataFrame:
-    """mu and sigma^2 of the retrieved similarities per (splitter, embedder, character)."""
-    g = scores.groupby(["splitter", "embedder", "character"], sort=False)["score"]
-    return g.agg(mu="mean", var=lambda s: float(np.var(s)), n="size").reset_index()
+    """mu and both readings of sigma^2 (``var``, ``var_q``) per (splitter, embedder, character)."""
+    keys = ["splitter", "embedder", "character"]
+    g = scores.groupby(keys, sort=False)["score"]
+    out = g.agg(mu="mean", var=lambda s: float(np.var(s)), n="size").reset_index()
+    question_means = scores.groupby([*keys, "question"], sort=False)["score"].mean()
+    var_q = question_means.groupby(level=keys, sort=False).agg(lambda s: float(np.var(s))).rename("var_q")
+    return out.merge(var_q.reset_index(), on=keys)
 
 
 def similarity_table(per_char: pd.DataFrame) -> pd.DataFrame:
-    """Table 1: sum over characters of mu and of sigma^2 (columns ``splitter, embedder, sum_mu, sum_var``)."""
+    """Table 1: sums over characters of mu and of both readings of sigma^2 (columns ``splitter, embedder,
+    sum_mu, sum_var`` (all retrieved scores), ``sum_var_q`` (question means), ``characters``)."""
     t = per_char.groupby(["splitter", "embedder"], sort=False).agg(sum_mu=("mu", "sum"), sum_var=("var", "sum"),
+                                                                   sum_var_q=("var_q", "sum"),
                                                                    characters=("character", "nunique"))
     t = t.reset_index()
     t["splitter"] = t["splitter"].map(SPLITTER_NAMES).fillna(t["splitter"])

@@ -1,0 +1,387 @@
+"""The QA evaluation (AMADEUS Table 6, with RAGEval's key-point metrics): methods answer the characters' QA
+questions (and, for the MBTI and BFI rows, the interview questions), a judge LLM scores each response, and the
+tables are built from the verdicts.
+
+1. :func:`answer_all`: every method answers every job of every task (``CharacterRAG``: the QA questions;
+   ``MBTI``/``BFI``: the questionnaires' interview questions) through :func:`~rpa_lib.methods.run_jobs`, one row
+   per (method, job) with the reply and the context items the method used, or its error.
+2. :func:`judge_answers`: per response, ACC and ACC_L against the gold answer (QA only) and HS against the
+   context the method used (plus the gold answer, for QA); a response without context gets no HS, as the
+   paper's "-". :func:`label_answers`: each key point of the gold answer (:func:`~rpa_lib.evaluation.judges.
+   keypoints_for`) labelled covered / not covered / contradicted. One row per verdict (long format), with its
+   status: ``ok``, ``unparsed`` (a counted missing value) or ``failed`` (a fault, with its error).
+3. Tables: :func:`table6` (ACC, ACC_L, HS per task and method, with what was missing), :func:`keypoint_table`
+   (Completeness, Hallucination, Irrelevance per method, via :mod:`rpa_lib.evaluation.metrics.keypoints`),
+   :func:`attribute_breakdown` (per method and QA attribute), :func:`rank_agreement` (Kendall's tau between
+   the ACC and the ACC_L ranking of the methods within one LLM; the paper's too, from its transcribed table).
+4. :func:`failed_items` / :func:`raise_if_failed`: every job or judge call that failed, for the end of a run
+   (a failed item is reported and never scored as an answer).
+
+The judges and their prompts are :mod:`rpa_lib.evaluation.judges`'; the paper's Table 6 beside ours is
+:func:`rpa_lib.paper.table6_beside_paper`. This module builds no method or LLM (the caller passes them), writes
+only the ``save_to`` file of :func:`answer_all` and draws nothing.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from rpa_lib.data import QA, Dataset
+from rpa_lib.evaluation.judges import FAILED, OK, UNPARSED, judge_acc, judge_acc_l, judge_hs, label_keypoint
+from rpa_lib.evaluation.metrics.agreement import kendall_tau
+from rpa_lib.evaluation.metrics.keypoints import KeypointScores, average_keypoint_scores, keypoint_scores
+from rpa_lib.methods.base import Method
+from rpa_lib.methods.registry import build_methods, setting_names
+from rpa_lib.methods.runner import FailedItems, Job, qa_jobs, questionnaire_jobs, run_jobs
+
+QA_TASK = "CharacterRAG"
+QUESTIONNAIRE_TASKS = {"mbti": "MBTI", "bigfive": "BFI"}
+# our method names -> the names of AMADEUS Table 6 (methods it does not have keep their own name)
+PAPER_METHODS = {"no_rag": "w/o RAG", "naive_rag": "Naive RAG", "lightrag": "LightRAG", "crag": "CRAG",
+                 "amadeus": "AMADEUS"}
+METRICS = ("acc", "acc_l", "hs")
+VERDICT_COLUMNS = ["task", "method", "character", "question_id", "attribute", "metric", "answer", "value", "status",
+                   "problem", "error", "judge"]
+LABEL_COLUMNS = ["task", "method", "character", "question_id", "attribute", "kp", "key_point", "label", "status",
+                 "problem", "error", "judge"]
+
+
+def paper_name(method: str) -> str:
+    """The method's name in AMADEUS Table 6. ``paper_name("no_rag") == "w/o RAG"``"""
+    return PAPER_METHODS.get(method, method)
+
+
+def has_context(method: Method) -> bool:
+    """Does the method put anything besides the question in front of its LLM? (No RAG does not: its class
+    keeps the base ``context``, which returns none.) Only such methods are interviewed for HS."""
+    return type(method).context is not Method.context
+
+
+# ---- 1. answers ----------------------------------------------------------------------------------------------
+
+
+def methods_for(names: list[str], llm, dataset: Dataset, **settings) -> list[Method]:
+    """:func:`~rpa_lib.methods.build_methods` with the run's settings, each going to the methods that declare
+    it; a setting that none of ``names`` declares is dropped (a notebook passes all its method parameters, and
+    ``max_iterations`` means nothing to a run of No RAG and Naive RAG alone). ``None`` keeps a method's default."""
+    if isinstance(names, str):
+        raise ValueError(f"methods must be a list of names, e.g. [{names!r}]")
+    declared = set().union(*(setting_names(n) for n in names)) if names else set()
+    return build_methods(names, llm, dataset=dataset, **{k: v for k, v in settings.items() if k in declared})
+
+
+def gold_answers(dataset: Dataset, characters: list[str]) -> dict[tuple[str, str], QA]:
+    """``{(character, question id): QA}`` of the characters' QA pairs."""
+    return {(c, q.id): q for c in characters for q in dataset.qa(c)}
+
+
+def qa_items(dataset: Dataset, characters: list[str], per_character: int | None = None) -> list[tuple[str, QA]]:
+    """``(character, QA)`` of the questions :func:`~rpa_lib.methods.qa_jobs` asks, in the same order."""
+    by_id = {(c, q.id): q for c in characters for q in dataset.qa(c)}
+    return [(j.character, by_id[j.character, j.id]) for j in qa_jobs(dataset, characters, per_character)]
+
+
+def task_jobs(dataset: Dataset, characters: list[str], qa_questions: int | None = None,
+              questionnaires: dict[str, int | None] | None = None) -> dict[str, list[Job]]:
+    """The jobs of each task: ``CharacterRAG`` (``qa_questions`` per character, spread over the six
+    attributes; None: all), then one task per questionnaire in ``questionnaires`` (name -> items, None: all;
+    ``{"mbti": 8, "bigfive": 10}``), named as in Table 6 (MBTI, BFI)."""
+    tasks = {QA_TASK: qa_jobs(dataset, characters, qa_questions)}
+    for name, items in (questionnaires or {}).items():
+        tasks[QUESTIONNAIRE_TASKS.get(name, name)] = questionnaire_jobs(dataset.questionnaire(name, items), characters)
+    return tasks
+
+
+def answer_all(methods: Sequence[Method], tasks: dict[str, list[Job]], *, llm=None, save_to: Path | None = None,
+               workers: int | None = None, progress: bool = True) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Every method answers every task's jobs (``run_jobs``, one row per job with its ``task``; failures kept
+    as rows with their error). The interview tasks (every task but ``CharacterRAG``) are scored by HS alone, so
+    a method without context (:func:`has_context`) is not interviewed. ``save_to`` (JSONL, context items
+    included) is rewritten after each block, so completed work is never lost. Returns the rows and one timing
+    row per (task, method)."""
+    blocks, timing = [], []
+    for task, jobs in tasks.items():
+        for method in methods:
+            if task != QA_TASK and not has_context(method):
+                print(f"{method.name:>10} · {task:<12} not interviewed: no context, so no HS")
+                continue
+            start = time.perf_counter()
+            rows = run_jobs(method, jobs, llm=llm, desc=f"{method.name} · {task}", workers=workers, progress=progress)
+            rows.insert(0, "task", task)
+            seconds = time.perf_counter() - start
+            blocks.append(rows)
+            if save_to is not None:
+                pd.concat(blocks, ignore_index=True).to_json(save_to, orient="records", lines=True, force_ascii=False)
+            failed = int(rows.error.notna().sum())
+            timing.append({"step": "answer", "task": task, "method": method.name, "items": len(rows), "failed": failed,
+                           "seconds": round(seconds, 1)})
+            print(f"{method.name:>10} · {task:<12} {len(rows)} answers, {failed} failed, {seconds:.0f} s")
+    answers = pd.concat(blocks, ignore_index=True) if blocks else pd.DataFrame(columns=["task", "method", "error"])
+    return answers, pd.DataFrame(timing)
+
+
+def answer_summary(answers: pd.DataFrame) -> pd.DataFrame:
+    """Per task and method: answers, failed, mean reply length, context items and chunk ids per answer, LLM
+    calls and how many the cache served."""
+    out = []
+    for (task, method), g in answers.groupby(["task", "method"], sort=False):
+        ok = g[g.error.isna()]
+        out.append({"task": task, "method": method, "answers": len(g), "failed": len(g) - len(ok),
+                    "mean_reply_chars": ok.reply.str.len().mean() if len(ok) else np.nan,
+                    "context_items": ok.context.map(len).mean() if len(ok) else np.nan,
+                    "chunks": ok.chunk_ids.map(len).mean() if len(ok) else np.nan,
+                    "llm_calls": int(ok.llm_calls.sum()), "cached_calls": int(ok.cached_calls.sum())})
+    return pd.DataFrame(out)
+
+
+def _ok(value) -> bool:
+    """No error in this cell (None or NaN)."""
+    return value is None or (isinstance(value, float) and np.isnan(value))
+
+
+def _answered(answers: pd.DataFrame) -> list[dict]:
+    return [r for r in answers.to_dict("records") if _ok(r.get("error"))]
+
+
+def _attribute(row: dict):
+    value = row.get("attribute")
+    return None if value is None or (isinstance(value, float) and np.isnan(value)) else value
+
+
+# ---- 2. verdicts ---------------------------------------------------------------------------------------------
+
+
+def verdict_jobs(answers: pd.DataFrame, gold: dict[tuple[str, str], QA], metrics: Sequence[str] = METRICS) -> list[tuple]:
+    """``(row, metric)`` for each answered row and each metric it gets: ACC and ACC_L when its question has a
+    gold answer (a QA question), HS when the method used context. Failed jobs get none (they are reported as
+    failed, never judged)."""
+    unknown = set(metrics) - set(METRICS)
+    if unknown:
+        raise ValueError(f"unknown metric(s) {sorted(unknown)}; known: {', '.join(METRICS)}")
+    jobs = []
+    for r in _answered(answers):
+        has_gold = (r["character"], r["question_id"]) in gold and r.get("task") == QA_TASK
+        for m in metrics:
+            if (m in ("acc", "acc_l") and has_gold) or (m == "hs" and r.get("context")):
+                jobs.append((r, m))
+    return jobs
+
+
+def judge_answers(answers: pd.DataFrame, judge, names: dict[str, str], gold: dict[tuple[str, str], QA], *,
+                  metrics: Sequence[str] = METRICS, workers: int | None = None, progress: bool = True) -> pd.DataFrame:
+    """One verdict row per (response, metric) of :func:`verdict_jobs` (columns :data:`VERDICT_COLUMNS`).
+    ``gold``: ``{(character, question id): QA}``; ``names``: ``{slug: name}``. A verdict the judge gave in no
+    allowed form is ``unparsed`` (NaN value); a judge call that failed is ``failed`` with its error."""
+    def run(job):
+        r, metric = job
+        name = names.get(r["character"], r["character"])
+        qa = gold.get((r["character"], r["question_id"])) if r.get("task") == QA_TASK else None
+        reply = r["reply"] or ""
+        if metric == "acc":
+            return judge_acc(judge, name, r["question"], qa.answer, reply)
+        if metric == "acc_l":
+            return judge_acc_l(judge, name, r["question"], qa.answer, reply)
+        return judge_hs(judge, name, r["question"], r["context"], reply, qa.answer if qa else None)
+
+    jobs = verdict_jobs(answers, gold, metrics)
+    outcomes = judge.map(run, jobs, desc="judge", workers=workers, progress=progress) if jobs else []
+    rows = []
+    for o in outcomes:
+        r, metric = o.item
+        v = o.value if o.ok else None
+        rows.append({"task": r.get("task"), "method": r["method"], "character": r["character"],
+                     "question_id": r["question_id"], "attribute": _attribute(r), "metric": metric,
+                     "answer": v.answer if v else None, "value": v.value if v else np.nan,
+                     "status": v.status if v else FAILED, "problem": v.problem if v else None, "error": o.error,
+                     "judge": judge.label})
+    return pd.DataFrame(rows, columns=VERDICT_COLUMNS)
+
+
+def label_answers(answers: pd.DataFrame, keypoints: pd.DataFrame, judge, names: dict[str, str], *,
+                  workers: int | None = None, progress: bool = True) -> pd.DataFrame:
+    """Each key point of each answered QA response's gold answer labelled by the judge: one row per
+    (response, key point), columns :data:`LABEL_COLUMNS`; ``label`` is None when unparsed or failed.
+    ``keypoints``: :func:`~rpa_lib.evaluation.judges.keypoints_for`'s rows (``qa_id``, ``character``,
+    ``key_points``). Questions without key points get no rows (:func:`keypoint_scores_per_response` counts
+    them)."""
+    points = {(k["character"], k["qa_id"]): list(k["key_points"]) for k in keypoints.to_dict("records")}
+    jobs = [(r, i, kp) for r in _answered(answers) if r.get("task") == QA_TASK
+            for i, kp in enumerate(points.get((r["character"], r["question_id"]), []), start=1)]
+
+    def run(job):
+        r, _, kp = job
+        return label_keypoint(judge, names.get(r["character"], r["character"]), r["question"], kp, r["reply"] or "")
+
+    outcomes = judge.map(run, jobs, desc="key-point labels", workers=workers, progress=progress) if jobs else []
+    rows = []
+    for o in outcomes:
+        r, i, kp = o.item
+        v = o.value if o.ok else None
+        rows.append({"task": r.get("task"), "method": r["method"], "character": r["character"],
+                     "question_id": r["question_id"], "attribute": _attribute(r), "kp": i, "key_point": kp,
+                     "label": v.answer if v else None, "status": v.status if v else FAILED,
+                     "problem": v.problem if v else None, "error": o.error, "judge": judge.label})
+    return pd.DataFrame(rows, columns=LABEL_COLUMNS)
+
+
+# ---- 3. tables -----------------------------------------------------------------------------------------------
+
+
+def _mean(values: pd.Series) -> float:
+    return float(values.mean()) if len(values) else np.nan
+
+
+def table6(answers: pd.DataFrame, verdicts: pd.DataFrame, llm: str, judge: str) -> pd.DataFrame:
+    """AMADEUS Table 6 for this run: one row per (task, method) in the order met, with ``acc`` (share of
+    responses judged to contain the answer; a fraction, the paper prints a percentage), ``acc_l`` and ``hs``
+    (means of the parsed verdicts; HS NaN, the paper's "-", for a method without context), and what each
+    rests on: ``answers``, ``failed_answers`` (jobs that failed: never judged), ``n_<metric>`` (parsed
+    verdicts), ``unparsed_<metric>`` and ``failed_<metric>`` (judge calls that failed)."""
+    out = []
+    for (task, method), group in answers.groupby(["task", "method"], sort=False):
+        v = verdicts[(verdicts.task == task) & (verdicts.method == method)]
+        row = {"task": task, "method": method, "paper_method": paper_name(method), "llm": llm, "judge": judge,
+               "answers": len(group), "failed_answers": int(group.error.notna().sum())}
+        for m in METRICS:
+            vm = v[v.metric == m]
+            ok = vm[vm.status == OK].value
+            row[m] = _mean(ok)
+            row[f"n_{m}"], row[f"unparsed_{m}"] = len(ok), int((vm.status == UNPARSED).sum())
+            row[f"failed_{m}"] = int((vm.status == FAILED).sum())
+        out.append(row)
+    cols = ["task", "method", "paper_method", "llm", "judge", "answers", "failed_answers", *METRICS,
+            *[f"{p}_{m}" for m in METRICS for p in ("n", "unparsed", "failed")]]
+    return pd.DataFrame(out, columns=cols)
+
+
+def keypoint_scores_per_response(answers: pd.DataFrame, labels: pd.DataFrame, keypoints: pd.DataFrame) -> pd.DataFrame:
+    """RAGEval's scores of each QA response from its key-point labels (:func:`~rpa_lib.evaluation.metrics.
+    keypoints.keypoint_scores`): ``completeness``, ``hallucination``, ``irrelevance`` over the labels judged;
+    ``keypoints`` (the gold answer's; 0 when its extraction was unparseable or failed), ``unparsed`` and
+    ``failed`` labels (neither in the denominator), and ``job_failed``."""
+    kp_count = {(k["character"], k["qa_id"]): len(k["key_points"]) for k in keypoints.to_dict("records")}
+    by_response = {key: group for key, group in labels.groupby(["method", "character", "question_id"], sort=False)}
+    empty = labels.iloc[0:0]
+    out = []
+    for r in answers[answers.task == QA_TASK].to_dict("records"):
+        mine = by_response.get((r["method"], r["character"], r["question_id"]), empty)
+        done = mine[mine.status != FAILED]
+        s = keypoint_scores([lab if st == OK else None for lab, st in zip(done.label, done.status)])
+        out.append({"method": r["method"], "character": r["character"], "question_id": r["question_id"],
+                    "attribute": _attribute(r), "keypoints": kp_count.get((r["character"], r["question_id"]), 0),
+                    "judged": s.judged, "unparsed": s.unparsed, "failed": int((mine.status == FAILED).sum()),
+                    "job_failed": not _ok(r.get("error")), "completeness": s.completeness,
+                    "hallucination": s.hallucination, "irrelevance": s.irrelevance})
+    return pd.DataFrame(out, columns=["method", "character", "question_id", "attribute", "keypoints", "judged", "unparsed",
+                                      "failed", "job_failed", "completeness", "hallucination", "irrelevance"])
+
+
+def keypoint_table(per_response: pd.DataFrame, llm: str, judge: str) -> pd.DataFrame:
+    """RAGEval's Completeness, Hallucination and Irrelevance per method (:func:`~rpa_lib.evaluation.metrics.
+    keypoints.average_keypoint_scores`: the mean over responses with a judged key point), with the counts behind
+    them: ``responses``, ``scored``, ``without_keypoints`` (answered, but the gold answer has no key point),
+    ``unparsed_labels``, ``failed_labels`` and ``failed_answers``."""
+    out = []
+    for method, group in per_response.groupby("method", sort=False):
+        answered = group[~group.job_failed]
+        avg = average_keypoint_scores(_scores(answered))
+        out.append({"method": method, "paper_method": paper_name(method), "llm": llm, "judge": judge,
+                    "completeness": avg.completeness, "hallucination": avg.hallucination,
+                    "irrelevance": avg.irrelevance, "responses": len(group), "scored": avg.scored,
+                    "without_keypoints": int((answered.keypoints == 0).sum()), "unparsed_labels": avg.unparsed,
+                    "failed_labels": int(group.failed.sum()), "failed_answers": int(group.job_failed.sum())})
+    return pd.DataFrame(out)
+
+
+def _scores(per_response: pd.DataFrame) -> list[KeypointScores]:
+    return [KeypointScores(r.completeness, r.hallucination, r.irrelevance, r.judged + r.unparsed, r.unparsed)
+            for r in per_response.itertuples()]
+
+
+def attribute_breakdown(verdicts: pd.DataFrame, per_response: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Per method and QA attribute (Demographic Information ... Social Relationships): ACC, ACC_L and, when the
+    key-point scores are given, Completeness; with ``n`` (parsed ACC verdicts) and ``unparsed`` (ACC)."""
+    v = verdicts[verdicts.task == QA_TASK]
+    out = []
+    for (method, attribute), group in v.groupby(["method", "attribute"], sort=False):
+        ok = group[group.status == OK]
+        row = {"method": method, "attribute": attribute, "acc": _mean(ok[ok.metric == "acc"].value),
+               "acc_l": _mean(ok[ok.metric == "acc_l"].value), "n": int((ok.metric == "acc").sum()),
+               "unparsed": int(((group.metric == "acc") & (group.status == UNPARSED)).sum())}
+        if per_response is not None:
+            kp = per_response[(per_response.method == method) & (per_response.attribute == attribute)]
+            row["completeness"] = _mean(kp.completeness.dropna())
+        out.append(row)
+    return pd.DataFrame(out)
+
+
+def attribute_table(breakdown: pd.DataFrame, metric: str = "acc") -> pd.DataFrame:
+    """One metric of :func:`attribute_breakdown` as attributes x methods (in the order met)."""
+    wide = breakdown.pivot(index="attribute", columns="method", values=metric)
+    methods = list(dict.fromkeys(breakdown.method))
+    attributes = list(dict.fromkeys(breakdown.attribute))
+    return wide.loc[attributes, methods].reset_index().rename_axis(columns=None)
+
+
+def rank_agreement(table: pd.DataFrame, source: str, task: str = QA_TASK) -> pd.DataFrame:
+    """Kendall's tau (b) between the ranking of the methods by ACC and by ACC_L, within each LLM of ``table``
+    (columns ``llm``, ``method`` or ``paper_method``, ``task``, ``acc``, ``acc_l``: :func:`table6`'s, or the
+    paper's transcribed Table 6). The paper reports tau = 1 for each of its LLMs. Undefined (NaN, with the reason
+    in ``note``) for fewer than two methods with both scores, or a constant score."""
+    name = "paper_method" if "paper_method" in table.columns else "method"
+    out = []
+    for llm, group in table[table.task == task].groupby("llm", sort=False):
+        group = group.dropna(subset=["acc", "acc_l"])
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            tau = kendall_tau(group.acc, group.acc_l, variant="b")
+        order = {m: " > ".join(group.sort_values(m, ascending=False, kind="stable")[name]) for m in ("acc", "acc_l")}
+        out.append({"source": source, "llm": llm, "methods": len(group), "tau": tau.tau, "pvalue": tau.pvalue,
+                    "acc_order": order["acc"], "acc_l_order": order["acc_l"],
+                    "note": "; ".join(str(w.message) for w in caught) or None})
+    return pd.DataFrame(out, columns=["source", "llm", "methods", "tau", "pvalue", "acc_order", "acc_l_order", "note"])
+
+
+# ---- 4. failures -----------------------------------------------------------------------------------------------
+
+
+def failed_items(**parts: pd.DataFrame) -> pd.DataFrame:
+    """Every failed item of a run: ``failed_items(answers=..., verdicts=..., labels=..., keypoints=...,
+    check=...)``, each a frame with an ``error`` column (and ``method``/``character``/``question_id`` or
+    ``qa_id`` where it has them). One row per failure: ``part``, where it happened and the error."""
+    out = []
+    for part, frame in parts.items():
+        if frame is None or not len(frame) or "error" not in frame:
+            continue
+        for r in frame[frame.error.notna()].to_dict("records"):
+            where = " ".join(str(r[k]) for k in ("task", "method", "character", "question_id", "qa_id", "metric", "case")
+                             if k in r and not (isinstance(r[k], float) and np.isnan(r[k])) and r[k] is not None)
+            out.append({"part": part, "where": where, "error": r["error"]})
+    return pd.DataFrame(out, columns=["part", "where", "error"])
+
+
+def raise_if_failed(failed: pd.DataFrame) -> None:
+    """:class:`~rpa_lib.methods.FailedItems` with the count (per part) and the first error, when any item
+    failed; call it at the end of a run, after everything that completed was saved."""
+    if len(failed):
+        first = failed.iloc[0]
+        counts = ", ".join(f"{n} {part}" for part, n in failed.part.value_counts(sort=False).items())
+        raise FailedItems(f"{len(failed)} item(s) failed ({counts}); first: {first['part']} {first['where']}: "
+                          f"{first['error']}")
+
+
+def run_caption(characters: int, questions: int, responses: int, llm: str, judge: str, embedder: str,
+                max_iterations: int | None = None, slot_size: int | None = None) -> str:
+    """The line every caption and figure title of the QA evaluation carries: ``"2 characters, 12 questions,
+    n=36 responses | GS N=8, K=2 | LLM: ... | judge: ... | embedder: ..."``."""
+    parts = [f"{characters} character{'s' * (characters != 1)}, {questions} question{'s' * (questions != 1)}, "
+             f"n={responses} responses"]
+    if max_iterations is not None:
+        parts.append(f"GS N={max_iterations}, K={slot_size}")
+    return " | ".join([*parts, f"LLM: {llm}", f"judge: {judge}", f"embedder: {embedder}"])

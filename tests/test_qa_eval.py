@@ -1,0 +1,323 @@
+"""The QA evaluation (AMADEUS Table 6, RAGEval key points) on the fake backend: which responses get which
+verdicts, the table arithmetic on hand-made verdicts, missing values counted, failures reported and raised,
+the paper's own Kendall tau from its transcribed table, and notebook 05 through the smoke profile."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from rpa_lib import paths, reproduce
+from rpa_lib.data import Dataset
+from rpa_lib.evaluation.judges import FAILED, OK, UNPARSED, keypoints_for
+from rpa_lib.evaluation.qa import (
+    QA_TASK,
+    answer_all,
+    answer_summary,
+    attribute_breakdown,
+    attribute_table,
+    failed_items,
+    gold_answers,
+    has_context,
+    judge_answers,
+    keypoint_scores_per_response,
+    keypoint_table,
+    label_answers,
+    methods_for,
+    paper_name,
+    qa_items,
+    raise_if_failed,
+    rank_agreement,
+    run_caption,
+    table6,
+    task_jobs,
+    verdict_jobs,
+)
+from rpa_lib.llm import FakeLLM
+from rpa_lib.methods import FailedItems, build_method
+from rpa_lib.paper import paper_table, table6_beside_paper
+
+
+@pytest.fixture(autouse=True)
+def _no_judge_settings(monkeypatch):
+    for name in ("RPA_JUDGE_MODEL", "RPA_JUDGE_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def ds(fixture_data):
+    return Dataset(fixture_data)
+
+
+def answer_row(method="naive_rag", character="ada-lindqvist", qid="ada-lindqvist-01", task=QA_TASK, context=True,
+               error=None, attribute="Demographic Information", reply="I keep the light."):
+    ctx = [{"role": "knowledge", "text": "Ada keeps the lighthouse on Varholm.", "chunk_ids": ["c1"], "label": ""}]
+    return {"task": task, "method": method, "character": character, "question_id": qid, "question": "Where?",
+            "attribute": attribute, "reply": None if error else reply, "context": (ctx if context else []) if not error else None,
+            "chunk_ids": [], "details": {}, "llm_calls": 1, "cached_calls": 0, "seconds": 0.0, "error": error}
+
+
+# ---- which responses get which verdicts ----------------------------------------------------------------------
+
+
+def test_verdict_jobs_follow_the_paper(ds):
+    gold = gold_answers(ds, ["ada-lindqvist"])
+    answers = pd.DataFrame([answer_row("no_rag", context=False), answer_row("naive_rag"),
+                            answer_row("amadeus", error="LLMError: boom"),
+                            answer_row("naive_rag", qid="E1", task="MBTI", attribute=None)])
+    jobs = [(r["method"], r["task"], m) for r, m in verdict_jobs(answers, gold)]
+    assert jobs == [("no_rag", QA_TASK, "acc"), ("no_rag", QA_TASK, "acc_l"),  # no context: no HS
+                    ("naive_rag", QA_TASK, "acc"), ("naive_rag", QA_TASK, "acc_l"), ("naive_rag", QA_TASK, "hs"),
+                    ("naive_rag", "MBTI", "hs")]  # a failed job is never judged; an interview gets HS only
+    with pytest.raises(ValueError, match="unknown metric"):
+        verdict_jobs(answers, gold, ["acc", "bleu"])
+
+
+def test_has_context(ds):
+    llm = FakeLLM()
+    assert not has_context(build_method("no_rag", llm, dataset=ds))
+    assert has_context(build_method("naive_rag", llm, dataset=ds)) and has_context(build_method("amadeus", llm, dataset=ds))
+
+
+def test_hs_sees_the_context_and_gold_the_method_had(ds):
+    seen = []
+
+    def rule(kind, messages, spec):
+        seen.append(messages[-1]["content"])
+        return "3"
+
+    gold = gold_answers(ds, ["ada-lindqvist"])
+    answers = pd.DataFrame([answer_row("naive_rag"), answer_row("naive_rag", qid="E1", task="BFI", attribute=None)])
+    v = judge_answers(answers, FakeLLM(rule=rule, label="j"), {"ada-lindqvist": "Ada"}, gold, metrics=["hs"],
+                      progress=False)
+    assert v.value.tolist() == [3.0, 3.0] and (v.judge == "j").all()
+    assert "Ada keeps the lighthouse on Varholm." in seen[0] and gold["ada-lindqvist", "ada-lindqvist-01"].answer in seen[0]
+    assert "Ada keeps the lighthouse on Varholm." in seen[1] and "Correct answer" not in seen[1]
+
+
+# ---- missing values and failures -----------------------------------------------------------------------------
+
+
+def test_unparsed_and_failed_verdicts_are_counted_not_scored(ds):
+    gold = gold_answers(ds, ["ada-lindqvist"])
+
+    def rule(kind, messages, spec):
+        text = messages[-1]["content"]
+        if "hallucinated" in text:
+            raise RuntimeError("judge server down")
+        if spec == ["yes", "no"]:
+            reply = re.search(r"response \(in the first person\): (.*)", text)
+            return "yes" if reply and "light" in reply.group(1) else "perhaps"
+        return "8"
+
+    answers = pd.DataFrame([answer_row("naive_rag", reply="I keep the light."),
+                            answer_row("naive_rag", qid="ada-lindqvist-02", reply="No idea."),
+                            answer_row("naive_rag", qid="ada-lindqvist-03", error="LLMError: agent down")])
+    v = judge_answers(answers, FakeLLM(rule=rule, label="j"), {}, gold, progress=False)
+    acc = v[v.metric == "acc"]
+    assert acc.status.tolist() == [OK, UNPARSED] and acc.value.iloc[0] == 1.0 and math.isnan(acc.value.iloc[1])
+    assert (v[v.metric == "hs"].status == FAILED).all() and v[v.metric == "hs"].error.str.contains("server down").all()
+    t = table6(answers, v, "agent-llm", "j").iloc[0]
+    assert t.acc == 1.0 and t.n_acc == 1 and t.unparsed_acc == 1  # the unparsed one is not a 0
+    assert t.acc_l == 8.0 and t.n_acc_l == 2
+    assert math.isnan(t.hs) and t.failed_hs == 2 and t.n_hs == 0
+    assert t.answers == 3 and t.failed_answers == 1 and (t.llm, t.judge) == ("agent-llm", "j")
+    failed = failed_items(answers=answers, verdicts=v)
+    assert failed.part.tolist() == ["answers", "verdicts", "verdicts"]
+    with pytest.raises(FailedItems, match=r"3 item\(s\) failed \(1 answers, 2 verdicts\); first: answers .*agent down"):
+        raise_if_failed(failed)
+    raise_if_failed(failed_items(answers=answers.iloc[:2], verdicts=v[v.status != FAILED]))  # nothing failed
+
+
+# ---- table arithmetic on hand-made verdicts ------------------------------------------------------------------
+
+
+def verdict(method, metric, value, status=OK, task=QA_TASK, attribute="Activity", qid="q1"):
+    return {"task": task, "method": method, "character": "ada", "question_id": qid, "attribute": attribute,
+            "metric": metric, "answer": None, "value": value, "status": status, "problem": None, "error": None,
+            "judge": "j"}
+
+
+def test_table6_arithmetic():
+    answers = pd.DataFrame([{"task": QA_TASK, "method": m, "error": None} for m in ("no_rag",) * 4 + ("amadeus",) * 4])
+    v = pd.DataFrame([verdict("no_rag", "acc", x) for x in (1, 0, 0, 0)] + [verdict("no_rag", "acc_l", x) for x in (2, 4, 6, 8)]
+                     + [verdict("amadeus", "acc", x) for x in (1, 1, 1)] + [verdict("amadeus", "acc", np.nan, UNPARSED)]
+                     + [verdict("amadeus", "hs", x) for x in (1, 2)] + [verdict("amadeus", "acc_l", 9)])
+    t = table6(answers, v, "L", "J").set_index("method")
+    assert t.acc["no_rag"] == 0.25 and t.acc_l["no_rag"] == 5.0 and math.isnan(t.hs["no_rag"])
+    assert t.acc["amadeus"] == 1.0 and t.unparsed_acc["amadeus"] == 1 and t.hs["amadeus"] == 1.5
+    assert t.paper_method.tolist() == ["w/o RAG", "AMADEUS"]
+    tau = rank_agreement(t.reset_index(), "ours")
+    assert tau.tau.iloc[0] == pytest.approx(1.0) and tau.acc_order.iloc[0] == "AMADEUS > w/o RAG"
+
+
+def test_keypoint_scores_and_table_on_hand_made_labels():
+    answers = pd.DataFrame([answer_row("naive_rag", qid="q1"), answer_row("naive_rag", qid="q2"),
+                            answer_row("naive_rag", qid="q3"), answer_row("naive_rag", qid="q4", error="boom")])
+    keypoints = pd.DataFrame([{"character": "ada-lindqvist", "qa_id": q, "key_points": kps}
+                              for q, kps in (("q1", ["a", "b", "c", "d"]), ("q2", ["a", "b"]), ("q3", []))])
+    rows = []
+    for qid, labels in (("q1", ["covered", "contradicted", "not_covered", None]), ("q2", ["covered", "FAIL"])):
+        for i, label in enumerate(labels, start=1):
+            status = OK if label not in (None, "FAIL") else (UNPARSED if label is None else FAILED)
+            rows.append({"task": QA_TASK, "method": "naive_rag", "character": "ada-lindqvist", "question_id": qid,
+                         "attribute": "Activity", "kp": i, "key_point": "k", "label": label if status == OK else None,
+                         "status": status, "problem": None, "error": "x" if status == FAILED else None, "judge": "j"})
+    per = keypoint_scores_per_response(answers, pd.DataFrame(rows), keypoints).set_index("question_id")
+    assert per.loc["q1", ["completeness", "hallucination", "irrelevance"]].tolist() == pytest.approx([1 / 3] * 3)
+    assert (per.loc["q1", "keypoints"], per.loc["q1", "judged"], per.loc["q1", "unparsed"]) == (4, 3, 1)
+    assert per.loc["q2", "completeness"] == 1.0 and per.loc["q2", "failed"] == 1 and per.loc["q2", "judged"] == 1
+    assert per.loc["q3", "keypoints"] == 0 and math.isnan(per.loc["q3", "completeness"])
+    assert per.loc["q4", "job_failed"]
+    t = keypoint_table(per.reset_index(), "L", "J").iloc[0]
+    assert t.completeness == pytest.approx((1 / 3 + 1) / 2) and t.hallucination == pytest.approx(1 / 6)
+    assert (t.responses, t.scored, t.without_keypoints, t.unparsed_labels, t.failed_labels, t.failed_answers) == (
+        4, 2, 1, 1, 1, 1)
+
+
+def test_attribute_breakdown():
+    v = pd.DataFrame([verdict("no_rag", "acc", 1, attribute="Activity"), verdict("no_rag", "acc", 0, attribute="Activity", qid="q2"),
+                      verdict("no_rag", "acc", np.nan, UNPARSED, attribute="Belief and Value"),
+                      verdict("amadeus", "acc", 1, attribute="Activity"), verdict("amadeus", "acc_l", 7, attribute="Activity"),
+                      verdict("amadeus", "hs", 2, task="MBTI", attribute=None)])
+    b = attribute_breakdown(v)
+    row = b[(b.method == "no_rag") & (b.attribute == "Activity")].iloc[0]
+    assert row.acc == 0.5 and row.n == 2
+    assert b[(b.method == "no_rag") & (b.attribute == "Belief and Value")].unparsed.iloc[0] == 1
+    wide = attribute_table(b, "acc")
+    assert wide.columns.tolist() == ["attribute", "no_rag", "amadeus"] and wide.attribute.tolist() == ["Activity", "Belief and Value"]
+    assert math.isnan(wide.set_index("attribute").amadeus["Belief and Value"])
+
+
+# ---- the paper -------------------------------------------------------------------------------------------------
+
+
+def test_paper_kendall_tau_is_one_for_each_llm():
+    """The paper: ACC and ACC_L rank its five methods alike for each LLM (tau = 1), from the transcribed table."""
+    tau = rank_agreement(paper_table("table6_roleplay"), "AMADEUS paper")
+    assert tau.llm.tolist() == ["GPT-4.1", "Gemma3-27B", "Qwen3-32B"]
+    assert tau.tau.tolist() == pytest.approx([1.0, 1.0, 1.0]) and (tau.methods == 5).all()
+
+
+def test_rank_agreement_of_a_constant_judge_is_undefined():
+    t = pd.DataFrame({"task": QA_TASK, "llm": "L", "method": ["a", "b", "c"], "acc": [0.5, 0.5, 0.5], "acc_l": [1, 2, 3]})
+    got = rank_agreement(t, "ours").iloc[0]
+    assert math.isnan(got.tau) and "constant" in got.note
+
+
+def test_table6_beside_paper():
+    ours = pd.DataFrame([{"task": QA_TASK, "method": "no_rag", "paper_method": "w/o RAG", "llm": "Smol", "acc": 0.25,
+                          "acc_l": 3.5, "hs": np.nan, "n_acc": 4, "n_hs": 0},
+                         {"task": QA_TASK, "method": "rolerag", "paper_method": "rolerag", "llm": "Smol", "acc": 0.5,
+                          "acc_l": 5.0, "hs": 2.0, "n_acc": 4, "n_hs": 4},
+                         {"task": "MBTI", "method": "amadeus", "paper_method": "AMADEUS", "llm": "Smol", "acc": np.nan,
+                          "acc_l": np.nan, "hs": 1.75, "n_acc": 0, "n_hs": 4}])
+    table, long = table6_beside_paper(ours)
+    first = table.iloc[0]
+    assert (first.method, first.task) == ("w/o RAG", QA_TASK)
+    assert (first["ours (Smol) ACC"], first["ours (Smol) ACC_L"], first["ours (Smol) HS"]) == ("25.00%", "3.50", "-")
+    assert (first["GPT-4.1 ACC"], first["GPT-4.1 ACC_L"], first["GPT-4.1 HS"]) == ("49.56%", "6.79", "-")
+    assert table[(table.method == "AMADEUS") & (table.task == "CharacterRAG")]["Qwen3-32B HS"].iloc[0] == "4.66"
+    assert table[(table.method == "AMADEUS") & (table.task == "MBTI")]["ours (Smol) HS"].iloc[0] == "1.75"
+    qa_rows = table[table.task == QA_TASK].method.tolist()
+    assert qa_rows == ["w/o RAG", "Naive RAG", "LightRAG", "CRAG", "AMADEUS", "rolerag"]  # paper order, then ours
+    assert table.task.tolist().index("MBTI") > qa_rows.__len__() - 1
+    assert set(long.source) == {"ours", "AMADEUS paper"} and len(long) == 3 + len(paper_table("table6_roleplay"))
+
+
+def test_paper_names():
+    assert [paper_name(m) for m in ("no_rag", "naive_rag", "amadeus", "crag", "lightrag", "rolerag")] == [
+        "w/o RAG", "Naive RAG", "AMADEUS", "CRAG", "LightRAG", "rolerag"]
+
+
+def test_run_caption_names_everything():
+    caption = run_caption(2, 12, 36, "SmolLM2", "judge-x", "minilm", 8, 2)
+    for part in ("2 characters", "12 questions", "n=36 responses", "GS N=8, K=2", "LLM: SmolLM2", "judge: judge-x",
+                 "embedder: minilm"):
+        assert part in caption
+
+
+# ---- a whole run on the fake backend ---------------------------------------------------------------------------
+
+
+def test_pipeline_on_the_fixture(ds, tmp_path):
+    chars = ds.characters(None)
+    llm = FakeLLM(label="agent")
+    agents = methods_for(["no_rag", "naive_rag"], llm, ds, embedder="hash-64", k=2, max_iterations=4, max_tokens=16)
+    tasks = task_jobs(ds, chars, 3, {"mbti": 4})
+    assert [len(j) for j in tasks.values()] == [6, 8] and list(tasks) == [QA_TASK, "MBTI"]
+    answers, timing = answer_all(agents, tasks, llm=llm, save_to=tmp_path / "answers.jsonl", progress=False)
+    assert timing[["task", "method"]].values.tolist() == [[QA_TASK, "no_rag"], [QA_TASK, "naive_rag"], ["MBTI", "naive_rag"]]
+    saved = [json.loads(line) for line in (tmp_path / "answers.jsonl").read_text().splitlines()]
+    assert len(saved) == len(answers) == 6 + 6 + 8 and saved[7]["context"]  # context items kept
+    summary = answer_summary(answers)
+    assert summary.answers.tolist() == [6, 6, 8] and (summary.failed == 0).all()
+    items = qa_items(ds, chars, 3)
+    assert [q.id for _, q in items] == answers[(answers.task == QA_TASK) & (answers.method == "no_rag")].question_id.tolist()
+    judge = FakeLLM(label="judge")
+    names = {c: ds.profile(c)[0] for c in chars}
+    kp = keypoints_for(items, judge, tmp_path / "kp.jsonl", names, progress=False)
+    verdicts = judge_answers(answers, judge, names, gold_answers(ds, chars), progress=False)
+    labels = label_answers(answers, kp, judge, names, progress=False)
+    assert len(verdicts) == 6 * 2 + 6 * 3 + 8 and len(labels) == 2 * sum(map(len, kp.key_points))
+    t = table6(answers, verdicts, llm.label, judge.label)
+    assert t[["task", "method"]].values.tolist() == [[QA_TASK, "no_rag"], [QA_TASK, "naive_rag"], ["MBTI", "naive_rag"]]
+    assert t.hs.isna().tolist() == [True, False, False] and t.acc.isna().tolist() == [False, False, True]
+    assert failed_items(answers=answers, verdicts=verdicts, labels=labels, keypoints=kp).empty
+    with pytest.raises(ValueError, match="list of names"):
+        methods_for("amadeus", llm, ds)
+
+
+# ---- notebook 05, smoke profile ------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def smoke05(tmp_path_factory):
+    out = tmp_path_factory.mktemp("smoke05")
+    saved = dict(os.environ)
+    with pytest.MonkeyPatch.context() as mp:
+        for name in ("RPA_JUDGE_MODEL", "RPA_JUDGE_BASE_URL"):
+            mp.delenv(name, raising=False)
+        mp.setenv("RPA_CACHE_DIR", str(out / "cache"))
+        mp.setenv("RPA_INDEX_DIR", str(out / "indexes"))
+        try:
+            reproduce.run("smoke", only=["05"], output_dir=out)
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
+    return out
+
+
+def test_notebook_05_smoke_outputs(smoke05):
+    res, fig = smoke05 / "results", smoke05 / "figures"
+    t6 = pd.read_csv(res / "table6_roleplay_counts.csv")
+    assert t6[["task", "method"]].values.tolist() == [
+        [QA_TASK, "no_rag"], [QA_TASK, "naive_rag"], [QA_TASK, "amadeus"], ["MBTI", "naive_rag"], ["MBTI", "amadeus"],
+        ["BFI", "naive_rag"], ["BFI", "amadeus"]]
+    assert (t6.answers == [12, 12, 12, 8, 8, 10, 10]).all() and (t6.judge == "fake").all()
+    side = pd.read_csv(res / "table6_roleplay.csv")
+    assert "ours (fake) ACC" in side.columns and "GPT-4.1 HS" in side.columns
+    assert "judge: fake" in (res / "table6_roleplay.tex").read_text()
+    kp = [json.loads(line) for line in (res / "keypoints_fake-fake.jsonl").read_text().splitlines()]
+    assert len(kp) == 12 and all(r["judge"] == "fake" and r["date"] for r in kp)
+    for name in ("qa_keypoints.csv", "qa_attributes_acc.csv", "qa_rank_agreement.csv", "qa_judge_check_agreement.csv",
+                 "qa_verdicts.csv", "qa_answers.jsonl", "table6_roleplay.run.json"):
+        assert (res / name).is_file(), name
+    for name in ("table6_roleplay.png", "table6_roleplay.pdf", "table6_roleplay.csv"):
+        assert (fig / name).is_file(), name
+    record = json.loads((res / "table6_roleplay.run.json").read_text())
+    assert record["judge"] == "fake" and record["failed"] == [] and record["judge_check"]
+    tau = pd.read_csv(res / "qa_rank_agreement.csv")
+    assert tau[tau.source == "AMADEUS paper"].tau.tolist() == pytest.approx([1.0, 1.0, 1.0])
+
+
+def test_notebook_05_is_in_every_profile():
+    for profile in ("quick", "paper", "smoke"):
+        assert "05_qa_evaluation" in reproduce.load_profile(profile)["notebooks"], profile
+    assert (paths.NOTEBOOKS_DIR / "05_qa_evaluation.ipynb").is_file()
