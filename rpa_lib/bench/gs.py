@@ -40,7 +40,11 @@ def judge_rule(body: dict) -> str:
 
 
 def _policy(name: str) -> int | AdaptiveWindow:
-    return AdaptiveWindow() if name == "adaptive" else int(name)
+    """``"4"``: a fixed window; ``"adaptive"``: the default :class:`AdaptiveWindow`; ``"adaptive:1.3"``: with that margin."""
+    if name.startswith("adaptive"):
+        _, _, margin = name.partition(":")
+        return AdaptiveWindow(margin=float(margin)) if margin else AdaptiveWindow()
+    return int(name)
 
 
 @contextlib.contextmanager
@@ -109,7 +113,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--characters", default="frieren,light-yagami,yui-hirasawa")
     parser.add_argument("--questions", type=int, default=8, help="MBTI questions per character")
     parser.add_argument("--windows", default="1,4,8,adaptive",
-                        help="comma-separated policies: look-ahead windows (1 is sequential, and first) or 'adaptive'")
+                        help="comma-separated policies: look-ahead windows (1 is sequential, and first), 'adaptive' or "
+                             "'adaptive:M' (look-ahead M times the expected need)")
     parser.add_argument("--latency", type=float, default=0.1, help="seconds per mock call")
     args = parser.parse_args(argv)
     policies = args.windows.split(",")

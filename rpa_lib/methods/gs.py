@@ -41,6 +41,7 @@ from typing import Generic, TypeVar
 
 T = TypeVar("T")
 MAX_THREADS = 32  # judge calls in flight at once, at most, per walk
+MARGIN = 1.0  # look-ahead over the expected need (AdaptiveWindow); set from `python -m rpa_lib.bench gs`
 
 
 @dataclass
@@ -67,11 +68,13 @@ class AdaptiveWindow:
     Thread-safe. What it learns changes only how many calls run ahead, never what a walk selects.
     """
 
-    def __init__(self, prior_yes_rate: float = 0.25, prior_weight: float = 4.0, history_weight: float = 8.0):
-        if not (0 < prior_yes_rate <= 1 and prior_weight > 0 and history_weight > 0):
-            raise ValueError("need 0 < prior_yes_rate <= 1, prior_weight > 0 and history_weight > 0 "
-                             f"(got {prior_yes_rate}, {prior_weight}, {history_weight})")
+    def __init__(self, prior_yes_rate: float = 0.25, prior_weight: float = 4.0, history_weight: float = 8.0,
+                 margin: float = MARGIN):
+        if not (0 < prior_yes_rate <= 1 and prior_weight > 0 and history_weight > 0 and margin >= 1):
+            raise ValueError("need 0 < prior_yes_rate <= 1, prior_weight > 0, history_weight > 0 and margin >= 1 "
+                             f"(got {prior_yes_rate}, {prior_weight}, {history_weight}, {margin})")
         self.prior_yes_rate, self.prior_weight, self.history_weight = prior_yes_rate, prior_weight, history_weight
+        self.margin = margin
         self.yes = self.judged = 0  # verdicts of finished walks
         self._lock = threading.Lock()
 
@@ -88,8 +91,8 @@ class AdaptiveWindow:
         return (yes + self.history_weight * self.judge_yes_rate()) / (judged + self.history_weight)
 
     def ahead(self, slots_left: int, yes: int = 0, judged: int = 0) -> int:
-        """Chunks past the walk's position to have judged or in flight: ``ceil(slots_left / yes_rate)``."""
-        return max(1, math.ceil(slots_left / self.yes_rate(yes, judged) - 1e-9))
+        """Chunks past the walk's position to have judged or in flight: ``ceil(margin * slots_left / yes_rate)``."""
+        return max(1, math.ceil(self.margin * slots_left / self.yes_rate(yes, judged) - 1e-9))
 
     def observe(self, verdicts: Sequence[bool]) -> None:
         """Learn from a finished walk's verdicts (those the sequential algorithm asked for)."""
