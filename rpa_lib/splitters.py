@@ -1,14 +1,21 @@
-"""Split a persona into chunks: Vanilla, ATS and ACTS (AMADEUS, "Adaptive Context-aware Text Splitter").
+"""Split a persona into chunks: Vanilla, ATS and ACTS (AMADEUS Eq. 3-5, "Adaptive Context-aware Text Splitter").
 
-- ``vanilla``: one fixed chunk length and overlap for every character (default 500 / 100 characters).
-- ``ats``: l_max = the character's longest paragraph, overlap l_o = l_max / 2 (Adaptive Text Splitter).
-- ``acts``: ATS, and each chunk's hierarchical context (its heading path) is put in front of its text.
+- ``vanilla``: one fixed chunk length and overlap for every character (default 500 / 100 characters), over the
+  whole document: its chunks may cut across sections, and such a chunk carries only the heading path its
+  paragraphs share (e.g. ``Frieren > Activity``). That is the conventional splitting the paper compares with.
+- ``ats``: l_max = the character's longest paragraph (Eq. 3), overlap l_o = l_max / 2, so short paragraphs merge
+  into one chunk and consecutive chunks overlap (Adaptive Text Splitter).
+- ``acts``: ATS, and each chunk's hierarchical context H_i (its heading path) is put in front of its text (Eq. 5).
+- ``vanilla-section``: Vanilla's length and overlap inside each section (this repository's first Vanilla), kept
+  as a named variant for comparison.
 
-All three split each section (the body under one heading path) on its own with LangChain's
-``RecursiveCharacterTextSplitter`` (paragraphs first, then lines, sentences, words), so a chunk never mixes
-two heading paths and always has exactly one context. Lengths are in characters (the paper's length
-function phi; pass ``length_function`` to count tokens instead). Every chunk keeps the exact character
-offsets of its body in ``persona.md``.
+Where the paper is silent: may an ATS/ACTS chunk span two subsections? We split ATS and ACTS inside each section
+(the body under one heading path), because Eq. 5 appends *the* hierarchical context H_i of a chunk, which is only
+defined when the chunk lies under one heading path; ``split(..., scope="document")`` lets them span sections
+instead (the chunk then carries the shared part of the paths). Splitting uses LangChain's
+``RecursiveCharacterTextSplitter`` (paragraphs first, then lines, sentences, words; overlap is carried in whole
+pieces). Lengths are in characters (the paper's length function phi; pass ``length_function`` to count tokens
+instead). Every chunk keeps the exact character offsets of its body in ``persona.md``.
 
 This module does not embed or index (see ``embeddings`` and ``index``).
 """
@@ -20,15 +27,18 @@ from dataclasses import dataclass
 
 from rpa_lib.persona import Persona, heading_path
 
-SPLITTERS = ("vanilla", "ats", "acts")
-SPLITTER_NAMES = {"vanilla": "Vanilla", "ats": "ATS", "acts": "ACTS"}  # as the paper's tables name them
+SPLITTERS = ("vanilla", "ats", "acts", "vanilla-section")
+SPLITTER_NAMES = {"vanilla": "Vanilla", "ats": "ATS", "acts": "ACTS",  # as the paper's tables name them
+                  "vanilla-section": "Vanilla (per section)"}
+SCOPES = {"vanilla": "document", "ats": "section", "acts": "section", "vanilla-section": "section"}
 VANILLA_LENGTH, VANILLA_OVERLAP = 500, 100
 _SEPARATORS = ["\n\n", "\n", ". ", "? ", "! ", "; ", ", ", " ", ""]
 
 
 @dataclass(frozen=True)
 class Chunk:
-    """A piece of a persona. ``text`` is what is embedded and shown to the LLM; ``body`` the source slice."""
+    """A piece of a persona. ``text`` is what is embedded and shown to the LLM; ``body`` the source slice
+    ``source[start:end]`` (for a chunk that crosses sections: its paragraphs without the heading lines between)."""
 
     id: str  # "frieren:acts:0007"
     character: str
@@ -57,12 +67,12 @@ def settings_for(persona: Persona, splitter: str, length: int | None = None, ove
     """The (length, overlap) a splitter uses for this persona. ``settings_for(p, "ats").overlap == l_max // 2``"""
     if splitter not in SPLITTERS:
         raise ValueError(f"unknown splitter {splitter!r}; choose one of {', '.join(SPLITTERS)}")
-    if splitter == "vanilla":
+    if splitter in ("vanilla", "vanilla-section"):
         length = length or VANILLA_LENGTH
         overlap = VANILLA_OVERLAP if overlap is None else overlap
     else:
         if length is not None or overlap is not None:
-            raise ValueError(f"{splitter} derives its length from the persona; pass length/overlap only to vanilla")
+            raise ValueError(f"{splitter} derives its length from the persona; pass length/overlap only to Vanilla")
         length = max(length_function(p.text) for p in persona.paragraphs)
         overlap = length // 2
     if not 0 <= overlap < length:
@@ -71,43 +81,61 @@ def settings_for(persona: Persona, splitter: str, length: int | None = None, ove
 
 
 def split(persona: Persona, splitter: str = "acts", *, length: int | None = None, overlap: int | None = None,
-          length_function: Callable[[str], int] = len) -> list[Chunk]:
+          length_function: Callable[[str], int] = len, scope: str | None = None) -> list[Chunk]:
     """Chunks of a persona, in document order. No chunk body is longer than the splitter's chunk length
     (counting one blank line between paragraphs, however many the source has), and with ATS/ACTS every
-    paragraph lies whole inside at least one chunk.
+    paragraph lies whole inside at least one chunk. ``scope`` (``"section"`` or ``"document"``) overrides the
+    splitter's own (:data:`SCOPES`).
 
     >>> from rpa_lib.persona import load_persona
     >>> [c.id for c in split(load_persona("frieren"), "acts")][:2]
     ['frieren:acts:0000', 'frieren:acts:0001']
     """
     s = settings_for(persona, splitter, length, overlap, length_function)
+    scope = scope or SCOPES[splitter]
+    if scope not in ("section", "document"):
+        raise ValueError(f"scope must be 'section' or 'document', not {scope!r}")
     text_splitter = _splitter_class()(
         chunk_size=s.chunk_length + 1, chunk_overlap=s.overlap, length_function=length_function,
         separators=_SEPARATORS, keep_separator=False, strip_whitespace=True,
     )
+    units = [persona.paragraphs] if scope == "document" else [list(sec.paragraphs) for sec in persona.sections]
     chunks: list[Chunk] = []
-    for section in persona.sections:
-        # The section's paragraphs joined by exactly one blank line; `spans` maps offsets back to the source.
+    for paragraphs in units:
+        # The paragraphs joined by exactly one blank line; `spans` maps offsets back to the source.
         body_text, spans, at = "", [], 0
-        for par in section.paragraphs:
+        for par in paragraphs:
             spans.append((at, par.start))
             body_text += ("\n\n" if body_text else "") + par.text
             at = len(body_text) + 2
-        context = heading_path(section.headings)
         cursor = 0
         for piece in text_splitter.split_text(body_text):
             found = body_text.find(piece, cursor)
             if found < 0:  # the splitter only cuts, joins with the same separator, and strips
-                raise AssertionError(f"{persona.path}: chunk not found in its section {context!r}")
+                raise AssertionError(f"{persona.path}: chunk not found in {heading_path(paragraphs[0].headings)!r}")
             cursor = found + 1
             start, end = _to_source(spans, found), _to_source(spans, found + len(piece) - 1) + 1
-            body = persona.source[start:end]
+            headings = _shared_path([p.headings for p in paragraphs if p.start < end and p.end > start])
+            # Inside one section the body is the source slice; across sections the slice would also hold the
+            # heading lines between paragraphs, so the body is the paragraphs' text as the splitter measured it.
+            body = persona.source[start:end] if scope == "section" else piece
             chunks.append(Chunk(
                 id=f"{persona.slug}:{splitter}:{len(chunks):04d}", character=persona.slug, splitter=splitter,
-                text=f"{context}\n{body}" if s.with_context else body,
-                body=body, headings=section.headings, start=start, end=end,
+                text=f"{heading_path(headings)}\n{body}" if s.with_context else body,
+                body=body, headings=headings, start=start, end=end,
             ))
     return chunks
+
+
+def _shared_path(paths: list[tuple[str, ...]]) -> tuple[str, ...]:
+    """The longest heading path every one of ``paths`` starts with."""
+    shared = paths[0]
+    for p in paths[1:]:
+        n = 0
+        while n < min(len(shared), len(p)) and shared[n] == p[n]:
+            n += 1
+        shared = shared[:n]
+    return shared
 
 
 def _splitter_class():

@@ -54,15 +54,19 @@ def test_fixtures_fail_the_full_counts(fixture_data):
     """``full=True`` adds the dataset-wide counts, which two 6-question fixture characters cannot meet."""
     problems = validate(fixture_data, full=True)
     qa = qa_path(fixture_data)
-    assert f"{qa}: 6 QA pairs, expected 30" in problems
-    assert any("characters in all personas, expected at least" in p for p in problems)
+    persona = qa.parent / "persona.md"
+    assert f"{qa}: 6 QA pairs, expected at least 30" in problems
+    assert f"{persona}: median 1.0 paragraphs per subsection, expected at least 3" in problems
+    assert f"{qa}: 0 QA pair(s) whose evidence spans two paragraphs of one subsection, expected at least 3" in problems
+    assert any("characters of paragraph text in all personas, expected at least 600,000" in p for p in problems)
     assert any(p.startswith(str(fixture_data / "questionnaires" / "mbti.json")) and "8 items, expected 60" in p
                for p in problems)
 
 
 def test_real_dataset_is_valid():
-    """The repository's data/ passes the full validator (counts included): 15 characters, 30 QA each, labels,
-    questionnaires with 60 / 120 balanced items."""
+    """The repository's data/ passes the full validator (counts included): 15 characters of at least 40,000
+    paragraph characters with several paragraphs per subsection, 30 QA each (5 per attribute) plus at least 3 whose
+    evidence spans two paragraphs, labels, questionnaires with 60 / 120 balanced items."""
     problems = validate(paths.DATA_DIR, full=True)
     assert problems == [], "\n".join(problems)
 

@@ -27,6 +27,7 @@ from rpa_lib.methods import (
     check_failures,
     failures,
     guided_selection,
+    qa_jobs,
     register,
     run_jobs,
 )
@@ -174,8 +175,8 @@ def test_build_method_takes_declared_settings_and_rejects_unknown_ones():
     assert isinstance(make("no_rag", FakeLLM()), NoRAG)
     a = make("amadeus", FakeLLM(), max_iterations=3, slot_size=1, window=2)
     assert (a.settings.max_iterations, a.settings.slot_size, a.window) == (3, 1, 2)
-    with pytest.raises(ValueError, match="unknown method 'crag'; registered: no_rag, naive_rag, amadeus"):
-        build_method("crag", llm=FakeLLM())
+    with pytest.raises(ValueError, match="unknown method 'no_such_method'; registered: no_rag, naive_rag, amadeus"):
+        build_method("no_such_method", llm=FakeLLM())
     with pytest.raises(ValueError, match=r"method 'no_rag' has no setting 'splitter'; its settings: max_tokens"):
         make("no_rag", FakeLLM(), splitter="acts")
     with pytest.raises(ValueError, match=r"has no setting 'max_iteration'; its settings: embedder, extract, "):
@@ -281,3 +282,31 @@ def test_check_failures_fails_a_run_with_failed_items():
         check_failures(rows, "chunk usage")
     check_failures(rows, "chunk usage", max_share=0.5)  # at the threshold: allowed
     check_failures(rows.iloc[:1], "chunk usage")
+
+
+def test_qa_jobs_spread_a_subset_over_the_attributes():
+    from rpa_lib.data import Dataset
+
+    ds = Dataset(FIXTURES)
+    jobs = qa_jobs(ds, ["ada-lindqvist"], 3)
+    attributes = [j.meta["attribute"] for j in jobs]
+    assert len(jobs) == 3 and len(set(attributes)) == 3
+    assert [j.id for j in qa_jobs(ds, ["ada-lindqvist"])] == [q.id for q in ds.qa("ada-lindqvist")]
+
+
+def test_equal_comparison_gives_both_methods_the_same_pool_and_budget():
+    from rpa_lib.evaluation.chunk_usage import COMPARISONS, comparison_methods
+
+    judge = scripted(judge_yes=lambda p: "Winter Storm" in p)
+    (naive, naive_roles), (amadeus, gs_roles) = comparison_methods("equal", judge, FIXTURES, embedder="hash-64",
+                                                                   slot_size=2, max_iterations=10)
+    assert naive.settings.splitter == amadeus.settings.splitter == "acts" and naive.settings.k == 2
+    assert amadeus.settings.k == 0 and not amadeus.settings.extract and naive_roles is gs_roles is None
+    ctx = amadeus.context("ada-lindqvist", "What did you do when the storm broke the lamp's lens?")
+    assert {i.role for i in ctx.items} == {"selected"} and len(ctx.items) <= 2
+    assert "top-2 ACTS chunks vs AMADEUS on ACTS chunks with top-0 knowledge + GS K=2" in \
+        COMPARISONS["equal"].describe(naive, amadeus)
+    (naive, _), (amadeus, roles) = comparison_methods("paper-like", judge, FIXTURES, embedder="hash-64")
+    assert (naive.settings.splitter, naive.settings.k, roles) == ("vanilla", 3, ["selected"])
+    with pytest.raises(ValueError, match="unknown comparison 'fair'"):
+        comparison_methods("fair", judge, FIXTURES)

@@ -11,7 +11,7 @@ import pytest
 
 from rpa_lib.paths import CHARACTERS_DIR
 from rpa_lib.persona import ATTRIBUTES, Persona, list_characters, load_persona, parse_persona
-from rpa_lib.splitters import SPLITTERS, VANILLA_LENGTH, VANILLA_OVERLAP, settings_for, split
+from rpa_lib.splitters import SCOPES, SPLITTERS, VANILLA_LENGTH, VANILLA_OVERLAP, settings_for, split
 
 WORDS = ("lamp storm harbour keeper island rope gear lens coffee winter ship reef oil lantern mountain bread honey "
          "oven contest rival mother uncle letter map weather swell tide gallery night market book evening friend "
@@ -88,14 +88,19 @@ def check_chunks(p: Persona, splitter: str, length_function=len, **split_args) -
     sections = {sec.headings: sec for sec in p.sections}
     for i, c in enumerate(chunks):
         assert c.id == f"{p.slug}:{splitter}:{i:04d}" and (c.character, c.splitter) == (p.slug, splitter)
-        assert c.body == p.source[c.start:c.end]
         assert c.body and c.body == c.body.strip()
-        sec = sections[c.headings]
-        assert sec.start <= c.start < c.end <= sec.end, "a chunk crosses its section"
+        if split_args.get("scope", SCOPES[splitter]) == "section":
+            assert c.body == p.source[c.start:c.end]
+            sec = sections[c.headings]
+            assert sec.start <= c.start < c.end <= sec.end, "a chunk crosses its section"
+        else:  # a chunk may span sections: it carries the heading path its paragraphs share
+            inside = [par for par in p.paragraphs if par.start < c.end and par.end > c.start]
+            assert all(par.headings[:len(c.headings)] == c.headings for par in inside)
+            assert normalized(c.body) == normalized("\n\n".join(
+                p.source[max(par.start, c.start):min(par.end, c.end)] for par in inside))
         assert length_function(normalized(c.body)) <= s.chunk_length, (c.id, length_function(c.body), s.chunk_length)
         if splitter == "acts":
             assert c.text == f"{c.context}\n{c.body}" and c.context == " > ".join(c.headings)
-            assert c.text.split("\n", 1)[0] == " > ".join(sec.headings)
         else:
             assert c.text == c.body
     assert [c.start for c in chunks] == sorted(c.start for c in chunks), "chunks out of document order"
@@ -108,7 +113,7 @@ def check_chunks(p: Persona, splitter: str, length_function=len, **split_args) -
         lost = [p.source[j] for j in range(par.start, par.end) if p.source[j].isalnum() and not covered[j]]
         assert not lost, f"text of line {par.line} in no chunk"
     for a, b in zip(chunks, chunks[1:]):
-        if a.headings == b.headings:
+        if a.headings == b.headings and SCOPES[splitter] == "section":
             assert a.start < b.start and a.end < b.end
             shared = p.source[b.start:a.end] if b.start < a.end else ""
             assert length_function(normalized(shared)) <= s.overlap, (a.id, b.id)
@@ -116,7 +121,7 @@ def check_chunks(p: Persona, splitter: str, length_function=len, **split_args) -
     for par in p.paragraphs:
         if length_function(par.text) <= s.chunk_length:
             assert any(c.start <= par.start and par.end <= c.end for c in chunks), f"paragraph at line {par.line} cut"
-    if splitter != "vanilla":
+    if splitter not in ("vanilla", "vanilla-section"):
         assert all(length_function(par.text) <= s.chunk_length for par in p.paragraphs)
     return chunks, s
 
@@ -243,7 +248,7 @@ def test_consecutive_chunks_overlap(write_persona):
         assert len(activity) > 1 and s.overlap > 90
         assert overlapping_pairs(activity) == (len(activity) - 1, len(activity) - 1)
     chunks, _ = check_chunks(p, "vanilla", length=200, overlap=60)
-    belief = [c for c in chunks if c.headings[1] == "Belief and Value"]
+    belief = [c for c in chunks if c.headings[1:2] == ("Belief and Value",)]
     assert len(belief) > 5
     assert overlapping_pairs(belief) == (len(belief) - 1, len(belief) - 1)
     no_overlap, _ = check_chunks(p, "vanilla", length=200, overlap=0)
@@ -257,7 +262,7 @@ def test_overlap_is_exercised_on_random_personas(random_persona):
         for splitter in SPLITTERS:
             n, k = overlapping_pairs(split(random_persona(seed), splitter))
             pairs, shared = pairs + n, shared + k
-    assert pairs > 50 and shared > pairs // 4
+    assert pairs > 50 and shared > 50
 
 
 def test_longest_paragraph_is_one_whole_chunk(write_persona):
@@ -276,7 +281,7 @@ def test_length_function_is_honoured(seed, splitter, random_persona):
     p = random_persona(seed)
     args = {"length": 60, "overlap": 15} if splitter == "vanilla" else {}
     chunks, s = check_chunks(p, splitter, length_function=words, **args)
-    if splitter != "vanilla":
+    if splitter not in ("vanilla", "vanilla-section"):
         assert s.chunk_length == max(words(par.text) for par in p.paragraphs)
         assert s.overlap == s.chunk_length // 2
         # Measured in characters, the same chunks would be far too long: the word count was really used.
@@ -292,3 +297,26 @@ REAL = [slug for slug in list_characters() if (CHARACTERS_DIR / slug / "persona.
 @pytest.mark.parametrize("slug", REAL)
 def test_guarantees_on_the_real_personas(slug, splitter):
     check_chunks(load_persona(slug), splitter)
+
+
+def _paths_under(persona: Persona, chunk) -> set[tuple[str, ...]]:
+    """The heading paths of the paragraphs a chunk's body touches."""
+    return {p.headings for p in persona.paragraphs if p.start < chunk.end and chunk.start < p.end}
+
+
+def test_adaptive_chunks_merge_paragraphs_and_overlap_on_the_real_personas():
+    """On the v2 data, subsections hold several paragraphs, so ATS merges short ones into one chunk (most chunks
+    hold 2+ paragraphs), a subsection longer than l_max is cut into overlapping chunks, and ATS never crosses a
+    heading path while the document-wide Vanilla does: the properties Table 1's comparison rests on."""
+    merged = overlapping = crossing = total = 0
+    for slug in REAL:
+        persona = load_persona(slug)
+        chunks = split(persona, "ats")
+        total += len(chunks)
+        merged += sum("\n\n" in normalized(c.body).strip() for c in chunks)
+        overlapping += sum(a.headings == b.headings and b.start < a.end for a, b in zip(chunks, chunks[1:]))
+        assert all(len(_paths_under(persona, c)) == 1 for c in chunks), f"{slug}: an ATS chunk crosses sections"
+        crossing += sum(len(_paths_under(persona, c)) > 1 for c in split(persona, "vanilla"))
+    assert merged > total / 2, f"only {merged} of {total} ATS chunks hold 2+ paragraphs"
+    assert overlapping >= len(REAL), f"only {overlapping} consecutive ATS chunks overlap in {len(REAL)} personas"
+    assert crossing >= len(REAL), f"only {crossing} Vanilla chunks cross a heading path"

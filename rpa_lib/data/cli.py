@@ -23,5 +23,9 @@ def main(argv: list[str] | None = None) -> int:
     for p in problems:
         print(p)
     slugs = args.character or ds.slugs()
+    if not problems:
+        from rpa_lib.data.stats import structure_figures
+
+        print(", ".join(f"{k.replace('_', ' ')} {v:,}" for k, v in structure_figures(ds, args.character).items()))
     print(f"{'FAILED' if problems else 'OK'}: {len(slugs)} character(s) checked in {ds.root}, {len(problems)} problem(s)")
     return 1 if problems else 0

@@ -41,3 +41,24 @@ def dataset_totals(per_char, per_par):
         "paragraphs": per_char.paragraphs.sum(), "QA pairs": per_char.qa_pairs.sum(),
         "median paragraph": int(per_par.length.median()), "longest paragraph": per_par.length.max(),
     }])
+
+
+def structure_figures(data_dir: Dataset | str | Path | None = None, characters: list[str] | None = None) -> dict:
+    """The dataset's structural totals: characters, paragraph characters, paragraphs, subsections, paragraphs per
+    subsection (median and largest), QA pairs and those whose evidence spans two paragraphs of one subsection."""
+    import statistics
+
+    from rpa_lib.data.validate import spans_two_paragraphs, subsection_sizes
+
+    ds = as_dataset(data_dir)
+    slugs = ds.characters(characters)
+    personas = {s: ds.persona(s) for s in slugs}
+    sizes = [n for p in personas.values() for n in subsection_sizes(p)]
+    qa = {s: ds.qa(s) for s in slugs}
+    return {"characters": len(slugs),
+            "paragraph_characters": sum(len(par.text) for p in personas.values() for par in p.paragraphs),
+            "paragraphs": sum(len(p.paragraphs) for p in personas.values()), "subsections": len(sizes),
+            "median_paragraphs_per_subsection": statistics.median(sizes) if sizes else 0,
+            "max_paragraphs_per_subsection": max(sizes, default=0),
+            "qa_pairs": sum(map(len, qa.values())),
+            "two_paragraph_qa": sum(spans_two_paragraphs(personas[s], q) for s in slugs for q in qa[s])}

@@ -8,15 +8,52 @@ For a character and a question set:
 
 What counts as "used" is read from each job's context items (``roles`` picks which: e.g. ``["selected"]`` for
 the chunks GS chose); no method class is consulted and no reply is generated (the runner stops at ``context``).
+
+:data:`COMPARISONS` names the two set-ups Table 3 can compare Naive RAG and AMADEUS in: ``equal`` (the same ACTS
+pool and the same budget K, each counted on everything that reaches its LLM) and ``paper-like`` (Naive RAG's
+top-3 Vanilla chunks against the chunks GS selects, the unequal setting of this repository's first version).
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 
 import pandas as pd
 
+from rpa_lib.methods.registry import build_method
 from rpa_lib.methods.runner import Job, run_jobs
+
+
+@dataclass(frozen=True)
+class Comparison:
+    naive_splitter: str
+    naive_k: int | None  # None: K, the GS slot size
+    amadeus_k: int  # AMADEUS's separate top-k knowledge (0: GS chooses every chunk)
+    amadeus_roles: tuple[str, ...] | None  # which of AMADEUS's context items count (None: all)
+
+    def describe(self, naive, amadeus) -> str:
+        a = amadeus.settings
+        counted = "every chunk in front of the LLM" if self.amadeus_roles is None else "GS-selected chunks only"
+        return (f"Naive RAG top-{naive.settings.k} {naive.settings.splitter.upper()} chunks vs AMADEUS on "
+                f"{a.splitter.upper()} chunks with top-{a.k} knowledge + GS K={a.slot_size} ({counted})")
+
+
+COMPARISONS = {"equal": Comparison("acts", None, 0, None), "paper-like": Comparison("vanilla", 3, 3, ("selected",))}
+
+
+def comparison_methods(name: str, llm, dataset, **amadeus_settings):
+    """``((naive_rag, roles), (amadeus, roles))`` for a named :data:`COMPARISONS` entry; ``amadeus_settings``
+    (embedder, max_iterations, slot_size, window) go to AMADEUS, the embedder to both. AMADEUS runs without the
+    Attribute Extractor: usage needs only the chunks."""
+    if name not in COMPARISONS:
+        raise ValueError(f"unknown comparison {name!r}; choose one of {', '.join(COMPARISONS)}")
+    c = COMPARISONS[name]
+    settings = {k: v for k, v in amadeus_settings.items() if v is not None}
+    amadeus = build_method("amadeus", llm, dataset=dataset, k=c.amadeus_k, extract=False, **settings)
+    naive = build_method("naive_rag", llm, dataset=dataset, splitter=c.naive_splitter, embedder=amadeus.settings.embedder,
+                         k=c.naive_k or amadeus.settings.slot_size)
+    return (naive, None), (amadeus, list(c.amadeus_roles) if c.amadeus_roles else None)
 
 
 def used_chunks(method, jobs: list[Job], *, roles: list[str] | None = None, llm=None, desc: str = "chunks") -> pd.DataFrame:

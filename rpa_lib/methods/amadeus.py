@@ -17,6 +17,7 @@ Context items: ``knowledge`` (top-k), ``attribute`` (one per AE attribute, with 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from rpa_lib.llm import LLMError
 from rpa_lib.methods.base import Call, Context, ContextItem, Method, RetrievalSettings, chunk_items
@@ -39,6 +40,10 @@ class AmadeusSettings(RetrievalSettings):
     window: int | None = None  # GS look-ahead of concurrent judge calls (None: 4 on remote APIs, 1 locally)
     extract: bool = True  # run the Attribute Extractor
     extract_retries: int = 2  # re-asks when AE's JSON is invalid, before the free-text fallback
+
+    k: int = 3  # top-k chunks given as knowledge beside GS's; 0: the GS chunks are the only chunks
+
+    min_k: ClassVar[int] = 0  # k = 0: AMADEUS with GS alone choosing the chunks
 
     def __post_init__(self):
         super().__post_init__()
@@ -90,7 +95,7 @@ class Amadeus(Method):
         return {label: str(reply.data.get(key, "")).strip() for key, label in AE_KEYS.items()}, [self.trace("extract", reply)]
 
     def context(self, character: str, question: str) -> Context:
-        knowledge = self.search(character, question, self.settings.k)
+        knowledge = self.search(character, question, self.settings.k) if self.settings.k else []
         selection, calls = self.select(character, question)
         attributes: dict[str, str] = {}
         if self.settings.extract:

@@ -102,13 +102,14 @@ class RetrievalSettings(AnswerSettings):
     splitter: str = "vanilla"  # vanilla | ats | acts
     embedder: str = "minilm"  # short name or sentence-transformers model id
     k: int = 3  # chunks retrieved as knowledge
+    min_k: ClassVar[int] = 1
 
     def __post_init__(self):
         super().__post_init__()
         if self.splitter not in SPLITTERS:
             raise ValueError(f"unknown splitter {self.splitter!r}; choose one of {', '.join(SPLITTERS)}")
-        if self.k < 1:
-            raise ValueError(f"k must be at least 1, not {self.k}")
+        if self.k < self.min_k:
+            raise ValueError(f"k must be at least {self.min_k}, not {self.k}")
 
 
 class Method:

@@ -33,10 +33,24 @@ class Job:
     meta: dict[str, Any] = field(default_factory=dict, hash=False)  # columns carried into the row (attribute, item, ...)
 
 
+def spread(items: list, key, n: int | None) -> list:
+    """``n`` items taken in turn from each ``key`` group (in order of first appearance, then file order), so a
+    subset covers every group; all items when ``n`` is None. ``spread([1, 2, 3, 4], lambda i: i % 2, 2) == [1, 2]``"""
+    if n is None or n >= len(items):
+        return list(items)
+    groups: dict = {}
+    for item in items:
+        groups.setdefault(key(item), []).append(item)
+    order = [g[i] for i in range(max(map(len, groups.values()))) for g in groups.values() if i < len(g)]
+    chosen = set(map(id, order[:n]))
+    return [item for item in items if id(item) in chosen]
+
+
 def qa_jobs(dataset: Dataset, characters: list[str], per_character: int | None = None) -> list[Job]:
-    """The QA questions of each character (the first ``per_character`` in file order; None: all)."""
+    """The QA questions of each character: all, or ``per_character`` of them spread over the six attributes
+    (taken in turn from each attribute, in file order)."""
     return [Job(c, q.id, q.question, {"attribute": q.attribute}) for c in characters
-            for q in dataset.qa(c)[:per_character]]
+            for q in spread(dataset.qa(c), lambda q: q.attribute, per_character)]
 
 
 def questionnaire_jobs(questionnaire: Questionnaire, characters: list[str]) -> list[Job]:
