@@ -7,14 +7,25 @@ summary gives the time per notebook and the files it wrote. A failing notebook s
 and the failing cell's error.
 
 Profiles: ``quick`` (default; the embedded LLM, a subset, minutes), ``paper`` (the papers' full settings;
-meant for a real LLM), ``smoke`` (fixture data, fake LLM and hash embedder; what the tests run).
+meant for a real LLM), ``smoke`` (fixture data, fake LLM and hash embedder; what the tests run). ``--profile``
+also takes a path to a YAML file.
+
+``--plan`` runs nothing for real: it executes the notebooks that use an LLM with a stand-in LLM
+(:mod:`rpa_lib.llm.plan`; outputs in a temporary folder) and prints per notebook the calls, how many are cached,
+the estimated tokens and dollars at the configured model's price. A budget, ``RPA_BUDGET_USD`` or the profile's
+``budget_usd``, stops the run cleanly when the uncached calls of all its notebooks would spend more
+(:mod:`rpa_lib.llm.budget`; the notebooks share a ledger in the cache folder).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
 import os
+import re
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -24,13 +35,23 @@ from rpa_lib import paths
 from rpa_lib.notebook_params import check_value, parameters
 
 PATH_PARAMETERS = ("data_dir", "figures_dir", "results_dir")
+TOP_LEVEL = ("description", "defaults", "notebooks", "env", "budget_usd")
+
+
+def profile_path(name: str) -> Path:
+    """``profiles/<name>.yaml``, or ``name`` itself when it is a ``.yaml`` path (relative: to the working
+    directory, else to the repository). ``profile_path("profiles/paper.yaml") == profile_path("paper")``"""
+    if not name.endswith((".yaml", ".yml")):
+        return paths.PROFILES_DIR / f"{name}.yaml"
+    path = Path(name)
+    return path if path.is_absolute() or path.is_file() else paths.ROOT / path
 
 
 def load_profile(name: str) -> dict:
-    """The profile ``profiles/<name>.yaml``, checked against every notebook's parameters cell: an unknown
-    notebook, parameter or top-level key, a value of the wrong type or malformed YAML is a ``SystemExit`` whose
-    one line names the profile file and the key."""
-    path = paths.PROFILES_DIR / f"{name}.yaml"
+    """The profile ``profiles/<name>.yaml`` (or a path), checked against every notebook's parameters cell: an
+    unknown notebook, parameter or top-level key, a value of the wrong type or malformed YAML is a ``SystemExit``
+    whose one line names the profile file and the key."""
+    path = profile_path(name)
     if not path.is_file():
         known = ", ".join(sorted(p.stem for p in paths.PROFILES_DIR.glob("*.yaml")))
         raise SystemExit(f"unknown profile {name!r} ({path} not found); known: {known}")
@@ -41,10 +62,13 @@ def load_profile(name: str) -> dict:
         where = f"line {mark.line + 1}: " if mark else ""
         raise SystemExit(f"{path}: not valid YAML ({where}{getattr(e, 'problem', None) or e})") from None
     if not isinstance(profile, dict):
-        raise SystemExit(f"{path}: a profile is a mapping with description, defaults, notebooks and env")
-    unknown = set(profile) - {"description", "defaults", "notebooks", "env"}
+        raise SystemExit(f"{path}: a profile is a mapping with description, defaults, notebooks, env and budget_usd")
+    unknown = set(profile) - set(TOP_LEVEL)
     if unknown:
         raise SystemExit(f"{path}: unknown top-level key(s) {', '.join(sorted(unknown))}")
+    budget = profile.get("budget_usd")
+    if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int | float) or budget < 0):
+        raise SystemExit(f"{path}: budget_usd: expected a non-negative number of dollars, got {budget!r}")
     check_profile(path, profile)
     return profile
 
@@ -98,20 +122,99 @@ def parameters_for(notebook: Path, profile: dict, output_dir: Path | None) -> di
     return {k: v for k, v in params.items() if k in declared}
 
 
+def uses_llm(notebook: Path) -> bool:
+    """Does the notebook declare an ``llm`` or ``evaluator_llm`` parameter or build an LLM (``get_llm(``,
+    ``judge_llm(``)? Those that do not are not planned."""
+    if {"llm", "evaluator_llm"} & set(parameters(notebook)):
+        return True
+    cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
+    return any(re.search(r"\b(get|judge)_llm\(", "".join(c["source"])) for c in cells if c["cell_type"] == "code")
+
+
+@contextlib.contextmanager
+def environment(**values: str | None):
+    """Set (a str) or unset (None) environment variables for the ``with`` block, then restore them. The kernels
+    papermill starts inside the block inherit them."""
+    saved = {k: os.environ.get(k) for k in values}
+    try:
+        for k, v in values.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
 def _snapshot(folders: list[Path]) -> dict[Path, float]:
     return {p: p.stat().st_mtime for f in folders if f.is_dir() for p in f.rglob("*") if p.is_file()
             and "cache" not in p.parts and "notebooks" not in p.relative_to(f).parts}
 
 
-def run(profile_name: str = "quick", only: list[str] | None = None, output_dir: Path | None = None) -> list[dict]:
-    import papermill
-
-    profile = load_profile(profile_name)
+def _apply_env(profile: dict) -> None:
     for key, value in (profile.get("env") or {}).items():
         os.environ.setdefault(key, str(value))
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    executed_dir = paths.ensure((output_dir or paths.RESULTS_DIR) / "notebooks")
+
+
+def budget_of(profile: dict) -> float | None:
+    """The run's budget in dollars: ``RPA_BUDGET_USD``, else the profile's ``budget_usd``, else None."""
+    from rpa_lib.llm.budget import budget_limit
+
+    try:
+        limit = budget_limit()
+    except ValueError as e:
+        raise SystemExit(str(e)) from None
+    return limit if limit is not None else profile.get("budget_usd")
+
+
+def check_prices(books: list[Path], profile: dict, output_dir: Path | None) -> None:
+    """SystemExit before anything runs when a notebook's LLM (its ``llm`` or judge) has no known price: a budget
+    cannot be kept for it. Builds the backend objects only (no client, no model load)."""
+    from rpa_lib.evaluation.judges import judge_llm
+    from rpa_lib.llm import LLMError, get_llm
+
+    for nb in books:
+        declared, params = parameters(nb), parameters_for(nb, profile, output_dir)
+        try:
+            if "llm" in declared:
+                get_llm(params.get("llm"), cache=False)
+            if "evaluator_llm" in declared:
+                judge_llm(params.get("evaluator_llm"), default=params.get("llm"), cache=False)
+        except (LLMError, ValueError) as e:
+            raise SystemExit(f"{nb.stem}: cannot run under the budget: {e}") from None
+
+
+def run(profile_name: str = "quick", only: list[str] | None = None, output_dir: Path | None = None) -> list[dict]:
+    """Execute the notebooks; under a budget (``RPA_BUDGET_USD`` or ``budget_usd``) with one ledger for the run."""
+    profile = load_profile(profile_name)
+    _apply_env(profile)
     books = notebooks(only)
+    limit = budget_of(profile)
+    if limit is None:
+        with environment(RPA_BUDGET_LEDGER=None):
+            return _run(profile_name, profile, books, output_dir)
+    from rpa_lib.llm.budget import Budget, usd
+
+    ledger = paths.cache_dir() / "budget" / f"run-{time.strftime('%Y%m%d-%H%M%S')}-{time.time_ns() % 10**9}.json"
+    with environment(RPA_BUDGET_USD=repr(float(limit)), RPA_BUDGET_LEDGER=str(ledger)):
+        check_prices(books, profile, output_dir)
+        print(f"budget: {usd(limit)} for the uncached LLM calls of this run (ledger {ledger})", flush=True)
+        try:
+            return _run(profile_name, profile, books, output_dir)
+        finally:
+            print(f"budget: ${Budget(limit, ledger).spent:.4f} of {usd(limit)} spent", flush=True)
+
+
+def _run(profile_name: str, profile: dict, books: list[Path], output_dir: Path | None) -> list[dict]:
+    import papermill
+
+    executed_dir = paths.ensure((output_dir or paths.RESULTS_DIR) / "notebooks")
     print(f"reproduce: profile {profile_name!r}, {len(books)} notebook(s), executed copies in {executed_dir}", flush=True)
     summary = []
     for i, nb in enumerate(books, start=1):
@@ -142,13 +245,72 @@ def run(profile_name: str = "quick", only: list[str] | None = None, output_dir: 
     return summary
 
 
+def plan(profile_name: str = "quick", only: list[str] | None = None) -> list[dict]:
+    """Print what a run would call, cost and find cached, from a dry run of the notebooks that use an LLM with a
+    stand-in LLM (:mod:`rpa_lib.llm.plan`); their outputs go to a temporary folder. Returns the table's rows."""
+    import papermill
+
+    from rpa_lib.llm.budget import usd
+    from rpa_lib.llm.plan import PLAN_FILE, plan_rows, plan_table, plan_total, read_plan
+
+    profile = load_profile(profile_name)
+    _apply_env(profile)
+    books = notebooks(only)
+    limit = budget_of(profile)
+    print(f"plan: profile {profile_name!r}, {len(books)} notebook(s); a dry run, no model is called", flush=True)
+    calls: dict[str, list[dict]] = {}
+    skipped: dict[str, str] = {}
+    start_all = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="rpa-plan-") as tmp:
+        out = Path(tmp)
+        for i, nb in enumerate(books, start=1):
+            if not uses_llm(nb):
+                skipped[nb.stem] = "no LLM calls"
+                continue
+            params = parameters_for(nb, profile, out)
+            declared = parameters(nb)
+            params.update({k: str(out / k.removesuffix("_dir")) for k in ("figures_dir", "results_dir") if k in declared})
+            record = out / f"{nb.stem}.plan.jsonl"
+            start = time.perf_counter()
+            with environment(**{PLAN_FILE: str(record), "RPA_BUDGET_USD": None, "RPA_BUDGET_LEDGER": None}):
+                try:
+                    papermill.execute_notebook(str(nb), str(out / nb.name), parameters=params, kernel_name="python3",
+                                               cwd=str(paths.NOTEBOOKS_DIR), progress_bar=False, log_output=False)
+                except papermill.PapermillExecutionError as e:
+                    skipped[nb.stem] = (f"dry run stopped at cell {e.exec_count}, {e.ename}: {e.evalue}; "
+                                        "the counts cover the calls before it")
+                except Exception as e:  # e.g. the kernel died: report it beside the counts made so far
+                    skipped[nb.stem] = f"dry run failed, {type(e).__name__}: {e}; the counts cover the calls before it"
+            calls[nb.stem] = read_plan(record)
+            print(f"[{i}/{len(books)}] {nb.stem}: {len(calls[nb.stem]):,} calls, dry run in "
+                  f"{time.perf_counter() - start:.1f} s", flush=True)
+    rows = plan_rows(calls)
+    print()
+    print(plan_table(rows, [nb.stem for nb in books], skipped))
+    if limit is not None:
+        cost = plan_total(rows)
+        verdict = ("unknown (a model has no price)" if cost is None else
+                   f"the estimate ${cost:,.2f} is {'within' if cost <= limit else 'OVER'} it")
+        print(f"budget: {usd(limit)} (RPA_BUDGET_USD or budget_usd); {verdict}")
+    print(f"plan made in {time.perf_counter() - start_all:.1f} s")
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m rpa_lib.reproduce", description=__doc__.split("\n")[0])
-    parser.add_argument("--profile", default="quick", help="profiles/<name>.yaml: quick (default), paper or smoke")
-    parser.add_argument("--only", help="comma-separated notebook numbers or names, e.g. 02,04")
+    parser.add_argument("--profile", default="quick",
+                        help="profiles/<name>.yaml (quick (default), paper or smoke) or a path to a YAML file")
+    parser.add_argument("--only", "--notebooks", dest="only",
+                        help="comma-separated notebook numbers or names, e.g. 02,04")
     parser.add_argument("--output-dir", type=Path, help="write figures/, results/ and notebooks/ here instead")
+    parser.add_argument("--plan", action="store_true",
+                        help="run nothing: print the LLM calls, cached calls, tokens and dollars of each notebook")
     args = parser.parse_args(argv)
-    run(args.profile, args.only.split(",") if args.only else None, args.output_dir)
+    only = args.only.split(",") if args.only else None
+    if args.plan:
+        plan(args.profile, only)
+    else:
+        run(args.profile, only, args.output_dir)
     return 0
 
 

@@ -8,6 +8,7 @@ the layer memoizes in the process (loaded local models, weight fingerprints); th
 from rpa_lib.llm import fingerprint as _fingerprint
 from rpa_lib.llm import local as _local
 from rpa_lib.llm.base import LLM
+from rpa_lib.llm.budget import BudgetExceeded
 from rpa_lib.llm.cache import Cache
 from rpa_lib.llm.factory import get_llm
 from rpa_lib.llm.fake import FakeLLM
@@ -26,6 +27,6 @@ def clear_caches() -> None:
     _fingerprint.clear_caches()
 
 
-__all__ = ["LLM", "Cache", "FakeLLM", "LLMError", "LLMFatalError", "LocalLLM", "MockServer", "OpenAILLM", "Outcome",
-           "PRICES", "PRICES_AS_OF", "Reply", "RetryPolicy", "Transient", "Usage", "clear_caches", "get_llm",
-           "save_usage"]
+__all__ = ["LLM", "BudgetExceeded", "Cache", "FakeLLM", "LLMError", "LLMFatalError", "LocalLLM", "MockServer",
+           "OpenAILLM", "Outcome", "PRICES", "PRICES_AS_OF", "Reply", "RetryPolicy", "Transient", "Usage",
+           "clear_caches", "get_llm", "save_usage"]

@@ -13,7 +13,11 @@ same reply, or the same ``LLMError`` (``cached=True``), without asking the backe
 attempts than the stored failure had. Faults (retries exhausted, fatal errors, exceptions in backend code) are
 never cached. Errors never chain to an exception of a backend that holds a credential (``_keep_causes``).
 
-This module does not talk to any model, read settings or know any credential.
+Spending. ``RPA_PRICE_IN``/``RPA_PRICE_OUT`` override the backend's price, and under ``RPA_BUDGET_USD`` each
+round trip first holds its estimated cost and raises ``BudgetExceeded`` (fatal) when that would pass the limit
+(:mod:`rpa_lib.llm.budget` reads those settings and keeps the ledger).
+
+This module does not talk to any model or know any credential.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from rpa_lib.llm.answers import match_option, parse_structured
+from rpa_lib.llm.budget import budget_for, price_override
 from rpa_lib.llm.cache import open_cache, request_key
 from rpa_lib.llm.concurrency import run_map
 from rpa_lib.llm.reply import LLMError, LLMFatalError, Outcome, Raw, Reply
@@ -122,6 +127,8 @@ class LLM:
         self.retry = retry or RetryPolicy()
         if max_workers is not None:
             self.max_workers = max_workers
+        self.price = price_override() or self.price  # RPA_PRICE_IN / RPA_PRICE_OUT
+        self._budget = budget_for(self)  # RPA_BUDGET_USD; refuses a model with no price
         self._usage = Usage(self.label, self.model_id, self.price)
 
     def __repr__(self) -> str:
@@ -188,10 +195,14 @@ class LLM:
 
     # ---- machinery --------------------------------------------------------------------------------------------
 
+    def _cache_fields(self, req: Request) -> dict:
+        """What the cache key of ``req`` is made of: backend kind, model id, the request and backend settings."""
+        return {"backend": self.backend, "model": self.model_id, **_key_fields(req), "extra": self._key_extra()}
+
     def _call(self, req: Request, name: str | None, attempts: int, run: Callable[[str, _Spent], dict]) -> Reply:
         """The cached outcome of ``req`` (a reply, or a failure after at least ``attempts`` attempts), else ``run``."""
         what = _call_name(req.kind, name, req.messages)
-        fields = {"backend": self.backend, "model": self.model_id, **_key_fields(req), "extra": self._key_extra()}
+        fields = self._cache_fields(req)
         key = request_key(fields)
         failed_fields = {**fields, "outcome": "failed"}  # failures live under their own key, beside the replies
         failed_key = request_key(failed_fields)
@@ -234,7 +245,8 @@ class LLM:
 
     def _round_trip(self, hook: Callable[[Request], Raw], req: Request, what: str, spent: _Spent) -> Raw:
         """One backend round trip with retries; any other failure becomes an LLMError (an LLMFatalError stays
-        fatal) naming the call."""
+        fatal) naming the call. Under a budget it first holds the request's estimated cost (BudgetExceeded when
+        that would pass the limit) and then books what the round trip cost."""
 
         def attempt() -> Raw:
             try:
@@ -249,7 +261,13 @@ class LLM:
                 cause = exc if self._keep_causes else None
             raise error from cause  # outside the handler: no implicit chain to what the backend raised
 
-        raw = call_with_retries(attempt, self.retry, what, on_retry=self._usage.record_retry)
+        hold = self._budget.hold(self.price, req, what) if self._budget is not None else None
+        raw = None
+        try:
+            raw = call_with_retries(attempt, self.retry, what, on_retry=self._usage.record_retry)
+        finally:
+            if hold is not None:
+                hold.settle(raw)
         spent.prompt_tokens += raw.prompt_tokens
         spent.completion_tokens += raw.completion_tokens
         self._usage.record_request(raw.prompt_tokens, raw.completion_tokens)

@@ -5,6 +5,8 @@ Specs: ``"local"`` (the embedded SmolLM2-135M-Instruct), ``"local:/path/model.gg
 when an API key is configured, else the embedded local model. Settings come from :mod:`rpa_lib.llm.config`.
 
 This module builds the backend object only: no client is connected and no model is loaded until the first call.
+Under ``RPA_PLAN_FILE`` (set by ``reproduce --plan``) the backend is wrapped in a stand-in that records calls and
+calls no model (:mod:`rpa_lib.llm.plan`).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from rpa_lib.llm.config import setting
+from rpa_lib.llm.plan import planned
 
 
 def get_llm(spec: str | None = None, *, base_url: str | None = None, api_key: str | None = None,
@@ -32,13 +35,14 @@ def get_llm(spec: str | None = None, *, base_url: str | None = None, api_key: st
     if kind == "fake":
         from rpa_lib.llm.fake import FakeLLM
 
-        return FakeLLM(label=rest or "fake", cache=cache, **options)
+        return planned(FakeLLM(label=rest or "fake", cache=cache, **options))
     if kind == "local":
         from rpa_lib.llm.local import LocalLLM
 
-        return LocalLLM(rest or None, cache=cache, **options)
+        return planned(LocalLLM(rest or None, cache=cache, **options))
     from rpa_lib.llm.openai_backend import OpenAILLM
 
     if not rest:
         raise ValueError(f"spec {spec!r} names no model: use e.g. 'openai:gpt-4.1'")
-    return OpenAILLM(rest, base_url=setting("RPA_LLM_BASE_URL", base_url), api_key=api_key, cache=cache, **options)
+    return planned(OpenAILLM(rest, base_url=setting("RPA_LLM_BASE_URL", base_url), api_key=api_key, cache=cache,
+                             **options))

@@ -1,0 +1,206 @@
+"""A spending limit in dollars for the uncached LLM calls of one run, and the price and token estimates it needs.
+
+Settings: ``RPA_BUDGET_USD`` (the limit; unset: no limit), ``RPA_PRICE_IN`` and ``RPA_PRICE_OUT`` (dollars per
+million input and output tokens, both or neither; they override the price table of :mod:`rpa_lib.llm.usage` for
+every model of the process) and ``RPA_BUDGET_LEDGER`` (a JSON file holding what the run has spent, so that the
+notebooks of one ``reproduce`` run, each in its own kernel, share one budget; ``reproduce`` sets it, and without it
+each process counts for itself).
+
+Before each backend round trip an LLM *holds* the request's estimated cost (:func:`estimate_tokens`: about
+:data:`CHARS_PER_TOKEN` characters a token in, the request's ``max_tokens`` out, an upper bound); when the spent
+amount plus what calls in flight hold plus this hold would pass the limit, the call raises
+:class:`BudgetExceeded`, an :class:`LLMFatalError`, so ``LLM.map`` stops the run at once. After the round trip the
+hold is settled with the tokens the backend reports, or the estimate when it reports none. Cache hits never reach
+a backend and cost nothing, so a re-run pays only for the calls the first run did not finish.
+
+The local and fake backends cost no dollars and are not limited unless ``RPA_PRICE_*`` give them a price; an
+OpenAI-compatible model with no known price cannot run under a budget (:func:`budget_for` refuses it). This
+module does not call any model and does not decide what is cached.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import math
+import os
+import threading
+from pathlib import Path
+
+from rpa_lib.llm.answers import choice_instruction, schema_instruction, with_instruction
+from rpa_lib.llm.config import setting
+from rpa_lib.llm.reply import LLMFatalError
+from rpa_lib.llm.usage import Price, price_for
+
+CHARS_PER_TOKEN = 4  # a rough average for English text with OpenAI's tokenizers
+MESSAGE_TOKENS = 4  # what a chat message costs beyond its text (role and separators)
+FREE_BACKENDS = ("local", "fake")  # run on this machine: no dollars
+
+
+class BudgetExceeded(LLMFatalError):
+    """The next call would take the run past its budget; every call made so far is cached."""
+
+
+def _dollars(name: str, raw: str) -> float:
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value >= 0):
+        raise ValueError(f"{name} must be a non-negative number of dollars, got {raw!r}")
+    return value
+
+
+def usd(amount: float) -> str:
+    """Dollars as people write them: cents when exact, else more digits. ``usd(1.5) == "$1.50"``,
+    ``usd(0.005) == "$0.005"``"""
+    return f"${amount:,.2f}" if round(amount, 2) == amount else f"${amount:,.6g}"
+
+
+def price_override() -> Price | None:
+    """``Price(RPA_PRICE_IN, RPA_PRICE_OUT)`` when both are set, None when neither is; ValueError otherwise."""
+    raw_in, raw_out = setting("RPA_PRICE_IN"), setting("RPA_PRICE_OUT")
+    if raw_in is None and raw_out is None:
+        return None
+    if raw_in is None or raw_out is None:
+        raise ValueError("set both RPA_PRICE_IN and RPA_PRICE_OUT (dollars per million input / output tokens)")
+    return Price(_dollars("RPA_PRICE_IN", raw_in), _dollars("RPA_PRICE_OUT", raw_out))
+
+
+def model_price(model: str) -> Price | None:
+    """The price of ``model``: ``RPA_PRICE_IN``/``RPA_PRICE_OUT`` when set, else the table's (None: unknown)."""
+    return price_override() or price_for(model)
+
+
+def budget_limit() -> float | None:
+    """``RPA_BUDGET_USD`` in dollars, or None when unset."""
+    raw = setting("RPA_BUDGET_USD")
+    return None if raw is None else _dollars("RPA_BUDGET_USD", raw)
+
+
+def _tokens(chars: int) -> int:
+    return math.ceil(chars / CHARS_PER_TOKEN)
+
+
+def estimate_tokens(req) -> tuple[int, int]:
+    """(input, output) tokens of a request as an OpenAI-compatible server would see it: the messages with the
+    backend's instruction for a choice or a schema, plus the options or schema it sends; output is
+    ``max_tokens`` (an upper bound), for a choice the JSON object naming the longest option.
+    ``estimate_tokens(Request("chat", [{"role": "user", "content": "x" * 40}], max_tokens=50)) == (14, 50)``"""
+    messages, sent = req.messages, ""
+    if req.kind == "choose":
+        messages = with_instruction(messages, choice_instruction(req.options or []))
+        sent = json.dumps(req.options)
+    elif req.kind == "structured":
+        messages = with_instruction(messages, schema_instruction(req.schema or {}))
+        sent = json.dumps(req.schema)
+    prompt = _tokens(sum(len(m["content"]) for m in messages) + len(sent)) + MESSAGE_TOKENS * len(messages)
+    if req.kind == "choose":
+        return prompt, _tokens(len(json.dumps({"answer": max(req.options or [""], key=len)})))
+    return prompt, req.max_tokens
+
+
+class Budget:
+    """``Budget(5.0, ledger)``: at most $5 for the uncached calls of every process that shares ``ledger`` (None:
+    this process only). Thread-safe; the ledger file is updated under an exclusive lock."""
+
+    def __init__(self, limit: float, ledger: Path | None = None):
+        self.limit, self.ledger = limit, ledger
+        self._lock = threading.Lock()
+        self._held = 0.0  # estimates of the calls in flight in this process
+        self._local = {"spent": 0.0, "calls": 0}
+
+    def __repr__(self) -> str:
+        return f"Budget({usd(self.limit)}, ledger={str(self.ledger) if self.ledger else None!r})"
+
+    def _update(self, change=None) -> dict:
+        """The ledger, after ``change(ledger)`` when given; under the file lock when there is a file."""
+        if self.ledger is None:
+            if change is not None:
+                change(self._local)
+            return dict(self._local)
+        self.ledger.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.ledger, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            with os.fdopen(os.dup(fd), "r+", encoding="utf-8") as f:
+                text = f.read()
+                state = json.loads(text) if text.strip() else {"spent": 0.0, "calls": 0}
+                if change is not None:
+                    change(state)
+                    f.seek(0)
+                    f.truncate()
+                    f.write(json.dumps({**state, "limit": self.limit}) + "\n")
+            return state
+        finally:
+            os.close(fd)  # releases the lock
+
+    @property
+    def spent(self) -> float:
+        return self._update()["spent"]
+
+    def hold(self, price: Price, req, what: str) -> Hold:
+        """Hold the estimated cost of ``req`` for its round trip; BudgetExceeded when that would pass the limit."""
+        prompt, completion = estimate_tokens(req)
+        estimate = price.cost(prompt, completion)
+        with self._lock:
+            state = self._update()
+            if state["spent"] + self._held + estimate > self.limit:
+                where = f" (ledger {self.ledger})" if self.ledger else ""
+                raise BudgetExceeded(
+                    f"{what}: budget of {usd(self.limit)} reached: ${state['spent']:.4f} spent on {state['calls']} "
+                    f"uncached call(s) in this run{where}, ${self._held:.4f} held by calls in flight, and this call "
+                    f"may cost up to ${estimate:.4f}. Every completed call is cached: run the same command again with "
+                    "a larger budget (RPA_BUDGET_USD or budget_usd in the profile) and only the remaining calls are "
+                    "paid for; --plan shows how many remain")
+            self._held += estimate
+        return Hold(self, price, estimate)
+
+    def _settle(self, held: float, cost: float | None) -> None:
+        def add(state: dict) -> None:
+            state["spent"] += cost
+            state["calls"] += 1
+
+        with self._lock:
+            self._held = max(0.0, self._held - held)
+            if cost is not None:
+                self._update(add)
+
+
+class Hold:
+    """An estimate held by one round trip; ``settle(raw)`` books what it cost (``settle(None)``: it failed)."""
+
+    def __init__(self, budget: Budget, price: Price, estimate: float):
+        self.budget, self.price, self.estimate = budget, price, estimate
+
+    def settle(self, raw) -> None:
+        if raw is None:
+            cost = None
+        elif raw.prompt_tokens or raw.completion_tokens:
+            cost = self.price.cost(raw.prompt_tokens, raw.completion_tokens)
+        else:  # the server reported no usage
+            cost = self.estimate
+        self.budget._settle(self.estimate, cost)
+
+
+_SHARED: dict[tuple[float, str | None], Budget] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def budget_for(llm) -> Budget | None:
+    """The budget that limits ``llm``: None without ``RPA_BUDGET_USD``, or for a free backend with no price;
+    one :class:`Budget` per limit and ledger in a process, shared by its LLMs. An LLM with no known price under a
+    budget is refused (LLMFatalError naming the model and what to set)."""
+    limit = budget_limit()
+    if limit is None or (llm.price is None and llm.backend in FREE_BACKENDS):
+        return None
+    if llm.price is None:
+        raise LLMFatalError(
+            f"RPA_BUDGET_USD is {usd(limit)} but the price of model {llm.model_id!r} is unknown: set RPA_PRICE_IN and "
+            "RPA_PRICE_OUT (dollars per million input / output tokens) or unset the budget")
+    ledger = setting("RPA_BUDGET_LEDGER")
+    key = (limit, ledger)
+    with _SHARED_LOCK:
+        if key not in _SHARED:
+            _SHARED[key] = Budget(limit, Path(ledger) if ledger else None)
+        return _SHARED[key]

@@ -1,0 +1,196 @@
+"""A plan of a run before it runs: a stand-in LLM that records every call a notebook would make, and the table
+of calls, cached calls, tokens and dollars those records add up to.
+
+When ``RPA_PLAN_FILE`` is set, :func:`rpa_lib.llm.get_llm` wraps the backend it built (which connects no client
+and loads no model until its first call, never made here) in :class:`PlanLLM`. The stand-in keys each call
+exactly as that backend would, looks the key up in that backend's reply cache, answers with the cached reply when
+there is one (so the run follows the path those replies took) and otherwise as the fake backend does, and appends
+one JSON line per call to the plan file: model, key, whether the cache holds it, estimated tokens
+(:func:`rpa_lib.llm.budget.estimate_tokens`: about 4 characters a token in, ``max_tokens`` out, an upper bound).
+``python -m rpa_lib.reproduce --plan`` runs the notebooks so and prints :func:`plan_table`.
+
+The counts are estimates wherever a method adapts to the model's replies: Guided Selection stops when its slots
+fill, CRAG rewrites its query when the evaluator says the chunks are weak, a judge is re-asked after an invalid
+answer; the stand-in's answers take one path, a model may take another. This module writes nothing to the reply
+cache and calls no model.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+from rpa_lib.llm.base import LLM, Request
+from rpa_lib.llm.budget import estimate_tokens, price_override
+from rpa_lib.llm.cache import request_key
+from rpa_lib.llm.fake import FakeLLM, default_rule
+from rpa_lib.llm.reply import Raw
+from rpa_lib.llm.usage import PRICES_AS_OF
+
+PLAN_FILE = "RPA_PLAN_FILE"
+_WRITE_LOCK = threading.Lock()
+
+
+class _CacheView:
+    """A backend's reply cache, read only: ``get`` looks up, ``put`` is dropped. A missing file is never created.
+    Recent lookups are remembered: the stand-in and ``base`` look each key up in turn."""
+
+    def __init__(self, cache: Any):
+        self.cache = cache if cache is not None and Path(cache.path).is_file() else None
+        self.get = functools.lru_cache(maxsize=1024)(self._get)
+
+    def _get(self, key: str) -> dict | None:
+        return None if self.cache is None else self.cache.get(key)
+
+    def put(self, key: str, request: dict, reply: dict) -> None:
+        pass
+
+
+class PlanLLM(LLM):
+    """``PlanLLM(get_llm("openai:gpt-4.1"), path)``: answers like the fake backend (or from ``real``'s cache) under
+    ``real``'s identity (backend, model, label, price, workers, cache key), recording each call to ``path``."""
+
+    def __init__(self, real: LLM, path: str | Path):
+        self.real, self.path = real, Path(path)
+        self.backend, self.label, self.model_id, self.price = real.backend, real.label, real.model_id, real.price
+        self._server = getattr(real, "base_url", None)
+        super().__init__(cache=False, max_workers=real.max_workers, retry=real.retry)
+        self._cache = _CacheView(real._cache)
+        self._budget = None  # a plan spends nothing
+        self._answers = FakeLLM(real.rule if isinstance(real, FakeLLM) else default_rule, cache=False)
+        self._last = threading.local()  # the request whose key fields were made last, and those fields
+
+    def __repr__(self) -> str:
+        return f"PlanLLM({self.real!r})"
+
+    def _key_extra(self) -> dict:
+        return self.real._key_extra()
+
+    def _cache_fields(self, req: Request) -> dict:
+        last = getattr(self._last, "fields", None)
+        if last is None or last[0] is not req:  # made once for the stand-in and once for ``base``
+            self._last.fields = last = (req, super()._cache_fields(req))
+        return last[1]
+
+    def _call(self, req: Request, name: str | None, attempts: int, run) -> Any:
+        fields = self._cache_fields(req)
+        key = request_key(fields)
+        cached = (self._cache.get(key) is not None
+                  or self._cache.get(request_key({**fields, "outcome": "failed"})) is not None)
+        prompt, completion = estimate_tokens(req)
+        price = None if self.price is None else [self.price.input, self.price.output]
+        self._record({"label": self.label, "model": self.model_id, "server": self._server, "price": price,
+                      "kind": req.kind, "key": key, "cached": cached, "in": prompt, "out": completion})
+        return super()._call(req, name, attempts, run)
+
+    def _record(self, entry: dict) -> None:
+        line = json.dumps(entry, ensure_ascii=False) + "\n"
+        with _WRITE_LOCK, open(self.path, "a", encoding="utf-8") as f:
+            f.write(line)
+
+    def _chat(self, req: Request) -> Raw:
+        return self._answers._chat(req)
+
+    def _choose(self, req: Request) -> Raw:
+        return self._answers._choose(req)
+
+    def _structured(self, req: Request) -> Raw:
+        return self._answers._structured(req)
+
+
+def planned(llm: LLM) -> LLM:
+    """``llm`` itself, or under ``RPA_PLAN_FILE`` a :class:`PlanLLM` standing in for it."""
+    path = os.environ.get(PLAN_FILE)
+    return PlanLLM(llm, path) if path else llm
+
+
+# ---- the plan's table ------------------------------------------------------------------------------------------
+
+
+def read_plan(path: str | Path) -> list[dict]:
+    """The calls recorded in a plan file, in order ([] when there is none)."""
+    path = Path(path)
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def plan_rows(calls_by_notebook: dict[str, list[dict]]) -> list[dict]:
+    """One row per notebook and model: ``calls``; ``cached`` (in the reply cache now); ``repeats`` (not cached
+    now, but an identical call earlier in the run will have cached it); ``to_pay`` (the rest) with their estimated
+    ``in_tokens``, ``out_tokens`` and ``cost`` (None when the price is unknown). Notebooks in the given order."""
+    seen: set[str] = set()
+    rows = []
+    for notebook, calls in calls_by_notebook.items():
+        by_model: dict[str, dict] = {}
+        for c in calls:
+            row = by_model.setdefault(c["model"], {
+                "notebook": notebook, "label": c["label"], "model": c["model"], "server": c["server"],
+                "price": c["price"], "calls": 0, "cached": 0, "repeats": 0, "to_pay": 0, "in_tokens": 0,
+                "out_tokens": 0})
+            row["calls"] += 1
+            if c["cached"]:
+                row["cached"] += 1
+            elif c["key"] in seen:
+                row["repeats"] += 1
+            else:
+                row["to_pay"] += 1
+                row["in_tokens"] += c["in"]
+                row["out_tokens"] += c["out"]
+            seen.add(c["key"])
+        for row in by_model.values():
+            price = row["price"]
+            row["cost"] = None if price is None else (row["in_tokens"] * price[0] + row["out_tokens"] * price[1]) / 1e6
+            rows.append(row)
+    return rows
+
+
+def plan_total(rows: list[dict]) -> float | None:
+    """The estimated cost of every call still to pay for; None when a model's price is unknown."""
+    costs = [r["cost"] for r in rows]
+    return None if any(c is None for c in costs) else sum(costs)
+
+
+def _money(cost: float | None) -> str:
+    return "price unknown" if cost is None else f"${cost:,.2f}"
+
+
+def plan_table(rows: list[dict], notebooks: list[str], skipped: dict[str, str] | None = None) -> str:
+    """The plan as text: a header saying how it was made, one line per notebook and model, the models' prices
+    and the totals. ``skipped``: notebook -> why it has no row (e.g. "no LLM calls")."""
+    skipped = skipped or {}
+    lines = [
+        "Estimates from a dry run with a stand-in LLM (no model was called). Adaptive methods (Guided Selection,",
+        "CRAG, re-asks after an invalid answer) take paths that depend on the model's replies: the stand-in follows",
+        "cached replies where there are some and answers the rest itself, so the counts are an estimate.",
+        "Tokens: about 4 characters a token; output tokens are each request's max_tokens (an upper bound; for a",
+        "choice, the JSON naming the longest option), so the cost is an upper bound for the calls counted.",
+        "Cached: in the reply cache now; repeats: identical to an earlier call of this run, cached by then.", "",
+        f"{'notebook':<22} {'model':<34} {'calls':>8} {'cached':>8} {'repeats':>8} {'to pay':>8} "
+        f"{'in tokens':>12} {'out tokens':>12} {'cost':>14}",
+    ]
+    for nb in notebooks:
+        if nb in skipped:
+            lines.append(f"{nb:<22} ({skipped[nb]})")
+        for r in (r for r in rows if r["notebook"] == nb):
+            lines.append(f"{nb:<22} {r['label'][:34]:<34} {r['calls']:>8,} {r['cached']:>8,} {r['repeats']:>8,} "
+                         f"{r['to_pay']:>8,} {r['in_tokens']:>12,} {r['out_tokens']:>12,} {_money(r['cost']):>14}")
+    total = {k: sum(r[k] for r in rows) for k in ("calls", "cached", "repeats", "to_pay", "in_tokens", "out_tokens")}
+    cost = plan_total(rows)
+    lines.append(f"{'total':<22} {'':<34} {total['calls']:>8,} {total['cached']:>8,} {total['repeats']:>8,} "
+                 f"{total['to_pay']:>8,} {total['in_tokens']:>12,} {total['out_tokens']:>12,} {_money(cost):>14}")
+    lines.append("")
+    models = {(r["label"], r["model"], r["server"]): r["price"] for r in rows}
+    for (label, model, server), price in models.items():
+        where = f" at {server}" if server else ""
+        said = (f"${price[0]:.2f} / ${price[1]:.2f} per million input / output tokens"
+                if price is not None else "price unknown (set RPA_PRICE_IN and RPA_PRICE_OUT): tokens only")
+        lines.append(f"model {label} ({model}{where}): {said}")
+    if models:
+        lines.append("(prices from RPA_PRICE_IN / RPA_PRICE_OUT)" if price_override() else
+                     f"(price table of {PRICES_AS_OF}; RPA_PRICE_IN / RPA_PRICE_OUT override it)")
+    return "\n".join(lines)

@@ -1,0 +1,260 @@
+"""``reproduce --plan`` (calls, cached calls, tokens and dollars before a run) and the spending budget
+(``RPA_BUDGET_USD``: a run stops cleanly before it would spend more, and a re-run pays only for the rest).
+
+Offline: the fake backend, the mock server and the smoke profile's fixture data. The end-to-end tests start
+notebook kernels (a few seconds each).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+
+import nbformat
+import pytest
+
+from rpa_lib import paths, reproduce
+from rpa_lib.llm import PRICES, FakeLLM, LLMFatalError, MockServer, RetryPolicy, get_llm
+from rpa_lib.llm.base import Request
+from rpa_lib.llm.budget import Budget, BudgetExceeded, estimate_tokens, model_price
+from rpa_lib.llm.plan import PLAN_FILE, PlanLLM, plan_rows, plan_table, read_plan
+
+FAST = RetryPolicy(attempts=2, base_delay=0.001, max_delay=0.001)
+
+
+def user(text: str) -> list[dict]:
+    return [{"role": "user", "content": text}]
+
+
+def cache_rows(path) -> int:
+    with sqlite3.connect(path) as conn:
+        return conn.execute("SELECT COUNT(*) FROM replies").fetchone()[0]
+
+
+# ---------------------------------------------------------------- prices and token estimates
+
+
+def test_estimate_tokens_counts_characters_and_takes_max_tokens_as_output():
+    assert estimate_tokens(Request("chat", user("x" * 40), max_tokens=50)) == (10 + 4, 50)
+    prompt, out = estimate_tokens(Request("choose", user("x" * 40), options=["yes", "no"]))
+    assert prompt > 14  # the instruction naming the options and the options sent as a schema count too
+    assert out == len('{"answer": "yes"}') // 4 + 1
+
+
+def test_prices_from_the_table_an_override_or_unknown(monkeypatch):
+    assert model_price("gpt-4.1") == PRICES["gpt-4.1"] and (PRICES["gpt-4.1"].input, PRICES["gpt-4.1"].output) == (2, 8)
+    assert (PRICES["gpt-4.1-mini"].input, PRICES["gpt-4.1-mini"].output) == (0.40, 1.60)
+    assert model_price("qwen3-32b") is None
+    monkeypatch.setenv("RPA_PRICE_IN", "1.5")
+    with pytest.raises(ValueError, match="set both RPA_PRICE_IN and RPA_PRICE_OUT"):
+        model_price("gpt-4.1")
+    monkeypatch.setenv("RPA_PRICE_OUT", "3")
+    assert (model_price("qwen3-32b").input, model_price("qwen3-32b").output) == (1.5, 3.0)
+    assert FakeLLM().price.cost(1_000_000, 1_000_000) == 4.5  # the override prices every backend
+    monkeypatch.setenv("RPA_PRICE_OUT", "-1")
+    with pytest.raises(ValueError, match="RPA_PRICE_OUT must be a non-negative number"):
+        model_price("gpt-4.1")
+
+
+def call(model: str, key: str, cached: bool, tokens_in: int, tokens_out: int, price) -> dict:
+    return {"label": model, "model": model, "server": None, "price": price, "kind": "chat", "key": key,
+            "cached": cached, "in": tokens_in, "out": tokens_out}
+
+
+def test_plan_rows_count_cached_repeats_and_price_known_and_unknown():
+    gpt = [2.0, 8.0]
+    rows = plan_rows({
+        "03_a": [call("gpt-4.1", "k1", False, 500_000, 50_000, gpt), call("gpt-4.1", "k2", True, 9, 9, gpt),
+                 call("gpt-4.1", "k1", False, 500_000, 50_000, gpt)],  # k1 again: cached by the first by then
+        "04_b": [call("gpt-4.1", "k1", False, 500_000, 50_000, gpt), call("gpt-4.1", "k3", False, 500_000, 50_000, gpt),
+                 call("qwen3", "k4", False, 1000, 100, None)],
+    })
+    a, b_gpt, b_qwen = rows
+    assert (a["calls"], a["cached"], a["repeats"], a["to_pay"]) == (3, 1, 1, 1)
+    assert (a["in_tokens"], a["out_tokens"]) == (500_000, 50_000)
+    assert a["cost"] == pytest.approx(500_000 * 2e-6 + 50_000 * 8e-6)  # $1.40
+    assert (b_gpt["repeats"], b_gpt["to_pay"], b_gpt["cost"]) == (1, 1, pytest.approx(1.40))
+    assert b_qwen["cost"] is None and b_qwen["in_tokens"] == 1000
+    text = plan_table(rows, ["01_x", "03_a", "04_b"], {"01_x": "no LLM calls"})
+    assert "01_x" in text and "no LLM calls" in text and "estimate" in text and "Guided Selection" in text
+    assert re.search(r"03_a .*gpt-4\.1 .* 3 +1 +1 +1 +500,000 +50,000 +\$1\.40", text)
+    assert re.search(r"04_b .*qwen3 .*1,000 +100 +price unknown", text)
+    assert re.search(r"total .* 6 +1 +2 +3 .*price unknown", text)
+    assert "model qwen3 (qwen3): price unknown (set RPA_PRICE_IN and RPA_PRICE_OUT): tokens only" in text
+    known = plan_table([a], ["03_a"])
+    assert re.search(r"total .*\$1\.40", known) and "$2.00 / $8.00 per million" in known
+
+
+# ---------------------------------------------------------------- the stand-in LLM
+
+
+def test_the_stand_in_keys_like_the_real_backend_reads_its_cache_and_calls_nothing(tmp_path, monkeypatch):
+    cache = tmp_path / "llm.sqlite"
+    with MockServer() as server:
+        real = get_llm("openai:gpt-4.1", base_url=server.base_url, api_key="sk-test", cache=cache, retry=FAST)
+        first = real.chat(user("first question"), max_tokens=40)
+        real.choose(user("pick one"), ["red", "blue"])
+        asked = server.requests
+        monkeypatch.setenv(PLAN_FILE, str(tmp_path / "plan.jsonl"))
+        stand_in = get_llm("openai:gpt-4.1", base_url=server.base_url, api_key="sk-test", cache=cache)
+        assert isinstance(stand_in, PlanLLM) and stand_in.label == real.label and stand_in.max_workers == 8
+        again = stand_in.chat(user("first question"), max_tokens=40)
+        stand_in.choose(user("pick one"), ["red", "blue"])
+        new = stand_in.structured(user("a new one"), {"type": "object", "properties": {"a": {"type": "string"}}})
+        stand_in.chat(user("a second new one " + "y" * 400), max_tokens=100)
+        assert server.requests == asked, "the plan called the model"
+    assert again.text == first.text and again.cached  # the cached reply: the run follows the path it took
+    assert isinstance(new.data, dict)
+    assert cache_rows(cache) == 2, "the plan wrote to the reply cache"
+    records = read_plan(tmp_path / "plan.jsonl")
+    assert [r["cached"] for r in records] == [True, True, False, False]
+    assert [r["kind"] for r in records] == ["chat", "choose", "structured", "chat"]
+    assert {r["model"] for r in records} == {"gpt-4.1"} and records[0]["price"] == [2.0, 8.0]
+    assert records[0]["server"] == server.base_url and records[3]["out"] == 100
+    assert records[3]["in"] == estimate_tokens(Request("chat", user("a second new one " + "y" * 400)))[0]
+
+
+# ---------------------------------------------------------------- the plan of a profile, end to end
+
+
+def test_plan_of_the_smoke_profile_counts_every_call_and_then_finds_them_cached(tmp_path, capsys):
+    """Planned with an empty cache: every call to pay. The real run (fake LLM) then makes exactly those calls
+    and caches one reply per call to pay; planned again: every call cached, nothing to pay."""
+    (row,) = reproduce.plan("profiles/smoke.yaml", ["01", "03"])
+    printed = capsys.readouterr().out
+    assert re.search(r"01_dataset +\(no LLM calls\)", printed) and "a dry run, no model is called" in printed
+    assert "price unknown" in printed  # the fake backend has no price
+    assert not (paths.cache_dir() / "llm.sqlite").exists(), "the plan created the reply cache"
+    assert row["notebook"] == "03_chunk_usage" and row["model"] == "fake:fake" and row["cost"] is None
+    assert row["calls"] > 50 and row["cached"] == 0 and row["to_pay"] + row["repeats"] == row["calls"]
+
+    out = tmp_path / "out"
+    reproduce.run("smoke", ["03"], output_dir=out)
+    usage = json.loads((out / "results" / "chunk_usage.run.json").read_text())["usage"]
+    assert usage["calls"] == row["calls"] and usage["cache_hits"] == row["repeats"]
+    assert cache_rows(paths.cache_dir() / "llm.sqlite") == row["to_pay"]
+
+    (again,) = reproduce.plan("smoke", ["03"])
+    assert (again["calls"], again["cached"], again["repeats"], again["to_pay"]) == (row["calls"], row["calls"], 0, 0)
+    assert again["in_tokens"] == 0
+
+
+def test_plan_is_a_command_line_option():
+    with pytest.raises(SystemExit, match="no notebook matches --only 99"):
+        reproduce.main(["--plan", "--profile", "smoke", "--notebooks", "99"])
+
+
+# ---------------------------------------------------------------- the budget
+
+
+def budgeted(monkeypatch, tmp_path, limit: float, ledger: str) -> None:
+    monkeypatch.setenv("RPA_BUDGET_USD", str(limit))
+    monkeypatch.setenv("RPA_BUDGET_LEDGER", str(tmp_path / ledger))
+
+
+def test_budget_stops_the_run_across_threads_and_a_rerun_pays_only_the_rest(tmp_path, monkeypatch):
+    cache = tmp_path / "llm.sqlite"
+    questions = [f"question {i} " + "word " * 500 for i in range(20)]
+    # one call: 502 prompt tokens and 1 completion token at $2 / $8 per million: $0.001012
+    with MockServer(answer=lambda body: "ok", latency=0.01) as server:
+        budgeted(monkeypatch, tmp_path, 0.005, "first.json")
+        llm = get_llm("openai:gpt-4.1", base_url=server.base_url, api_key="sk-test", cache=cache, retry=FAST,
+                      max_workers=4)
+        with pytest.raises(BudgetExceeded) as err:
+            llm.map(lambda q: llm.chat(user(q), max_tokens=16).text, questions, desc="interviews", progress=False)
+        assert isinstance(err.value, LLMFatalError)
+        message = str(err.value)
+        assert message.startswith("interviews: stopped at item ") and "budget of $0.005 reached" in message
+        assert "spent on" in message and "run the same command again with a larger budget" in message
+        first = server.requests
+        spent = Budget(0.005, tmp_path / "first.json").spent
+        assert 0 < first < 20 and cache_rows(cache) == first
+        assert spent == pytest.approx(first * 0.001012) and spent <= 0.005
+
+        budgeted(monkeypatch, tmp_path, 1.0, "second.json")
+        llm = get_llm("openai:gpt-4.1", base_url=server.base_url, api_key="sk-test", cache=cache, retry=FAST,
+                      max_workers=4)
+        outcomes = llm.map(lambda q: llm.chat(user(q), max_tokens=16).text, questions, progress=False)
+        assert all(o.ok for o in outcomes)
+        assert server.requests - first == 20 - first  # the calls of the first run came from the cache
+        assert Budget(1.0, tmp_path / "second.json").spent == pytest.approx((20 - first) * 0.001012)
+
+
+def test_a_model_with_no_price_is_refused_under_a_budget_and_free_backends_are_not_limited(tmp_path, monkeypatch):
+    budgeted(monkeypatch, tmp_path, 1.0, "ledger.json")
+    with pytest.raises(LLMFatalError, match=r"price of model 'qwen3-32b' is unknown: set RPA_PRICE_IN and RPA_PRICE_OUT"):
+        get_llm("openai:qwen3-32b", base_url="http://127.0.0.1:9/v1", cache=False)
+    assert FakeLLM()._budget is None
+    monkeypatch.setenv("RPA_PRICE_IN", "0.5")
+    monkeypatch.setenv("RPA_PRICE_OUT", "1")
+    assert get_llm("openai:qwen3-32b", base_url="http://127.0.0.1:9/v1", cache=False)._budget is not None
+
+
+def test_reproduce_refuses_to_start_when_a_notebook_model_has_no_price(tmp_path, monkeypatch):
+    monkeypatch.setenv("RPA_LLM_MODEL", "openai:qwen3-32b")
+    monkeypatch.setenv("RPA_LLM_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("RPA_BUDGET_USD", "2")
+    with pytest.raises(SystemExit, match=r"03_chunk_usage: cannot run under the budget: .*'qwen3-32b' is unknown"):
+        reproduce.run("paper", ["03"], output_dir=tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_budget_usd_in_a_profile_is_checked(tmp_path, monkeypatch):
+    monkeypatch.setattr(paths, "PROFILES_DIR", tmp_path)
+    (tmp_path / "bad.yaml").write_text("budget_usd: -3\n")
+    with pytest.raises(SystemExit, match="budget_usd: expected a non-negative number of dollars, got -3"):
+        reproduce.load_profile("bad")
+    (tmp_path / "good.yaml").write_text("budget_usd: 2.5\n")
+    assert reproduce.budget_of(reproduce.load_profile("good")) == 2.5
+    monkeypatch.setenv("RPA_BUDGET_USD", "1")  # the environment wins
+    assert reproduce.budget_of(reproduce.load_profile("good")) == 1.0
+
+
+def write_notebook(path, code: str) -> None:
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    params = nbformat.v4.new_code_cell("results_dir = None  # where to write")
+    params.metadata["tags"] = ["parameters"]
+    nb.cells = [params, nbformat.v4.new_code_cell(code)]
+    nbformat.write(nb, path)
+
+
+ASK = """from rpa_lib.llm import get_llm
+llm = get_llm("fake")
+def ask(i):
+    return llm.chat([{{"role": "user", "content": "{name} question %d " % i + "word " * 100}}], max_tokens=10).text
+{run}
+print(llm.usage.summary())"""
+
+
+def test_budget_is_shared_by_the_notebooks_of_a_run_and_a_rerun_resumes_from_the_cache(tmp_path, monkeypatch,
+                                                                                        capsys):
+    books = tmp_path / "notebooks"
+    books.mkdir()
+    write_notebook(books / "01_first.ipynb", ASK.format(name="first", run="for i in range(10):\n    ask(i)"))
+    write_notebook(books / "02_second.ipynb",
+                   ASK.format(name="second", run="llm.map(ask, range(10), progress=False)"))
+    monkeypatch.setattr(paths, "NOTEBOOKS_DIR", books)
+    monkeypatch.setattr(paths, "PROFILES_DIR", tmp_path)
+    (tmp_path / "tiny.yaml").write_text("description: two notebooks of fake calls\nbudget_usd: 1.5\n")
+    # the fake counts words: 103 prompt + 3 completion tokens a call, at $1000 per million: $0.106 a call
+    monkeypatch.setenv("RPA_PRICE_IN", "1000")
+    monkeypatch.setenv("RPA_PRICE_OUT", "1000")
+
+    with pytest.raises(SystemExit) as info:
+        reproduce.run("tiny", output_dir=tmp_path / "out")
+    assert info.value.code == 1
+    captured = capsys.readouterr()
+    assert "[1/2] 01_first: ok" in captured.out and "[2/2] 02_second: FAILED" in captured.out
+    assert re.search(r"raised BudgetExceeded: .*budget of \$1\.50 reached: \$1\.\d+ spent on 1\d uncached call",
+                     captured.err)
+    spent = float(re.search(r"budget: \$([\d.]+) of \$1\.50 spent", captured.out).group(1))
+    paid_first = round(spent / 0.106)
+    assert 10 < paid_first < 20 and spent <= 1.5
+
+    monkeypatch.setenv("RPA_BUDGET_USD", "5")  # the environment overrides the profile
+    reproduce.run("tiny", output_dir=tmp_path / "out")
+    out = capsys.readouterr().out
+    spent = float(re.search(r"budget: \$([\d.]+) of \$5\.00 spent", out).group(1))
+    assert spent == pytest.approx((20 - paid_first) * 0.106)  # only the calls the first run did not make
