@@ -240,3 +240,40 @@ def table6_beside_paper(ours: pd.DataFrame, dataset: Dataset | None = None) -> t
             row[f"{head} HS"] = _num(got.hs) if got is not None else "-"
         rows.append(row)
     return pd.DataFrame(rows), long
+
+
+# ---- Table 2 (human evaluation) -------------------------------------------------------------------------------
+
+PAPER_TABLE2_RATERS, PAPER_TABLE2_SAMPLES = 11, 30
+
+
+def table2_beside_paper(ours: pd.DataFrame, dataset: Dataset | None = None) -> pd.DataFrame:
+    """AMADEUS Table 2: our rows (:func:`rpa_lib.evaluation.human.table2`, whose ``source`` says who rated)
+    above the paper's (11 human raters, 30 samples per task). The paper prints no interval and no Krippendorff's
+    alpha; its rows get Feldt's 95% interval computed here from the printed alpha with n = 30 and k = 11."""
+    from rpa_lib.evaluation.metrics.agreement import feldt_interval
+
+    cols = ["task", "source", "samples", "raters", "mu", "sigma", "median", "cronbach_alpha", "alpha_low",
+            "alpha_high", "krippendorff_alpha"]
+    paper = paper_table("table2_human_eval", dataset).assign(
+        source=f"AMADEUS paper ({PAPER_TABLE2_RATERS} human raters; interval ours, from the printed alpha)",
+        samples=PAPER_TABLE2_SAMPLES, raters=PAPER_TABLE2_RATERS)
+    bounds = [feldt_interval(a, PAPER_TABLE2_SAMPLES, PAPER_TABLE2_RATERS) for a in paper.cronbach_alpha]
+    paper["alpha_low"], paper["alpha_high"] = [b[0] for b in bounds], [b[1] for b in bounds]
+    return pd.concat([ours.reindex(columns=cols), paper.reindex(columns=cols)], ignore_index=True)
+
+
+# ---- CharacterCraft Table 6 (judge agreement) -----------------------------------------------------------------
+
+
+def kendall_beside_paper(ours: pd.DataFrame, source: str, dataset: Dataset | None = None) -> pd.DataFrame:
+    """CharacterCraft Table 6 (Kendall's tau x 100 between an LLM judge and people, with and without the
+    reference) under our rows (:func:`rpa_lib.evaluation.charactercraft.kendall_table`), each labelled with what
+    the judge was compared with (``source``: the quality ladder or people)."""
+    from rpa_lib.evaluation.metrics.charactercraft import DIMENSIONS
+
+    paper = paper_table("charactercraft_table6_kendall", dataset).assign(compared_with="human raters",
+                                                                         table="CharacterCraft paper")
+    mine = ours.assign(compared_with=source, table="ours")
+    cols = ["table", "judge", "reference", "compared_with", "avg", *DIMENSIONS]
+    return pd.concat([mine.reindex(columns=cols), paper.reindex(columns=cols)], ignore_index=True)

@@ -190,3 +190,63 @@ def qa_figure(long: pd.DataFrame, breakdown: pd.DataFrame, label: str):
     fig.suptitle(f"AMADEUS Table 6 (CharacterRAG). {label}", fontsize=9, y=1.02)
     fig.tight_layout()
     return fig
+
+
+def table2_figure(long: pd.DataFrame, label: str):
+    """AMADEUS Table 2's ratings: per task, each rater's count of each rating 1-5 (stacked), and the task's mean."""
+    tasks = [t for t in ("BFI", "MBTI") if t in set(long.task)] + sorted(set(long.task) - {"BFI", "MBTI"})
+    fig, axes = plt.subplots(1, max(1, len(tasks)), figsize=(6 * max(1, len(tasks)), 4.2), squeeze=False)
+    colors = plt.cm.RdYlGn(np.linspace(0.1, 0.9, 5))
+    for ax, task in zip(axes[0], tasks):
+        counts = (long[long.task == task].groupby(["rater", "rating"]).size().unstack(fill_value=0)
+                  .reindex(columns=[1.0, 2.0, 3.0, 4.0, 5.0], fill_value=0))
+        left = np.zeros(len(counts))
+        for color, rating in zip(colors, counts.columns):
+            ax.barh(counts.index, counts[rating], left=left, color=color, label=f"{rating:.0f}")
+            left += counts[rating].to_numpy()
+        mean = long[long.task == task].rating.mean()
+        ax.set_title(f"{task}: mean rating {mean:.2f}")
+        ax.set_xlabel("samples")
+    axes[0][-1].legend(title="rating", fontsize=8, loc="lower right")
+    fig.suptitle(f"AMADEUS Table 2 ratings per rater\n{label}", y=1.04, fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def agreement_figure(agree: pd.DataFrame, means: pd.DataFrame, paper: pd.DataFrame, rungs: list[str], label: str):
+    """CharacterCraft Table 6: Kendall's tau-b per dimension of our judge with and without the reference, beside
+    the paper's GPT-4o; and the judge's mean score per rung and dimension (with the reference)."""
+    from rpa_lib.evaluation.metrics.charactercraft import DIMENSIONS
+
+    fig, axes = plt.subplots(1, 2, figsize=(14, 4.6), gridspec_kw={"width_ratios": [1.2, 1]})
+    ax = axes[0]
+    x = np.arange(len(DIMENSIONS))
+    bars = [(f"ours, {m} reference", agree[agree["mode"] == m].set_index("dimension").tau.reindex(DIMENSIONS))
+            for m in ("with", "without")]
+    gpt = paper[paper.judge == "GPT-4o"].set_index("reference")
+    for ref in ("with", "without"):
+        if ref in gpt.index:
+            bars.append((f"GPT-4o vs people, {ref} (paper)", gpt.loc[ref, list(DIMENSIONS)].astype(float) / 100))
+    width = 0.8 / len(bars)
+    for i, (name, values) in enumerate(bars):
+        ax.bar(x + (i - (len(bars) - 1) / 2) * width, values.to_numpy(dtype=float), width, label=name,
+               hatch="//" if "paper" in name else None, alpha=0.6 if "paper" in name else 1.0)
+    ax.axhline(0, color="black", linewidth=0.8)
+    ax.set_xticks(x, DIMENSIONS)
+    ax.set_ylabel("Kendall's tau-b")
+    ax.set_title("agreement per dimension (missing bar: undefined or not judged)")
+    ax.legend(fontsize=7)
+    ax = axes[1]
+    grid = (means[means["mode"] == "with"].pivot(index="rung", columns="dimension", values="mean")
+            .reindex(index=rungs, columns=list(DIMENSIONS)))
+    im = ax.imshow(grid.to_numpy(dtype=float), cmap="viridis", aspect="auto", vmin=0, vmax=3)
+    ax.set_xticks(range(len(DIMENSIONS)), DIMENSIONS)
+    ax.set_yticks(range(len(rungs)), rungs)
+    for (i, j), v in np.ndenumerate(grid.to_numpy(dtype=float)):
+        if not np.isnan(v):
+            ax.text(j, i, f"{v:.1f}", ha="center", va="center", color="white" if v < 1.5 else "black", fontsize=8)
+    ax.set_title("judge's mean score per rung (with reference)")
+    fig.colorbar(im, ax=ax, fraction=0.04)
+    fig.suptitle(f"CharacterCraft Table 6 on our data\n{label}", y=1.04, fontsize=9)
+    fig.tight_layout()
+    return fig

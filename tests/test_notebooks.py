@@ -134,13 +134,14 @@ def test_smoke_dataset_outputs(smoke):
 def test_smoke_similarity_outputs(smoke):
     out, _ = smoke
     table = pd.read_csv(out / "results" / "table1_similarity.csv")
-    assert table.columns.tolist() == ["splitter", "embedder", "sum_mu", "sum_var"]
+    assert table.columns.tolist() == ["splitter", "embedder", "sum_mu", "sum_var", "sum_var_q"]
     assert len(table) == 3 * 2
     assert sorted(table.splitter.unique()) == ["ACTS", "ATS", "Vanilla"]
     assert sorted(table.embedder.unique()) == ["TF-IDF", "hash-64"]
     assert table.groupby("embedder").splitter.nunique().tolist() == [3, 3]
     # Two fixture characters, each a sum of two means of cosine similarities in [0, 1].
     assert table.sum_mu.between(0, 2).all() and (table.sum_var >= 0).all() and table.sum_mu.gt(0).all()
+    assert (table.sum_var_q <= table.sum_var + 1e-12).all()  # question means vary less than single scores
     assert r"sum\_mu" in (out / "results" / "table1_similarity.tex").read_text()
     for name in ("table1_similarity.png", "table1_similarity.pdf", "table1_similarity.csv"):
         assert (out / "figures" / name).is_file(), name
@@ -148,6 +149,10 @@ def test_smoke_similarity_outputs(smoke):
     assert set(scores["rank"]) == {1, 2, 3}  # k = 3 in the smoke profile
     record = json.loads((out / "results" / "table1_similarity.run.json").read_text())
     assert record["k"] == 3 and record["characters"] == ["ada-lindqvist", "bram-okafor"]
+    recall = pd.read_csv(out / "results" / "evidence_recall.csv")
+    assert recall.groupby(["embedder", "splitter"]).k.apply(list).map(lambda ks: ks == [1, 3, 5, 10]).all()
+    assert recall.recall.between(0, 1).all() and (recall.all_found <= recall.recall + 1e-12).all()
+    assert (out / "figures" / "evidence_recall.png").is_file()
 
 
 # ---------------------------------------------------------------- a failing notebook stops the run

@@ -1,0 +1,328 @@
+"""AMADEUS Table 2, the human evaluation: is what the Attribute Extractor infers from Guided Selection's chunks
+reasonable? People rate samples 1-5; Table 2 gives mu, sigma, Mdn and Cronbach's alpha per task.
+
+1. The sample (the paper's design): per task (MBTI, BFI), ``per_task`` (character, interview question) pairs,
+   drawn with a seed (:func:`sample_jobs`); AMADEUS's context step (GS, then AE) runs on each through the one
+   runner, and :func:`build_samples` turns each row into a sample: character, question, the GS-selected chunks
+   and the AE attributes. :func:`sample_set_id` names the set by a digest of what the raters see, so a sheet
+   can never be merged into another sample set.
+2. Sheets: :func:`export_empty_sheets` writes one sheet per person (``rater01`` ...; ``.xlsx`` and ``.csv``, via
+   :func:`rpa_lib.evaluation.sheets.export_sheets`) and never touches a sheet that exists: it may be filled.
+3. Ratings: filled human sheets in ``<human_dir>/<sample set>/`` (default :data:`HUMAN_RATINGS_DIR`, i.e.
+   ``data/human_ratings/<sample set>/``) are used when present. Otherwise an **LLM rater panel** (raters with
+   different personas, :mod:`rpa_lib.evaluation.human_prompts`, and different models where given) rates every
+   sample; its ratings are written into the same sheets (:func:`write_panel_sheets`) and read back by the same
+   reader, :func:`rpa_lib.evaluation.sheets.merge_sheets`. :func:`table2_ratings` makes that choice, so dropping
+   filled sheets into the folder changes the table with no code change. Every output of the panel is labelled
+   :data:`LLM_SOURCE`, "LLM raters, not human".
+4. :func:`table2`: mu, sigma, Mdn (:func:`~rpa_lib.evaluation.metrics.likert_summary`), Cronbach's alpha with
+   Feldt's interval and Krippendorff's ordinal alpha per task. The paper's Table 2 beside it is
+   :func:`rpa_lib.paper.table2_beside_paper`.
+
+Failed context jobs and failed rater calls are rows with their error (report them with
+:func:`rpa_lib.evaluation.qa.failed_items` and raise at the end); a failed rating is a blank on its sheet, never a
+number. This module writes only sheets, draws nothing and computes no statistic itself (``metrics`` does).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import warnings
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from rpa_lib import paths
+from rpa_lib.data import Dataset
+from rpa_lib.evaluation.calibration import baseline_scores, calibrated_verdict
+from rpa_lib.evaluation.human_prompts import RATER_PERSONAS, RATING_OPTIONS, content_free_messages, rating_messages
+from rpa_lib.evaluation.judges import FAILED, judge_id
+from rpa_lib.evaluation.metrics.agreement import cronbach_alpha, krippendorff_alpha, likert_summary
+from rpa_lib.evaluation.sheets import SAMPLE_COLUMNS, export_sheets, merge_sheets
+from rpa_lib.methods.runner import Job
+
+TASKS = {"mbti": "MBTI", "bigfive": "BFI"}  # questionnaire -> Table 2's task name
+HUMAN_RATINGS_DIR = paths.DATA_DIR / "human_ratings"
+LLM_SOURCE = "LLM raters, not human"
+HUMAN_SOURCE = "human raters"
+SCALE_VALUES = [1, 2, 3, 4, 5]
+
+
+# ---- 1. the sample ---------------------------------------------------------------------------------------------
+
+
+def sample_jobs(dataset: Dataset, characters: list[str], pools: dict[str, int | None], per_task: int,
+                seed: int = 0) -> list[Job]:
+    """``per_task`` (character, interview question) jobs per questionnaire of ``pools`` (name -> the balanced
+    item subset drawn from, None: all items), in Table 2's task order. Items are drawn without repetition in a
+    seeded random order and characters take turns in a seeded order, so a task's samples spread evenly over the
+    characters (the paper: 30 questions per task over 15 characters). Each job's ``meta`` holds ``task``,
+    ``sample_id`` (``mbti-01``, ...) and ``item``. A pair never repeats; more samples than pairs is an error."""
+    if per_task < 1:
+        raise ValueError(f"per_task must be at least 1, not {per_task}")
+    jobs = []
+    for name, pool in pools.items():
+        task = TASKS.get(name, name)
+        items = list(dataset.questionnaire(name, pool).items)
+        if per_task > len(items) * len(characters):
+            raise ValueError(f"{per_task} samples need more than the {len(items)} items x {len(characters)} "
+                             f"characters of {name}")
+        rng = np.random.default_rng([seed, zlib.crc32(name.encode())])
+        items = [items[i] for i in rng.permutation(len(items))]
+        chars = [characters[i] for i in rng.permutation(len(characters))]
+        seen = set()
+        for i in range(per_task):
+            item = items[i % len(items)]
+            character = chars[(i + i // len(items)) % len(chars)]
+            if (character, item.id) in seen:
+                raise ValueError(f"{name}: the draw repeats ({character}, {item.id}); use fewer samples per task")
+            seen.add((character, item.id))
+            jobs.append(Job(character, item.id, item.question,
+                            {"task": task, "sample_id": f"{task.lower()}-{i + 1:02d}", "item": item.id}))
+    return jobs
+
+
+def _chunks_text(items: list[dict]) -> str:
+    """The selected chunks, numbered, each with its heading path unless its text already starts with it."""
+    out = []
+    for i, item in enumerate(items, start=1):
+        text, label = item.get("text", ""), item.get("label", "")
+        out.append(f"[{i}] {text}" if not label or text.startswith(label) else f"[{i}] {label}\n{text}")
+    return "\n\n".join(out)
+
+
+def build_samples(rows: pd.DataFrame, names: dict[str, str]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Samples from the rows of ``run_jobs(amadeus, sample_jobs(...), step="context")``: ``(samples, failed)``.
+
+    ``samples`` has the sheet's columns (sample_id, task, character as the name, question, chunks, attributes)
+    and, for the record, ``slug``, ``item``, ``gs_failed`` (GS found nothing: the chunks are its top K+1
+    fallback), ``chunk_ids`` and ``extract_fallback``. ``failed`` holds the rows whose context step failed
+    (with ``error``): they are no sample and must be reported."""
+    ok = rows[rows.error.isna()]
+    samples = []
+    for r in ok.to_dict("records"):
+        selected = [c for c in r["context"] if c["role"] == "selected"]
+        attributes = r["details"].get("attributes") or {c["label"]: c["text"] for c in r["context"]
+                                                       if c["role"] == "attribute"}
+        samples.append({"sample_id": r["sample_id"], "task": r["task"], "character": names.get(r["character"],
+                                                                                               r["character"]),
+                        "question": r["question"], "chunks": _chunks_text(selected),
+                        "attributes": "\n".join(f"{k}: {v}" for k, v in attributes.items()) or "(none)",
+                        "slug": r["character"], "item": r["item"], "gs_failed": bool(r["details"].get("gs_failed")),
+                        "chunk_ids": ";".join(i for c in selected for i in c["chunk_ids"]),
+                        "extract_fallback": bool(r["details"].get("extract_fallback"))})
+    failed = rows[rows.error.notna()][["task", "sample_id", "character", "question_id", "error"]]
+    return pd.DataFrame(samples), failed.reset_index(drop=True)
+
+
+def sample_set_id(samples: pd.DataFrame, prefix: str = "table2") -> str:
+    """``<prefix>-<MBTI count>m<BFI count>b-<digest>``: the digest covers every text a rater sees, so a new draw,
+    another LLM's chunks or attributes, or an edited sample is another set. ``table2-4m4b-1a2b3c4d``"""
+    digest = hashlib.sha256(json.dumps(samples.loc[:, list(SAMPLE_COLUMNS)].astype(str).values.tolist(),
+                                       ensure_ascii=False).encode()).hexdigest()[:8]
+    counts = samples.task.value_counts()
+    return f"{prefix}-{counts.get('MBTI', 0)}m{counts.get('BFI', 0)}b-{digest}"
+
+
+# ---- 2. empty sheets for people --------------------------------------------------------------------------------
+
+
+def rater_names(n: int) -> list[str]:
+    """``rater01`` ... ``raterNN``. ``rater_names(2) == ["rater01", "rater02"]``"""
+    return [f"rater{i:02d}" for i in range(1, n + 1)]
+
+
+def export_empty_sheets(samples: pd.DataFrame, raters: int, folder: Path, sample_set: str) -> tuple[list[Path], list[str]]:
+    """One empty sheet (``.xlsx`` + ``.csv``) per person into ``folder``, for the raters that have none there yet.
+    Returns ``(paths written, raters whose sheets were kept)``: an existing sheet may be filled, so it is never
+    rewritten."""
+    names = rater_names(raters)
+    folder = Path(folder)
+    kept = [n for n in names if (folder / f"{n}.xlsx").exists() or (folder / f"{n}.csv").exists()]
+    todo = [n for n in names if n not in kept]
+    written = export_sheets(samples, todo, folder, sample_set=sample_set) if todo else []
+    return written, kept
+
+
+# ---- 3. ratings: people's sheets, else the LLM rater panel -----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LLMRater:
+    """One rater of the panel: its sheet name, its persona (:data:`RATER_PERSONAS`) and its LLM."""
+
+    name: str
+    persona: str
+    llm: Any
+
+
+def llm_panel(personas: Sequence[str], llms: Sequence[Any]) -> list[LLMRater]:
+    """A rater per persona, the LLMs taken in turn. Sheet names are ``llm-<persona>``, with the model's id
+    appended when the panel mixes models."""
+    if isinstance(personas, str) or len(personas) < 2:
+        raise ValueError("the panel needs a list of at least 2 rater personas (alpha compares raters)")
+    unknown = [p for p in personas if p not in RATER_PERSONAS]
+    if unknown or len(set(personas)) != len(personas):
+        raise ValueError(f"personas must be distinct names of {', '.join(RATER_PERSONAS)}; got {list(personas)}")
+    if not llms:
+        raise ValueError("the panel needs at least one LLM")
+    mixed = len({judge_id(m) for m in llms}) > 1
+    raters = []
+    for i, persona in enumerate(personas):
+        llm = llms[i % len(llms)]
+        raters.append(LLMRater(f"llm-{persona}" + (f"-{judge_id(llm)}" if mixed else ""), persona, llm))
+    return raters
+
+
+VERDICT_COLUMNS = ["sample_id", "task", "rater", "persona", "model", "answer", "rating", "status", "problem", "error"]
+
+
+def rate_with_panel(samples: pd.DataFrame, panel: Sequence[LLMRater], *, calibrate: bool = False,
+                    workers: int | None = None, progress: bool = True) -> pd.DataFrame:
+    """Every rater of ``panel`` rates every sample 1-5 (constrained choice; ``calibrate``: against the rater's
+    content-free baseline, :mod:`rpa_lib.evaluation.calibration`). One row per (sample, rater), columns
+    :data:`VERDICT_COLUMNS`: status ``ok``, ``unparsed`` (no rating) or ``failed`` (with its error)."""
+    rows = []
+    records = samples.to_dict("records")
+    for rater in panel:
+        base = {"rater": rater.name, "persona": rater.persona, "model": rater.llm.label}
+        baseline, problem = None, None
+        if calibrate:
+            try:
+                baseline = baseline_scores(rater.llm, content_free_messages(rater.persona), RATING_OPTIONS)
+            except Exception as exc:  # noqa: BLE001  (recorded on every sample of this rater, then raised at the end)
+                problem = f"calibration baseline failed: {type(exc).__name__}: {exc}"
+        if problem:
+            rows += [{**base, "sample_id": s["sample_id"], "task": s["task"], "answer": None, "rating": np.nan,
+                      "status": FAILED, "problem": None, "error": problem} for s in records]
+            continue
+
+        def rate(s: dict, rater=rater, baseline=baseline):
+            messages = rating_messages(rater.persona, s["character"], s["question"], s["chunks"], s["attributes"])
+            return calibrated_verdict(rater.llm, "rating", messages, RATING_OPTIONS, baseline)
+
+        for o in rater.llm.map(rate, records, desc=f"rater {rater.name}", workers=workers, progress=progress):
+            v = o.value if o.ok else None
+            rows.append({**base, "sample_id": o.item["sample_id"], "task": o.item["task"],
+                         "answer": v.answer if v else None, "rating": v.value if v else np.nan,
+                         "status": v.status if v else FAILED, "problem": v.problem if v else None, "error": o.error})
+    return pd.DataFrame(rows, columns=VERDICT_COLUMNS)
+
+
+def write_panel_sheets(samples: pd.DataFrame, verdicts: pd.DataFrame, folder: Path, sample_set: str) -> list[Path]:
+    """The panel's ratings as filled sheets in ``folder`` (a generated folder: its old sheets are removed first),
+    one ``<rater>.csv`` per rater, written by :func:`~rpa_lib.evaluation.sheets.export_sheets` and filled in as a
+    person would fill theirs: the rating, or a blank with a comment when the rater gave none."""
+    folder = Path(folder)
+    if folder.is_dir():
+        for old in folder.iterdir():
+            if old.suffix.lower() in (".csv", ".xlsx"):
+                old.unlink()
+    raters = list(dict.fromkeys(verdicts.rater))
+    export_sheets(samples, raters, folder, sample_set=sample_set, overwrite=True)
+    written = []
+    for rater in raters:
+        (folder / f"{rater}.xlsx").unlink()  # one copy per rater: the CSV holds the ratings
+        path = folder / f"{rater}.csv"
+        sheet = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8-sig")
+        mine = verdicts[verdicts.rater == rater].set_index("sample_id")
+        got = [mine.loc[sid] if sid in mine.index else None for sid in sheet.sample_id]
+        sheet["rating"] = ["" if g is None or pd.isna(g.rating) else str(int(g.rating)) for g in got]
+        sheet["comment"] = ["" if g is None or g.status == "ok" else (g.error or g.problem or g.status) for g in got]
+        sheet.to_csv(path, index=False, encoding="utf-8-sig")
+        written.append(path)
+    return written
+
+
+def human_ratings(samples: pd.DataFrame, sample_set: str, human_dir: Path | None = None) -> pd.DataFrame | None:
+    """People's ratings of this sample set (samples x raters, via :func:`~rpa_lib.evaluation.sheets.merge_sheets`)
+    from ``<human_dir>/<sample_set>/`` (default :data:`HUMAN_RATINGS_DIR`), or None when no sheet there holds a
+    rating yet. A sheet there that is invalid is a :class:`~rpa_lib.evaluation.sheets.SheetError`."""
+    folder = Path(human_dir or HUMAN_RATINGS_DIR) / sample_set
+    if not folder.is_dir():
+        return None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # "not yet rated" sheets: listed in attrs
+        table = merge_sheets(folder, expected_ids=samples.sample_id, sample_set=sample_set)
+    return table if table.shape[1] else None
+
+
+def table2_ratings(samples: pd.DataFrame, sample_set: str, *, panel: Sequence[LLMRater], sheets_dir: Path,
+                   human_dir: Path | None = None, calibrate: bool = False,
+                   progress: bool = True) -> tuple[pd.DataFrame, str, pd.DataFrame]:
+    """The ratings Table 2 is computed from: ``(table, source, verdicts)``. People's filled sheets when
+    :func:`human_ratings` finds any (``source`` :data:`HUMAN_SOURCE`; the panel is not asked; ``verdicts``
+    empty); else the panel rates (:func:`rate_with_panel`), its sheets are written to ``sheets_dir`` and read
+    back through the same reader (``source`` :data:`LLM_SOURCE`). ``table``: samples x raters, NaN where a
+    rater gave no rating."""
+    people = human_ratings(samples, sample_set, human_dir)
+    if people is not None:
+        return people, HUMAN_SOURCE, pd.DataFrame(columns=VERDICT_COLUMNS)
+    verdicts = rate_with_panel(samples, panel, calibrate=calibrate, progress=progress)
+    write_panel_sheets(samples, verdicts, sheets_dir, sample_set)
+    table = merge_sheets(sheets_dir, expected_ids=samples.sample_id, sample_set=sample_set, allow_missing=True)
+    return table, LLM_SOURCE, verdicts
+
+
+# ---- 4. Table 2 ------------------------------------------------------------------------------------------------
+
+
+def _quiet(fn, *args, **kwargs):
+    """``(value, note)``: ``fn``'s value, NaN when it raises ValueError; the note collects its messages."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            value = fn(*args, **kwargs)
+        except ValueError as exc:
+            return None, str(exc)
+    notes = "; ".join(dict.fromkeys(str(w.message) for w in caught))
+    return value, notes or None
+
+
+def table2(ratings: pd.DataFrame, samples: pd.DataFrame, source: str) -> pd.DataFrame:
+    """Table 2 per task (MBTI, BFI as the samples hold them): ``samples``, ``raters``, ``ratings`` (that entered),
+    ``mu``, ``sigma``, ``median`` (the caption's E(E(S)), E(sigma(S)), E(Mdn(S)); sigma with ddof 1),
+    ``cronbach_alpha`` with ``alpha_low``/``alpha_high`` (Feldt, 95%, pairwise over missing ratings),
+    ``krippendorff_alpha`` (ordinal, values 1-5), ``source`` and ``note`` (why a value is undefined)."""
+    out = []
+    for task in [t for t in ("BFI", "MBTI") if t in set(samples.task)] + sorted(set(samples.task) - {"BFI", "MBTI"}):
+        ids = samples.sample_id[samples.task == task]
+        table = ratings.loc[[i for i in ids if i in ratings.index]]
+        table = table.loc[:, table.notna().any()]
+        summary, n1 = _quiet(likert_summary, table)
+        alpha, n2 = _quiet(cronbach_alpha, table)
+        kripp, n3 = _quiet(krippendorff_alpha, table, "ordinal", value_domain=SCALE_VALUES)
+        a, (low, high) = alpha if alpha else (np.nan, (np.nan, np.nan))
+        out.append({"task": task, "source": source, "samples": len(table), "raters": table.shape[1],
+                    "ratings": int(table.notna().sum().sum()), "mu": summary.mu if summary else np.nan,
+                    "sigma": summary.sigma if summary else np.nan, "median": summary.median if summary else np.nan,
+                    "cronbach_alpha": a, "alpha_low": low, "alpha_high": high,
+                    "krippendorff_alpha": np.nan if kripp is None else kripp,
+                    "note": "; ".join(n for n in (n1, n2, n3) if n) or None})
+    return pd.DataFrame(out)
+
+
+def ratings_long(ratings: pd.DataFrame, samples: pd.DataFrame, source: str) -> pd.DataFrame:
+    """One row per (sample, rater) with a rating: sample_id, task, rater, rating, source (for figures)."""
+    long = ratings.rename_axis(index="sample_id", columns="rater").stack().rename("rating").reset_index()
+    long["task"] = long.sample_id.map(samples.set_index("sample_id").task)
+    long["source"] = source
+    return long[["sample_id", "task", "rater", "rating", "source"]]
+
+
+def run_caption(samples: pd.DataFrame, characters: int, raters: int, source: str, llm: str, rater_models: str,
+                embedder: str, max_iterations: int, slot_size: int) -> str:
+    """The line every Table 2 caption and figure title carries, the source first: ``"LLM raters, not human | 2
+    characters, 4 MBTI + 4 BFI samples, 3 raters | GS N=8, K=2 | LLM (GS, AE): ... | raters: ... | embedder:
+    ..."``"""
+    counts = samples.task.value_counts()
+    who = f"raters: {rater_models}" if source == LLM_SOURCE else "raters: people"
+    return " | ".join([source, f"{characters} character{'s' * (characters != 1)}, {counts.get('MBTI', 0)} MBTI + "
+                               f"{counts.get('BFI', 0)} BFI samples, {raters} raters",
+                       f"GS N={max_iterations}, K={slot_size}", f"LLM (GS, AE): {llm}", who, f"embedder: {embedder}"])
