@@ -192,6 +192,10 @@ def test_empty_context_is_no_item():
     assert "What you know" not in response.reply  # answered like no_rag
     fail = _lightrag().PROMPTS["fail_response"]
     assert fail == "Sorry, I'm not able to provide an answer to that question.[no-context]"
+    # A token budget that leaves no room for any chunk: LightRAG says "Query returned empty dataset.", no item.
+    m = method(max_total_tokens=50)
+    ctx = m.context("ada-lindqvist", "Where is Varholm?")
+    assert ctx.items == [] and ctx.details["empty_context"]
 
 
 def test_unknown_and_invalid_settings_are_rejected():

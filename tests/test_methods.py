@@ -198,6 +198,16 @@ def test_build_methods_routes_shared_settings_and_rejects_strays():
         build_methods("amadeus", FakeLLM())
 
 
+def test_build_methods_per_method_settings_override_the_shared_ones_for_that_method_only():
+    naive, amadeus = build_methods(["naive_rag", "amadeus"], FakeLLM(), dataset=FIXTURES, k=2,
+                                   per_method={"amadeus": {"k": 4, "slot_size": 1}})
+    assert naive.settings.k == 2 and amadeus.settings.k == 4 and amadeus.settings.slot_size == 1
+    with pytest.raises(ValueError, match="settings given for 'crag', which is not among the methods run"):
+        build_methods(["naive_rag"], FakeLLM(), dataset=FIXTURES, per_method={"crag": {"k": 2}})
+    with pytest.raises(ValueError, match="method 'naive_rag' has no setting 'slot_size'"):
+        build_methods(["naive_rag"], FakeLLM(), dataset=FIXTURES, per_method={"naive_rag": {"slot_size": 1}})
+
+
 def test_chunk_usage_statistics():
     used = pd.DataFrame([
         {"method": "m", "character": "c", "question_id": "q1", "chunks": ["a", "b"], "gs_failed": False, "error": None},
@@ -310,3 +320,14 @@ def test_equal_comparison_gives_both_methods_the_same_pool_and_budget():
     assert (naive.settings.splitter, naive.settings.k, roles) == ("vanilla", 3, ["selected"])
     with pytest.raises(ValueError, match="unknown comparison 'fair'"):
         comparison_methods("fair", judge, FIXTURES)
+
+
+def test_amadeus_ae_text_format_asks_for_free_text_only():
+    llm = scripted(structured={"belief_and_value": "never asked", "psychological_traits": "never asked"})
+    r = make("amadeus", llm, embedder="hash-64", max_iterations=5, extract_format="text").respond(
+        "bram-okafor", "Do you like loud parties?")
+    purposes = [c.purpose for c in r.calls]
+    assert "extract" not in purposes and purposes.count("extract-text") == 2 and not r.details["extract_fallback"]
+    assert all(r.details["attributes"].values()) and "never asked" not in r.reply
+    with pytest.raises(ValueError, match="extract_format must be 'json' or 'text'"):
+        make("amadeus", FakeLLM(), extract_format="yaml")

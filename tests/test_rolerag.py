@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from rpa_lib.llm import FakeLLM
-from rpa_lib.methods import Job, build_method, run_jobs
+from rpa_lib.methods import Job, build_method, index_costs, run_jobs
 from rpa_lib.methods.rolerag import entity_type, name_key
 from rpa_lib.methods.rolerag_prompts import ANALYSIS_SCHEMA, EXTRACT_SCHEMA, MERGE_SCHEMA
 
@@ -220,3 +220,12 @@ def test_end_to_end_through_run_jobs():
     assert rows.llm_calls.tolist() == [3, 3, 3]  # hypothetical, analyse, respond: the index is a one-off cost
     assert all(r.startswith("SYSTEM:You are ") for r in rows.reply) and rows.chunk_ids[0]
     assert m.index_cost(BRAM).chunks >= 1
+
+
+def test_index_costs_has_one_row_per_graph_method_and_character():
+    graph = make(graph_fake())
+    naive = build_method("naive_rag", FakeLLM(), dataset=FIXTURES, embedder="hash-64")
+    costs = index_costs([naive, graph], [ADA, BRAM])
+    assert list(costs.method) == ["rolerag", "rolerag"] and list(costs.character) == [ADA, BRAM]
+    assert costs.entities.iloc[0] == graph.index_cost(ADA).entities and (costs.llm_calls > 0).all()
+    assert index_costs([naive], [ADA]).empty

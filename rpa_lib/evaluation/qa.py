@@ -66,14 +66,17 @@ def has_context(method: Method) -> bool:
 # ---- 1. answers ----------------------------------------------------------------------------------------------
 
 
-def methods_for(names: list[str], llm, dataset: Dataset, **settings) -> list[Method]:
+def methods_for(names: list[str], llm, dataset: Dataset, per_method: dict[str, dict] | None = None,
+                **settings) -> list[Method]:
     """:func:`~rpa_lib.methods.build_methods` with the run's settings, each going to the methods that declare
     it; a setting that none of ``names`` declares is dropped (a notebook passes all its method parameters, and
-    ``max_iterations`` means nothing to a run of No RAG and Naive RAG alone). ``None`` keeps a method's default."""
+    ``max_iterations`` means nothing to a run of No RAG and Naive RAG alone). ``None`` keeps a method's default;
+    ``per_method`` as in :func:`~rpa_lib.methods.build_methods`."""
     if isinstance(names, str):
         raise ValueError(f"methods must be a list of names, e.g. [{names!r}]")
     declared = set().union(*(setting_names(n) for n in names)) if names else set()
-    return build_methods(names, llm, dataset=dataset, **{k: v for k, v in settings.items() if k in declared})
+    return build_methods(names, llm, dataset=dataset, per_method=per_method,
+                         **{k: v for k, v in settings.items() if k in declared})
 
 
 def gold_answers(dataset: Dataset, characters: list[str]) -> dict[tuple[str, str], QA]:

@@ -2,7 +2,7 @@
 
 ``build_method(name, llm=..., **settings).respond(character, question)`` -> :class:`Response`;
 ``run_jobs(method, jobs)`` -> one row per job. Registered methods: ``no_rag``, ``naive_rag``, ``amadeus``,
-``crag`` (CRAG-offline: web search replaced by BM25 over persona paragraphs) and ``rolerag``.
+``crag`` (CRAG-offline: web search replaced by BM25 over persona paragraphs), ``rolerag`` and ``lightrag``.
 """
 
 from rpa_lib.methods.amadeus import Amadeus, AmadeusSettings
@@ -21,7 +21,16 @@ from rpa_lib.methods.gs import Selection, guided_selection
 from rpa_lib.methods.lightrag import LightRAG, LightRAGSettings, close_lightrag
 from rpa_lib.methods.registry import METHODS, build_method, build_methods, method_class, register, setting_names
 from rpa_lib.methods.rolerag import RoleRAG, RoleRAGSettings
-from rpa_lib.methods.runner import FailedItems, Job, check_failures, failures, qa_jobs, questionnaire_jobs, run_jobs
+from rpa_lib.methods.runner import (
+    FailedItems,
+    Job,
+    check_failures,
+    failures,
+    index_costs,
+    qa_jobs,
+    questionnaire_jobs,
+    run_jobs,
+)
 
 for _method in (NoRAG, NaiveRAG, Amadeus, Crag, RoleRAG, LightRAG):  # the registry: one entry per method module
     register(_method)
@@ -30,5 +39,5 @@ __all__ = ["METHODS", "Amadeus", "AmadeusSettings", "AnswerSettings", "Call", "C
            "CragSettings", "FailedItems", "Job", "Method", "RoleRAG", "RoleRAGSettings",
            "LightRAG", "LightRAGSettings", "close_lightrag",
            "NaiveRAG", "NoRAG", "Response", "RetrievalSettings", "Selection", "build_method", "build_methods",
-           "check_failures", "failures", "guided_selection", "method_class", "qa_jobs", "questionnaire_jobs", "register", "run_jobs",
+           "check_failures", "failures", "guided_selection", "index_costs", "method_class", "qa_jobs", "questionnaire_jobs", "register", "run_jobs",
            "setting_names"]

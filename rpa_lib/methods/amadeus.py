@@ -40,6 +40,8 @@ class AmadeusSettings(RetrievalSettings):
     window: int | None = None  # GS look-ahead of concurrent judge calls (None: 4 on remote APIs, 1 locally)
     extract: bool = True  # run the Attribute Extractor
     extract_retries: int = 2  # re-asks when AE's JSON is invalid, before the free-text fallback
+    extract_format: str = "json"  # AE's reply: "json" (one structured call; free text if it stays invalid) or
+    #                               "text" (one free-text call per attribute, for models that cannot write JSON)
 
     k: int = 3  # top-k chunks given as knowledge beside GS's; 0: the GS chunks are the only chunks
 
@@ -47,6 +49,8 @@ class AmadeusSettings(RetrievalSettings):
 
     def __post_init__(self):
         super().__post_init__()
+        if self.extract_format not in ("json", "text"):
+            raise ValueError(f"extract_format must be 'json' or 'text', not {self.extract_format!r}")
         if self.max_iterations < 0 or self.slot_size < 1 or (self.window is not None and self.window < 1):
             raise ValueError(f"need max_iterations >= 0, slot_size >= 1, window >= 1 or None "
                              f"(got {self.max_iterations}, {self.slot_size}, {self.window})")
@@ -81,18 +85,21 @@ class Amadeus(Method):
         """The Attribute Extractor: {"Belief and Value": ..., "Psychological Traits": ...} from the chunks, as
         structured output; one free-text sentence per attribute when the JSON stays invalid."""
         name, work = self.profile(character)
-        try:
-            reply = self.llm.structured(extract_messages(name, work, question, chunks), AE_SCHEMA, max_tokens=200,
-                                        max_retries=self.settings.extract_retries)
-        except LLMError as e:
-            calls = [Call("extract", "structured", False, 0, 0, 0.0, f"failed: {e}")]
-            attributes = {}
-            for label in AE_KEYS.values():
-                text = self.llm.chat(extract_text_messages(name, work, question, chunks, label), max_tokens=60)
-                attributes[label] = text.text.strip()
-                calls.append(self.trace("extract-text", text))
-            return attributes, calls
-        return {label: str(reply.data.get(key, "")).strip() for key, label in AE_KEYS.items()}, [self.trace("extract", reply)]
+        calls = []
+        if self.settings.extract_format == "json":
+            try:
+                reply = self.llm.structured(extract_messages(name, work, question, chunks), AE_SCHEMA, max_tokens=200,
+                                            max_retries=self.settings.extract_retries)
+                return ({label: str(reply.data.get(key, "")).strip() for key, label in AE_KEYS.items()},
+                        [self.trace("extract", reply)])
+            except LLMError as e:
+                calls.append(Call("extract", "structured", False, 0, 0, 0.0, f"failed: {e}"))
+        attributes = {}
+        for label in AE_KEYS.values():
+            text = self.llm.chat(extract_text_messages(name, work, question, chunks, label), max_tokens=60)
+            attributes[label] = text.text.strip()
+            calls.append(self.trace("extract-text", text))
+        return attributes, calls
 
     def context(self, character: str, question: str) -> Context:
         knowledge = self.search(character, question, self.settings.k) if self.settings.k else []
@@ -106,5 +113,5 @@ class Amadeus(Method):
                  *(ContextItem("attribute", text, sources, label) for label, text in attributes.items()),
                  *chunk_items("selected", selection.selected)]
         details = {"gs_failed": selection.failed, "examined": selection.examined, "speculative": selection.speculative,
-                   "attributes": attributes, "extract_fallback": any(c.purpose == "extract-text" for c in calls)}
+                   "attributes": attributes, "extract_fallback": self.settings.extract_format == "json" and any(c.purpose == "extract-text" for c in calls)}
         return Context(items, calls, details)

@@ -64,6 +64,7 @@ INDEX_VERSION = 1  # bump when what this module inserts or records changes, so t
 MODES = ("local", "global", "hybrid", "naive", "mix")
 DOCUMENTS = ("acts", "persona")
 COST_FILE = "rpa_index.json"
+EMPTY_DATASET = "Query returned empty dataset."  # LightRAG 1.5.7 (operate.py): no entity, relation or chunk passed
 
 
 @dataclass(frozen=True)
@@ -570,7 +571,8 @@ class LightRAG(Method):
         if session.fatal is not None:
             raise session.fatal
         llm_response = result.get("llm_response") or {}
-        no_results = (result.get("metadata") or {}).get("failure_reason") == "no_results"
+        no_results = ((result.get("metadata") or {}).get("failure_reason") == "no_results"
+                      or result.get("message") == EMPTY_DATASET)  # nothing retrieved: an empty context, not an error
         if result.get("status") == "failure" and not no_results:  # LightRAG caught an exception and said so
             raise RuntimeError(f"LightRAG query failed: {result.get('message')}")
         text = (llm_response.get("content") or "").strip()

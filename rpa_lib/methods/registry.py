@@ -56,17 +56,24 @@ def build_method(name: str, llm=None, *, dataset=None, **settings) -> Method:
     return cls(llm, cls.Settings(**settings), as_dataset(dataset))
 
 
-def build_methods(names: list[str], llm=None, *, dataset=None, **settings) -> list[Method]:
+def build_methods(names: list[str], llm=None, *, dataset=None, per_method: dict[str, dict] | None = None,
+                  **settings) -> list[Method]:
     """Several methods sharing one set of run settings: each setting goes to every method that declares it
     (``k`` to Naive RAG and AMADEUS, not to no RAG); a setting that none of them declares is an error, so a
-    typo never passes silently. ``None`` values mean "the method's default"."""
+    typo never passes silently. ``None`` values mean "the method's default". ``per_method`` adds or overrides
+    settings of one method (``{"lightrag": {"max_gleaning": 0}}``); a method it names must be among ``names``."""
     if isinstance(names, str):
         raise ValueError(f"methods must be a list of names, e.g. [{names!r}]")
+    per_method = per_method or {}
+    foreign = sorted(set(per_method) - set(names))
+    if foreign:
+        raise ValueError(f"settings given for {', '.join(map(repr, foreign))}, which is not among the methods run "
+                         f"({', '.join(names)})")
     declared = {n: set(setting_names(n)) for n in names}
     stray = sorted(k for k in settings if not any(k in d for d in declared.values()))
     if stray:
         valid = sorted(set().union(*declared.values())) if declared else []
         raise ValueError(f"no method of {', '.join(names)} has the setting(s) {', '.join(map(repr, stray))}; "
                          f"their settings: {', '.join(valid)}")
-    return [build_method(n, llm, dataset=dataset, **{k: v for k, v in settings.items() if k in declared[n] and v is not None})
-            for n in names]
+    shared = {n: {k: v for k, v in settings.items() if k in declared[n] and v is not None} for n in names}
+    return [build_method(n, llm, dataset=dataset, **{**shared[n], **per_method.get(n, {})}) for n in names]

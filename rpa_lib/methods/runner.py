@@ -109,3 +109,11 @@ def check_failures(rows: pd.DataFrame, what: str, max_share: float = 0.0) -> Non
         where = " ".join(str(first[k]) for k in ("method", "character", "question_id", "item", "unit") if k in first)
         raise FailedItems(f"{what}: {len(failed)} of {len(rows)} item(s) failed (allowed share {max_share:g}); "
                           f"first: {where}: {first['error']}")
+
+
+def index_costs(methods: Iterable, characters: list[str]) -> pd.DataFrame:
+    """What building each character's index took, one row per (method, character), for the methods that build
+    one (those with ``index_cost``: LightRAG, RoleRAG); an index not yet built or cached is built now. No rows
+    when no method builds an index."""
+    return pd.DataFrame([{"method": m.name, **m.index_cost(c).to_dict()}
+                         for m in methods if hasattr(m, "index_cost") for c in characters])
