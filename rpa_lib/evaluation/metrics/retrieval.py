@@ -43,8 +43,14 @@ def split_sentences(text: str, language: str = "en") -> list[str]:
     """The sentences of ``text`` (pysbd), each normalized; empty ones dropped. ``"A b. C d."`` -> ``["A b.", "C d."]``"""
     if not isinstance(text, str):
         raise TypeError(f"evidence and chunks are strings, got {type(text).__name__}")
+    return list(_sentences(text, language))
+
+
+@lru_cache(maxsize=1 << 16)
+def _sentences(text: str, language: str) -> tuple[str, ...]:
+    """Memoised: Table 1's evidence recall splits each question's evidence once per splitter x embedder x k."""
     sentences = (normalize(s) for s in _segmenter(language).segment(normalize(text))) if text.strip() else ()
-    return [s for s in sentences if s]
+    return tuple(s for s in sentences if s)
 
 
 def _as_list(texts: str | Sequence[str], what: str) -> list[str]:
