@@ -33,6 +33,11 @@ class Hit:
     score: float  # cosine similarity to the query
 
 
+def persona_embedder(persona: Persona, name: str) -> Embedder:
+    """The embedder ``name`` for one persona's texts. TF-IDF is fitted on the persona's paragraphs with their
+    contexts (one vocabulary for all splitters and methods); a model embedder is the same for every persona."""
+    return get_embedder(name, corpus=[f"{p.context}\n{p.text}" for p in persona.paragraphs] if name == "tfidf" else None)
+
 class Retriever:
     def __init__(self, persona: Persona, chunks: list[Chunk], embedder: Embedder, index: VectorIndex):
         self.persona, self.chunks, self.embedder, self.index = persona, chunks, embedder, index
@@ -47,9 +52,7 @@ class Retriever:
         persona = load_persona(slug, characters_dir)
         chunks = split(persona, splitter, **split_args)
         if isinstance(embedder, str):
-            # TF-IDF is fitted on the persona's paragraphs with their contexts: one vocabulary for all splitters.
-            corpus = [f"{p.context}\n{p.text}" for p in persona.paragraphs] if embedder == "tfidf" else None
-            embedder = get_embedder(embedder, corpus=corpus)
+            embedder = persona_embedder(persona, embedder)
         texts = [c.text for c in chunks]
         safe_model = re.sub(r"[^A-Za-z0-9_.-]+", "_", embedder.model_id)
         folder = Path(index_root or index_dir()) / slug / splitter / safe_model

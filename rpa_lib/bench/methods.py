@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import os
 import re
 import tempfile
 import time
@@ -33,6 +32,7 @@ from rpa_lib.data import Dataset
 from rpa_lib.llm import FakeLLM
 from rpa_lib.llm.answers import schema_example
 from rpa_lib.methods import METHODS, build_method, setting_names
+from rpa_lib.reproduce import environment
 
 FIXTURE_DATA = paths.ROOT / "tests" / "fixtures" / "data"
 _STOP = {"I", "The", "A", "An", "My", "In", "On", "At", "He", "She", "It", "We", "They", "You", "Your", "When",
@@ -189,19 +189,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     dataset = Dataset(args.data)
     characters = args.characters.split(",") if args.characters else None
-    saved = {k: os.environ.get(k) for k in ("RPA_CACHE_DIR", "RPA_INDEX_DIR")}
     with tempfile.TemporaryDirectory(prefix="rpa-bench-methods-") as tmp:
         # A fresh cache: no graph, vector or index from an earlier run is reused, and none is left behind.
-        os.environ["RPA_CACHE_DIR"], os.environ["RPA_INDEX_DIR"] = tmp, f"{tmp}/indexes"
-        try:
+        with environment(RPA_CACHE_DIR=tmp, RPA_INDEX_DIR=f"{tmp}/indexes"):
             rows = run(dataset, characters, args.questions, args.embedder,
                        args.methods.split(",") if args.methods else None, args.positive)
-        finally:
-            for k, v in saved.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
     n = len(dataset.characters(characters))
     print(f"LLM cost per method on the fake backend: {n} character(s) of {args.data}, {args.questions} QA question(s) "
           f"each, embedder {args.embedder}. Tokens are the fake's whitespace words; a hash of the prompt answers "

@@ -452,12 +452,9 @@ class LightRAG(Method):
         return docs
 
     def embedder(self, character: str):
-        from rpa_lib.embeddings import get_embedder
+        from rpa_lib.retrieval import persona_embedder
 
-        if self.settings.embedder == "tfidf":
-            persona = self.dataset.persona(character)
-            return get_embedder("tfidf", corpus=[f"{p.context}\n{p.text}" for p in persona.paragraphs])
-        return get_embedder(self.settings.embedder)
+        return persona_embedder(self.dataset.persona(character), self.settings.embedder)
 
     def cache_key(self, character: str) -> str:
         s = self.settings

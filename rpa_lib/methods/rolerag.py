@@ -224,12 +224,9 @@ class RoleRAG(Method):
         return [replace(c, id=f"{character}:vanilla-{length}-{overlap}:{i:04d}") for i, c in enumerate(chunks)]
 
     def embedder(self, character: str):
-        from rpa_lib.embeddings import get_embedder
+        from rpa_lib.retrieval import persona_embedder
 
-        if self.settings.embedder == "tfidf":
-            persona = self.dataset.persona(character)
-            return get_embedder("tfidf", corpus=[f"{p.context}\n{p.text}" for p in persona.paragraphs])
-        return get_embedder(self.settings.embedder)
+        return persona_embedder(self.dataset.persona(character), self.settings.embedder)
 
     def cache_key(self, character: str) -> str:
         s = self.settings
