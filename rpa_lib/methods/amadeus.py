@@ -83,7 +83,8 @@ class Amadeus(Method):
 
     def attributes(self, character: str, question: str, chunks) -> tuple[dict[str, str], list[Call]]:
         """The Attribute Extractor: {"Belief and Value": ..., "Psychological Traits": ...} from the chunks, as
-        structured output; one free-text sentence per attribute when the JSON stays invalid."""
+        structured output; one free-text sentence per attribute when the JSON stays invalid, or at once with
+        ``extract_format="text"``."""
         name, work = self.profile(character)
         calls = []
         if self.settings.extract_format == "json":
