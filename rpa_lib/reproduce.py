@@ -135,20 +135,19 @@ def uses_llm(notebook: Path) -> bool:
 def environment(**values: str | None):
     """Set (a str) or unset (None) environment variables for the ``with`` block, then restore them. The kernels
     papermill starts inside the block inherit them."""
+    def apply(settings: dict[str, str | None]) -> None:
+        for k, v in settings.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
     saved = {k: os.environ.get(k) for k in values}
     try:
-        for k, v in values.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+        apply(values)
         yield
     finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+        apply(saved)
 
 
 def _snapshot(folders: list[Path]) -> dict[Path, float]:

@@ -15,10 +15,7 @@ prompt and writes nothing.
 
 from __future__ import annotations
 
-import math
-
-from rpa_lib.evaluation.judges import OK, UNPARSED, Verdict, choose_verdict, unparseable
-from rpa_lib.llm import LLMError
+from rpa_lib.evaluation.judges import OK, Verdict, choose_or_unparsed, choose_verdict
 
 
 def baseline_scores(judge, messages: list[dict], options: dict[str, object]) -> dict[str, float]:
@@ -37,12 +34,9 @@ def calibrated_verdict(judge, metric: str, messages: list[dict], options: dict[s
     fault is raised. ``answer`` is the calibrated option."""
     if baseline is None:
         return choose_verdict(judge, metric, messages, options)
-    try:
-        reply = judge.choose(messages, list(options), name=metric)
-    except LLMError as exc:
-        if unparseable(exc):
-            return Verdict(metric, None, math.nan, UNPARSED, str(exc))
-        raise
+    reply = choose_or_unparsed(judge, metric, messages, options)
+    if isinstance(reply, Verdict):
+        return reply
     if not reply.scores:
         raise ValueError(f"calibration needs option scores, which {judge.label} did not return")
     best = max(options, key=lambda o: reply.scores[o] - baseline[o])

@@ -105,15 +105,23 @@ def unparseable(error: BaseException) -> bool:
             and any(s in str(error) for s in _NO_VALID_ANSWER))
 
 
-def choose_verdict(judge, metric: str, messages: list[dict], options: dict[str, object]) -> Verdict:
-    """The judge's constrained choice among ``options`` (option -> its meaning: a float value or a label), as a
-    :class:`Verdict`; unparseable: status ``"unparsed"``; a fault is raised."""
+def choose_or_unparsed(judge, metric: str, messages: list[dict], options: dict[str, object]):
+    """The judge's reply to a constrained choice among ``options``, or an ``"unparsed"`` :class:`Verdict` when
+    no allowed option came back after the re-asks; a fault is raised."""
     try:
-        reply = judge.choose(messages, list(options), name=metric)
+        return judge.choose(messages, list(options), name=metric)
     except LLMError as exc:
         if unparseable(exc):
             return Verdict(metric, None, math.nan, UNPARSED, str(exc))
         raise
+
+
+def choose_verdict(judge, metric: str, messages: list[dict], options: dict[str, object]) -> Verdict:
+    """The judge's constrained choice among ``options`` (option -> its meaning: a float value or a label), as a
+    :class:`Verdict`; unparseable: status ``"unparsed"``; a fault is raised."""
+    reply = choose_or_unparsed(judge, metric, messages, options)
+    if isinstance(reply, Verdict):
+        return reply
     meaning = options[reply.text]
     if isinstance(meaning, str):
         return Verdict(metric, meaning, math.nan, OK)
