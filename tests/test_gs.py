@@ -10,7 +10,9 @@ import time
 
 import pytest
 
-from rpa_lib.methods.gs import AdaptiveWindow, guided_selection
+from rpa_lib.llm import FakeLLM
+from rpa_lib.methods import build_method
+from rpa_lib.methods.gs import AdaptiveWindow, guided_selection, parse_window
 
 
 def sequential_reference(ranked, judge, n, k):
@@ -105,8 +107,9 @@ def test_judge_errors_on_needed_chunks_propagate_speculative_ones_do_not():
 
 
 def test_adaptive_window_estimates_and_learns():
-    policy = AdaptiveWindow()
+    policy = AdaptiveWindow(margin=1.0)
     assert policy.ahead(2) == 8 and policy.ahead(1) == 4  # the prior: 0.25
+    assert AdaptiveWindow().ahead(2) == 7 and AdaptiveWindow(margin=0.5).ahead(2) == 4  # a share of the need
     assert policy.yes_rate(yes=0, judged=8) == pytest.approx(2 / 16)  # this walk's verdicts move it
     policy.observe([False] * 96 + [True] * 4)
     assert policy.judge_yes_rate() == pytest.approx(5 / 104)
@@ -115,11 +118,25 @@ def test_adaptive_window_estimates_and_learns():
     for _ in range(20):
         guided_selection(list(range(30)), lambda c: True, 30, 2, easy)
     sel = guided_selection(list(range(30)), lambda c: True, 30, 2, easy)
-    assert sel.examined + sel.speculative == 3 and sel.round_trips == 1  # a judge saying yes costs about K calls
+    assert sel.examined + sel.speculative == 2 and sel.round_trips == 1  # a judge saying yes costs K calls
     strict = AdaptiveWindow()
     for _ in range(5):
         guided_selection(list(range(30)), lambda c: c == 29, 30, 2, strict)
     assert guided_selection(list(range(30)), lambda c: c == 29, 30, 2, strict).round_trips == 1  # one round
+
+
+def test_window_settings_parse_to_policies_and_bad_ones_name_the_forms():
+    assert parse_window(1) == 1 and parse_window("4") == 4
+    assert isinstance(parse_window("adaptive"), AdaptiveWindow) and parse_window("adaptive:1.5").margin == 1.5
+    shared = AdaptiveWindow()
+    assert parse_window(shared) is shared
+    for bad in (0, True, "adaptive:0", "adaptive:x", "wide", "4:2", 2.5):
+        with pytest.raises(ValueError, match="'adaptive:M'"):
+            parse_window(bad)
+    method = build_method("amadeus", FakeLLM(), window="adaptive:1.2")
+    assert isinstance(method.window, AdaptiveWindow) and method.window.margin == 1.2
+    with pytest.raises(ValueError, match="window must be"):
+        build_method("amadeus", FakeLLM(), window="wide")
 
 
 def test_adaptive_reaches_the_stop_in_few_rounds_within_half_again_the_calls():

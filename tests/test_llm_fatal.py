@@ -4,9 +4,7 @@ distinct exception, no retry, and ``map`` raises at the first instead of failing
 from __future__ import annotations
 
 import threading
-from types import SimpleNamespace
 
-import openai
 import pytest
 
 from rpa_lib.llm import FakeLLM, LLMError, LLMFatalError, MockServer, RetryPolicy, Transient, get_llm
@@ -48,13 +46,9 @@ def test_unknown_model_is_fatal():
 def test_a_400_saying_the_model_does_not_exist_is_fatal_other_400s_are_not():
     llm = get_llm("openai:m", base_url="http://127.0.0.1:9/v1", api_key="sk-x", cache=False)
 
-    def status_error(message: str) -> openai.APIStatusError:
-        response = SimpleNamespace(status_code=400, headers={}, request=None)
-        return openai.BadRequestError(message, response=response, body=None)
-
-    fatal = llm._failure(status_error("The model `m` does not exist or you do not have access to it."))
+    fatal = llm._status_failure(400, "The model `m` does not exist or you do not have access to it.")
     assert isinstance(fatal, LLMFatalError) and "model 'm' at http://127.0.0.1:9/v1" in str(fatal)
-    other = llm._failure(status_error("Unsupported parameter: 'seed' is not supported with this model."))
+    other = llm._status_failure(400, "Unsupported parameter: 'seed' is not supported with this model.")
     assert type(other) is RuntimeError and "HTTP 400" in str(other)
 
 

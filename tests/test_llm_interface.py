@@ -175,7 +175,7 @@ def test_missing_key_is_a_clear_error_at_first_call():
 
 
 def test_import_has_no_side_effects(tmp_path):
-    code = ("import sys, rpa_lib.llm; heavy = {'torch', 'transformers', 'openai', 'jsonschema', 'httpx2'}; "
+    code = ("import sys, rpa_lib.llm; heavy = {'torch', 'transformers', 'openai', 'jsonschema', 'httpx', 'httpx2'}; "
             "print(sorted(heavy & set(sys.modules)))")
     env = {"RPA_CACHE_DIR": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin"}
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,

@@ -5,8 +5,8 @@ judge served by the mock OpenAI-compatible server with 100 ms latency per call t
 client path. The mock runs in its own process, as a real server would, so that its CPU time does not compete
 with the walk's threads for this interpreter's lock; what remains is the client's own cost per call (about
 2-3 ms of CPU in the ``openai`` package here, serialized across threads), which the fewer round trips of a
-wider look-ahead cannot hide. The mock answers "yes" for a fixed pseudo-random ~12% of (question, chunk) pairs (a hash of the
-prompt), so every policy sees the same verdicts. The LLM cache is off so every judge call reaches the server.
+wider look-ahead cannot hide. The mock answers "yes" for a fixed pseudo-random share (``--yes-percent``, 12 by default) of (question, chunk)
+pairs (a hash of the prompt), so every policy sees the same verdicts. The LLM cache is off so every judge call reaches the server.
 Policies: fixed windows (``--windows``, 1 is sequential) and ``adaptive``: one :class:`AdaptiveWindow` for the
 whole run, as a method keeps one, so it learns the judge's yes-rate from the queries before.
 
@@ -22,6 +22,7 @@ import argparse
 import contextlib
 import hashlib
 import json
+import os
 import subprocess
 import sys
 import time
@@ -31,28 +32,23 @@ from collections.abc import Callable, Iterator
 from rpa_lib.data import load_questionnaire
 from rpa_lib.llm import get_llm
 from rpa_lib.methods import build_method
-from rpa_lib.methods.gs import AdaptiveWindow
+
+YES_PERCENT = "RPA_BENCH_YES_PERCENT"  # the mock judge's share of "yes", set by --yes-percent for the server process
 
 
 def judge_rule(body: dict) -> str:
     prompt = body["messages"][-1]["content"] if body.get("messages") else ""
-    return "yes" if int(hashlib.sha256(prompt.encode()).hexdigest(), 16) % 100 < 12 else "no"
-
-
-def _policy(name: str) -> int | AdaptiveWindow:
-    """``"4"``: a fixed window; ``"adaptive"``: the default :class:`AdaptiveWindow`; ``"adaptive:1.3"``: with that margin."""
-    if name.startswith("adaptive"):
-        _, _, margin = name.partition(":")
-        return AdaptiveWindow(margin=float(margin)) if margin else AdaptiveWindow()
-    return int(name)
+    share = int(os.environ.get(YES_PERCENT, "12"))
+    return "yes" if int(hashlib.sha256(prompt.encode()).hexdigest(), 16) % 100 < share else "no"
 
 
 @contextlib.contextmanager
-def judge_server(latency: float) -> Iterator[tuple[str, Callable[[], int]]]:
-    """``(base_url, requests)``: the mock server answering with :func:`judge_rule` in a child process, and a
-    function returning how many chat requests it has received."""
+def judge_server(latency: float, yes_percent: int = 12) -> Iterator[tuple[str, Callable[[], int]]]:
+    """``(base_url, requests)``: the mock server answering with :func:`judge_rule` (``yes_percent`` % yes) in a
+    child process, and a function returning how many chat requests it has received."""
     proc = subprocess.Popen([sys.executable, "-m", "rpa_lib.llm", "mock", "--port", "0", "--latency", str(latency),
-                             "--answer", f"{__name__}:judge_rule"], stdout=subprocess.PIPE, text=True)
+                             "--answer", f"{__name__}:judge_rule"], stdout=subprocess.PIPE, text=True,
+                            env={**os.environ, YES_PERCENT: str(yes_percent)})
     try:
         line = proc.stdout.readline() if proc.stdout else ""
         if " at " not in line:
@@ -69,17 +65,17 @@ def judge_server(latency: float) -> Iterator[tuple[str, Callable[[], int]]]:
         proc.wait(timeout=10)
 
 
-def run(characters: list[str], questions: int, policies: list[str], latency: float) -> list[dict]:
+def run(characters: list[str], questions: int, policies: list[str], latency: float,
+        yes_percent: int = 12) -> list[dict]:
     items = load_questionnaire("mbti").subset(questions).items
     queries = [(c, i.question) for c in characters for i in items]
     results = []
-    with judge_server(latency) as (base_url, server_requests):
+    with judge_server(latency, yes_percent) as (base_url, server_requests):
         llm = get_llm("openai:mock-judge", base_url=base_url, api_key="sk-bench", cache=False, max_workers=16)
         for name in policies:
-            method = build_method("amadeus", llm, window=1)
-            method.window = _policy(name)  # AmadeusSettings takes ints only; the walk takes any policy
-            for c in characters:  # build the indexes outside the timing
-                method.retriever(c)
+            method = build_method("amadeus", llm, window=name)  # one policy object for the run, as a method keeps
+            for c, q in queries:  # build the indexes and embed the queries outside the timing, for every policy
+                method.search(c, q, 1)
             before, start = server_requests(), time.perf_counter()
             selections = [method.select(c, q)[0] for c, q in queries]
             seconds = time.perf_counter() - start
@@ -112,18 +108,21 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m rpa_lib.bench gs", description=__doc__.split("\n")[0])
     parser.add_argument("--characters", default="frieren,light-yagami,yui-hirasawa")
     parser.add_argument("--questions", type=int, default=8, help="MBTI questions per character")
-    parser.add_argument("--windows", default="1,4,8,adaptive",
+    parser.add_argument("--windows", default="1,4,8,adaptive,adaptive:1",
                         help="comma-separated policies: look-ahead windows (1 is sequential, and first), 'adaptive' or "
                              "'adaptive:M' (look-ahead M times the expected need)")
     parser.add_argument("--latency", type=float, default=0.1, help="seconds per mock call")
+    parser.add_argument("--yes-percent", type=int, default=12, help="the mock judge's share of yes verdicts")
     args = parser.parse_args(argv)
+    if not 0 <= args.yes_percent <= 100:
+        parser.error(f"--yes-percent must be in 0..100 (got {args.yes_percent})")
     policies = args.windows.split(",")
     if policies[0] != "1":
         policies.insert(0, "1")
-    results = run(args.characters.split(","), args.questions, policies, args.latency)
+    results = run(args.characters.split(","), args.questions, policies, args.latency, args.yes_percent)
     base = results[0]
     print(f"Guided Selection (N=30, K=2) on {base['queries']} queries, mock judge with {args.latency * 1000:.0f} ms "
-          "per call\n")
+          f"per call, yes to {args.yes_percent}% of (question, chunk) pairs\n")
     print(table(results))
     print(f"\nGS failures (empty slot): {base['failures']} of {base['queries']} queries")
     return 0 if all(r["selections"] == base["selections"] for r in results) else 1

@@ -21,7 +21,7 @@ from typing import ClassVar
 
 from rpa_lib.llm import LLMError
 from rpa_lib.methods.base import Call, Context, ContextItem, Method, RetrievalSettings, chunk_items
-from rpa_lib.methods.gs import Selection, guided_selection
+from rpa_lib.methods.gs import Selection, guided_selection, parse_window
 from rpa_lib.methods.prompts import (
     AE_KEYS,
     AE_SCHEMA,
@@ -37,7 +37,8 @@ class AmadeusSettings(RetrievalSettings):
     splitter: str = "acts"
     max_iterations: int = 30  # GS: N, chunks examined at most (paper: 30)
     slot_size: int = 2  # GS: K, chunks kept at most (paper: 2)
-    window: int | None = None  # GS look-ahead of concurrent judge calls (None: 4 on remote APIs, 1 locally)
+    window: int | str | None = None  # GS look-ahead of concurrent judge calls: an int, "adaptive" or "adaptive:M"
+    #                                  (rpa_lib.methods.gs); None: 4 on remote APIs, 1 locally
     extract: bool = True  # run the Attribute Extractor
     extract_retries: int = 2  # re-asks when AE's JSON is invalid, before the free-text fallback
     extract_format: str = "json"  # AE's reply: "json" (one structured call; free text if it stays invalid) or
@@ -51,9 +52,10 @@ class AmadeusSettings(RetrievalSettings):
         super().__post_init__()
         if self.extract_format not in ("json", "text"):
             raise ValueError(f"extract_format must be 'json' or 'text', not {self.extract_format!r}")
-        if self.max_iterations < 0 or self.slot_size < 1 or (self.window is not None and self.window < 1):
-            raise ValueError(f"need max_iterations >= 0, slot_size >= 1, window >= 1 or None "
-                             f"(got {self.max_iterations}, {self.slot_size}, {self.window})")
+        if self.max_iterations < 0 or self.slot_size < 1:
+            raise ValueError(f"need max_iterations >= 0 and slot_size >= 1 (got {self.max_iterations}, {self.slot_size})")
+        if self.window is not None:
+            parse_window(self.window)  # a ValueError naming the valid forms
 
 
 class Amadeus(Method):
@@ -63,7 +65,8 @@ class Amadeus(Method):
     def __init__(self, llm, settings=None, dataset=None):
         super().__init__(llm, settings, dataset)
         # Speculative judging only pays where calls run concurrently (remote APIs); a local model runs one at a time.
-        self.window = self.settings.window or max(1, min(4, getattr(llm, "max_workers", 1)))
+        # One policy object per method: an adaptive window learns the judge's yes-rate across walks.
+        self.window = parse_window(self.settings.window or max(1, min(4, getattr(llm, "max_workers", 1))))
 
     def select(self, character: str, question: str) -> tuple[Selection, list[Call]]:
         """Guided Selection alone: the selection and the trace of the judge calls the walk examined."""

@@ -11,9 +11,9 @@ counted in ``examined`` (only in ``speculative``) and never affecting the result
 
 - ``window=1``: no speculation (the sequential algorithm, one call at a time).
 - ``window=w > 1``: rounds of the ``w`` chunks from the walk's position.
-- ``window="adaptive"`` or an :class:`AdaptiveWindow`: as many chunks as the slot is expected to need. With
-  ``K - |S|`` slots left and the yes-rate estimated at ``p``, ``ceil((K - |S|) / p)`` chunks past the walk's
-  position are judged or in flight. ``p`` combines this walk's verdicts with the judge's running yes-rate
+- ``window="adaptive"`` or an :class:`AdaptiveWindow`: a share (the margin, 0.8 by default) of the chunks the
+  slot is expected to need. With ``K - |S|`` slots left and the yes-rate estimated at ``p``,
+  ``ceil(margin x (K - |S|) / p)`` chunks past the walk's position are judged or in flight. ``p`` combines this walk's verdicts with the judge's running yes-rate
   (a prior of 0.25 at first, then, when the same :class:`AdaptiveWindow` object is passed to several walks, as
   a method keeps one, the verdicts of the walks before). A judge that says yes to nearly everything then costs
   about K calls a walk; a strict one gets its whole look-ahead in one round trip. ``"adaptive"`` makes a fresh
@@ -41,7 +41,7 @@ from typing import Generic, TypeVar
 
 T = TypeVar("T")
 MAX_THREADS = 32  # judge calls in flight at once, at most, per walk
-MARGIN = 1.0  # look-ahead over the expected need (AdaptiveWindow); set from `python -m rpa_lib.bench gs`
+MARGIN = 0.8  # look-ahead as a share of the expected need (AdaptiveWindow); see `python -m rpa_lib.bench gs`
 
 
 @dataclass
@@ -62,16 +62,18 @@ class AdaptiveWindow:
     ``prior_yes_rate``, worth ``prior_weight`` verdicts), which counts as ``w = history_weight`` verdicts. So a
     question the judge finds unusually hard or easy moves the estimate within its own walk.
 
-    >>> AdaptiveWindow().ahead(slots_left=2)  # nothing seen yet: yes-rate 0.25, so 2 / 0.25 chunks
+    >>> AdaptiveWindow(margin=1).ahead(slots_left=2)  # nothing seen yet: yes-rate 0.25, so 2 / 0.25 chunks
     8
+    >>> AdaptiveWindow().ahead(slots_left=2)  # the default margin 0.8: ceil(0.8 x 8)
+    7
 
     Thread-safe. What it learns changes only how many calls run ahead, never what a walk selects.
     """
 
     def __init__(self, prior_yes_rate: float = 0.25, prior_weight: float = 4.0, history_weight: float = 8.0,
                  margin: float = MARGIN):
-        if not (0 < prior_yes_rate <= 1 and prior_weight > 0 and history_weight > 0 and margin >= 1):
-            raise ValueError("need 0 < prior_yes_rate <= 1, prior_weight > 0, history_weight > 0 and margin >= 1 "
+        if not (0 < prior_yes_rate <= 1 and prior_weight > 0 and history_weight > 0 and margin > 0):
+            raise ValueError("need 0 < prior_yes_rate <= 1, prior_weight > 0, history_weight > 0 and margin > 0 "
                              f"(got {prior_yes_rate}, {prior_weight}, {history_weight}, {margin})")
         self.prior_yes_rate, self.prior_weight, self.history_weight = prior_yes_rate, prior_weight, history_weight
         self.margin = margin
@@ -104,14 +106,28 @@ class AdaptiveWindow:
 Window = int | str | AdaptiveWindow
 
 
-def _policy(window: Window) -> int | AdaptiveWindow:
+def parse_window(window: Window) -> int | AdaptiveWindow:
+    """A policy from a setting: an int >= 1 (a fixed window), ``"adaptive"`` (a new :class:`AdaptiveWindow`),
+    ``"adaptive:M"`` (with margin M), ``"4"`` (a fixed window written as text) or an :class:`AdaptiveWindow`.
+
+    >>> parse_window("adaptive:1.2").margin
+    1.2
+    """
     if isinstance(window, AdaptiveWindow):
         return window
-    if window == "adaptive":
-        return AdaptiveWindow()
-    if isinstance(window, int) and not isinstance(window, bool) and window >= 1:
+    if isinstance(window, str):
+        name, _, margin = window.partition(":")
+        try:
+            if name == "adaptive":
+                return AdaptiveWindow(margin=float(margin)) if margin else AdaptiveWindow()
+            if not margin and int(name) >= 1:
+                return int(name)
+        except ValueError:
+            pass
+    elif isinstance(window, int) and not isinstance(window, bool) and window >= 1:
         return window
-    raise ValueError(f"window must be an int >= 1, 'adaptive' or an AdaptiveWindow (got {window!r})")
+    raise ValueError(f"window must be an int >= 1, 'adaptive', 'adaptive:M' (M > 0) or an AdaptiveWindow "
+                     f"(got {window!r})")
 
 
 def guided_selection(ranked_chunks: Sequence[T], judge: Callable[[T], bool], max_iterations: int = 30,
@@ -123,7 +139,7 @@ def guided_selection(ranked_chunks: Sequence[T], judge: Callable[[T], bool], max
     """
     if max_iterations < 0 or slot_size < 1:
         raise ValueError(f"need max_iterations >= 0, slot_size >= 1 (got {max_iterations}, {slot_size})")
-    policy = _policy(window)
+    policy = parse_window(window)
     limit = min(max_iterations, len(ranked_chunks))
     slot: list[T] = []
     verdicts: list[bool] = []
