@@ -26,7 +26,7 @@ $(STAMP): requirements.txt requirements-models.txt pyproject.toml
 setup: $(STAMP) ## create .venv and install the pinned dependencies
 
 reproduce: $(STAMP) ## run every numbered notebook headlessly (figures/, results/)
-	$(PY) -m rpa_lib.reproduce --profile $(PROFILE)
+	$(PY) -m rpa_lib.reproduce --profile $(PROFILE) $(if $(FORCE),--force)
 
 test: $(STAMP) ## lint and run the offline test suite
 	$(PY) -m ruff check rpa_lib tests notebooks

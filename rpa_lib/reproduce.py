@@ -4,7 +4,8 @@ Parameters come from one YAML file per profile (``profiles/<name>.yaml``): ``def
 that declares them in its ``parameters`` cell, ``notebooks.<NN_name>`` to that notebook only. Executed copies
 are saved under ``results/notebooks/`` (or ``--output-dir``); each notebook prints a progress line, and a
 summary gives the time per notebook and the files it wrote. A failing notebook stops the run with its name
-and the failing cell's error.
+and the failing cell's error. A notebook whose inputs and outputs are unchanged since its last successful run
+is not run again (:mod:`rpa_lib.stamps` lists what is compared); ``--force`` runs every notebook.
 
 Profiles: ``quick`` (default; the embedded LLM, a subset, minutes), ``paper`` (the papers' full settings;
 meant for a real LLM), ``smoke`` (fixture data, fake LLM and hash embedder; what the tests run). ``--profile``
@@ -189,15 +190,17 @@ def check_prices(books: list[Path], profile: dict, output_dir: Path | None) -> N
             raise SystemExit(f"{nb.stem}: cannot run under the budget: {e}") from None
 
 
-def run(profile_name: str = "quick", only: list[str] | None = None, output_dir: Path | None = None) -> list[dict]:
-    """Execute the notebooks; under a budget (``RPA_BUDGET_USD`` or ``budget_usd``) with one ledger for the run."""
+def run(profile_name: str = "quick", only: list[str] | None = None, output_dir: Path | None = None,
+        force: bool = False) -> list[dict]:
+    """Execute the notebooks that are not up to date (:mod:`rpa_lib.stamps`; ``force``: all of them); under a
+    budget (``RPA_BUDGET_USD`` or ``budget_usd``) with one ledger for the run."""
     profile = load_profile(profile_name)
     _apply_env(profile)
     books = notebooks(only)
     limit = budget_of(profile)
     if limit is None:
         with environment(RPA_BUDGET_LEDGER=None):
-            return _run(profile_name, profile, books, output_dir)
+            return _run(profile_name, profile, books, output_dir, force)
     from rpa_lib.llm.budget import Budget, usd
 
     ledger = paths.cache_dir() / "budget" / f"run-{time.strftime('%Y%m%d-%H%M%S')}-{time.time_ns() % 10**9}.json"
@@ -205,43 +208,67 @@ def run(profile_name: str = "quick", only: list[str] | None = None, output_dir: 
         check_prices(books, profile, output_dir)
         print(f"budget: {usd(limit)} for the uncached LLM calls of this run (ledger {ledger})", flush=True)
         try:
-            return _run(profile_name, profile, books, output_dir)
+            return _run(profile_name, profile, books, output_dir, force)
         finally:
             print(f"budget: ${Budget(limit, ledger).spent:.4f} of {usd(limit)} spent", flush=True)
 
 
-def _run(profile_name: str, profile: dict, books: list[Path], output_dir: Path | None) -> list[dict]:
-    import papermill
+def _run(profile_name: str, profile: dict, books: list[Path], output_dir: Path | None, force: bool = False) -> list[dict]:
+    from rpa_lib import stamps
 
     executed_dir = paths.ensure((output_dir or paths.RESULTS_DIR) / "notebooks")
     print(f"reproduce: profile {profile_name!r}, {len(books)} notebook(s), executed copies in {executed_dir}", flush=True)
+    order = notebooks()  # all of them: a notebook's stamp covers those before it, whichever --only runs
     summary = []
     for i, nb in enumerate(books, start=1):
         params = parameters_for(nb, profile, output_dir)
+        executed = executed_dir / nb.name
+        upstream = [stamps.outputs_digest(stamps.read(executed_dir / b.name)) for b in order[:order.index(nb)]]
+        inputs = stamps.inputs_digest(nb, params, upstream)
+        done = None if force else stamps.up_to_date(executed, inputs)
+        if done:
+            print(f"[{i}/{len(books)}] {nb.stem}: up to date (notebook, parameters, library, data, settings and its "
+                  f"{len(done['outputs'])} output file(s) unchanged since {done['finished']}), not run; --force runs it",
+                  flush=True)
+            summary.append({"notebook": nb.stem, "seconds": 0.0, "written": [], "skipped": True})
+            continue
+        earlier = stamps.forget(executed)
         watch = [Path(params.get("figures_dir") or paths.FIGURES_DIR), Path(params.get("results_dir") or paths.RESULTS_DIR)]
         before = _snapshot(watch)
         print(f"[{i}/{len(books)}] {nb.stem}: running", flush=True)
         start = time.perf_counter()
-        try:
-            papermill.execute_notebook(str(nb), str(executed_dir / nb.name), parameters=params, kernel_name="python3",
-                                       cwd=str(paths.NOTEBOOKS_DIR), progress_bar=False, log_output=False)
-        except papermill.PapermillExecutionError as e:
-            print(f"[{i}/{len(books)}] {nb.stem}: FAILED after {time.perf_counter() - start:.1f} s")
-            print(f"{nb.name}: cell {e.exec_count} raised {e.ename}: {e.evalue}\n"
-                  f"(executed copy with the traceback: {executed_dir / nb.name})", file=sys.stderr)
-            raise SystemExit(1) from None
+        _execute(nb, executed, params, i, len(books))
         seconds = time.perf_counter() - start
         after = _snapshot(watch)
-        written = sorted(str(p.relative_to(paths.ROOT) if p.is_relative_to(paths.ROOT) else p)
-                         for p, t in after.items() if before.get(p) != t)
+        changed = [p for p, t in after.items() if before.get(p) != t]
+        stamps.write(executed, inputs, changed, earlier, seconds)
+        written = sorted(str(p.relative_to(paths.ROOT) if p.is_relative_to(paths.ROOT) else p) for p in changed)
         print(f"[{i}/{len(books)}] {nb.stem}: ok in {seconds:.1f} s, {len(written)} file(s) written", flush=True)
-        summary.append({"notebook": nb.stem, "seconds": round(seconds, 1), "written": written})
+        summary.append({"notebook": nb.stem, "seconds": round(seconds, 1), "written": written, "skipped": False})
     total = sum(s["seconds"] for s in summary)
-    print(f"\nsummary (profile {profile_name!r}, {total / 60:.1f} min in all)")
+    skipped = sum(s["skipped"] for s in summary)
+    print(f"\nsummary (profile {profile_name!r}, {total / 60:.1f} min in all"
+          + (f"; {skipped} notebook(s) up to date, not run" if skipped else "") + ")")
     for s in summary:
-        print(f"  {s['notebook']:<28} {s['seconds']:>8.1f} s  " + ", ".join(s["written"][:6])
-              + (f" (+{len(s['written']) - 6} more)" if len(s["written"]) > 6 else ""))
+        what = "up to date, not run" if s["skipped"] else ", ".join(s["written"][:6]) + (
+            f" (+{len(s['written']) - 6} more)" if len(s["written"]) > 6 else "")
+        print(f"  {s['notebook']:<28} {s['seconds']:>8.1f} s  {what}")
     return summary
+
+
+def _execute(nb: Path, executed: Path, params: dict, i: int, n: int) -> None:
+    """papermill; a failing cell is a SystemExit(1) naming the notebook, the cell and the error."""
+    import papermill
+
+    start = time.perf_counter()
+    try:
+        papermill.execute_notebook(str(nb), str(executed), parameters=params, kernel_name="python3",
+                                   cwd=str(paths.NOTEBOOKS_DIR), progress_bar=False, log_output=False)
+    except papermill.PapermillExecutionError as e:
+        print(f"[{i}/{n}] {nb.stem}: FAILED after {time.perf_counter() - start:.1f} s")
+        print(f"{nb.name}: cell {e.exec_count} raised {e.ename}: {e.evalue}\n"
+              f"(executed copy with the traceback: {executed})", file=sys.stderr)
+        raise SystemExit(1) from None
 
 
 def plan(profile_name: str = "quick", only: list[str] | None = None) -> list[dict]:
@@ -302,6 +329,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", "--notebooks", dest="only",
                         help="comma-separated notebook numbers or names, e.g. 02,04")
     parser.add_argument("--output-dir", type=Path, help="write figures/, results/ and notebooks/ here instead")
+    parser.add_argument("--force", action="store_true",
+                        help="run every notebook, also those up to date (same inputs, outputs untouched)")
     parser.add_argument("--plan", action="store_true",
                         help="run nothing: print the LLM calls, cached calls, tokens and dollars of each notebook")
     args = parser.parse_args(argv)
@@ -309,7 +338,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.plan:
         plan(args.profile, only)
     else:
-        run(args.profile, only, args.output_dir)
+        run(args.profile, only, args.output_dir, args.force)
     return 0
 
 

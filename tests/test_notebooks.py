@@ -10,6 +10,7 @@ import ast
 import json
 import os
 import re
+import shutil
 from pathlib import Path
 
 import nbformat
@@ -191,6 +192,85 @@ def test_failing_notebook_stops_the_run(tmp_path, monkeypatch, capsys):
     assert not (out / "results" / "03.txt").exists(), "the run went on after a failure"
     assert not (out / "notebooks" / "03_after.ipynb").exists()
 
+
+
+
+# ---------------------------------------------------------------- up to date: skipped without a kernel
+
+COUNT = ("from pathlib import Path\nout = Path(results_dir); out.mkdir(parents=True, exist_ok=True)\n"
+         "runs = out / '{0}.runs'; runs.write_text(runs.read_text() + 'x' if runs.exists() else 'x')\n"
+         "(out / '{0}.txt').write_text(Path(data_dir, 'input.txt').read_text() + str(len(runs.read_text())))")
+
+
+@pytest.fixture
+def counting(tmp_path, monkeypatch):
+    """Two fixture notebooks that count their runs (``NN.runs``) and copy data/input.txt; returns (run, out)."""
+    books, data = tmp_path / "notebooks", tmp_path / "data"
+    books.mkdir()
+    data.mkdir()
+    (data / "input.txt").write_text("first")
+    write_notebook(books / "01_one.ipynb", COUNT.format("01"))
+    write_notebook(books / "02_two.ipynb", COUNT.format("02"))
+    monkeypatch.setattr(paths, "NOTEBOOKS_DIR", books)
+    monkeypatch.setattr(paths, "PROFILES_DIR", tmp_path)
+    monkeypatch.setattr(paths, "DATA_DIR", data)
+    (tmp_path / "tiny.yaml").write_text(f"description: two fixture notebooks\ndefaults: {{data_dir: {data}}}\n")
+    out = tmp_path / "out"
+
+    def run(**options) -> dict[str, int]:
+        """Run both; how many times each has run so far."""
+        reproduce.run("tiny", output_dir=out, **options)
+        return {n: len((out / "results" / f"{n}.runs").read_text()) for n in ("01", "02")}
+
+    return run, out
+
+
+def test_a_second_run_skips_what_is_up_to_date_and_force_runs_it(counting, capsys):
+    run, out = counting
+    assert run() == {"01": 1, "02": 1}
+    capsys.readouterr()
+    assert run() == {"01": 1, "02": 1}  # no kernel started
+    printed = capsys.readouterr().out
+    assert "[1/2] 01_one: up to date" in printed and "2 notebook(s) up to date, not run" in printed
+    assert run(force=True) == {"01": 2, "02": 2}
+
+
+def test_changed_data_parameters_or_environment_run_again(counting, monkeypatch, tmp_path):
+    run, out = counting
+    run()
+    (paths.DATA_DIR / "input.txt").write_text("second")
+    assert run() == {"01": 2, "02": 2}
+    assert (out / "results" / "02.txt").read_text() == "second2"
+    monkeypatch.setenv("RPA_LLM_MODEL", "another-model")
+    assert run() == {"01": 3, "02": 3}
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-not-an-input")  # a key changes no result, and never enters a stamp
+    assert run() == {"01": 3, "02": 3}
+    assert "sk-not-an-input" not in "".join(p.read_text() for p in (paths.cache_dir() / "reproduce").glob("*.json"))
+    copy = tmp_path / "copy"
+    shutil.copytree(paths.DATA_DIR, copy)
+    (tmp_path / "tiny.yaml").write_text((tmp_path / "tiny.yaml").read_text() + f"notebooks:\n  02_two: {{data_dir: {copy}}}\n")
+    assert run() == {"01": 3, "02": 4}  # its parameters changed (the same data in another folder), not the first's
+
+
+def test_an_edited_or_deleted_output_and_an_upstream_rerun_run_again(counting):
+    run, out = counting
+    run()
+    (out / "results" / "02.txt").write_text("edited by hand")
+    assert run() == {"01": 1, "02": 2}
+    (out / "results" / "01.txt").unlink()
+    assert run() == {"01": 2, "02": 3}  # the first re-ran, so the second (which may read it) runs too
+    assert (out / "results" / "01.txt").is_file()
+
+
+def test_a_failed_notebook_leaves_no_stamp(counting, monkeypatch):
+    run, out = counting
+    run()
+    books = paths.NOTEBOOKS_DIR
+    write_notebook(books / "02_two.ipynb", COUNT.format("02"), "raise RuntimeError('broken after writing')")
+    with pytest.raises(SystemExit):
+        run()
+    write_notebook(books / "02_two.ipynb", COUNT.format("02"))  # back as it was: the failed run still counts
+    assert run() == {"01": 1, "02": 3}
 
 
 # ---------------------------------------------------------------- a profile that names what does not exist

@@ -1,0 +1,143 @@
+"""Up-to-date stamps: ``reproduce`` skips a notebook whose inputs and outputs are unchanged since its last success.
+
+After a notebook runs to its end, a stamp (``<cache dir>/reproduce/<id>.json``, one per executed copy) records
+the digest of its inputs and the sha256 of every file it wrote. The next run skips the notebook, without
+starting a kernel, only when all of these are unchanged:
+
+- the notebook file, its parameters (after the profile is applied) and the profile's settings;
+- the library: every ``rpa_lib`` source file, and the name and version of every installed distribution
+  (models shipped as packages included) and the Python version;
+- the repository's ``data/``, and every file or folder a parameter names (``data_dir``, ``human_ratings_dir``,
+  a model folder ...), by content;
+- the environment settings ``RPA_*`` and ``OPENAI_*`` (a base URL without its credentials; a path by its
+  content; keys and tokens never enter a stamp, and the cache, index and budget settings do not count);
+- the stamps of the notebooks before it (so a notebook re-runs when one it may read from has re-run);
+- each file it wrote: still there, with the same bytes (a deleted or edited table or figure re-runs it).
+
+The stamps live in the cache folder: a run with a fresh ``RPA_CACHE_DIR`` (a cold run) or after ``make clean``
+executes everything, and ``--force`` executes everything while keeping the cache. A failed notebook has no stamp.
+What a stamp cannot see: a file outside those places that a notebook reads, or a remote server that now answers
+differently under the same URL and model name; ``--force`` re-runs then.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import time
+from functools import cache
+from pathlib import Path
+
+from rpa_lib import paths
+from rpa_lib.llm.fingerprint import file_digest
+
+ENV_PREFIXES = ("RPA_", "OPENAI_")
+SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD")
+NOT_INPUTS = ("RPA_CACHE_DIR", "RPA_INDEX_DIR", "RPA_BUDGET_USD", "RPA_BUDGET_LEDGER", "RPA_PLAN_FILE")
+OUTPUT_PARAMETERS = ("figures_dir", "results_dir")
+SKIPPED_PARTS = ("__pycache__", ".ipynb_checkpoints", "cache")
+
+
+def _sha(value) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def path_digest(path: Path) -> str:
+    """sha256 of a file's bytes, or of a folder's files (relative names and bytes; hidden files, caches and
+    ``__pycache__`` left out)."""
+    path = Path(path)
+    if path.is_file():
+        return file_digest(path)
+    files = sorted(f for f in path.rglob("*") if f.is_file() and not any(
+        p.startswith(".") or p in SKIPPED_PARTS for p in f.relative_to(path).parts))
+    return _sha([[f.relative_to(path).as_posix(), file_digest(f)] for f in files])
+
+
+@cache
+def library_digest() -> str:
+    """The ``rpa_lib`` sources, the installed distributions (name and version) and the Python version."""
+    from importlib.metadata import distributions
+
+    installed = sorted({f"{d.metadata['Name']}=={d.version}" for d in distributions() if d.metadata["Name"]})
+    return _sha([path_digest(paths.ROOT / "rpa_lib"), installed, platform.python_version()])
+
+
+def _setting(name: str, value: str):
+    """How an environment setting enters a stamp: a URL without credentials, a path by its content."""
+    if "://" in value:
+        from rpa_lib.llm.openai_backend import public_url
+
+        return public_url(value)
+    if value and os.path.isabs(value) and os.path.exists(value):
+        return {"path": value, "content": path_digest(Path(value))}
+    return value
+
+
+def environment_settings() -> dict:
+    """The ``RPA_*`` and ``OPENAI_*`` settings that can change a result (see the module docstring)."""
+    return {k: _setting(k, v) for k, v in sorted(os.environ.items()) if k.startswith(ENV_PREFIXES)
+            and k not in NOT_INPUTS and not any(w in k.upper() for w in SECRET_WORDS)}
+
+
+def inputs_digest(notebook: Path, params: dict, upstream: list[str | None]) -> str:
+    """One digest of everything a notebook's results depend on, as far as a stamp can see (module docstring)."""
+    named = {k: path_digest(Path(v)) for k, v in sorted(params.items()) if k not in OUTPUT_PARAMETERS
+             and isinstance(v, str) and v and os.path.isabs(v) and os.path.exists(v)}
+    return _sha({"notebook": file_digest(notebook), "parameters": params, "paths": named,
+                 "data": path_digest(paths.DATA_DIR), "library": library_digest(),
+                 "environment": environment_settings(), "upstream": upstream})
+
+
+def stamp_path(executed: Path) -> Path:
+    """The stamp of the notebook whose executed copy is ``executed`` (one per output folder)."""
+    name = hashlib.sha256(str(Path(executed).resolve()).encode()).hexdigest()[:16]
+    return paths.cache_dir() / "reproduce" / f"{Path(executed).stem}-{name}.json"
+
+
+def read(executed: Path) -> dict | None:
+    """The stamp's record, or None when there is none (or it cannot be read: then the notebook runs)."""
+    try:
+        return json.loads(stamp_path(executed).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def up_to_date(executed: Path, inputs: str) -> dict | None:
+    """The stamp when the inputs match and every recorded output is there with the same bytes, else None."""
+    stamp = read(executed)
+    if not stamp or stamp.get("inputs") != inputs:
+        return None
+    for name, digest in stamp.get("outputs", {}).items():
+        path = Path(name)
+        if not path.is_file() or file_digest(path) != digest:
+            return None
+    return stamp
+
+
+def forget(executed: Path) -> dict:
+    """Remove the stamp before a notebook runs (a failed run must not look done); returns the old outputs."""
+    old = read(executed) or {}
+    stamp_path(executed).unlink(missing_ok=True)
+    return old.get("outputs", {})
+
+
+def write(executed: Path, inputs: str, written: list[Path], earlier: dict, seconds: float) -> dict:
+    """Record a successful run: the inputs' digest and the sha256 of the files it wrote, now and in earlier runs
+    (a file a notebook keeps, such as a sheet it never overwrites, stays recorded while it exists)."""
+    files = {str(Path(p).resolve()) for p in [*written, executed]} | {p for p in earlier if Path(p).is_file()}
+    record = {"notebook": Path(executed).stem, "inputs": inputs, "seconds": round(seconds, 1),
+              "finished": time.strftime("%Y-%m-%d %H:%M:%S"),
+              "outputs": {p: file_digest(Path(p)) for p in sorted(files) if Path(p).is_file()}}
+    path = stamp_path(executed)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(record, indent=1), encoding="utf-8")
+    tmp.replace(path)
+    return record
+
+
+def outputs_digest(stamp: dict | None) -> str | None:
+    """What the notebooks after this one see of it: the digest of its recorded outputs (None: no stamp)."""
+    return _sha(stamp["outputs"]) if stamp else None
