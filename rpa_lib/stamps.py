@@ -64,27 +64,36 @@ def library_digest() -> str:
     return _sha([path_digest(paths.ROOT / "rpa_lib"), installed, platform.python_version()])
 
 
-def _setting(name: str, value: str):
+def named_path(value) -> Path | None:
+    """The existing absolute path a setting names, itself or after a ``backend:`` prefix (``local:/m.gguf``)."""
+    if not isinstance(value, str) or "://" in value:
+        return None
+    for candidate in (value, value.partition(":")[2]):
+        if candidate and os.path.isabs(candidate) and os.path.exists(candidate):
+            return Path(candidate)
+    return None
+
+
+def _setting(value: str):
     """How an environment setting enters a stamp: a URL without credentials, a path by its content."""
     if "://" in value:
         from rpa_lib.llm.openai_backend import public_url
 
         return public_url(value)
-    if value and os.path.isabs(value) and os.path.exists(value):
-        return {"path": value, "content": path_digest(Path(value))}
-    return value
+    path = named_path(value)
+    return {"value": value, "content": path_digest(path)} if path else value
 
 
 def environment_settings() -> dict:
     """The ``RPA_*`` and ``OPENAI_*`` settings that can change a result (see the module docstring)."""
-    return {k: _setting(k, v) for k, v in sorted(os.environ.items()) if k.startswith(ENV_PREFIXES)
+    return {k: _setting(v) for k, v in sorted(os.environ.items()) if k.startswith(ENV_PREFIXES)
             and k not in NOT_INPUTS and not any(w in k.upper() for w in SECRET_WORDS)}
 
 
 def inputs_digest(notebook: Path, params: dict, upstream: list[str | None]) -> str:
     """One digest of everything a notebook's results depend on, as far as a stamp can see (module docstring)."""
-    named = {k: path_digest(Path(v)) for k, v in sorted(params.items()) if k not in OUTPUT_PARAMETERS
-             and isinstance(v, str) and v and os.path.isabs(v) and os.path.exists(v)}
+    named = {k: path_digest(path) for k, v in sorted(params.items())
+             if k not in OUTPUT_PARAMETERS and (path := named_path(v)) is not None}
     return _sha({"notebook": file_digest(notebook), "parameters": params, "paths": named,
                  "data": path_digest(paths.DATA_DIR), "library": library_digest(),
                  "environment": environment_settings(), "upstream": upstream})

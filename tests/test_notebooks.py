@@ -262,6 +262,28 @@ def test_an_edited_or_deleted_output_and_an_upstream_rerun_run_again(counting):
     assert (out / "results" / "01.txt").is_file()
 
 
+def test_a_model_file_a_setting_names_counts_by_content_and_url_credentials_do_not(tmp_path, monkeypatch):
+    from rpa_lib import stamps
+
+    book, model = tmp_path / "01_x.ipynb", tmp_path / "model.gguf"
+    write_notebook(book, "x = 1")
+    model.write_bytes(b"weights one")
+
+    def digest() -> str:
+        return stamps.inputs_digest(book, {"llm": f"local:{model}"}, [])
+
+    first = digest()
+    model.write_bytes(b"weights two")
+    assert digest() != first  # same name, other weights
+    monkeypatch.setenv("RPA_LLM_BASE_URL", "http://user:sentinel-one@host:8000/v1")
+    with_url = digest()
+    monkeypatch.setenv("RPA_LLM_BASE_URL", "http://user:sentinel-two@host:8000/v1")
+    assert digest() == with_url  # another password, the same server
+    monkeypatch.setenv("RPA_LLM_BASE_URL", "http://user:sentinel-two@other:8000/v1")
+    assert digest() != with_url
+    assert "sentinel" not in json.dumps(stamps.environment_settings())
+
+
 def test_a_failed_notebook_leaves_no_stamp(counting, monkeypatch):
     run, out = counting
     run()
