@@ -34,6 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from rpa_lib.llm.fingerprint import fingerprint
+from rpa_lib.sqlite_store import connect
 
 # Query instructions are facts about each model's training, documented on its model card.
 KNOWN_MODELS = {
@@ -222,10 +223,8 @@ class EmbeddingCache:
 
     def _db(self) -> sqlite3.Connection:
         if getattr(self._local, "db", None) is None:
-            db = sqlite3.connect(self.path, timeout=60)
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, dim INTEGER, data BLOB)")
-            self._local.db = db
+            self._local.db = connect(self.path, "CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, dim "
+                                             "INTEGER, data BLOB)")
         return self._local.db
 
     @staticmethod

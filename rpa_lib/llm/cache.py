@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 from rpa_lib.paths import cache_dir
+from rpa_lib.sqlite_store import connect
 
 _SCHEMA = """CREATE TABLE IF NOT EXISTS replies (
     key TEXT PRIMARY KEY, backend TEXT, model TEXT, kind TEXT, request TEXT, reply TEXT, created REAL)"""
@@ -57,12 +58,7 @@ class Cache:
 
     def _connection(self) -> sqlite3.Connection:
         if self._conn is None or self._pid != os.getpid():  # a forked child opens its own connection
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(self.path, timeout=60, isolation_level=None, check_same_thread=False)
-            conn.execute("PRAGMA busy_timeout = 60000")
-            conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute("PRAGMA synchronous = NORMAL")  # in WAL mode: durable across a killed process
-            conn.execute(_SCHEMA)
+            conn = connect(self.path, _SCHEMA, isolation_level=None, check_same_thread=False)
             self._conn, self._pid = conn, os.getpid()
         return self._conn
 

@@ -1,0 +1,40 @@
+"""``connect(path, schema)``: a SQLite connection for a cache file shared by threads and processes.
+
+WAL journal (readers never wait for the writer), a 60 s busy timeout (writers from other processes wait instead
+of failing) and the schema created if missing. Opening is serialized within a process and retried for a few
+seconds across processes: switching a new file to WAL needs the file to itself, and SQLite answers "database is
+locked" at once, without waiting, when two connections open a new file together (seen when several threads
+embedded their first texts at the same moment).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from pathlib import Path
+
+_OPEN_LOCK = threading.Lock()
+OPEN_ATTEMPTS = 50  # x 0.1 s
+
+
+def connect(path: Path, schema: str, **options) -> sqlite3.Connection:
+    """A connection to ``path`` (its folder created) in WAL mode with ``schema`` applied; ``options`` go to
+    ``sqlite3.connect``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with _OPEN_LOCK:
+        for attempt in range(OPEN_ATTEMPTS):
+            conn = sqlite3.connect(path, timeout=60, **options)
+            try:
+                conn.execute("PRAGMA busy_timeout = 60000")
+                conn.execute("PRAGMA journal_mode = WAL")
+                conn.execute("PRAGMA synchronous = NORMAL")  # in WAL mode: durable across a killed process
+                conn.execute(schema)
+                return conn
+            except sqlite3.OperationalError as e:
+                conn.close()
+                if "locked" not in str(e) or attempt == OPEN_ATTEMPTS - 1:
+                    raise sqlite3.OperationalError(f"{path}: {e}") from None
+                time.sleep(0.1)
+    raise AssertionError("unreachable")
