@@ -407,30 +407,38 @@ def test_a_saved_index_that_disagrees_with_its_metadata_is_rebuilt(tmp_path, cap
     assert built and fn.calls == 3
 
 
-def test_many_threads_opening_a_new_cache_file_at_once_all_succeed(tmp_path):
-    """Each thread opens its own connection; switching a new file to WAL at the same moment used to fail one of
-    them at once with "database is locked" (seen in the LightRAG end-to-end test)."""
+def _write_at_once(store, replies, n: int = 12) -> list[str]:
+    """``n`` threads released together, each writing one vector and one reply; the errors they met."""
     import threading
 
     from rpa_lib.llm.cache import Cache
 
+    start, errors = threading.Barrier(n), []
+
+    def work(i: int) -> None:
+        try:
+            start.wait()
+            store.put_many({f"k{i}": np.full(4, i, np.float32)})
+            Cache(replies).put(f"key{i}", {"backend": "fake"}, {"text": str(i)})
+        except Exception as e:  # collected: an exception in a thread would not fail the test
+            errors.append(repr(e))
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return errors
+
+
+def test_many_threads_opening_a_new_cache_file_at_once_all_succeed(tmp_path):
+    """Each thread opens its own connection; switching a new file to WAL at the same moment used to fail one of
+    them at once with "database is locked" (seen in the LightRAG end-to-end test)."""
+    from rpa_lib.llm.cache import Cache
+
     for round_ in range(5):
         store, replies = EmbeddingCache(tmp_path / f"vectors-{round_}.sqlite"), tmp_path / f"replies-{round_}.sqlite"
-        start, errors = threading.Barrier(12), []
-
-        def work(i: int) -> None:
-            try:
-                start.wait()
-                store.put_many({f"k{i}": np.full(4, i, np.float32)})
-                Cache(replies).put(f"key{i}", {"backend": "fake"}, {"text": str(i)})
-            except Exception as e:  # collected: an exception in a thread would not fail the test
-                errors.append(repr(e))
-
-        threads = [threading.Thread(target=work, args=(i,)) for i in range(12)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        errors = _write_at_once(store, replies)
         assert not errors, errors
         assert len(store.get_many([f"k{i}" for i in range(12)])) == 12
         assert all(Cache(replies).get(f"key{i}") == {"text": str(i)} for i in range(12))
