@@ -219,12 +219,13 @@ def _run(profile_name: str, profile: dict, books: list[Path], output_dir: Path |
     executed_dir = paths.ensure((output_dir or paths.RESULTS_DIR) / "notebooks")
     print(f"reproduce: profile {profile_name!r}, {len(books)} notebook(s), executed copies in {executed_dir}", flush=True)
     order = notebooks()  # all of them: a notebook's stamp covers those before it, whichever --only runs
+    library = stamps.library_digest()
     summary = []
     for i, nb in enumerate(books, start=1):
         params = parameters_for(nb, profile, output_dir)
         executed = executed_dir / nb.name
         upstream = [stamps.outputs_digest(stamps.read(executed_dir / b.name)) for b in order[:order.index(nb)]]
-        inputs = stamps.inputs_digest(nb, params, upstream)
+        inputs = stamps.inputs_digest(nb, params, upstream, library)
         done = None if force else stamps.up_to_date(executed, inputs)
         if done:
             print(f"[{i}/{len(books)}] {nb.stem}: up to date (notebook, parameters, library, data, settings and its "

@@ -38,6 +38,7 @@ def persona_embedder(persona: Persona, name: str) -> Embedder:
     contexts (one vocabulary for all splitters and methods); a model embedder is the same for every persona."""
     return get_embedder(name, corpus=[f"{p.context}\n{p.text}" for p in persona.paragraphs] if name == "tfidf" else None)
 
+
 class Retriever:
     def __init__(self, persona: Persona, chunks: list[Chunk], embedder: Embedder, index: VectorIndex):
         self.persona, self.chunks, self.embedder, self.index = persona, chunks, embedder, index

@@ -27,7 +27,6 @@ import json
 import os
 import platform
 import time
-from functools import cache
 from pathlib import Path
 
 from rpa_lib import paths
@@ -55,9 +54,9 @@ def path_digest(path: Path) -> str:
     return _sha([[f.relative_to(path).as_posix(), file_digest(f)] for f in files])
 
 
-@cache
 def library_digest() -> str:
-    """The ``rpa_lib`` sources, the installed distributions (name and version) and the Python version."""
+    """The ``rpa_lib`` sources, the installed distributions (name and version) and the Python version; computed
+    once per run by the caller (not memoised: a long-lived process may edit the library between runs)."""
     from importlib.metadata import distributions
 
     installed = sorted({f"{d.metadata['Name']}=={d.version}" for d in distributions() if d.metadata["Name"]})
@@ -90,12 +89,13 @@ def environment_settings() -> dict:
             and k not in NOT_INPUTS and not any(w in k.upper() for w in SECRET_WORDS)}
 
 
-def inputs_digest(notebook: Path, params: dict, upstream: list[str | None]) -> str:
-    """One digest of everything a notebook's results depend on, as far as a stamp can see (module docstring)."""
+def inputs_digest(notebook: Path, params: dict, upstream: list[str | None], library: str | None = None) -> str:
+    """One digest of everything a notebook's results depend on, as far as a stamp can see (module docstring);
+    ``library``: :func:`library_digest`, when the caller has it already."""
     named = {k: path_digest(path) for k, v in sorted(params.items())
              if k not in OUTPUT_PARAMETERS and (path := named_path(v)) is not None}
     return _sha({"notebook": file_digest(notebook), "parameters": params, "paths": named,
-                 "data": path_digest(paths.DATA_DIR), "library": library_digest(),
+                 "data": path_digest(paths.DATA_DIR), "library": library or library_digest(),
                  "environment": environment_settings(), "upstream": upstream})
 
 

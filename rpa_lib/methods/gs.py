@@ -13,10 +13,11 @@ counted in ``examined`` (only in ``speculative``) and never affecting the result
 - ``window=w > 1``: rounds of the ``w`` chunks from the walk's position.
 - ``window="adaptive"`` or an :class:`AdaptiveWindow`: a share (the margin, 0.8 by default) of the chunks the
   slot is expected to need. With ``K - |S|`` slots left and the yes-rate estimated at ``p``,
-  ``ceil(margin x (K - |S|) / p)`` chunks past the walk's position are judged or in flight. ``p`` combines this walk's verdicts with the judge's running yes-rate
-  (a prior of 0.25 at first, then, when the same :class:`AdaptiveWindow` object is passed to several walks, as
-  a method keeps one, the verdicts of the walks before). A judge that says yes to nearly everything then costs
-  about K calls a walk; a strict one gets its whole look-ahead in one round trip. ``"adaptive"`` makes a fresh
+  ``ceil(margin x (K - |S|) / p)`` chunks past the walk's position are judged or in flight. ``p`` combines this
+  walk's verdicts with the judge's running yes-rate (a prior of 0.25 at first, then, when the same
+  :class:`AdaptiveWindow` object is passed to several walks, as a method keeps one, the verdicts of the walks
+  before). A judge that says yes to nearly everything then costs about K calls a walk; a strict one gets its
+  whole look-ahead in one round trip. ``"adaptive"`` makes a fresh
   object per walk (prior only).
 
 The walk goes in rounds: send the calls the policy asks for, then take their verdicts in order (until the stop),
