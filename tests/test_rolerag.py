@@ -11,7 +11,7 @@ import pytest
 from rpa_lib.llm import FakeLLM
 from rpa_lib.methods import Job, build_method, index_costs, run_jobs
 from rpa_lib.methods.rolerag import entity_type, name_key
-from rpa_lib.methods.rolerag_prompts import ANALYSIS_SCHEMA, EXTRACT_SCHEMA, MERGE_SCHEMA
+from rpa_lib.methods.rolerag_prompts import ANALYSIS_SCHEMA, EXTRACT_SCHEMA, MERGE_SCHEMA, boundary_note
 
 FIXTURES = Path(__file__).parent / "fixtures" / "data"
 ADA, BRAM = "ada-lindqvist", "bram-okafor"
@@ -149,7 +149,7 @@ def test_every_extraction_failing_still_answers_with_an_empty_graph():
 def test_specific_entity_brings_its_description_and_its_relation_to_the_character():
     r = make(graph_fake(analysis=ANALYSIS[:1]), k=1).context(ADA, "What about your uncle?")
     labels = [i.label for i in r.items]
-    assert labels == ["profile", "entity: Uncle Per", "relation: Ada Lindqvist — Uncle Per", "boundary"]
+    assert labels == ["profile", "entity: Uncle Per", "relation: Ada Lindqvist — Uncle Per"]  # nothing out of scope
     entity = r.items[1]
     assert entity.role == "graph" and entity.text.startswith("Uncle Per (person): Ada's uncle Per")
     assert entity.chunk_ids and all(c.startswith(f"{ADA}:vanilla-600-100:") for c in entity.chunk_ids)
@@ -163,7 +163,7 @@ def test_general_entity_brings_the_characters_neighbours_of_that_type():
     assert sorted(entities) == ["entity: reading", "entity: rowing"]  # activities only: no person, no place
     assert r.details["entities"][0]["route"] == "general"
     assert not [i for i in r.items if i.label.startswith("relation: ")]
-    assert len(make(graph_fake(analysis=ANALYSIS[1:2]), neighbours=1).context(ADA, "Hobbies?").items) == 3
+    assert len(make(graph_fake(analysis=ANALYSIS[1:2]), neighbours=1).context(ADA, "Hobbies?").items) == 2  # profile, 1
 
 
 def test_out_of_scope_entity_is_named_in_the_boundary_note():
@@ -174,6 +174,15 @@ def test_out_of_scope_entity_is_named_in_the_boundary_note():
     assert "Apollo 11 (a spaceflight far beyond her world)" in boundary[0].text
     assert not [i for i in r.context if i.label.startswith(("entity: ", "relation: "))]
     assert r.details["out_of_scope"] == ["Apollo 11"] and boundary[0].text in r.reply  # shown as knowledge
+
+
+def test_no_boundary_note_when_no_entity_is_out_of_scope():
+    m = make(graph_fake(analysis=ANALYSIS[:2]))
+    r = m.respond(ADA, "What about your uncle and your hobbies?")
+    assert r.details["out_of_scope"] == [] and r.items("boundary") == []
+    assert "Outside what" not in r.reply and "does not know" not in r.reply  # the prompt carries no note either
+    with pytest.raises(ValueError, match="at least one out-of-scope entity"):
+        boundary_note("Ada", [])
 
 
 def test_all_three_routes_together_and_a_failed_analysis_falls_back_to_the_question():

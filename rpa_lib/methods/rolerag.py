@@ -28,7 +28,8 @@ character's neighbours of that type (at most ``neighbours``, nearest first). Whe
 nothing, the question itself is searched as one specific entity.
 
 Context items: ``graph`` (the profile, entity descriptions, relations; chunk ids of the chunks they were
-extracted from) and one ``boundary`` note; the shared role-play prompt shows both as knowledge. Details:
+extracted from) and, only when the analysis finds an out-of-scope entity, one ``boundary`` note naming it (as
+RoleRAG does); the shared role-play prompt shows both as knowledge. Details:
 ``index`` (built, disk or memory), ``hypothetical``, ``analysis_failed``, ``entities`` (with their route and
 the nodes they matched), ``out_of_scope``, ``graph`` (size and failed extractions).
 
@@ -485,7 +486,10 @@ class RoleRAG(Method):
                 for node in e["matched"]:
                     add_node(node)
                     add_relation(node)
-        context_items = [*items.values(), ContextItem("boundary", boundary_note(name, outside), (), "boundary")]
+        # RoleRAG informs the LLM of an entity's irrelevance only when the analysis finds one out of scope (paper,
+        # section 3.4): no note otherwise.
+        boundary = [ContextItem("boundary", boundary_note(name, outside), (), "boundary")] if outside else []
+        context_items = [*items.values(), *boundary]
         details = {"index": "memory" if in_memory else g.source, "hypothetical": hypothetical, "analysis_failed": failed,
                    "entities": entities, "out_of_scope": [n for n, _ in outside],
                    "graph": {"entities": g.cost.entities, "relations": g.cost.relations,

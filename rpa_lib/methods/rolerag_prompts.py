@@ -158,10 +158,10 @@ def analysis_messages(name: str, work: str, profile: str, question: str, hypothe
 
 
 def boundary_note(name: str, outside: list[tuple[str, str]]) -> str:
-    """The note on the limits of what the character knows, shown with the knowledge."""
+    """The note naming the entities of the question that lie outside what the character knows, shown with the
+    knowledge. RoleRAG adds it only when the analysis finds such an entity, so ``outside`` is never empty."""
     if not outside:
-        return (f"These facts are what {name} knows about the question; anything beyond them and beyond {name}'s "
-                f"own world, {name} does not know.")
+        raise ValueError("boundary_note needs at least one out-of-scope entity (RoleRAG adds no note otherwise)")
     listed = "; ".join(f"{entity} ({reason})" if reason else entity for entity, reason in outside)
     return (f"Outside what {name} knows: {listed}. {name} has never heard of these and says so, in character, "
             f"instead of making anything up about them.")
