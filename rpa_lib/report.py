@@ -16,6 +16,7 @@ import json
 import platform
 import re
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pandas as pd
@@ -24,8 +25,25 @@ from rpa_lib import paths
 
 
 def output_dirs(figures_dir: str | Path | None = None, results_dir: str | Path | None = None) -> tuple[Path, Path]:
-    """The folders a notebook writes to (created): its parameters, or the repository's figures/ and results/."""
-    return (paths.ensure(Path(figures_dir or paths.FIGURES_DIR)), paths.ensure(Path(results_dir or paths.RESULTS_DIR)))
+    """The folders a notebook writes to (created): its parameters, else ``figures/`` and ``results/`` under
+    :func:`rpa_lib.paths.output_root` (the repository in ``make reproduce``; ``results/scratch/`` in JupyterLab)."""
+    root = paths.output_root()
+    return (paths.ensure(Path(figures_dir or root / "figures")), paths.ensure(Path(results_dir or root / "results")))
+
+
+class Written(dict):
+    """The files a save function wrote, by extension. Shows nothing in a notebook (a figure cell ends with
+    ``save_figure(...)``: the figure is the output, not a dict of paths); ``repr`` and indexing are a dict's."""
+
+    def _ipython_display_(self) -> None:
+        pass
+
+
+class WrittenPath(type(Path())):
+    """A path that shows nothing in a notebook when a cell ends with the call that wrote it."""
+
+    def _ipython_display_(self) -> None:
+        pass
 
 
 def save_table(df: pd.DataFrame, name: str, results_dir: Path, caption: str = "", float_format: str = "{:.4f}",
@@ -41,7 +59,7 @@ def save_table(df: pd.DataFrame, name: str, results_dir: Path, caption: str = ""
     tex = shown.style.hide(axis="index") if not index else shown.style
     tex_path.write_text(tex.to_latex(caption=_tex_escape(caption) or None, label=f"tab:{name}", hrules=True,
                                      position="t", column_format="l" * len(shown.columns)))
-    return {"csv": csv_path, "tex": tex_path}
+    return Written(csv=csv_path, tex=tex_path)
 
 
 _TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{", "}": r"\}",
@@ -56,7 +74,7 @@ def _tex_escape(text: str) -> str:
 def save_figure(fig, name: str, figures_dir: Path, data: pd.DataFrame | None = None) -> dict[str, Path]:
     """``<name>.pdf`` and ``<name>.png`` (200 dpi), and ``<name>.csv`` with the numbers shown when given."""
     figures_dir.mkdir(parents=True, exist_ok=True)
-    out = {}
+    out = Written()
     for ext in ("pdf", "png"):
         out[ext] = figures_dir / f"{name}.{ext}"
         fig.savefig(out[ext], dpi=200, bbox_inches="tight", metadata={"CreationDate": None} if ext == "pdf" else None)
@@ -66,19 +84,81 @@ def save_figure(fig, name: str, figures_dir: Path, data: pd.DataFrame | None = N
     return out
 
 
+def caption_line(*parts) -> str:
+    """The one caption builder: parts joined with " | ", a string as it is, a ``(label, value)`` pair as
+    ``"label: value"``; a None or empty part, or a pair whose value is None or empty, is left out.
+
+    >>> caption_line(plural(2, "character"), ("GS N", None), ("LLM", "fake"), ("embedder", "hash-64"))
+    '2 characters | LLM: fake | embedder: hash-64'
+    """
+    shown = []
+    for part in parts:
+        if isinstance(part, tuple):
+            label, value = part
+            if value is not None and value != "":
+                shown.append(f"{label}: {value}")
+        elif part:
+            shown.append(str(part))
+    return " | ".join(shown)
+
+
+def plural(n: int, noun: str) -> str:
+    """``plural(1, "character") == "1 character"``, ``plural(12, "question") == "12 questions"``."""
+    return f"{n} {noun}{'s' * (n != 1)}"
+
+
 def run_label(llm: str | None = None, embedder: str | None = None) -> str:
-    """A short "LLM: ... | embedder: ..." line for figure titles and table captions."""
-    parts = []
-    if llm:
-        parts.append(f"LLM: {llm}")
-    if embedder:
-        parts.append(f"embedder: {embedder}")
-    return " | ".join(parts)
+    """A short "LLM: ... | embedder: ..." line for figure titles and table captions (a :func:`caption_line`)."""
+    return caption_line(("LLM", llm), ("embedder", embedder))
 
 
-def save_run_record(name: str, results_dir: Path, **fields) -> Path:
-    """``<name>.run.json``: what produced a result (parameters, LLM and embedder labels, usage, timing)."""
-    record = {"name": name, "finished": time.strftime("%Y-%m-%d %H:%M:%S"), "python": platform.python_version(), **fields}
+class Timer:
+    """Wall-clock seconds per notebook step, kept as rows (``step``, ``items``, ``seconds``) for the run record.
+
+    >>> timing = Timer()
+    >>> with timing("judging") as step:
+    ...     step["items"] = 3
+    >>> [(r["step"], r["items"]) for r in timing.rows]
+    [('judging', 3)]
+    """
+
+    def __init__(self):
+        self.rows: list[dict] = []
+
+    @contextmanager
+    def __call__(self, step: str, items: int | None = None):
+        row = {"step": step, "items": items}
+        start = time.perf_counter()
+        yield row
+        row["seconds"] = round(time.perf_counter() - start, 1)
+        self.rows.append(row)
+
+    def table(self) -> pd.DataFrame:
+        return pd.DataFrame(self.rows, columns=["step", "items", "seconds"])
+
+
+_OUTPUT_PARAMETERS = ("figures_dir", "results_dir")  # where the record itself is written; never recorded
+
+
+def notebook_parameters(notebook: str, namespace: dict) -> dict:
+    """The values the notebook ran with: every parameter its ``parameters`` cell declares (read from
+    ``notebooks/<notebook>.ipynb``), looked up in ``namespace`` (the notebook's ``globals()``, so papermill's injected
+    values count), except the output folders. For :func:`save_run_record`'s ``parameters``."""
+    from rpa_lib.run.notebook_params import parameters  # run machinery; imported where used
+
+    path = paths.NOTEBOOKS_DIR / f"{notebook}.ipynb"
+    declared = parameters(path) if path.is_file() else {}
+    if not declared:
+        raise ValueError(f"{notebook}: no notebook of that name with a cell tagged 'parameters' in {paths.NOTEBOOKS_DIR}")
+    return {name: namespace[name] for name in declared if name in namespace and name not in _OUTPUT_PARAMETERS}
+
+
+def save_run_record(name: str, results_dir: Path, parameters: dict | None = None, **fields) -> Path:
+    """``<name>.run.json``: what produced a result: the notebook's ``parameters`` (:func:`notebook_parameters`),
+    then ``fields`` (LLM and embedder labels, resolved values such as the character list, usage, timing), a field
+    replacing a parameter of the same name."""
+    record = {"name": name, "finished": time.strftime("%Y-%m-%d %H:%M:%S"), "python": platform.python_version(),
+              **(parameters or {}), **fields}
     path = results_dir / f"{name}.run.json"
     path.write_text(json.dumps(record, indent=1, default=str))
-    return path
+    return WrittenPath(path)

@@ -8,8 +8,9 @@ import importlib
 
 import pytest
 
-PURE_MODULES = ["rpa_lib.persona", "rpa_lib.splitters", "rpa_lib.notebook_params", "rpa_lib.data.dataset",
-                "rpa_lib.methods.registry", "rpa_lib.methods.gs", "rpa_lib.methods.bm25"]
+PURE_MODULES = ["rpa_lib.persona", "rpa_lib.splitters", "rpa_lib.run.notebook_params", "rpa_lib.data.dataset",
+                "rpa_lib.methods.registry", "rpa_lib.methods.gs", "rpa_lib.methods.bm25",
+                "rpa_lib.report"]
 
 
 @pytest.mark.parametrize("name", PURE_MODULES)

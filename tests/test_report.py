@@ -16,7 +16,16 @@ import pytest  # noqa: E402
 
 from rpa_lib.data import DataError  # noqa: E402
 from rpa_lib.paper import paper_table  # noqa: E402
-from rpa_lib.report import output_dirs, run_label, save_figure, save_run_record, save_table  # noqa: E402
+from rpa_lib.report import (  # noqa: E402
+    Timer,
+    caption_line,
+    notebook_parameters,
+    output_dirs,
+    run_label,
+    save_figure,
+    save_run_record,
+    save_table,
+)
 
 
 @pytest.fixture
@@ -76,6 +85,28 @@ def test_save_run_record(tmp_path):
     assert path == tmp_path / "table1_similarity.run.json"
     assert (record["name"], record["k"], record["embedders"]) == ("table1_similarity", 5, ["hash-64"])
     assert "finished" in record and "python" in record
+
+
+def test_run_record_reads_the_notebooks_parameters(tmp_path):
+    namespace = {"k": 3, "characters": None, "results_dir": str(tmp_path), "splitters": ["ATS"], "unrelated": 1}
+    params = notebook_parameters("02_similarity_scores", namespace)
+    assert params == {"k": 3, "characters": None, "splitters": ["ATS"]}  # declared and set; output folders left out
+    record = json.loads(save_run_record("t", tmp_path, parameters=params, characters=["ada"]).read_text())
+    assert (record["k"], record["characters"], record["splitters"]) == (3, ["ada"], ["ATS"])  # a field wins
+    with pytest.raises(ValueError, match="99_missing: no notebook of that name"):
+        notebook_parameters("99_missing", namespace)
+
+
+def test_timer_and_caption_line():
+    timing = Timer()
+    with timing("judge check") as step:
+        step["items"] = 4
+    with timing("ratings", items=2):
+        pass
+    assert [(r["step"], r["items"]) for r in timing.rows] == [("judge check", 4), ("ratings", 2)]
+    assert all(r["seconds"] >= 0 for r in timing.rows) and list(timing.table().columns) == ["step", "items", "seconds"]
+    assert caption_line("LLM raters", ("judge", "fake"), ("GS N", None), "", None, ("k", 0)) == \
+        "LLM raters | judge: fake | k: 0"
 
 
 def test_paper_table():
