@@ -1,7 +1,10 @@
 """Every path the library uses, derived from the package's location (never the working directory).
 
 A notebook, a test and papermill all see the same folders. Environment variables move the caches:
-``RPA_CACHE_DIR`` (LLM and embedding caches) and ``RPA_INDEX_DIR`` (hnswlib indexes).
+``RPA_CACHE_DIR`` (LLM and embedding caches) and ``RPA_INDEX_DIR`` (hnswlib indexes). ``RPA_OUTPUT_DIR``
+decides where a notebook writes its figures and tables (:func:`output_root`): ``make reproduce`` sets it to the
+repository, so only a reproduce run (or an explicit ``figures_dir``/``results_dir``) overwrites the committed
+``figures/`` and ``results/``; a notebook run in JupyterLab writes under ``results/scratch/`` (git-ignored).
 Importing this module creates nothing; call :func:`ensure` before writing.
 """
 
@@ -19,6 +22,7 @@ NOTEBOOKS_DIR = ROOT / "notebooks"
 FIGURES_DIR = ROOT / "figures"
 RESULTS_DIR = ROOT / "results"
 PROFILES_DIR = ROOT / "profiles"
+SCRATCH_DIR = RESULTS_DIR / "scratch"  # interactive runs' figures and tables (git-ignored)
 
 
 def cache_dir() -> Path:
@@ -29,6 +33,12 @@ def cache_dir() -> Path:
 def index_dir() -> Path:
     """Where hnswlib indexes live: ``$RPA_INDEX_DIR`` or ``<cache_dir>/indexes``."""
     return Path(os.environ.get("RPA_INDEX_DIR") or cache_dir() / "indexes")
+
+
+def output_root() -> Path:
+    """Where notebooks write by default: ``$RPA_OUTPUT_DIR`` (its ``figures/`` and ``results/``; the repository
+    itself for the committed outputs), else ``results/scratch`` so exploring never overwrites committed results."""
+    return Path(os.environ.get("RPA_OUTPUT_DIR") or SCRATCH_DIR)
 
 
 def ensure(path: Path) -> Path:
