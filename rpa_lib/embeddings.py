@@ -12,7 +12,7 @@ and :func:`truncation` reports the share, so it never happens silently.
 
 A model embedder's ``model_id`` (part of every cached vector's key and of the index's metadata) is
 ``st:<label>@<fingerprint>:<prefixes>``: the fingerprint is a full sha256 of the model folder's weight and
-configuration files (:mod:`rpa_lib.llm.fingerprint`; read once per process, on first use of ``model_id``, without
+configuration files (:mod:`rpa_lib.fingerprint`; read once per process, on first use of ``model_id``, without
 loading the model), so changed weights never reuse cached vectors or indexes and two models in folders of the
 same name never share them. ``label`` is the readable name for tables. Models load offline
 (``local_files_only``) from a folder or the Hugging Face cache; this module never writes ``os.environ``.
@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rpa_lib.llm.fingerprint import fingerprint
+from rpa_lib.fingerprint import fingerprint
 from rpa_lib.sqlite_store import connect
 
 # Query instructions are facts about each model's training, documented on its model card.

@@ -18,7 +18,8 @@ import pandas as pd
 import papermill
 import pytest
 
-from rpa_lib import paths, reproduce
+from rpa_lib import paths
+from rpa_lib.run import reproduce
 
 NOTEBOOKS = sorted(paths.NOTEBOOKS_DIR.glob("[0-9][0-9]_*.ipynb"))
 PROFILES = sorted(paths.PROFILES_DIR.glob("*.yaml"))
@@ -263,7 +264,7 @@ def test_an_edited_or_deleted_output_and_an_upstream_rerun_run_again(counting):
 
 
 def test_a_model_file_a_setting_names_counts_by_content_and_url_credentials_do_not(tmp_path, monkeypatch):
-    from rpa_lib import stamps
+    from rpa_lib.run import stamps
 
     book, model = tmp_path / "01_x.ipynb", tmp_path / "model.gguf"
     write_notebook(book, "x = 1")

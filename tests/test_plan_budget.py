@@ -14,11 +14,12 @@ import sqlite3
 import nbformat
 import pytest
 
-from rpa_lib import paths, reproduce
+from rpa_lib import paths
 from rpa_lib.llm import PRICES, FakeLLM, LLMFatalError, MockServer, RetryPolicy, get_llm
 from rpa_lib.llm.base import Request
-from rpa_lib.llm.budget import Budget, BudgetExceeded, estimate_tokens, model_price
-from rpa_lib.llm.plan import PLAN_FILE, PlanLLM, plan_rows, plan_table, read_plan
+from rpa_lib.run import reproduce
+from rpa_lib.run.budget import Budget, BudgetExceeded, estimate_tokens, model_price
+from rpa_lib.run.plan import PLAN_FILE, PlanLLM, plan_rows, plan_table, read_plan
 
 FAST = RetryPolicy(attempts=2, base_delay=0.001, max_delay=0.001)
 

@@ -5,10 +5,9 @@ Importing this package builds no client, loads no model and opens no file. :func
 the layer memoizes in the process (loaded local models, weight fingerprints); the on-disk reply cache stays.
 """
 
-from rpa_lib.llm import fingerprint as _fingerprint
+from rpa_lib import fingerprint
 from rpa_lib.llm import local as _local
 from rpa_lib.llm.base import LLM
-from rpa_lib.llm.budget import BudgetExceeded
 from rpa_lib.llm.cache import Cache
 from rpa_lib.llm.factory import get_llm
 from rpa_lib.llm.fake import FakeLLM
@@ -18,13 +17,14 @@ from rpa_lib.llm.openai_backend import OpenAILLM
 from rpa_lib.llm.reply import LLMError, LLMFatalError, Outcome, Reply
 from rpa_lib.llm.retry import RetryPolicy, Transient
 from rpa_lib.llm.usage import PRICES, PRICES_AS_OF, Usage, save_usage
+from rpa_lib.run.budget import BudgetExceeded
 
 
 def clear_caches() -> None:
     """Forget the loaded local models and the memoized weight fingerprints, so that the next call sees the files
     as they are on disk now (for a notebook session whose models changed)."""
     _local.clear_caches()
-    _fingerprint.clear_caches()
+    fingerprint.clear_caches()
 
 
 __all__ = ["LLM", "BudgetExceeded", "Cache", "FakeLLM", "LLMError", "LLMFatalError", "LocalLLM", "MockServer",

@@ -15,7 +15,7 @@ never cached. Errors never chain to an exception of a backend that holds a crede
 
 Spending. ``RPA_PRICE_IN``/``RPA_PRICE_OUT`` override the backend's price, and under ``RPA_BUDGET_USD`` each
 round trip first holds its estimated cost and raises ``BudgetExceeded`` (fatal) when that would pass the limit
-(:mod:`rpa_lib.llm.budget` reads those settings and keeps the ledger).
+(:mod:`rpa_lib.run.budget` reads those settings and keeps the ledger).
 
 This module does not talk to any model or know any credential.
 """
@@ -29,12 +29,12 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from rpa_lib.llm.answers import match_option, parse_structured
-from rpa_lib.llm.budget import budget_for, price_override
 from rpa_lib.llm.cache import open_cache, request_key
 from rpa_lib.llm.concurrency import run_map
 from rpa_lib.llm.reply import LLMError, LLMFatalError, Outcome, Raw, Reply
 from rpa_lib.llm.retry import RetryPolicy, Transient, call_with_retries
 from rpa_lib.llm.usage import Price, Usage
+from rpa_lib.run.budget import budget_for, price_override
 
 _ROLES = ("system", "user", "assistant")
 

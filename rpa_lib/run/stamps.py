@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 from rpa_lib import paths
-from rpa_lib.llm.fingerprint import file_digest
+from rpa_lib.fingerprint import file_digest
 
 ENV_PREFIXES = ("RPA_", "OPENAI_")
 SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD")

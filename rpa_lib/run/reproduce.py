@@ -1,0 +1,347 @@
+"""Run the numbered notebooks headlessly with papermill: ``python -m rpa_lib.reproduce [--profile quick]``.
+
+Parameters come from one YAML file per profile (``profiles/<name>.yaml``): ``defaults`` go to every notebook
+that declares them in its ``parameters`` cell, ``notebooks.<NN_name>`` to that notebook only. Executed copies
+are saved under ``results/notebooks/`` (or ``--output-dir``); each notebook prints a progress line, and a
+summary gives the time per notebook and the files it wrote. A failing notebook stops the run with its name
+and the failing cell's error. A notebook whose inputs and outputs are unchanged since its last successful run
+is not run again (:mod:`rpa_lib.run.stamps` lists what is compared); ``--force`` runs every notebook.
+
+Profiles: ``quick`` (default; the embedded LLM, a subset, minutes), ``paper`` (the papers' full settings;
+meant for a real LLM), ``smoke`` (fixture data, fake LLM and hash embedder; what the tests run). ``--profile``
+also takes a path to a YAML file.
+
+``--plan`` runs nothing for real: it executes the notebooks that use an LLM with a stand-in LLM
+(:mod:`rpa_lib.run.plan`; outputs in a temporary folder) and prints per notebook the calls, how many are cached,
+the estimated tokens and dollars at the configured model's price. A budget, ``RPA_BUDGET_USD`` or the profile's
+``budget_usd``, stops the run cleanly when the uncached calls of all its notebooks would spend more
+(:mod:`rpa_lib.run.budget`; the notebooks share a ledger in the cache folder).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import re
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+from rpa_lib import paths
+from rpa_lib.run.notebook_params import check_value, parameters
+
+PATH_PARAMETERS = ("data_dir", "figures_dir", "results_dir")
+TOP_LEVEL = ("description", "defaults", "notebooks", "env", "budget_usd")
+
+
+def profile_path(name: str) -> Path:
+    """``profiles/<name>.yaml``, or ``name`` itself when it is a ``.yaml`` path (relative: to the working
+    directory, else to the repository). ``profile_path("profiles/paper.yaml") == profile_path("paper")``"""
+    if not name.endswith((".yaml", ".yml")):
+        return paths.PROFILES_DIR / f"{name}.yaml"
+    path = Path(name)
+    return path if path.is_absolute() or path.is_file() else paths.ROOT / path
+
+
+def load_profile(name: str) -> dict:
+    """The profile ``profiles/<name>.yaml`` (or a path), checked against every notebook's parameters cell: an
+    unknown notebook, parameter or top-level key, a value of the wrong type or malformed YAML is a ``SystemExit``
+    whose one line names the profile file and the key."""
+    path = profile_path(name)
+    if not path.is_file():
+        known = ", ".join(sorted(p.stem for p in paths.PROFILES_DIR.glob("*.yaml")))
+        raise SystemExit(f"unknown profile {name!r} ({path} not found); known: {known}")
+    try:
+        profile = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"line {mark.line + 1}: " if mark else ""
+        raise SystemExit(f"{path}: not valid YAML ({where}{getattr(e, 'problem', None) or e})") from None
+    if not isinstance(profile, dict):
+        raise SystemExit(f"{path}: a profile is a mapping with description, defaults, notebooks, env and budget_usd")
+    unknown = set(profile) - set(TOP_LEVEL)
+    if unknown:
+        raise SystemExit(f"{path}: unknown top-level key(s) {', '.join(sorted(unknown))}")
+    budget = profile.get("budget_usd")
+    if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int | float) or budget < 0):
+        raise SystemExit(f"{path}: budget_usd: expected a non-negative number of dollars, got {budget!r}")
+    check_profile(path, profile)
+    return profile
+
+
+def check_profile(path: Path, profile: dict) -> None:
+    """Every key of ``defaults`` declared by some notebook, every ``notebooks.<NN_name>`` an existing notebook
+    and each of its keys declared by it, every value of the declared type."""
+    declared = {nb.stem: parameters(nb) for nb in notebooks()}
+    sections = {"defaults": profile.get("defaults") or {}, **{f"notebooks.{k}": v or {} for k, v in
+                                                               (profile.get("notebooks") or {}).items()}}
+    for section, values in sections.items():
+        if not isinstance(values, dict):
+            raise SystemExit(f"{path}: {section} must be a mapping of parameter: value")
+        stem = section.removeprefix("notebooks.")
+        if section != "defaults" and stem not in declared:
+            raise SystemExit(f"{path}: {section}: no such notebook; notebooks: {', '.join(declared)}")
+        scope = {stem: declared[stem]} if section != "defaults" else declared
+        for key, value in values.items():
+            owners = [params[key] for params in scope.values() if key in params]
+            if not owners:
+                valid = sorted({p for params in scope.values() for p in params})
+                raise SystemExit(f"{path}: {section}.{key}: not a parameter of "
+                                 f"{stem if section != 'defaults' else 'any notebook'}; parameters: {', '.join(valid)}")
+            for param in owners:
+                try:
+                    check_value(key, value, param)
+                except ValueError as e:
+                    raise SystemExit(f"{path}: {section}.{e}") from None
+
+
+def notebooks(only: list[str] | None = None) -> list[Path]:
+    """The numbered notebooks (``NN_name.ipynb``) in order; ``only`` keeps those whose number or name match."""
+    found = sorted(p for p in paths.NOTEBOOKS_DIR.glob("[0-9][0-9]_*.ipynb"))
+    if only:
+        found = [p for p in found if any(p.stem == o or p.stem.startswith(f"{o}_") or p.stem[:2] == o for o in only)]
+        if not found:
+            raise SystemExit(f"no notebook matches --only {','.join(only)}")
+    return found
+
+
+def parameters_for(notebook: Path, profile: dict, output_dir: Path | None) -> dict:
+    """The profile's parameters that this notebook declares, with relative paths made absolute."""
+    declared = parameters(notebook)
+    params = {**(profile.get("defaults") or {}), **((profile.get("notebooks") or {}).get(notebook.stem) or {})}
+    if output_dir:
+        params.setdefault("figures_dir", str(output_dir / "figures"))
+        params.setdefault("results_dir", str(output_dir / "results"))
+    for key in PATH_PARAMETERS:
+        if params.get(key) and not Path(params[key]).is_absolute():
+            params[key] = str(paths.ROOT / params[key])
+    return {k: v for k, v in params.items() if k in declared}
+
+
+def uses_llm(notebook: Path) -> bool:
+    """Does the notebook declare an ``llm`` or ``evaluator_llm`` parameter or build an LLM (``get_llm(``,
+    ``judge_llm(``)? Those that do not are not planned."""
+    if {"llm", "evaluator_llm"} & set(parameters(notebook)):
+        return True
+    cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
+    return any(re.search(r"\b(get|judge)_llm\(", "".join(c["source"])) for c in cells if c["cell_type"] == "code")
+
+
+@contextlib.contextmanager
+def environment(**values: str | None):
+    """Set (a str) or unset (None) environment variables for the ``with`` block, then restore them. The kernels
+    papermill starts inside the block inherit them."""
+    def apply(settings: dict[str, str | None]) -> None:
+        for k, v in settings.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+    saved = {k: os.environ.get(k) for k in values}
+    try:
+        apply(values)
+        yield
+    finally:
+        apply(saved)
+
+
+def _snapshot(folders: list[Path]) -> dict[Path, float]:
+    return {p: p.stat().st_mtime for f in folders if f.is_dir() for p in f.rglob("*") if p.is_file()
+            and "cache" not in p.parts and "notebooks" not in p.relative_to(f).parts}
+
+
+def _apply_env(profile: dict) -> None:
+    for key, value in (profile.get("env") or {}).items():
+        os.environ.setdefault(key, str(value))
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+def budget_of(profile: dict) -> float | None:
+    """The run's budget in dollars: ``RPA_BUDGET_USD``, else the profile's ``budget_usd``, else None."""
+    from rpa_lib.run.budget import budget_limit
+
+    try:
+        limit = budget_limit()
+    except ValueError as e:
+        raise SystemExit(str(e)) from None
+    return limit if limit is not None else profile.get("budget_usd")
+
+
+def check_prices(books: list[Path], profile: dict, output_dir: Path | None) -> None:
+    """SystemExit before anything runs when a notebook's LLM (its ``llm`` or judge) has no known price: a budget
+    cannot be kept for it. Builds the backend objects only (no client, no model load)."""
+    from rpa_lib.evaluation.judges import judge_llm
+    from rpa_lib.llm import LLMError, get_llm
+
+    for nb in books:
+        declared, params = parameters(nb), parameters_for(nb, profile, output_dir)
+        try:
+            if "llm" in declared:
+                get_llm(params.get("llm"), cache=False)
+            if "evaluator_llm" in declared:
+                judge_llm(params.get("evaluator_llm"), default=params.get("llm"), cache=False)
+        except (LLMError, ValueError) as e:
+            raise SystemExit(f"{nb.stem}: cannot run under the budget: {e}") from None
+
+
+def run(profile_name: str = "quick", only: list[str] | None = None, output_dir: Path | None = None,
+        force: bool = False) -> list[dict]:
+    """Execute the notebooks that are not up to date (:mod:`rpa_lib.run.stamps`; ``force``: all of them); under a
+    budget (``RPA_BUDGET_USD`` or ``budget_usd``) with one ledger for the run."""
+    profile = load_profile(profile_name)
+    _apply_env(profile)
+    books = notebooks(only)
+    limit = budget_of(profile)
+    if limit is None:
+        with environment(RPA_BUDGET_LEDGER=None):
+            return _run(profile_name, profile, books, output_dir, force)
+    from rpa_lib.run.budget import Budget, usd
+
+    ledger = paths.cache_dir() / "budget" / f"run-{time.strftime('%Y%m%d-%H%M%S')}-{time.time_ns() % 10**9}.json"
+    with environment(RPA_BUDGET_USD=repr(float(limit)), RPA_BUDGET_LEDGER=str(ledger)):
+        check_prices(books, profile, output_dir)
+        print(f"budget: {usd(limit)} for the uncached LLM calls of this run (ledger {ledger})", flush=True)
+        try:
+            return _run(profile_name, profile, books, output_dir, force)
+        finally:
+            print(f"budget: ${Budget(limit, ledger).spent:.4f} of {usd(limit)} spent", flush=True)
+
+
+def _run(profile_name: str, profile: dict, books: list[Path], output_dir: Path | None, force: bool = False) -> list[dict]:
+    from rpa_lib.run import stamps
+
+    executed_dir = paths.ensure((output_dir or paths.RESULTS_DIR) / "notebooks")
+    print(f"reproduce: profile {profile_name!r}, {len(books)} notebook(s), executed copies in {executed_dir}", flush=True)
+    order = notebooks()  # all of them: a notebook's stamp covers those before it, whichever --only runs
+    library = stamps.library_digest()
+    summary = []
+    for i, nb in enumerate(books, start=1):
+        params = parameters_for(nb, profile, output_dir)
+        executed = executed_dir / nb.name
+        upstream = [stamps.outputs_digest(stamps.read(executed_dir / b.name)) for b in order[:order.index(nb)]]
+        inputs = stamps.inputs_digest(nb, params, upstream, library)
+        done = None if force else stamps.up_to_date(executed, inputs)
+        if done:
+            print(f"[{i}/{len(books)}] {nb.stem}: up to date (notebook, parameters, library, data, settings and its "
+                  f"{len(done['outputs'])} output file(s) unchanged since {done['finished']}), not run; --force runs it",
+                  flush=True)
+            summary.append({"notebook": nb.stem, "seconds": 0.0, "written": [], "skipped": True})
+            continue
+        earlier = stamps.forget(executed)
+        watch = [Path(params.get("figures_dir") or paths.FIGURES_DIR), Path(params.get("results_dir") or paths.RESULTS_DIR)]
+        before = _snapshot(watch)
+        print(f"[{i}/{len(books)}] {nb.stem}: running", flush=True)
+        start = time.perf_counter()
+        _execute(nb, executed, params, i, len(books))
+        seconds = time.perf_counter() - start
+        after = _snapshot(watch)
+        changed = [p for p, t in after.items() if before.get(p) != t]
+        stamps.write(executed, inputs, changed, earlier, seconds)
+        written = sorted(str(p.relative_to(paths.ROOT) if p.is_relative_to(paths.ROOT) else p) for p in changed)
+        print(f"[{i}/{len(books)}] {nb.stem}: ok in {seconds:.1f} s, {len(written)} file(s) written", flush=True)
+        summary.append({"notebook": nb.stem, "seconds": round(seconds, 1), "written": written, "skipped": False})
+    total = sum(s["seconds"] for s in summary)
+    skipped = sum(s["skipped"] for s in summary)
+    print(f"\nsummary (profile {profile_name!r}, {total / 60:.1f} min in all"
+          + (f"; {skipped} notebook(s) up to date, not run" if skipped else "") + ")")
+    for s in summary:
+        what = "up to date, not run" if s["skipped"] else ", ".join(s["written"][:6]) + (
+            f" (+{len(s['written']) - 6} more)" if len(s["written"]) > 6 else "")
+        print(f"  {s['notebook']:<28} {s['seconds']:>8.1f} s  {what}")
+    return summary
+
+
+def _execute(nb: Path, executed: Path, params: dict, i: int, n: int) -> None:
+    """papermill; a failing cell is a SystemExit(1) naming the notebook, the cell and the error."""
+    import papermill
+
+    start = time.perf_counter()
+    try:
+        papermill.execute_notebook(str(nb), str(executed), parameters=params, kernel_name="python3",
+                                   cwd=str(paths.NOTEBOOKS_DIR), progress_bar=False, log_output=False)
+    except papermill.PapermillExecutionError as e:
+        print(f"[{i}/{n}] {nb.stem}: FAILED after {time.perf_counter() - start:.1f} s")
+        print(f"{nb.name}: cell {e.exec_count} raised {e.ename}: {e.evalue}\n"
+              f"(executed copy with the traceback: {executed})", file=sys.stderr)
+        raise SystemExit(1) from None
+
+
+def plan(profile_name: str = "quick", only: list[str] | None = None) -> list[dict]:
+    """Print what a run would call, cost and find cached, from a dry run of the notebooks that use an LLM with a
+    stand-in LLM (:mod:`rpa_lib.run.plan`); their outputs go to a temporary folder. Returns the table's rows."""
+    import papermill
+
+    from rpa_lib.run.budget import usd
+    from rpa_lib.run.plan import PLAN_FILE, plan_rows, plan_table, plan_total, read_plan
+
+    profile = load_profile(profile_name)
+    _apply_env(profile)
+    books = notebooks(only)
+    limit = budget_of(profile)
+    print(f"plan: profile {profile_name!r}, {len(books)} notebook(s); a dry run, no model is called", flush=True)
+    calls: dict[str, list[dict]] = {}
+    skipped: dict[str, str] = {}
+    start_all = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="rpa-plan-") as tmp:
+        out = Path(tmp)
+        for i, nb in enumerate(books, start=1):
+            if not uses_llm(nb):
+                skipped[nb.stem] = "no LLM calls"
+                continue
+            params = parameters_for(nb, profile, out)
+            declared = parameters(nb)
+            params.update({k: str(out / k.removesuffix("_dir")) for k in ("figures_dir", "results_dir") if k in declared})
+            record = out / f"{nb.stem}.plan.jsonl"
+            start = time.perf_counter()
+            with environment(**{PLAN_FILE: str(record), "RPA_BUDGET_USD": None, "RPA_BUDGET_LEDGER": None}):
+                try:
+                    papermill.execute_notebook(str(nb), str(out / nb.name), parameters=params, kernel_name="python3",
+                                               cwd=str(paths.NOTEBOOKS_DIR), progress_bar=False, log_output=False)
+                except papermill.PapermillExecutionError as e:
+                    skipped[nb.stem] = (f"dry run stopped at cell {e.exec_count}, {e.ename}: {e.evalue}; "
+                                        "the counts cover the calls before it")
+                except Exception as e:  # e.g. the kernel died: report it beside the counts made so far
+                    skipped[nb.stem] = f"dry run failed, {type(e).__name__}: {e}; the counts cover the calls before it"
+            calls[nb.stem] = read_plan(record)
+            print(f"[{i}/{len(books)}] {nb.stem}: {len(calls[nb.stem]):,} calls, dry run in "
+                  f"{time.perf_counter() - start:.1f} s", flush=True)
+    rows = plan_rows(calls)
+    print()
+    print(plan_table(rows, [nb.stem for nb in books], skipped))
+    if limit is not None:
+        cost = plan_total(rows)
+        verdict = ("unknown (a model has no price)" if cost is None else
+                   f"the estimate ${cost:,.2f} is {'within' if cost <= limit else 'OVER'} it")
+        print(f"budget: {usd(limit)} (RPA_BUDGET_USD or budget_usd); {verdict}")
+    print(f"plan made in {time.perf_counter() - start_all:.1f} s")
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m rpa_lib.reproduce", description=__doc__.split("\n")[0])
+    parser.add_argument("--profile", default="quick",
+                        help="profiles/<name>.yaml (quick (default), paper or smoke) or a path to a YAML file")
+    parser.add_argument("--only", "--notebooks", dest="only",
+                        help="comma-separated notebook numbers or names, e.g. 02,04")
+    parser.add_argument("--output-dir", type=Path, help="write figures/, results/ and notebooks/ here instead")
+    parser.add_argument("--force", action="store_true",
+                        help="run every notebook, also those up to date (same inputs, outputs untouched)")
+    parser.add_argument("--plan", action="store_true",
+                        help="run nothing: print the LLM calls, cached calls, tokens and dollars of each notebook")
+    args = parser.parse_args(argv)
+    only = args.only.split(",") if args.only else None
+    if args.plan:
+        plan(args.profile, only)
+    else:
+        run(args.profile, only, args.output_dir, args.force)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
