@@ -108,7 +108,7 @@ def test_incorrect_uses_refined_search_strips_only():
     assert external and not [i for i in r.items if i.role == "knowledge"]
     for item in external:  # Ada's own paragraphs: the chunks that hold the strip
         assert item.text.startswith("Ada Lindqvist: ") and item.label.startswith("Ada Lindqvist >")
-        assert item.chunk_ids and all(i.startswith(f"{ADA}:vanilla:") for i in item.chunk_ids)
+        assert item.chunk_ids and all(i.startswith(f"{ADA}:acts:") for i in item.chunk_ids)
     chunks = {c.id: c for c in make(fake()).retriever(ADA).chunks}
     first = external[0]
     assert first.text.removeprefix("Ada Lindqvist: ") in chunks[first.chunk_ids[0]].body

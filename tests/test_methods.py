@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 from rpa_lib.evaluation.chunk_usage import duplication_frequencies, usage_stats, used_chunks
+from rpa_lib.evaluation.context import TOKENIZER, context_sizes, count_tokens, matched_budget, with_context
 from rpa_lib.llm import FakeLLM
 from rpa_lib.methods import (
     METHODS,
@@ -27,6 +28,7 @@ from rpa_lib.methods import (
     check_failures,
     failures,
     guided_selection,
+    method_label,
     qa_jobs,
     register,
     run_jobs,
@@ -135,13 +137,75 @@ def test_no_rag_uses_no_chunks_and_names_the_character_and_work():
     assert "Ada Lindqvist from Test Fixtures" in r.reply and len(r.calls) == 1 and r.calls[0].purpose == "respond"
 
 
-def test_naive_rag_gives_top_k_chunks_as_knowledge():
+STORM = "What did you do when the storm broke the lamp's lens?"
+
+
+def test_naive_rag_gives_top_k_acts_chunks_as_knowledge_and_the_vanilla_variant_is_named():
     m = make("naive_rag", scripted(), embedder="hash-64", k=2)
-    r = m.respond("ada-lindqvist", "What did you do when the storm broke the lamp's lens?")
+    r = m.respond("ada-lindqvist", STORM)
     knowledge = chunks_of(r, "knowledge")
-    assert len(knowledge) == 2 and all(":vanilla:" in item.chunk_ids[0] for item in knowledge)
+    assert len(knowledge) == 2 and all(":acts:" in item.chunk_ids[0] for item in knowledge)  # AMADEUS's pool
     assert r.chunk_ids() == [item.chunk_ids[0] for item in knowledge]
     assert knowledge[0].text in r.reply  # the chunks reached the prompt
+    vanilla = make("naive_rag_vanilla", scripted(), embedder="hash-64", k=2)
+    r = vanilla.respond("ada-lindqvist", STORM)
+    assert r.method == "naive_rag_vanilla" and method_label(r.method) == "Naive RAG (Vanilla)"
+    assert all(":vanilla:" in i for i in r.chunk_ids()) and len(r.chunk_ids()) == 2
+    assert make("crag", FakeLLM(), embedder="hash-64").settings.splitter == "acts"
+
+
+def test_naive_rag_at_a_character_budget_fills_it_from_the_ranking():
+    top = make("naive_rag", FakeLLM(), embedder="hash-64", k=50).context("ada-lindqvist", STORM).items
+    full = sum(len(i.text) for i in top)
+    budget = len(top[0].text) + len(top[1].text) // 2
+    r = make("naive_rag", FakeLLM(), embedder="hash-64", budget_chars=budget).context("ada-lindqvist", STORM)
+    assert [i.chunk_ids for i in r.items] == [i.chunk_ids for i in top[:2]]  # the ranking, the second cut
+    assert r.items[0].text == top[0].text and top[1].text.startswith(r.items[1].text)
+    assert budget - 30 < sum(len(i.text) for i in r.items) <= budget and r.details["chunks_in_budget"] == 2
+    r = make("naive_rag", FakeLLM(), embedder="hash-64", budget_chars=10 * full).context("ada-lindqvist", STORM)
+    assert sum(len(i.text) for i in r.items) == full  # a budget past the persona: every chunk, none cut
+    with pytest.raises(ValueError, match="naive_rag_budget.*needs the setting\\(s\\) budget_chars"):
+        make("naive_rag_budget", FakeLLM())
+    with pytest.raises(ValueError, match="budget_chars must be at least 1"):
+        make("naive_rag", FakeLLM(), budget_chars=0)
+    assert make("naive_rag_budget", FakeLLM(), budget_chars=900).name == "naive_rag_budget"
+
+
+def test_amadeus_shows_each_chunk_once():
+    m = make("amadeus", scripted(), embedder="hash-64", k=5, max_iterations=30, slot_size=2)
+    r = m.context("ada-lindqvist", STORM)
+    selected = [i.chunk_ids[0] for i in r.items if i.role == "selected"]
+    knowledge = [i.chunk_ids[0] for i in r.items if i.role == "knowledge"]
+    top5 = [c.id for c in m.search("ada-lindqvist", STORM, 5)]
+    assert selected and set(selected) <= set(top5)  # the storm chunks rank high: GS keeps some of the top-k
+    assert not set(selected) & set(knowledge) and knowledge == [c for c in top5 if c not in selected]
+    assert r.details["selected_in_top_k"] == len(set(selected) & set(top5))
+    texts = [i.text for i in r.items if i.role in ("knowledge", "selected")]
+    assert len(texts) == len(set(texts))
+
+
+def test_context_sizes_and_the_matched_budget():
+    methods = build_methods(["no_rag", "naive_rag", "amadeus"], scripted(), dataset=FIXTURES, embedder="hash-64",
+                            k=2, max_iterations=6)
+    jobs = [Job("ada-lindqvist", "a", STORM), Job("bram-okafor", "b", "Do you like parties?")]
+    rows = pd.concat([run_jobs(m, jobs, progress=False) for m in methods], ignore_index=True)
+    sizes = context_sizes(rows).set_index("method")
+    assert sizes.loc["no_rag", "context_chars"] == 0 and sizes.loc["no_rag", "context_tokens"] == 0
+    naive = rows[rows.method == "naive_rag"]
+    want = sum(len(c["text"]) for ctx in naive.context for c in ctx) / 2
+    assert sizes.loc["naive_rag", "context_chars"] == want and sizes.loc["naive_rag", "questions"] == 2
+    assert 0 < sizes.loc["naive_rag", "context_tokens"] < want and sizes.tokenizer.unique().tolist() == [TOKENIZER]
+    assert count_tokens(["hello world", ""]) == [2, 0]
+    budget = matched_budget(rows, "amadeus")
+    assert budget == round(sizes.loc["amadeus", "context_chars"]) and budget > sizes.loc["naive_rag", "context_chars"]
+    matched = make("naive_rag_budget", scripted(), embedder="hash-64", budget_chars=budget)
+    m_rows = run_jobs(matched, jobs, step="context", progress=False)
+    got = context_sizes(m_rows, tokens=False).context_chars.iloc[0]
+    assert budget - 40 <= got <= budget  # the control shows as much text as AMADEUS did, to a word
+    table = with_context(pd.DataFrame({"method": ["amadeus", "naive_rag"], "acc": [0.5, 0.4]}), sizes.reset_index())
+    assert list(table.columns) == ["method", "acc", "context_chars", "context_tokens", "context_items"]
+    with pytest.raises(ValueError, match="no answered rows of 'crag'"):
+        matched_budget(rows, "crag")
 
 
 def test_amadeus_runs_gs_then_ae_then_responds_with_both():
@@ -175,7 +239,7 @@ def test_build_method_takes_declared_settings_and_rejects_unknown_ones():
     assert isinstance(make("no_rag", FakeLLM()), NoRAG)
     a = make("amadeus", FakeLLM(), max_iterations=3, slot_size=1, window=2)
     assert (a.settings.max_iterations, a.settings.slot_size, a.window) == (3, 1, 2)
-    with pytest.raises(ValueError, match="unknown method 'no_such_method'; registered: no_rag, naive_rag, amadeus"):
+    with pytest.raises(ValueError, match="unknown method 'no_such_method'; registered: .*no_rag, naive_rag, amadeus.*naive_rag_vanilla"):
         build_method("no_such_method", llm=FakeLLM())
     with pytest.raises(ValueError, match=r"method 'no_rag' has no setting 'splitter'; its settings: max_tokens"):
         make("no_rag", FakeLLM(), splitter="acts")

@@ -15,11 +15,20 @@ from rpa_lib.methods.base import (
     Response,
     RetrievalSettings,
 )
-from rpa_lib.methods.baselines import NaiveRAG, NoRAG
+from rpa_lib.methods.baselines import NaiveRAG, NaiveRAGSettings, NoRAG
 from rpa_lib.methods.crag import Crag, CragSettings
 from rpa_lib.methods.gs import Selection, guided_selection
 from rpa_lib.methods.lightrag import LightRAG, LightRAGSettings, close_lightrag
-from rpa_lib.methods.registry import METHODS, build_method, build_methods, method_class, register, setting_names
+from rpa_lib.methods.registry import (
+    METHODS,
+    VARIANTS,
+    build_method,
+    build_methods,
+    method_class,
+    method_label,
+    register,
+    setting_names,
+)
 from rpa_lib.methods.rolerag import RoleRAG, RoleRAGSettings
 from rpa_lib.methods.runner import (
     FailedItems,
@@ -35,7 +44,7 @@ from rpa_lib.methods.runner import (
 for _method in (NoRAG, NaiveRAG, Amadeus, Crag, RoleRAG, LightRAG):  # the registry: one entry per method module
     register(_method)
 
-__all__ = ["METHODS", "Amadeus", "AmadeusSettings", "AnswerSettings", "Call", "Context", "ContextItem", "Crag",
+__all__ = ["METHODS", "VARIANTS", "NaiveRAGSettings", "method_label", "Amadeus", "AmadeusSettings", "AnswerSettings", "Call", "Context", "ContextItem", "Crag",
            "CragSettings", "FailedItems", "Job", "Method", "RoleRAG", "RoleRAGSettings",
            "LightRAG", "LightRAGSettings", "close_lightrag",
            "NaiveRAG", "NoRAG", "Response", "RetrievalSettings", "Selection", "build_method", "build_methods",

@@ -10,8 +10,10 @@ for each attribute in one free-text sentence instead; the failed structured call
 in the trace. ``extract=False`` stops after GS (chunk statistics need no attributes).
 
 Context items: ``knowledge`` (top-k), ``attribute`` (one per AE attribute, with the selected chunks' ids) and
-``selected`` (GS's slot, or its top K+1 fallback). Details: ``gs_failed``, ``examined``, ``speculative``,
-``attributes``, ``extract_fallback``.
+``selected`` (GS's slot, or its top K+1 fallback). Each chunk is shown once: a GS-selected chunk that is also
+among the top-k appears only as ``selected`` (so the knowledge block then holds fewer than k chunks). Details:
+``gs_failed``, ``examined``, ``speculative``, ``attributes``, ``selected_in_top_k`` (how many selected chunks
+were among the top-k), ``extract_fallback``.
 """
 
 from __future__ import annotations
@@ -113,9 +115,13 @@ class Amadeus(Method):
             attributes, extract_calls = self.attributes(character, question, selection.selected)
             calls += extract_calls
         sources = tuple(c.id for c in selection.selected)
+        # Each chunk reaches the LLM once: a GS-selected chunk that is also among the top-k is shown only with the
+        # selected passages (where its role is the character's), not repeated in the knowledge block.
+        repeated = [c for c in knowledge if c.id in sources]
+        knowledge = [c for c in knowledge if c.id not in sources]
         items = [*chunk_items("knowledge", knowledge),
                  *(ContextItem("attribute", text, sources, label) for label, text in attributes.items()),
                  *chunk_items("selected", selection.selected)]
         details = {"gs_failed": selection.failed, "examined": selection.examined, "speculative": selection.speculative,
-                   "attributes": attributes, "extract_fallback": self.settings.extract_format == "json" and any(c.purpose == "extract-text" for c in calls)}
+                   "attributes": attributes, "selected_in_top_k": len(repeated), "extract_fallback": self.settings.extract_format == "json" and any(c.purpose == "extract-text" for c in calls)}
         return Context(items, calls, details)

@@ -99,7 +99,8 @@ class AnswerSettings:
 class RetrievalSettings(AnswerSettings):
     """Settings of a method that retrieves persona chunks."""
 
-    splitter: str = "vanilla"  # vanilla | ats | acts
+    splitter: str = "acts"  # vanilla | ats | acts (ACTS: the one pool every method of a table draws from, as the
+    #                         paper applies ACTS to Naive RAG; "vanilla" is the named variant naive_rag_vanilla)
     embedder: str = "minilm"  # short name or sentence-transformers model id
     k: int = 3  # chunks retrieved as knowledge
     min_k: ClassVar[int] = 1

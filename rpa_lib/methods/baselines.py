@@ -1,13 +1,59 @@
 """The baselines of AMADEUS Table 6 that need no outside service: no RAG and Naive RAG.
 
 - ``no_rag``: the role-play prompt with only the character's name and work; what the LLM already knows.
-- ``naive_rag``: the top-k chunks most similar to the question as knowledge (default Vanilla chunks, the
-  conventional fixed-length splitting; ``splitter="acts"`` isolates what GS and AE add).
+- ``naive_rag``: the top-k chunks most similar to the question as knowledge, from ACTS chunks by default (the
+  paper applies ACTS to Naive RAG, and AMADEUS and CRAG draw from the same pool); ``splitter="vanilla"`` is the
+  conventional fixed-length splitting (the named variant ``naive_rag_vanilla``).
+- ``budget_chars``: instead of k, the top-ranked chunks until their texts hold this many characters; the chunk
+  that would cross the budget is cut at the last word boundary inside it (counted in part), so the context is
+  the budget (or the whole persona when that is shorter). The named variant ``naive_rag_budget`` is Naive RAG at
+  AMADEUS's mean context budget (:func:`rpa_lib.evaluation.context.matched_budget`), the control that tells the
+  method from the amount of text it shows.
+
+Not here: choosing the budget (the notebooks measure AMADEUS's context and pass it).
 """
 
 from __future__ import annotations
 
-from rpa_lib.methods.base import AnswerSettings, Context, Method, RetrievalSettings, chunk_items
+from dataclasses import dataclass
+
+from rpa_lib.methods.base import AnswerSettings, Context, ContextItem, Method, RetrievalSettings, chunk_items
+
+
+@dataclass(frozen=True)
+class NaiveRAGSettings(RetrievalSettings):
+    budget_chars: int | None = None  # characters of chunk text instead of k (None: top-k)
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.budget_chars is not None and self.budget_chars < 1:
+            raise ValueError(f"budget_chars must be at least 1 (or None for top-k), not {self.budget_chars}")
+
+
+def within_budget(chunks, budget: int) -> list[ContextItem]:
+    """``knowledge`` items of the ranked ``chunks`` whose texts add up to ``budget`` characters: whole chunks while
+    they fit, then the next one cut at its last space within the rest, and no more (dropped when the rest
+    holds no whole word).
+
+    >>> from rpa_lib.splitters import Chunk
+    >>> c = [Chunk(f"x:acts:{i}", "x", "acts", t, t, (), 0, len(t)) for i, t in enumerate(["aaaa bbbb", "cc dd ee"])]
+    >>> [i.text for i in within_budget(c, 15)]
+    ['aaaa bbbb', 'cc dd']
+    """
+    items, left = [], budget
+    for chunk in chunks:
+        if left <= 0:
+            break
+        item = ContextItem.of_chunk("knowledge", chunk)
+        if len(chunk.text) > left:
+            cut = chunk.text[:left + 1].rsplit(" ", 1)[0].rstrip() if " " in chunk.text[:left + 1] else ""
+            if not cut:
+                break
+            items.append(ContextItem("knowledge", cut, item.chunk_ids, item.label))
+            break  # the cut chunk is the last one
+        items.append(item)
+        left -= len(item.text)
+    return items
 
 
 class NoRAG(Method):
@@ -17,7 +63,12 @@ class NoRAG(Method):
 
 class NaiveRAG(Method):
     name = "naive_rag"
-    Settings = RetrievalSettings
+    Settings = NaiveRAGSettings
 
     def context(self, character: str, question: str) -> Context:
-        return Context(chunk_items("knowledge", self.search(character, question, self.settings.k)))
+        s = self.settings
+        if s.budget_chars is None:
+            return Context(chunk_items("knowledge", self.search(character, question, s.k)))
+        ranked = self.search(character, question, len(self.retriever(character).chunks))
+        items = within_budget(ranked, s.budget_chars)
+        return Context(items, details={"budget_chars": s.budget_chars, "chunks_in_budget": len(items)})

@@ -5,23 +5,55 @@
 2
 >>> build_method("naive_rag", llm=FakeLLM(), max_iteration=8)
 Traceback (most recent call last):
-ValueError: method 'naive_rag' has no setting 'max_iteration'; its settings: embedder, k, max_tokens, splitter
+ValueError: method 'naive_rag' has no setting 'max_iteration'; its settings: budget_chars, embedder, k, max_tokens, splitter
 
 Adding a method is one module (a :class:`~rpa_lib.methods.base.Method` subclass with ``name`` and a frozen
 ``Settings`` dataclass) and one ``register(...)`` line in ``rpa_lib/methods/__init__.py``.
+
+A **variant** is a registered method under its own name with some settings fixed (:data:`VARIANTS`), so two
+set-ups of one method run side by side in one table with rows of their own: ``naive_rag_vanilla`` (Naive RAG on
+Vanilla chunks) and ``naive_rag_budget`` (Naive RAG at a character budget, which the caller gives):
+
+>>> m = build_method("naive_rag_vanilla", llm=FakeLLM())
+>>> m.name, m.settings.splitter, method_label(m.name)
+('naive_rag_vanilla', 'vanilla', 'Naive RAG (Vanilla)')
 """
 
 from __future__ import annotations
 
-from dataclasses import fields
+from dataclasses import dataclass, fields
 
 from rpa_lib.methods.base import Method
 
 METHODS: dict[str, type[Method]] = {}
 
 
+@dataclass(frozen=True)
+class Variant:
+    """A registered ``method`` with ``settings`` fixed, named apart; ``requires``: settings the caller must give."""
+
+    method: str
+    settings: tuple[tuple[str, object], ...]
+    label: str
+    requires: tuple[str, ...] = ()
+
+
+VARIANTS: dict[str, Variant] = {
+    "naive_rag_vanilla": Variant("naive_rag", (("splitter", "vanilla"),), "Naive RAG (Vanilla)"),
+    "naive_rag_budget": Variant("naive_rag", (), "Naive RAG (budget-matched)", requires=("budget_chars",)),
+}
+LABELS = {"no_rag": "No RAG", "naive_rag": "Naive RAG", "amadeus": "AMADEUS", "crag": "CRAG-offline",
+          "lightrag": "LightRAG", "rolerag": "RoleRAG"}
+
+
+def method_label(name: str) -> str:
+    """How a table names a method or variant. ``method_label("naive_rag_budget") == "Naive RAG (budget-matched)"``"""
+    return VARIANTS[name].label if name in VARIANTS else LABELS.get(name, name)
+
+
 def register(cls: type[Method]) -> type[Method]:
-    """Add a method class under its ``name`` (a second class with the same name is an error)."""
+    """Add a method class under its ``name`` (a second class with the same name is an error); used as ``@register``
+    above the class."""
     if cls.name in METHODS and METHODS[cls.name] is not cls:
         raise ValueError(f"a method named {cls.name!r} is already registered ({METHODS[cls.name].__name__})")
     METHODS[cls.name] = cls
@@ -29,9 +61,11 @@ def register(cls: type[Method]) -> type[Method]:
 
 
 def method_class(name: str) -> type[Method]:
-    if name not in METHODS:
-        raise ValueError(f"unknown method {name!r}; registered: {', '.join(METHODS)}")
-    return METHODS[name]
+    """The class of a registered method or of a variant's method."""
+    base = VARIANTS[name].method if name in VARIANTS else name
+    if base not in METHODS:
+        raise ValueError(f"unknown method {name!r}; registered: {', '.join([*METHODS, *VARIANTS])}")
+    return METHODS[base]
 
 
 def setting_names(name: str) -> list[str]:
@@ -49,11 +83,20 @@ def build_method(name: str, llm=None, *, dataset=None, **settings) -> Method:
     if unknown:
         raise ValueError(f"method {name!r} has no setting{'s' * (len(unknown) > 1)} {', '.join(map(repr, unknown))}; "
                          f"its settings: {', '.join(setting_names(name))}")
+    if name in VARIANTS:
+        variant = VARIANTS[name]
+        missing = [k for k in variant.requires if settings.get(k) is None]
+        if missing:
+            raise ValueError(f"method {name!r} ({variant.label}) needs the setting(s) {', '.join(missing)}")
+        settings = {**dict(variant.settings), **settings}
     if llm is None:
         from rpa_lib.llm import get_llm
 
         llm = get_llm()
-    return cls(llm, cls.Settings(**settings), as_dataset(dataset))
+    method = cls(llm, cls.Settings(**settings), as_dataset(dataset))
+    if name in VARIANTS:
+        method.name = name  # its rows and table entries are its own
+    return method
 
 
 def build_methods(names: list[str], llm=None, *, dataset=None, per_method: dict[str, dict] | None = None,

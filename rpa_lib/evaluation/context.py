@@ -1,0 +1,106 @@
+"""How much context each method put in front of its LLM: characters and tokens per question, and the budget
+that makes Naive RAG show as much as AMADEUS.
+
+A method's context is the text of its context items (persona chunks, CRAG strips, GS passages, AE attributes,
+graph descriptions, a boundary note), as :func:`rpa_lib.methods.run_jobs` keeps them in the ``context`` column;
+the role-play prompt's fixed instructions, the character's name and the question are the same for every method
+and are not counted. Tokens are counted with one tokenizer for every method and every LLM,
+:data:`TOKENIZER` (the all-MiniLM-L6-v2 WordPiece tokenizer shipped with the embedded embedder, so the count
+needs no download); a GPT or Llama tokenizer gives other absolute numbers, but the ratio between methods is what
+a table compares.
+
+Not here: choosing a method's budget (:class:`rpa_lib.methods.baselines.NaiveRAGSettings` takes one) or
+building tables (the notebooks join :func:`context_sizes` to their own tables with :func:`with_context`).
+
+>>> rows = pd.DataFrame({"method": ["a", "a", "b"], "error": [None, None, None],
+...                      "context": [[{"text": "abcd"}], [{"text": "ab"}, {"text": "cd"}], []]})
+>>> context_sizes(rows, tokens=False)[["method", "questions", "context_chars", "context_items"]].to_dict("records")
+[{'method': 'a', 'questions': 2, 'context_chars': 4.0, 'context_items': 1.5}, {'method': 'b', 'questions': 1, 'context_chars': 0.0, 'context_items': 0.0}]
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+
+import pandas as pd
+
+TOKENIZER = "all-MiniLM-L6-v2 WordPiece"
+_TOKENIZER = None
+_LOCK = threading.Lock()
+
+
+def _tokenizer():
+    global _TOKENIZER
+    with _LOCK:
+        if _TOKENIZER is None:
+            from tokenizers import Tokenizer
+
+            from rpa_lib.embeddings import minilm_path
+
+            tok = Tokenizer.from_file(str(minilm_path() / "tokenizer.json"))
+            tok.no_padding()
+            tok.no_truncation()
+            _TOKENIZER = tok
+        return _TOKENIZER
+
+
+def count_tokens(texts: list[str]) -> list[int]:
+    """Tokens of each text under :data:`TOKENIZER`, without special tokens. ``count_tokens(["hello world"]) == [2]``"""
+    if not texts:
+        return []
+    return [len(e.ids) for e in _tokenizer().encode_batch(list(texts), add_special_tokens=False)]
+
+
+def _texts(context) -> list[str]:
+    if context is None or (isinstance(context, float) and pd.isna(context)):
+        return []
+    return [item["text"] if isinstance(item, dict) else item.text for item in context]
+
+
+def context_sizes(rows: pd.DataFrame, by: Iterable[str] = ("method",), *, tokens: bool = True) -> pd.DataFrame:
+    """Per group of ``by`` (default: per method), over the rows without an error: ``questions``, the mean
+    ``context_chars`` and ``context_tokens`` per question (tokens: :data:`TOKENIZER`; left out with
+    ``tokens=False``), the mean number of ``context_items``, and ``tokenizer``. A method without context has 0."""
+    by = list(by)
+    ok = rows[rows.error.isna()] if "error" in rows else rows
+    out = []
+    for key, g in ok.groupby(by, sort=False):
+        texts = [_texts(c) for c in g.context]
+        row = dict(zip(by, key if isinstance(key, tuple) else (key,), strict=True))
+        row["questions"] = len(g)
+        row["context_chars"] = float(pd.Series([sum(map(len, t)) for t in texts]).mean())
+        if tokens:
+            flat = count_tokens([x for t in texts for x in t])
+            per, i = [], 0
+            for t in texts:
+                per.append(sum(flat[i:i + len(t)]))
+                i += len(t)
+            row["context_tokens"] = float(pd.Series(per).mean())
+        row["context_items"] = float(pd.Series([len(t) for t in texts]).mean())
+        if tokens:
+            row["tokenizer"] = TOKENIZER
+        out.append(row)
+    cols = [*by, "questions", "context_chars", *(["context_tokens"] if tokens else []), "context_items",
+            *(["tokenizer"] if tokens else [])]
+    return pd.DataFrame(out, columns=cols)
+
+
+def matched_budget(rows: pd.DataFrame, method: str = "amadeus") -> int:
+    """The mean context characters per question of ``method``'s rows (without error), rounded: the
+    ``budget_chars`` that gives Naive RAG as much context as that method showed. ValueError when it has no rows."""
+    sizes = context_sizes(rows[rows.method == method], tokens=False)
+    if sizes.empty:
+        raise ValueError(f"no answered rows of {method!r} to match a budget to; run it first")
+    return max(1, round(sizes.context_chars.iloc[0]))
+
+
+def with_context(table: pd.DataFrame, sizes: pd.DataFrame, on: str | list[str] = "method") -> pd.DataFrame:
+    """``table`` with the context columns of ``sizes`` joined on ``on`` (rounded: characters and tokens to whole
+    numbers, items to one decimal), placed after the table's own columns."""
+    keep = [c for c in ("context_chars", "context_tokens", "context_items") if c in sizes]
+    on = [on] if isinstance(on, str) else list(on)
+    right = sizes[[*on, *keep]].copy()
+    for c in keep:
+        right[c] = right[c].round(1 if c == "context_items" else 0)
+    return table.merge(right, on=on, how="left")
