@@ -16,7 +16,17 @@ from rpa_lib.llm.reply import Raw, Reply
 from rpa_lib.methods import Job, build_method, run_jobs
 from rpa_lib.methods import bm25 as bm25_module
 from rpa_lib.methods.bm25 import corpus_for, tokenize
-from rpa_lib.methods.crag import AMBIGUOUS, CORRECT, INCORRECT, crag_label, relevance, route, sentence_groups
+from rpa_lib.methods.crag import (
+    AMBIGUOUS,
+    CORRECT,
+    INCORRECT,
+    crag_label,
+    grade_score,
+    relevance,
+    route,
+    route_counts,
+    sentence_groups,
+)
 
 FIXTURES = Path(__file__).parent / "fixtures" / "data"
 ADA, BRAM = "ada-lindqvist", "bram-okafor"
@@ -56,7 +66,35 @@ def scored(p_of):
 
 
 def make(llm, dataset=FIXTURES, **settings):
+    """CRAG on the fixtures. The tests written with ``fake`` and ``scored`` script the binary evaluator, so it is
+    this helper's default; the graded evaluator (the method's default) is tested below with ``graded``."""
+    settings.setdefault("evaluator", "binary")
     return build_method("crag", llm, dataset=dataset, embedder="hash-64", **settings)
+
+
+def grade_passage(prompt: str) -> str:
+    """The passage a graded evaluator prompt asks about."""
+    return re.search(r"Passage[^\n]*:\n(.*)\n\nHow much does this passage", prompt, re.S).group(1)
+
+
+class GradedFake(FakeLLM):
+    """A scripted judge for the graded evaluator: ``grade(passage)`` -> "1".."5", or a dict of log-scores (the
+    reply then carries them, as a logprobs server's would). Its chat echoes the system prompt."""
+
+    def _choose(self, req):
+        out = self.rule("choose", req.messages, req.options)
+        if isinstance(out, dict):
+            return Raw(max(out, key=out.get), 1, 1, scores=out)
+        return Raw(out, 1, 1)
+
+
+def graded(grade, keywords="Ada Lindqvist, storm"):
+    def rule(kind, messages, spec):
+        if kind == "choose":
+            assert spec == ["1", "2", "3", "4", "5"]
+            return grade(grade_passage(messages[-1]["content"]))
+        return keywords if "search-engine" in messages[0]["content"] else "SYSTEM:" + messages[0]["content"]
+    return GradedFake(rule)
 
 
 # ---- the evaluator and the routes ----------------------------------------------------------------------------
@@ -67,6 +105,53 @@ def test_relevance_is_the_softmax_difference_else_plus_minus_one():
     assert relevance(Reply("irrelevant", kind="choose", scores={"relevant": math.log(0.75), "irrelevant": math.log(0.25)})) == 0.5
     assert relevance(Reply("relevant", kind="choose", scores={"relevant": -30.0, "irrelevant": -0.0})) == pytest.approx(-1.0)
     assert relevance(Reply("relevant", kind="choose", scores={"relevant": -1.0})) == 1.0  # one score: no softmax
+
+
+def test_graded_score_is_the_expected_grade_else_the_chosen_one():
+    assert [grade_score(Reply(g, kind="choose")) for g in "12345"] == [-1.0, -0.5, 0.0, 0.5, 1.0]
+    even = {g: math.log(0.2) for g in "12345"}
+    assert grade_score(Reply("3", kind="choose", scores=even)) == 0.0
+    skewed = {"1": math.log(0.5), "2": -math.inf, "3": -math.inf, "4": -math.inf, "5": math.log(0.5)}
+    assert grade_score(Reply("1", kind="choose", scores=skewed)) == 0.0  # the expectation, not the argmax
+    assert grade_score(Reply("4", kind="choose", scores={"4": -0.1})) == 0.5  # scores for some grades only: the choice
+
+
+def test_the_graded_evaluator_is_the_default_and_fires_all_three_routes_without_scores():
+    assert build_method("crag", FakeLLM(), dataset=FIXTURES).settings.evaluator == "scale"
+    with pytest.raises(ValueError, match="unknown evaluator 'soft'; choose one of scale, binary"):
+        make(FakeLLM(), evaluator="soft")
+    # a scripted judge that gives whole grades (no scores, as a json_schema server): storm passages 4, others low
+    fired = {}
+    for low in ("2", "1"):  # no chunk about parties: every chunk graded 2 (Ambiguous), then 1 (Incorrect)
+        def grade(passage, low=low):
+            return "4" if "storm" in passage and not passage.startswith(("Ada Lindqvist:", "Bram Okafor:")) else low
+        r = make(graded(grade), evaluator="scale").context(ADA, "Do you like parties?")
+        fired[r.details["route"]] = r.details
+        assert r.details["evaluator"] == "scale" and set(r.details["chunk_scores"].values()) <= {0.5, -0.5, -1.0}
+    r = make(graded(lambda p: "4" if "storm" in p else "1"), evaluator="scale").context(ADA, STORM_Q)
+    fired[r.details["route"]] = r.details
+    assert set(fired) == {CORRECT, AMBIGUOUS, INCORRECT}
+    assert fired[CORRECT]["keywords"] == [] and 0.5 in fired[CORRECT]["chunk_scores"].values()
+    assert fired[AMBIGUOUS]["keywords"] and max(fired[AMBIGUOUS]["chunk_scores"].values()) == -0.5
+    assert fired[INCORRECT]["keywords"] and set(fired[INCORRECT]["chunk_scores"].values()) == {-1.0}
+    # and the counts a notebook reports
+    jobs = [Job(ADA, "a", STORM_Q), Job(ADA, "b", "Do you like parties?"), Job(BRAM, "c", "Do you like parties?")]
+    rows = run_jobs(make(graded(lambda p: "4" if "storm" in p else "2" if "Bram" in p else "1"), evaluator="scale"),
+                    jobs, step="context", progress=False)
+    counts = route_counts(rows).iloc[0]
+    assert counts.method == "crag" and counts.questions == 3
+    assert counts[CORRECT] + counts[AMBIGUOUS] + counts[INCORRECT] == 3 and counts[CORRECT] >= 1
+    assert route_counts(rows.assign(details=[{}] * 3)).empty  # no method with routes: no rows
+
+
+def test_graded_evaluator_with_log_scores_is_graded_between_the_grades():
+    def grade(passage):  # storm chunks: P(4) = P(5) = 0.5 -> expected 4.5 -> 0.75; others: all on grade 2 and 3
+        if "storm" in passage:
+            return {"1": -math.inf, "2": -math.inf, "3": -math.inf, "4": math.log(0.5), "5": math.log(0.5)}
+        return {"1": -math.inf, "2": math.log(0.5), "3": math.log(0.5), "4": -math.inf, "5": -math.inf}
+    r = make(graded(grade), evaluator="scale", corpus="none").context(ADA, STORM_Q)
+    assert r.details["route"] == CORRECT and set(r.details["chunk_scores"].values()) <= {0.75, -0.25}
+    assert {s["score"] for s in r.details["strips"]} <= {0.75, -0.25}
 
 
 def test_route_thresholds_are_reached_at_equality():
@@ -213,7 +298,7 @@ def test_keywords_are_parsed_and_capped():
 
 
 def test_unknown_and_invalid_settings_are_rejected():
-    with pytest.raises(ValueError, match="has no setting 'uper'; its settings: corpus, embedder, k, lower, "):
+    with pytest.raises(ValueError, match="has no setting 'uper'; its settings: corpus, embedder, evaluator, k, lower, "):
         make(FakeLLM(), uper=0.4)
     with pytest.raises(ValueError, match="unknown corpus 'web'; choose one of pooled, others, none"):
         make(FakeLLM(), corpus="web")

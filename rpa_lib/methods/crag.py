@@ -3,9 +3,14 @@ AMADEUS paper uses it as a baseline, with the web search swapped for an offline 
 
 For a question:
 
-1. Retrieve the top-k persona chunks (as Naive RAG does) and let the **retrieval evaluator** judge each one:
-   the LLM chooses ``relevant`` or ``irrelevant``; where the backend gives a log-score per option, the chunk's
-   score is P(relevant) - P(irrelevant) (softmax of the two), in [-1, 1], else +1 or -1 from the choice.
+1. Retrieve the top-k persona chunks (as Naive RAG does, from the same ACTS pool by default) and let the
+   **retrieval evaluator** score each one in [-1, 1]. ``evaluator="scale"`` (default): the LLM grades how far the
+   chunk helps answer the question from 1 to 5 (:func:`~rpa_lib.methods.crag_prompts.grade_messages`); where the
+   backend gives a log-score per option (OpenAI-compatible logprobs, the local model) the score is the expected
+   grade under the softmax of those scores, else the chosen grade, mapped linearly (1 -> -1, 3 -> 0, 5 -> 1). So
+   the score is graded on every backend, a json_schema server included. ``evaluator="binary"``: relevant or
+   irrelevant, scored P(relevant) - P(irrelevant) from log-scores, else +1 / -1 (on a backend without scores only
+   two actions can fire).
 2. Route: **Correct** when some chunk scores >= ``upper``; **Incorrect** when every chunk scores < ``lower``;
    **Ambiguous** otherwise.
 3. **Knowledge refinement** (decompose, filter, recompose): cut the text into strips of ``strip_sentences``
@@ -20,20 +25,26 @@ For a question:
 It is **not** a web search, and every table must say so: :attr:`Crag.label` reads
 ``CRAG-offline (web search replaced by BM25 over all characters' personas)`` (or the corpus in use).
 
-Threshold defaults, ``upper = 0.5`` and ``lower = -0.5``: CRAG tunes its thresholds per dataset for its
-fine-tuned evaluator, which we do not have. The symmetric pair asks the LLM for 3:1 odds either way (P(relevant)
->= 0.75 for Correct, < 0.25 on every chunk for Incorrect). With a backend that gives no scores every chunk scores
-+1 or -1, and any pair inside (-1, 1) routes the same: Correct when some chunk is judged relevant, Incorrect
-when none is; Ambiguous then needs ``upper = 1`` or ``lower = -1``. ``strip_threshold = -0.5`` drops only strips the
-evaluator rejects with 3:1 odds (every rejected strip, without scores): refinement removes noise, it does not
-demand proof. ``strip_sentences = 2``: a 500-character Vanilla chunk holds four or five sentences, so strips of
-two are fine enough for the filter to matter.
+**Against the original** (Yan et al. 2024 and its code, HuskyInSalt/CRAG), each departure named:
+
+- Evaluator: CRAG fine-tunes T5-large to output one score per (question, document), trained towards +1 / -1; we
+  have no such model and let the LLM grade on a five-point scale mapped onto [-1, 1] (departure).
+- Thresholds: CRAG tunes them per dataset on its evaluator's scores (PopQA upper 0.592, lower -0.995; PubQA 0.5 and
+  -0.915). Ours, ``upper = 0.5`` (CRAG's PubQA upper: some chunk graded 4, "mostly", or better) and ``lower = -0.5``
+  (every chunk graded 1). On whole grades -0.5 routes exactly as PubQA's -0.915 (a chunk graded 2 scores -0.5,
+  which is not below either); with expected grades from log-scores ours is the looser (departure, untuned).
+- Strips: CRAG's "excerption" decomposition joins three sentences a strip (as ``strip_sentences = 3`` here); it
+  keeps the top 10 strips of retrieved documents (top 3 whole passages in its "selection" mode, the default of
+  its scripts) and the top 5 of web pages, whatever their score, joined in score order. Ours keeps at most
+  ``max_strips = 5`` of each source, only those scoring above ``strip_threshold = -0.5`` (graded 3, "partly", or
+  better), in reading order (departures: a cap that keeps the context near Naive RAG's, a floor so that a strip
+  the evaluator rejects is never shown, and reading order so that recomposed text reads as written).
 
 Context items: ``knowledge`` (refined strips of this character's chunks, with their chunk ids) and ``external``
 (refined search strips, prefixed with the name of the character whose persona they come from; chunk ids only
 when that is this character: the chunks of this method's splitter that hold the strip). Details: ``route``,
 ``chunk_scores`` (chunk id -> score), ``keywords``, ``strips`` (those kept: source, label, score, text),
-``strips_examined``, ``corpus``, ``label``.
+``strips_examined``, ``corpus``, ``label``, ``evaluator``. :func:`route_counts` counts the routes of a run.
 
 Calls are made one after another (``run_jobs`` runs questions concurrently); an evaluator error fails the job.
 """
@@ -44,12 +55,24 @@ import math
 import re
 from dataclasses import dataclass, field
 
+import pandas as pd
+
 from rpa_lib.llm import LLMError
 from rpa_lib.methods.base import Call, Context, ContextItem, Method, RetrievalSettings
 from rpa_lib.methods.bm25 import CORPORA, CORPUS_WORDS, corpus_for
-from rpa_lib.methods.crag_prompts import EVALUATOR_OPTIONS, IRRELEVANT, RELEVANT, evaluator_messages, keywords_messages
+from rpa_lib.methods.crag_prompts import (
+    EVALUATOR_OPTIONS,
+    GRADES,
+    IRRELEVANT,
+    RELEVANT,
+    evaluator_messages,
+    grade_messages,
+    keywords_messages,
+)
 
 CORRECT, INCORRECT, AMBIGUOUS = "correct", "incorrect", "ambiguous"
+ROUTES = (CORRECT, AMBIGUOUS, INCORRECT)
+EVALUATORS = ("scale", "binary")
 
 
 def crag_label(corpus: str) -> str:
@@ -60,9 +83,10 @@ def crag_label(corpus: str) -> str:
 
 @dataclass(frozen=True)
 class CragSettings(RetrievalSettings):
+    evaluator: str = "scale"  # scale (a grade from 1 to 5: graded on every backend) | binary (relevant / irrelevant)
     upper: float = 0.5  # Correct when some chunk scores >= upper (see the module docstring for why)
     lower: float = -0.5  # Incorrect when every chunk scores < lower
-    strip_sentences: int = 2  # sentences per knowledge strip
+    strip_sentences: int = 3  # sentences per knowledge strip (CRAG's excerption: 3)
     max_strips: int = 5  # strips kept per source at most (CRAG: top 5)
     strip_threshold: float = -0.5  # a strip is kept only when it scores above this
     corpus: str = "pooled"  # pooled | others | none: what BM25 searches instead of the web
@@ -75,6 +99,8 @@ class CragSettings(RetrievalSettings):
             raise ValueError(f"need -1 <= lower <= upper <= 1 (got lower={self.lower}, upper={self.upper})")
         if not -1 <= self.strip_threshold < 1:
             raise ValueError(f"strip_threshold must be in [-1, 1), not {self.strip_threshold}")
+        if self.evaluator not in EVALUATORS:
+            raise ValueError(f"unknown evaluator {self.evaluator!r}; choose one of {', '.join(EVALUATORS)}")
         if self.corpus not in CORPORA:
             raise ValueError(f"unknown corpus {self.corpus!r}; choose one of {', '.join(CORPORA)}")
         for name in ("strip_sentences", "max_strips", "search_k", "max_keywords"):
@@ -82,9 +108,23 @@ class CragSettings(RetrievalSettings):
                 raise ValueError(f"{name} must be at least 1, not {getattr(self, name)}")
 
 
+def grade_score(reply) -> float:
+    """The graded evaluator's score in [-1, 1]: the expected grade under the softmax of the options' log-scores
+    when the reply has one for every grade, else the chosen grade; mapped by ``(grade - 3) / 2`` and rounded to 6
+    decimals. ``grade_score(Reply("4", kind="choose")) == 0.5``"""
+    scores = reply.scores or {}
+    if all(g in scores and not math.isnan(scores[g]) for g in GRADES):
+        top = max(scores[g] for g in GRADES)
+        if not math.isinf(top):
+            weights = [math.exp(scores[g] - top) for g in GRADES]
+            expected = sum(int(g) * w for g, w in zip(GRADES, weights, strict=True)) / sum(weights)
+            return round((expected - 3) / 2, 6)
+    return (int(reply.text) - 3) / 2
+
+
 def relevance(reply) -> float:
-    """The evaluator's score in [-1, 1]: P(relevant) - P(irrelevant) from the options' log-scores (rounded to 6
-    decimals, so 3:1 odds land on 0.5 exactly), else +1/-1 from the choice."""
+    """The binary evaluator's score in [-1, 1]: P(relevant) - P(irrelevant) from the options' log-scores (rounded
+    to 6 decimals, so 3:1 odds land on 0.5 exactly), else +1/-1 from the choice."""
     scores = reply.scores or {}
     if RELEVANT in scores and IRRELEVANT in scores:
         diff = scores[RELEVANT] - scores[IRRELEVANT]
@@ -142,6 +182,10 @@ class Crag(Method):
 
     def evaluate(self, name: str, work: str, question: str, text: str, source: str, purpose: str,
                  calls: list[Call]) -> float:
+        if self.settings.evaluator == "scale":
+            reply = self.llm.choose(grade_messages(name, work, question, text, source), GRADES)
+            calls.append(self.trace(purpose, reply))
+            return grade_score(reply)
         reply = self.llm.choose(evaluator_messages(name, work, question, text, source), EVALUATOR_OPTIONS)
         calls.append(self.trace(purpose, reply))
         return relevance(reply)
@@ -223,5 +267,22 @@ class Crag(Method):
         details = {"route": action, "chunk_scores": scores, "keywords": keywords, "strips_examined": examined,
                    "strips": [{"source": t.source, "label": t.label, "score": t.score, "text": t.text,
                                "chunk_ids": list(t.chunk_ids)} for t in [*internal, *external]],
-                   "corpus": s.corpus, "label": self.label}
+                   "corpus": s.corpus, "label": self.label, "evaluator": s.evaluator}
         return Context(items, calls, details)
+
+
+def route_counts(rows: pd.DataFrame) -> pd.DataFrame:
+    """How often each CRAG action fired: per method whose rows carry a ``route`` in their details (CRAG), the
+    questions answered and the count and share of ``correct``, ``ambiguous`` and ``incorrect``."""
+    out = []
+    ok = rows[rows.error.isna()] if "error" in rows else rows
+    for method, g in ok.groupby("method", sort=False):
+        routes = [d.get("route") for d in g.details if isinstance(d, dict) and d.get("route")]
+        if not routes:
+            continue
+        row = {"method": method, "questions": len(routes)}
+        for r in ROUTES:
+            row[r] = routes.count(r)
+            row[f"{r}_share"] = round(routes.count(r) / len(routes), 3)
+        out.append(row)
+    return pd.DataFrame(out, columns=["method", "questions", *ROUTES, *(f"{r}_share" for r in ROUTES)])
