@@ -19,7 +19,8 @@ import pytest
 from rpa_lib.data import Dataset
 from rpa_lib.llm import FakeLLM, LLMFatalError
 from rpa_lib.methods import build_method, qa_jobs, run_jobs
-from rpa_lib.methods.lightrag import COST_FILE, LightRAGSettings, WordTokenizer, _lightrag, close_lightrag
+from rpa_lib.methods.lightrag import COST_FILE, LightRAGSettings, close_lightrag
+from rpa_lib.methods.lightrag_bridge import WordTokenizer, constructor_args, lightrag_modules, query_args
 from rpa_lib.splitters import split
 
 FIXTURES = Path(__file__).parent / "fixtures" / "data"
@@ -190,7 +191,7 @@ def test_empty_context_is_no_item():
     response = m.respond("ada-lindqvist", question)
     assert response.context == [] and response.details["empty_context"]
     assert "What you know" not in response.reply  # answered like no_rag
-    fail = _lightrag().PROMPTS["fail_response"]
+    fail = lightrag_modules().PROMPTS["fail_response"]
     assert fail == "Sorry, I'm not able to provide an answer to that question.[no-context]"
     # A token budget that leaves no room for any chunk: LightRAG says "Query returned empty dataset.", no item.
     m = method(max_total_tokens=50)
@@ -221,7 +222,7 @@ def test_our_settings_win_over_the_environment(monkeypatch):
     script = Script()
     m = method(lambda kind, messages, spec: seen.append(messages[0]["content"]) or script(kind, messages, spec))
     ctx = m.context("ada-lindqvist", "Where is Varholm?")
-    ws = m._workspace("ada-lindqvist")
+    ws = m.index("ada-lindqvist")
     rag = ws.rag
     assert (rag.workspace, rag.chunk_token_size, rag.chunk_overlap_token_size) == (ws.key, 1200, 100)
     assert (rag.entity_extract_max_gleaning, rag.enable_content_headings, rag.entity_extraction_use_json) == (1, False, False)
@@ -235,20 +236,18 @@ def test_our_settings_win_over_the_environment(monkeypatch):
 
 def test_every_lightrag_constructor_field_is_set_explicitly():
     """A LightRAG version with a new (perhaps environment-driven) field fails here until it is decided."""
-    from rpa_lib.methods.lightrag import _constructor_args, _query_args
-
-    args = _constructor_args(LightRAGSettings(), Path("/nonexistent/ws"), "ws", None, 1)
+    args = constructor_args(LightRAGSettings(), Path("/nonexistent/ws"), "ws", None, 1)
     left = {"log_level", "log_file_path", "chunking_func", "ollama_server_infos", "_storages_status"}  # no env
-    init_fields = {f.name for f in dataclasses.fields(_lightrag().LightRAG) if f.init}
+    init_fields = {f.name for f in dataclasses.fields(lightrag_modules().LightRAG) if f.init}
     assert init_fields - set(args) == left and set(args) - init_fields == {"addon_params"}  # an InitVar
-    assert set(_query_args(LightRAGSettings())) == {f.name for f in dataclasses.fields(_lightrag().QueryParam)}
+    assert set(query_args(LightRAGSettings())) == {f.name for f in dataclasses.fields(lightrag_modules().QueryParam)}
     param = method().query_param()
     assert (param.only_need_context, param.enable_rerank, param.top_k) == (True, False, 40)
 
 
 def test_importing_lightrag_leaves_the_environment_as_it_was(tmp_path):
     (tmp_path / ".env").write_text("RPA_LIGHTRAG_PROBE=leaked\nOPENAI_API_KEY=sk-from-dotenv\n")
-    code = ("import os; from rpa_lib.methods.lightrag import _lightrag; _lightrag(); "
+    code = ("import os; from rpa_lib.methods.lightrag_bridge import lightrag_modules; lightrag_modules(); "
             "print(os.environ.get('RPA_LIGHTRAG_PROBE'), os.environ.get('OPENAI_API_KEY'))")
     env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,

@@ -78,7 +78,7 @@ def make(llm, dataset=FIXTURES, **settings):
 def test_synonyms_merge_into_one_canonical_node_with_merged_description():
     log = []
     m = make(graph_fake(log=log))
-    g = m.graph(ADA)
+    g = m.index(ADA)
     nodes = dict(g.graph.nodes(data=True))
     assert g.node == "Ada Lindqvist" and "I" not in nodes  # the narrator is the character's node
     assert "Uncle Per" in nodes and "Per" not in nodes
@@ -99,18 +99,18 @@ def test_synonyms_merge_into_one_canonical_node_with_merged_description():
 
 def test_names_the_llm_calls_different_stay_apart():
     m = make(graph_fake(), merge_similarity=-1.0)  # every pair is a candidate; only Per / Uncle Per are the same
-    nodes = set(m.graph(ADA).graph.nodes)
+    nodes = set(m.index(ADA).graph.nodes)
     assert {"Uncle Per", "Mira", "reading", "rowing", "Skelde", "Ada Lindqvist"} == nodes
-    assert make(graph_fake(), merge_k=0).graph(ADA).graph.has_node("Per")  # no normalization at all
+    assert make(graph_fake(), merge_k=0).index(ADA).graph.has_node("Per")  # no normalization at all
 
 
 def test_graph_is_cached_on_disk_and_rebuilt_when_the_persona_changes(data_copy):
     log = []
     first = make(graph_fake(log=log), dataset=data_copy)
-    built = first.graph(ADA)
+    built = first.index(ADA)
     calls = len(log)
     again = make(graph_fake(log=log), dataset=data_copy)
-    loaded = again.graph(ADA)
+    loaded = again.index(ADA)
     assert len(log) == calls and (built.source, loaded.source) == ("built", "disk")  # no LLM call the second time
     assert again.index_cost(ADA) == first.index_cost(ADA)
     assert set(loaded.graph.nodes) == set(built.graph.nodes)
@@ -118,7 +118,7 @@ def test_graph_is_cached_on_disk_and_rebuilt_when_the_persona_changes(data_copy)
     assert json.loads(again.cache_path(ADA).read_text())["node"] == "Ada Lindqvist"
     persona = data_copy / "characters" / ADA / "persona.md"
     persona.write_text(persona.read_text() + "\nI also keep bees now.\n")
-    assert make(graph_fake(log=log), dataset=data_copy).graph(ADA).source == "built" and len(log) > calls
+    assert make(graph_fake(log=log), dataset=data_copy).index(ADA).source == "built" and len(log) > calls
     assert make(graph_fake(), dataset=data_copy, merge_k=2).cache_key(ADA) != again.cache_key(ADA)
 
 
@@ -130,7 +130,7 @@ def test_a_failed_extraction_is_counted_not_fatal():
 
     m = make(graph_fake(extract=extract))
     cost = m.index_cost(ADA)
-    assert cost.failed_extractions == 1 and cost.failed_calls == 1 and "Mira" not in m.graph(ADA).graph
+    assert cost.failed_extractions == 1 and cost.failed_calls == 1 and "Mira" not in m.index(ADA).graph
     r = m.respond(ADA, QUESTION)
     assert r.details["graph"]["failed_extractions"] == 1 and r.reply.startswith("SYSTEM:")
 

@@ -69,6 +69,7 @@ from rpa_lib.methods.crag_prompts import (
     grade_messages,
     keywords_messages,
 )
+from rpa_lib.methods.registry import register
 
 CORRECT, INCORRECT, AMBIGUOUS = "correct", "incorrect", "ambiguous"
 ROUTES = (CORRECT, AMBIGUOUS, INCORRECT)
@@ -172,6 +173,7 @@ class _Doc:
     offset: int | None = None  # a search hit from this character's persona: where it starts there
 
 
+@register
 class Crag(Method):
     name = "crag"
     Settings = CragSettings

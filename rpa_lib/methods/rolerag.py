@@ -15,9 +15,10 @@ retrieval that knows the character's cognitive boundary.
    chunks and longer than ``max_description`` characters are summarized by the LLM) and the chunks they came from;
    edges carry the relations' descriptions (joined, cut at ``max_description``) and chunks.
 
-The graph is stored under ``cache_dir()/rolerag/<character>/`` keyed by the persona's content hash, the
-splitting, the LLM's model id, the embedder's model id and the settings that change it; :meth:`RoleRAG.index_cost`
-returns what building it took (LLM calls, tokens, seconds, entities, relations, failed calls).
+The graph (built by :mod:`rpa_lib.methods.rolerag_graph`) is stored under ``cache_dir()/rolerag/<character>/``
+keyed by the persona's content hash, the splitting, the LLM's model id, the embedder's model id, the settings that
+change it and the text of the prompts that build it; :meth:`RoleRAG.index_cost` returns what building it took (LLM
+calls, tokens, seconds, entities, relations, failed calls).
 
 **Answer**: the LLM guesses what the answer involves (hypothetical context, RoleRAG's HyDE step), then analyses
 the question into entities with a type, a relevance to the character (with a reason) and a specificity, shown
@@ -42,53 +43,29 @@ descriptions are joined, never summarized.
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
-import threading
-import time
-from collections import Counter
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-import numpy as np
-
 from rpa_lib.llm import LLMError
-from rpa_lib.methods.base import Call, Context, ContextItem, Method, RetrievalSettings
-from rpa_lib.methods.rolerag_prompts import (
-    ANALYSIS_SCHEMA,
-    ENTITY_TYPES,
-    EXTRACT_SCHEMA,
-    MERGE_SCHEMA,
-    SAME_OPTIONS,
-    analysis_messages,
-    boundary_note,
-    canonical_messages,
-    extract_messages,
-    hypothetical_messages,
-    same_entity_messages,
-    summarize_messages,
+from rpa_lib.methods.base import Call, Context, ContextItem, RetrievalSettings
+from rpa_lib.methods.graph_cache import GraphIndexMethod, IndexCache, index_key, text_hash
+from rpa_lib.methods.registry import register
+from rpa_lib.methods.rolerag_graph import (
+    CharacterGraph,
+    GraphBuilder,
+    build_prompts,
+    entity_type,
+    load_graph,
+    name_key,
+    save_graph,
 )
+from rpa_lib.methods.rolerag_prompts import ANALYSIS_SCHEMA, analysis_messages, boundary_note, hypothetical_messages
 from rpa_lib.splitters import VANILLA_LENGTH, VANILLA_OVERLAP, Chunk, split
 
-GRAPH_VERSION = 1  # bump when a prompt or the build changes, so that no stale graph is reused
+__all__ = ["RoleRAG", "RoleRAGSettings", "entity_type", "name_key"]
+
 CHUNK_LENGTH, CHUNK_OVERLAP = 2400, 400  # characters: RoleRAG's 600 / 100 tokens at ~4 characters a token
-_TYPE_ALIASES = {"location": "place", "organisation": "organization", "group": "organization", "item": "object",
-                 "character": "person", "people": "person", "hobby": "activity", "interest": "activity",
-                 "idea": "concept", "value": "concept", "belief": "concept"}
-_SELF = {"i", "me", "myself", "narrator", "the narrator"}
 
-
-def name_key(name: str) -> str:
-    """How names are compared before normalization. ``name_key(" Uncle  Per. ") == "uncle per"``"""
-    return " ".join(name.casefold().split()).strip(" .,;:'\"")
-
-
-def entity_type(text: str | None) -> str:
-    """One of ``ENTITY_TYPES``. ``entity_type("Location") == "place"``; unknown types are ``"other"``."""
-    t = name_key(text or "")
-    t = _TYPE_ALIASES.get(t, t)
-    return t if t in ENTITY_TYPES else "other"
 
 
 @dataclass(frozen=True)
@@ -124,91 +101,14 @@ class RoleRAGSettings(RetrievalSettings):
                 CHUNK_OVERLAP if self.overlap is None else self.overlap)
 
 
-@dataclass(frozen=True)
-class IndexCost:
-    """What building one character's graph took. Tokens of failed calls are not known (an LLMError carries none)."""
-
-    character: str
-    chunks: int
-    llm_calls: int
-    cached_calls: int
-    prompt_tokens: int
-    completion_tokens: int
-    seconds: float
-    entities: int
-    relations: int
-    names: int  # distinct names extracted, before normalization
-    merged_names: int  # names folded into another by normalization
-    failed_extractions: int
-    failed_calls: int  # every failed call: extractions, pair checks, canonical names, summaries
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-
-@dataclass
-class CharacterGraph:
-    """One character's graph: ``node`` is the character's own node."""
-
-    character: str
-    node: str
-    graph: object  # networkx.Graph
-    cost: IndexCost
-    source: str  # "built" | "disk"
-    vectors: np.ndarray | None = None  # of ``nodes``' texts, computed on first search
-    nodes: list[str] = field(default_factory=list)
-
-    def text(self, node: str) -> str:
-        data = self.graph.nodes[node]
-        return f"{node} ({data['type']}): {data['description']}" if data["description"] else f"{node} ({data['type']})"
-
-
-@dataclass
-class _Name:
-    name: str
-    types: Counter = field(default_factory=Counter)
-    descriptions: list[str] = field(default_factory=list)
-    chunks: list[str] = field(default_factory=list)
-
-    def add(self, type_: str, description: str, chunk: str | None) -> None:
-        self.types[type_] += 1
-        if description and description not in self.descriptions:
-            self.descriptions.append(description)
-        if chunk and chunk not in self.chunks:
-            self.chunks.append(chunk)
-
-
-class _Tally:
-    """The calls an index build makes; a failed call is counted and returns None."""
-
-    def __init__(self):
-        self.calls: list[Call] = []
-        self.failed: Counter = Counter()
-
-    def ask(self, purpose: str, kind: str, fn):
-        try:
-            reply = fn()
-        except LLMError as e:
-            self.failed[purpose] += 1
-            self.calls.append(Call(purpose, kind, getattr(e, "cached", False), 0, 0, 0.0, f"failed: {e}"))
-            return None
-        self.calls.append(Method.trace(purpose, reply))
-        return reply
-
-
-def _joined(descriptions: list[str], limit: int) -> str:
-    text = " ".join(descriptions)
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
-
-
-class RoleRAG(Method):
+@register
+class RoleRAG(GraphIndexMethod):
     name = "rolerag"
     Settings = RoleRAGSettings
 
     def __init__(self, llm, settings=None, dataset=None):
         super().__init__(llm, settings, dataset)
-        self._graphs: dict[str, CharacterGraph] = {}
-        self._building: dict[str, threading.Lock] = {}
+        self._graphs: IndexCache[CharacterGraph] = IndexCache()
 
     # ---- index ----------------------------------------------------------------------------------------------
 
@@ -224,184 +124,32 @@ class RoleRAG(Method):
             return chunks
         return [replace(c, id=f"{character}:vanilla-{length}-{overlap}:{i:04d}") for i, c in enumerate(chunks)]
 
-    def embedder(self, character: str):
-        from rpa_lib.retrieval import persona_embedder
-
-        return persona_embedder(self.dataset.persona(character), self.settings.embedder)
-
     def cache_key(self, character: str) -> str:
         s = self.settings
-        source = self.dataset.persona(character).source
-        fields = {"version": GRAPH_VERSION, "persona": hashlib.sha256(source.encode()).hexdigest(),
-                  "splitter": s.splitter, "lengths": s.lengths if s.splitter == "vanilla" else None,
+        inputs = {"persona": text_hash(self.dataset.persona(character).source), "splitter": s.splitter,
+                  "lengths": s.lengths if s.splitter == "vanilla" else None,
                   "llm": f"{self.llm.backend}:{self.llm.model_id}", "embedder": self.embedder(character).model_id,
                   "merge_k": s.merge_k, "merge_similarity": s.merge_similarity, "max_description": s.max_description,
                   "extract_retries": s.extract_retries}
-        return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()
+        return index_key(inputs, build_prompts())
 
     def cache_path(self, character: str, key: str | None = None) -> Path:
         from rpa_lib.paths import cache_dir
 
-        return cache_dir() / "rolerag" / character / f"{(key or self.cache_key(character))[:24]}.json"
+        return cache_dir() / "rolerag" / character / f"{key or self.cache_key(character)}.json"
 
-    def graph(self, character: str, key: str | None = None) -> CharacterGraph:
+    def index(self, character: str, key: str | None = None) -> CharacterGraph:
         """The character's graph: from memory, from disk, or built now (once, whatever the threads)."""
         key = key or self.cache_key(character)
-        with self._lock:
-            lock = self._building.setdefault(key, threading.Lock())
-        with lock:
-            if key not in self._graphs:
-                path = self.cache_path(character, key)
-                self._graphs[key] = self._load(character, path) or self._build(character, path)
-            return self._graphs[key]
-
-    def index_cost(self, character: str) -> IndexCost:
-        """What building the character's graph took (building it now if it is not built or cached)."""
-        return self.graph(character).cost
-
-    def _load(self, character: str, path: Path) -> CharacterGraph | None:
-        import networkx as nx
-
-        if not path.is_file():
-            return None
-        data = json.loads(path.read_text(encoding="utf-8"))
-        graph = nx.node_link_graph(data["graph"], directed=False, multigraph=False, edges="edges")
-        return CharacterGraph(character, data["node"], graph, IndexCost(**data["cost"]), "disk")
+        path = self.cache_path(character, key)
+        return self._graphs.get(key, lambda: load_graph(character, path), lambda: self._build(character, path))
 
     def _build(self, character: str, path: Path) -> CharacterGraph:
-        import networkx as nx
-
-        s = self.settings
         name, work = self.profile(character)
-        started = time.monotonic()
-        tally = _Tally()
-        chunks = self.chunks(character)
-        names: dict[str, _Name] = {name_key(name): _Name(name)}
-        names[name_key(name)].add("person", "", None)
-        relations: list[tuple[str, str, str, str]] = []
-
-        def mention(raw: str, type_: str, description: str, chunk: str) -> str | None:
-            key = name_key(raw)
-            if not key:
-                return None
-            key = name_key(name) if key in _SELF else key
-            names.setdefault(key, _Name(" ".join(raw.split()))).add(type_, description.strip(), chunk)
-            return key
-
-        for chunk in chunks:
-            reply = tally.ask("extract", "structured", lambda c=chunk: self.llm.structured(
-                extract_messages(name, work, c.text), EXTRACT_SCHEMA, max_tokens=1000, max_retries=s.extract_retries))
-            if reply is None:
-                continue
-            for e in reply.data.get("entities", []):
-                mention(str(e.get("name", "")), entity_type(e.get("type")), str(e.get("description") or ""), chunk.id)
-            for r in reply.data.get("relations", []):
-                a = mention(str(r.get("source", "")), "other", "", chunk.id)
-                b = mention(str(r.get("target", "")), "other", "", chunk.id)
-                if a and b and a != b:
-                    relations.append((a, b, str(r.get("description") or "").strip(), chunk.id))
-
-        canonical, merged = self._normalize(character, names, tally)  # name key -> node; node -> merged description
-        graph = nx.Graph()
-        members: dict[str, list[str]] = {}
-        for key, node in canonical.items():
-            members.setdefault(node, []).append(key)
-        for node, keys in members.items():
-            types = Counter()
-            for k in keys:
-                types.update(names[k].types)
-            named = [t for t, _ in types.most_common() if t != "other"]
-            graph.add_node(node, type=named[0] if named else "other",
-                           chunks=list(dict.fromkeys(c for k in keys for c in names[k].chunks)),
-                           aliases=[names[k].name for k in keys if names[k].name != node],
-                           description=merged.get(node) or self._description(name, node, keys, names, tally))
-        for a, b, description, chunk in relations:
-            u, v = canonical[a], canonical[b]
-            if u == v:
-                continue
-            if not graph.has_edge(u, v):
-                graph.add_edge(u, v, descriptions=[], chunks=[])
-            edge = graph.edges[u, v]
-            if description and description not in edge["descriptions"]:
-                edge["descriptions"].append(description)
-            if chunk not in edge["chunks"]:
-                edge["chunks"].append(chunk)
-        for _, _, edge in graph.edges(data=True):
-            edge["description"] = _joined(edge.pop("descriptions"), s.max_description)
-
-        calls = tally.calls
-        cost = IndexCost(character, len(chunks), len(calls), sum(c.cached for c in calls),
-                         sum(c.prompt_tokens for c in calls), sum(c.completion_tokens for c in calls),
-                         round(time.monotonic() - started, 3), graph.number_of_nodes(), graph.number_of_edges(),
-                         len(names), len(names) - graph.number_of_nodes(), tally.failed["extract"],
-                         sum(tally.failed.values()))
-        node = canonical[name_key(name)]
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
-        tmp.write_text(json.dumps({"node": node, "cost": cost.to_dict(),
-                                   "graph": nx.node_link_data(graph, edges="edges")}, ensure_ascii=False),
-                       encoding="utf-8")
-        os.replace(tmp, path)
-        return CharacterGraph(character, node, graph, cost, "built")
-
-    def _normalize(self, character: str, names: dict[str, _Name], tally: _Tally) -> tuple[dict[str, str], dict[str, str]]:
-        """Name key -> node name: candidate pairs by embedding similarity, confirmed by the LLM, merged by
-        connected component under one canonical name; and node -> the description the LLM wrote for a group."""
-        import networkx as nx
-
-        from rpa_lib.embeddings import embed
-
-        s = self.settings
-        name, work = self.profile(character)
-        keys = list(names)
-        pairs: set[tuple[int, int]] = set()
-        if s.merge_k and len(keys) > 1:
-            vectors = embed(self.embedder(character), [names[k].name for k in keys])
-            sims = vectors @ vectors.T
-            for i in range(len(keys)):
-                near = [j for j in np.argsort(-sims[i], kind="stable") if j != i][: s.merge_k]
-                pairs.update((min(i, j), max(i, j)) for j in near if sims[i, j] >= s.merge_similarity)
-        same = nx.Graph()
-        same.add_nodes_from(range(len(keys)))
-        for i, j in sorted(pairs):
-            a, b = names[keys[i]], names[keys[j]]
-            reply = tally.ask("same", "choose", lambda a=a, b=b: self.llm.choose(same_entity_messages(
-                name, work, a.name, _joined(a.descriptions, 300), b.name, _joined(b.descriptions, 300)), SAME_OPTIONS))
-            if reply is not None and reply.text == "same":
-                same.add_edge(i, j)
-        canonical: dict[str, str] = {}
-        merged: dict[str, str] = {}
-        for component in sorted((sorted(c) for c in nx.connected_components(same)), key=lambda c: c[0]):
-            group = [keys[i] for i in component]
-            if len(group) == 1:
-                node = names[group[0]].name
-            else:
-                listed = [names[k].name for k in group]
-                facts = [d for k in group for d in names[k].descriptions]
-                reply = tally.ask("canonical", "structured", lambda listed=listed, facts=facts: self.llm.structured(
-                    canonical_messages(name, work, listed, facts), MERGE_SCHEMA, max_tokens=300,
-                    max_retries=s.extract_retries))
-                if reply is not None and str(reply.data["name"]).strip():
-                    node = " ".join(str(reply.data["name"]).split())
-                    merged[node] = str(reply.data["description"]).strip()
-                else:  # the name mentioned in most chunks, the longest on a tie
-                    node = max(listed, key=lambda n: (len(names[name_key(n)].chunks), len(n)))
-            if name_key(name) in group:
-                if node in merged:
-                    merged[name] = merged.pop(node)
-                node = name  # the character keeps the name the dataset gives them
-            canonical.update(dict.fromkeys(group, node))
-        return canonical, merged
-
-    def _description(self, name: str, node: str, keys: list[str], names: dict[str, _Name], tally: _Tally) -> str:
-        """The node's gathered descriptions, summarized by the LLM when longer than ``max_description``."""
-        descriptions = list(dict.fromkeys(d for k in keys for d in names[k].descriptions))
-        text = " ".join(descriptions)
-        if len(text) <= self.settings.max_description:
-            return text
-        reply = tally.ask("summarize", "chat", lambda: self.llm.chat(summarize_messages(name, node, descriptions),
-                                                                      max_tokens=200))
-        return reply.text.strip() if reply is not None else _joined(descriptions, self.settings.max_description)
+        g = GraphBuilder(self.llm, self.settings, character, name, work, self.embedder(character)).build(
+            self.chunks(character))
+        save_graph(g, path)
+        return g
 
     # ---- answer ---------------------------------------------------------------------------------------------
 
@@ -425,7 +173,7 @@ class RoleRAG(Method):
         s = self.settings
         key = self.cache_key(character)
         in_memory = key in self._graphs
-        g = self.graph(character, key)
+        g = self.index(character, key)
         graph, me = g.graph, g.node
         name, work = self.profile(character)
         calls: list[Call] = []
