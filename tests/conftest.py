@@ -7,6 +7,7 @@ Helpers for the fixture dataset (``tests/fixtures/data``: two small characters, 
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -16,9 +17,10 @@ FIXTURE_DATA = Path(__file__).resolve().parent / "fixtures" / "data"
 
 
 def _isolate(mp: pytest.MonkeyPatch, root: Path) -> None:
-    # A developer's real key, endpoint or .env must never make a test call a real API.
-    for name in ("RPA_LLM_MODEL", "RPA_LLM_BASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
-        mp.delenv(name, raising=False)
+    # Nothing from a developer's shell reaches a test: no key, endpoint, model, judge, plan, budget, price or timeout
+    # (every RPA_* and OPENAI_* variable is cleared), and no .env; a test that needs one sets it.
+    for name in [n for n in os.environ if n.startswith(("RPA_", "OPENAI_"))]:
+        mp.delenv(name)
     mp.setattr("rpa_lib.llm.config.DOTENV", root / ".env")
     mp.setenv("RPA_CACHE_DIR", str(root / "cache"))
     mp.setenv("RPA_INDEX_DIR", str(root / "indexes"))
@@ -36,7 +38,8 @@ def _offline_session(tmp_path_factory):
 
 @pytest.fixture(autouse=True)
 def _offline_and_isolated(tmp_path, monkeypatch):
-    """Caches and indexes under ``tmp_path``; no LLM settings from the environment; Hugging Face stays offline."""
+    """Caches and indexes under ``tmp_path``; no RPA_* or OPENAI_* setting from the environment; Hugging Face
+    stays offline."""
     _isolate(monkeypatch, tmp_path)
 
 

@@ -163,3 +163,34 @@ def test_invalid_windows_are_rejected():
             guided_selection([1, 2], lambda c: True, window=window)
     with pytest.raises(ValueError, match="prior_yes_rate"):
         AdaptiveWindow(prior_yes_rate=0)
+
+
+def test_gs_failure_returns_top_k_plus_one():
+    sel = guided_selection(list("abcdef"), judge=lambda c: False, max_iterations=4, slot_size=2)
+    assert sel.failed and sel.selected == ["a", "b", "c"] and sel.examined == 4
+
+
+def test_gs_stops_when_slot_is_full():
+    asked = []
+    sel = guided_selection(list("abcdef"), judge=lambda c: asked.append(c) or c in "bc", max_iterations=30, slot_size=2)
+    assert sel.selected == ["b", "c"] and not sel.failed and asked == ["a", "b", "c"]
+
+
+def test_judge_error_on_needed_chunk_propagates_but_speculative_error_is_ignored():
+    def boom_on(bad):
+        def judge(c):
+            if c == bad:
+                raise RuntimeError(f"judge failed on {c}")
+            return c in "ab"
+        return judge
+
+    with pytest.raises(RuntimeError, match="judge failed on a"):
+        guided_selection(list("abcdef"), boom_on("a"), window=3)
+    # "e" lies past the stop (slot full after "b"): the sequential walk never asks it, so its error cannot matter
+    sel = guided_selection(list("abcdef"), boom_on("d"), window=4)
+    assert sel.selected == ["a", "b"] and sel.examined == 2
+
+
+def test_invalid_settings_are_rejected():
+    with pytest.raises(ValueError):
+        guided_selection([1, 2], lambda c: True, slot_size=0)
