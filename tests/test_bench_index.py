@@ -9,7 +9,17 @@ import numpy as np
 import pytest
 
 from rpa_lib.bench import __main__ as dispatcher
-from rpa_lib.bench.index import DEFAULTS, grow, load_corpus, measure, perturb, smallest_ef
+from rpa_lib.bench.index import (
+    DEFAULTS,
+    character_row,
+    grow,
+    load_corpus,
+    measure,
+    perturb,
+    size_rows,
+    smallest_ef,
+    table,
+)
 from rpa_lib.splitters import SPLITTERS
 
 
@@ -43,6 +53,18 @@ def test_index_is_exact_at_500_vectors(corpus):
     assert m.recall[DEFAULTS.ef] == 1.0
     assert smallest_ef(m.recall) is not None
     assert len(m.latency_ms) == len(m.exact_ms) == 50
+
+
+def test_the_table_rows_are_the_measured_numbers(corpus):
+    rng = np.random.default_rng(0)
+    rows, dims = size_rows(corpus, [300], grow(corpus.questions, 20, rng), 1, rng)
+    row, worst = character_row(corpus)
+    assert [r["vectors"] for r in rows] == ["300"] and set(dims) == {300}
+    assert rows[0]["recall"] == 1.0 and rows[0]["smallest_ef"] is not None and rows[0]["worst_of"] == 0
+    assert row["worst_of"] == len(corpus.groups) and 0 < row["recall"] <= 1  # the worst of the per-character indexes
+    assert (worst is None) == (row["recall"] == 1.0) and (worst is None or worst in [g[0] for g in corpus.groups])
+    assert all(r["build_s"] >= 0 and r["hnsw_p50_ms"] > 0 and r["exact_p50_ms"] > 0 for r in [*rows, row])
+    assert len(table([*rows, row], DEFAULTS.ef).splitlines()) == 2 + 2  # header, rule, one line per row
 
 
 def test_a_character_that_does_not_parse_is_skipped_and_named(data_copy):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 
 from rpa_lib.bench.__main__ import main as bench_main
-from rpa_lib.bench.methods import FIXTURE_DATA, bench_rule, run, table
+from rpa_lib.bench.methods import FIXTURE_DATA, bench_rule, command, run, summary
 from rpa_lib.data import Dataset
 from rpa_lib.llm.answers import schema_error
 from rpa_lib.methods.rolerag_prompts import ANALYSIS_SCHEMA, EXTRACT_SCHEMA, MERGE_SCHEMA, extract_messages
@@ -25,9 +25,13 @@ def test_costs_per_method_on_the_fixtures():
     assert rows["rolerag"]["calls_per_question"] == 3.0 and rows["rolerag"]["index_calls"] >= 1
     assert rows["rolerag"]["index_tokens"] > 0
     assert all(rows[r]["index_calls"] is None for r in rows if r != "rolerag")
-    text = table(list(rows.values()), 210)
-    assert text.count("\n") == len(rows) + 1 and "| amadeus (default window = 4) |" in text
-    assert "| crag: CRAG-offline (web search replaced by BM25 over all characters' personas) |" in text
+    shown = {r["method"]: r for r in summary(list(rows.values()), 210)}
+    assert list(shown)[3:5] == ["amadeus (default window = 4)",
+                                "crag: CRAG-offline (web search replaced by BM25 over all characters' personas)"]
+    graph = shown["rolerag"]
+    assert graph["llm_index"] and graph["index_calls"] == rows["rolerag"]["index_calls"]
+    assert graph["amortized_tokens"] == rows["rolerag"]["tokens_per_question"] + rows["rolerag"]["index_tokens"] / 210
+    assert shown["no_rag"]["index_tokens"] == 0 and shown["no_rag"]["amortized_tokens"] == shown["no_rag"]["tokens_per_question"]
 
 
 def test_the_fake_answers_each_prompt_kind_in_its_format():
@@ -42,9 +46,12 @@ def test_the_fake_answers_each_prompt_kind_in_its_format():
     assert bench_rule("choose", user, ["yes", "no"], positive=0.0) == "no"
 
 
-def test_command_line_prints_the_table_and_leaves_the_cache_setting_alone(capsys):
+def test_command_line_measures_and_leaves_the_cache_setting_alone(capsys):
     before = os.environ.get("RPA_CACHE_DIR")
-    assert bench_main(["methods", "--methods", "no_rag,rolerag", "--questions", "1", "--characters", "ada-lindqvist"]) == 0
-    out = capsys.readouterr().out
-    assert "| no_rag | 1.0 |" in out and "| rolerag | 3.0 |" in out and "1 character(s)" in out
+    argv = ["--methods", "no_rag,rolerag", "--questions", "1", "--characters", "ada-lindqvist"]
+    rows, text = command(argv)
+    assert [(r["method"], r["calls_per_question"], r["llm_index"]) for r in rows] == [
+        ("no_rag", 1.0, False), ("rolerag", 3.0, True)]
+    assert rows[1]["index_calls"] >= 1 and "1 character(s)" in text
     assert os.environ.get("RPA_CACHE_DIR") == before
+    assert bench_main(["methods", *argv]) == 0 and capsys.readouterr().out == text + "\n"  # main prints that text

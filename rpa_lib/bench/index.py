@@ -185,43 +185,51 @@ def participation_ratio(vectors: np.ndarray) -> float:
     return float(eigen.sum() ** 2 / (eigen**2).sum())
 
 
-def table(rows: list[tuple[str, float, float, str, str, float]], ef: int, k: int = K) -> str:
-    """Markdown table of (vectors, build s, HNSW p50 ms, recall, smallest ef, exact p50 ms) rows."""
+def table(rows: list[dict], ef: int, k: int = K) -> str:
+    """Markdown table of :func:`size_rows` and :func:`character_row` rows."""
     lines = [
         f"| vectors | build (s) | HNSW query p50 (ms) | recall@{k} at ef={ef} | smallest ef with recall@{k} >= "
         f"{TARGET_RECALL} | exact query p50 (ms) |",
         "|---|---:|---:|---:|---:|---:|",
     ]
-    for label, build_s, p50, recall, ef_needed, exact_p50 in rows:
-        lines.append(f"| {label} | {build_s:.3f} | {p50:.3f} | {recall} | {ef_needed} | {exact_p50:.3f} |")
+    for r in rows:
+        recall = f"{r['recall']:.4f}" + (" (min)" if r["worst_of"] else "")
+        ef_needed = r["smallest_ef"] or f"> {EF_LADDER[-1]}"
+        lines.append(f"| {r['vectors']} | {r['build_s']:.3f} | {r['hnsw_p50_ms']:.3f} | {recall} | {ef_needed} | "
+                     f"{r['exact_p50_ms']:.3f} |")
     return "\n".join(lines)
 
 
 def size_rows(corpus: Corpus, sizes: list[int], queries: np.ndarray, threads: int, rng: np.random.Generator,
-              params: HnswParams = DEFAULTS) -> tuple[list[tuple], dict[int, float]]:
-    """One table row per size, and the effective dimension of each grown set."""
+              params: HnswParams = DEFAULTS) -> tuple[list[dict], dict[int, float]]:
+    """One row per size (``vectors``, ``build_s``, ``hnsw_p50_ms``, ``recall`` at the default ef, ``smallest_ef``
+    reaching the target recall or None, ``exact_p50_ms``, ``worst_of``: 0), and the effective dimension of each
+    grown set."""
     rows, dims = [], {}
     for n in sizes:
         print(f"[bench index] {n:,} vectors: building with {threads} threads ...", file=sys.stderr, flush=True)
         base = grow(corpus.chunks, n, rng)
         dims[n] = participation_ratio(base[rng.choice(n, size=min(n, 20_000), replace=False)])
         m = measure(base, queries, threads=threads, params=params)
-        rows.append((f"{n:,}", m.build_s, np.median(m.latency_ms), f"{m.recall[params.ef]:.4f}",
-                     smallest_ef(m.recall) or f"> {EF_LADDER[-1]}", np.median(m.exact_ms)))
+        rows.append({"vectors": f"{n:,}", "build_s": m.build_s, "hnsw_p50_ms": float(np.median(m.latency_ms)),
+                     "recall": m.recall[params.ef], "smallest_ef": smallest_ef(m.recall),
+                     "exact_p50_ms": float(np.median(m.exact_ms)), "worst_of": 0})
     return rows, dims
 
 
-def character_row(corpus: Corpus, params: HnswParams = DEFAULTS) -> tuple[tuple, str | None]:
-    """The row for one index per character x splitter (worst recall over them), and the worst index if below 1."""
+def character_row(corpus: Corpus, params: HnswParams = DEFAULTS) -> tuple[dict, str | None]:
+    """The row for one index per character x splitter (the worst recall over the ``worst_of`` indexes, median
+    timings), and the worst index if its recall is below 1."""
     print(f"[bench index] {len(corpus.groups)} character x splitter indexes ...", file=sys.stderr, flush=True)
     per = [measure(vectors, qs, k=min(K, len(vectors)), params=params) for _, vectors, qs in corpus.groups]
     worst = {ef: min(m.recall[ef] for m in per) for ef in per[0].recall}
     recall, name = min(zip((m.recall[params.ef] for m in per), (name for name, _, _ in corpus.groups)))
     sizes = [m.size for m in per]
-    row = (f"{min(sizes)}-{max(sizes)}: one character x splitter (min of {len(per)})",
-           float(np.median([m.build_s for m in per])), np.median(np.concatenate([m.latency_ms for m in per])),
-           f"{worst[params.ef]:.4f} (min)", smallest_ef(worst) or f"> {EF_LADDER[-1]}",
-           np.median(np.concatenate([m.exact_ms for m in per])))
+    row = {"vectors": f"{min(sizes)}-{max(sizes)}: one character x splitter (min of {len(per)})",
+           "build_s": float(np.median([m.build_s for m in per])),
+           "hnsw_p50_ms": float(np.median(np.concatenate([m.latency_ms for m in per]))),
+           "recall": worst[params.ef], "smallest_ef": smallest_ef(worst),
+           "exact_p50_ms": float(np.median(np.concatenate([m.exact_ms for m in per]))), "worst_of": len(per)}
     return row, (name if recall < 1 else None)
 
 

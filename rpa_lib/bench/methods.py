@@ -158,24 +158,38 @@ def run(dataset: Dataset, characters: list[str] | None, per_character: int, embe
     return rows
 
 
-def table(rows: list[dict], amortize: int) -> str:
-    lines = ["| method | LLM calls / question | tokens / question | index LLM calls / character | "
-             f"index tokens / character | tokens / question, index spread over {amortize} questions |",
-             "|---|---|---|---|---|---|"]
+def summary(rows: list[dict], amortize: int) -> list[dict]:
+    """The table's rows, as numbers: each method variant named as the table names it (the default window's size, the
+    method's label), with its per-question costs, its indexing costs per character (0 without an LLM-built index:
+    ``llm_index`` False)
+    and its tokens per question with the index spread over ``amortize`` questions."""
+    out = []
     for r in rows:
         name = r["row"].replace("default window", f"default window = {r['window']}")
         if r["label"]:
             name += f": {r['label']}"
         has = r["index_calls"] is not None
-        amortized = r["tokens_per_question"] + (r["index_tokens"] / amortize if has else 0)
-        lines.append(f"| {name} | {r['calls_per_question']:.1f} | {r['tokens_per_question']:,.0f} | "
-                     f"{r['index_calls']:.1f} | {r['index_tokens']:,.0f} | {amortized:,.0f} |" if has else
-                     f"| {name} | {r['calls_per_question']:.1f} | {r['tokens_per_question']:,.0f} | 0 | 0 | "
-                     f"{amortized:,.0f} |")
+        out.append({"method": name, "llm_index": has, "calls_per_question": r["calls_per_question"],
+                    "tokens_per_question": r["tokens_per_question"], "index_calls": r["index_calls"] if has else 0,
+                    "index_tokens": r["index_tokens"] if has else 0,
+                    "amortized_tokens": r["tokens_per_question"] + (r["index_tokens"] / amortize if has else 0)})
+    return out
+
+
+def table(rows: list[dict], amortize: int) -> str:
+    """Markdown of :func:`summary`."""
+    lines = ["| method | LLM calls / question | tokens / question | index LLM calls / character | "
+             f"index tokens / character | tokens / question, index spread over {amortize} questions |",
+             "|---|---|---|---|---|---|"]
+    for r in summary(rows, amortize):
+        index = f"{r['index_calls']:.1f} | {r['index_tokens']:,.0f}" if r["llm_index"] else "0 | 0"
+        lines.append(f"| {r['method']} | {r['calls_per_question']:.1f} | {r['tokens_per_question']:,.0f} | {index} | "
+                     f"{r['amortized_tokens']:,.0f} |")
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
+def command(argv: list[str] | None = None) -> tuple[list[dict], str]:
+    """The command line's work: (the :func:`summary` rows, the text :func:`main` prints)."""
     parser = argparse.ArgumentParser(prog="python -m rpa_lib.bench methods", description=__doc__.split("\n")[0])
     parser.add_argument("--data", type=Path, default=FIXTURE_DATA, help="dataset folder (default: the test fixtures)")
     parser.add_argument("--characters", default=None, help="comma-separated slugs (default: every character)")
@@ -195,10 +209,14 @@ def main(argv: list[str] | None = None) -> int:
             rows = run(dataset, characters, args.questions, args.embedder,
                        args.methods.split(",") if args.methods else None, args.positive)
     n = len(dataset.characters(characters))
-    print(f"LLM cost per method on the fake backend: {n} character(s) of {args.data}, {args.questions} QA question(s) "
-          f"each, embedder {args.embedder}. Tokens are the fake's whitespace words; a hash of the prompt answers "
-          f"{args.positive:.0%} of the yes/no-like choices positively.\n")
-    print(table(rows, args.amortize))
-    print("\nIndex: one-off LLM work per character before any question (RoleRAG's graph); the embedding indexes "
-          "of the other methods need no LLM call.")
+    text = (f"LLM cost per method on the fake backend: {n} character(s) of {args.data}, {args.questions} QA "
+            f"question(s) each, embedder {args.embedder}. Tokens are the fake's whitespace words; a hash of the prompt "
+            f"answers {args.positive:.0%} of the yes/no-like choices positively.\n\n{table(rows, args.amortize)}\n\n"
+            "Index: one-off LLM work per character before any question (RoleRAG's graph); the embedding indexes "
+            "of the other methods need no LLM call.")
+    return summary(rows, args.amortize), text
+
+
+def main(argv: list[str] | None = None) -> int:
+    print(command(argv)[1])
     return 0
