@@ -256,6 +256,12 @@ def test_questionnaire_missing_field_names_the_item_and_field(data_copy):
         load_questionnaire("mbti", data_copy)
 
 
+def test_questionnaire_field_of_the_wrong_type_names_the_file_and_the_field(data_copy):
+    edit_questionnaire(data_copy, "mbti", lambda q: q["scale"].update(points="seven"))
+    with pytest.raises(DataError, match=r"mbti.json: scale: field 'points' must be a whole number, not 'seven'"):
+        load_questionnaire("mbti", data_copy)
+
+
 def test_dataset_checks_characters(data_copy):
     from rpa_lib.data import Dataset
 

@@ -91,6 +91,16 @@ def _field(obj: dict, key: str, where: str):
     return obj[key]
 
 
+def _typed_field(obj: dict, key: str, where: str, convert, expected: str):
+    """``convert(obj[key])``, or a DataError naming the field: ``scale: field 'points' must be a whole number, not
+    'seven'``."""
+    value = _field(obj, key, where)
+    try:
+        return convert(value)
+    except (TypeError, ValueError):
+        raise DataError("", None, f"{where}: field {key!r} must be {expected}, not {value!r}") from None
+
+
 def read_questionnaire(path: Path, full: bool = True) -> tuple[Questionnaire | None, Problems]:
     """The questionnaire and every problem; a problem names the item (or dimension) and the field.
     ``full`` also checks the item counts of the questionnaires this repository ships (60 MBTI, 120 Big Five)."""
@@ -109,8 +119,9 @@ def read_questionnaire(path: Path, full: bool = True) -> tuple[Questionnaire | N
         items = tuple(Item(*(str(_field(i, k, f"item {i.get('id', n) if isinstance(i, dict) else n}"))
                              for k in ("id", "dimension", "keyed", "statement", "question")))
                       for n, i in enumerate(_field(obj, "items", "questionnaire"), start=1))
-        q = Questionnaire(str(_field(obj, "name", "questionnaire")), int(_field(scale, "points", "scale")),
-                          tuple(_field(scale, "labels", "scale")), dims, items)
+        q = Questionnaire(str(_field(obj, "name", "questionnaire")),
+                          _typed_field(scale, "points", "scale", int, "a whole number"),
+                          _typed_field(scale, "labels", "scale", tuple, "a list of labels"), dims, items)
     except DataError as e:
         return None, [(None, e.problem)]
     except (TypeError, ValueError) as e:
