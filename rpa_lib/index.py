@@ -10,6 +10,12 @@ another dimension than the index's is a ValueError, never a call into hnswlib (w
 Defaults (M=32, ef_construction=200, ef=128, single-threaded build with a fixed seed) give the exact top-k at
 the size of one character (hundreds to a few thousand chunks); ``python -m rpa_lib.bench index`` measures
 recall at larger sizes. This module does not embed (see ``embeddings``).
+
+Updates in place: given ``embed_fn`` (vectors for a list of texts), :func:`build_or_load` matches the new chunks
+to the saved ones by text, marks the slots of removed or changed chunks deleted (hnswlib ``mark_deleted``) and
+adds only the new texts (``add_items``), instead of rebuilding; the chunk ids of kept slots are renamed to the
+new ones. It rebuilds instead, and logs why, when the split settings changed (an ATS/ACTS l_max) or most chunks
+changed. What happened is in ``index.change``. ``python -m rpa_lib.bench update`` times one update.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ import hashlib
 import json
 import logging
 import struct
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -34,14 +40,54 @@ class HnswParams:
     seed: int = 100
 
 
+@dataclass(frozen=True)
+class IndexChange:
+    """What :func:`build_or_load` did: ``loaded`` (as saved), ``built`` (from scratch) or ``updated`` (in place:
+    ``added`` slots embedded and added, ``deleted`` slots marked deleted), and why."""
+
+    kind: str
+    added: int = 0
+    deleted: int = 0
+    reason: str = ""
+    embedded: list[str] = field(default_factory=list, repr=False, compare=False)  # the texts embedded
+
+    def __str__(self) -> str:
+        counts = f" (+{self.added} -{self.deleted} chunks)" if self.kind == "updated" else ""
+        return f"{self.kind}{counts}" + (f": {self.reason}" if self.reason else "")
+
+
 class VectorIndex:
-    """An hnswlib cosine index with string ids. Scores are cosine similarities (1 - cosine distance)."""
+    """An hnswlib cosine index with string ids. Scores are cosine similarities (1 - cosine distance).
+    ``ids[slot]`` is the chunk id of each hnswlib label, None for a slot marked deleted."""
 
     def __init__(self, dim: int, params: HnswParams = HnswParams()):
         import hnswlib
 
         self.dim, self.params, self.ids = dim, params, []
+        self.change = IndexChange("built")
         self._index = hnswlib.Index(space="cosine", dim=dim)
+
+    @property
+    def live(self) -> int:
+        """Slots not marked deleted."""
+        return sum(i is not None for i in self.ids)
+
+    def update(self, delete: list[int], vectors: np.ndarray, new_ids: list[str]) -> VectorIndex:
+        """Mark the slots ``delete`` deleted and add ``vectors`` under ``new_ids`` in new slots (the file grows;
+        deleted slots are not reused, so a slot's vector never changes)."""
+        if len(vectors) != len(new_ids):
+            raise ValueError(f"{len(vectors)} vectors but {len(new_ids)} ids")
+        for slot in delete:
+            if self.ids[slot] is None:
+                raise ValueError(f"slot {slot} is already deleted")
+            self._index.mark_deleted(slot)
+            self.ids[slot] = None
+        if len(new_ids):
+            first = len(self.ids)
+            self._index.resize_index(first + len(new_ids))
+            self._index.add_items(np.asarray(vectors, np.float32), np.arange(first, first + len(new_ids)), num_threads=1)
+            self.ids.extend(new_ids)
+        return self
 
     def build(self, vectors: np.ndarray, ids: list[str], threads: int = 1) -> VectorIndex:
         if len(vectors) != len(ids):
@@ -58,7 +104,7 @@ class VectorIndex:
         """Top-k ids and similarities for each query row, best first. ``k`` is capped at the index size.
         ValueError when the queries' dimension is not the index's."""
         queries = np.asarray(queries, np.float32)
-        k = min(k, len(self.ids))
+        k = min(k, self.live)
         if k == 0:
             return [[] for _ in queries], np.zeros((len(queries), 0), np.float32)
         if queries.ndim != 2 or queries.shape[1] != self.dim:
@@ -117,15 +163,26 @@ def content_hash(ids: list[str], texts: list[str]) -> str:
     return h.hexdigest()
 
 
+def text_hash(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:24]
+
+
 def build_or_load(folder: Path, vectors_fn, ids: list[str], texts: list[str], model_id: str,
-                  params: HnswParams = HnswParams(), dim: int | None = None) -> tuple[VectorIndex, bool]:
+                  params: HnswParams = HnswParams(), dim: int | None = None, *, embed_fn=None,
+                  settings: dict | None = None, max_changed: float = 0.5) -> tuple[VectorIndex, bool]:
     """Load the index in ``folder`` if it was built from the same texts, model and parameters (and vectors of
     ``dim`` dimensions, when given); else build it. An unreadable or inconsistent saved index is rebuilt too.
 
-    ``vectors_fn()`` is called only when building. Returns ``(index, built)``.
+    With ``embed_fn(texts) -> vectors``, a saved index of the same model, parameters and ``settings`` (e.g. the
+    splitter's chunk length) whose texts differ is updated in place instead, when at most ``max_changed`` of the
+    chunks are new; ``settings`` that differ (a new l_max: the whole split is redone) rebuild it, and say so.
+    ``vectors_fn()`` is called only when building. Returns ``(index, built)``; ``index.change`` says what happened.
     """
     meta = {"model_id": model_id, "params": asdict(params), "content_hash": content_hash(ids, texts), "count": len(ids)}
+    if settings is not None:
+        meta["settings"] = settings
     meta_path = folder / "meta.json"
+    reason = "no saved index"
     if meta_path.is_file() and (folder / "index.bin").is_file():
         try:
             saved = json.loads(meta_path.read_text())
@@ -133,13 +190,63 @@ def build_or_load(folder: Path, vectors_fn, ids: list[str], texts: list[str], mo
             if dim is not None and saved.get("dim") != dim:
                 stale.append(f"dim ({saved.get('dim')} -> {dim})")
             if not stale:
-                return VectorIndex.load(folder, saved["dim"], params), False
-            log.warning("rebuilding index %s: %s changed", folder, ", ".join(stale))
+                index = VectorIndex.load(folder, saved["dim"], params)
+                index.change = IndexChange("loaded")
+                return index, False
+            if embed_fn is not None and set(stale) <= {"content_hash", "count"} and "hashes" in saved:
+                index = _update(folder, saved, params, ids, texts, embed_fn, max_changed)
+                if index is not None:
+                    index.save(folder, {**meta, "dim": index.dim, "hashes": _slot_hashes(index, ids, texts)})
+                    log.info("updated index %s in place: %s", folder, index.change)
+                    return index, False
+                reason = f"more than {max_changed:.0%} of the chunks changed"
+            elif "settings" in stale:
+                reason = (f"the split settings changed ({saved.get('settings')} -> {settings}): the whole split is "
+                          "redone")
+            else:
+                reason = f"{', '.join(stale)} changed"
+            log.warning("rebuilding index %s: %s", folder, reason)
         except (ValueError, KeyError, TypeError, RuntimeError) as e:  # JSON, header or hnswlib errors
-            log.warning("rebuilding index %s: the saved one is unreadable (%s)", folder, e)
+            reason = f"the saved one is unreadable ({e})"
+            log.warning("rebuilding index %s: %s", folder, reason)
     vectors = vectors_fn()
     if dim is not None and len(ids) and vectors.shape[1] != dim:
         raise ValueError(f"vectors_fn gave {vectors.shape[1]}-d vectors, expected {dim}")
     index = VectorIndex(vectors.shape[1], params).build(vectors, ids)
-    index.save(folder, {**meta, "dim": int(vectors.shape[1])})
+    index.change = IndexChange("built", len(ids), 0, reason, embedded=list(texts))
+    index.save(folder, {**meta, "dim": int(vectors.shape[1]), "hashes": [text_hash(t) for t in texts]})
     return index, True
+
+
+def _slot_hashes(index: VectorIndex, ids: list[str], texts: list[str]) -> list[str | None]:
+    by_id = {i: text_hash(t) for i, t in zip(ids, texts, strict=True)}
+    return [None if i is None else by_id[i] for i in index.ids]
+
+
+def _update(folder: Path, saved: dict, params: HnswParams, ids: list[str], texts: list[str], embed_fn,
+            max_changed: float) -> VectorIndex | None:
+    """The saved index updated to hold exactly ``texts`` under ``ids``; None when too much changed to bother."""
+    free: dict[str, list[int]] = {}  # text hash -> live saved slots holding it
+    for slot, h in enumerate(saved["hashes"]):
+        if h is not None:
+            free.setdefault(h, []).append(slot)
+    if len(saved["hashes"]) != len(saved["ids"]):
+        raise ValueError(f"{folder / 'meta.json'}: {len(saved['hashes'])} hashes for {len(saved['ids'])} slots")
+    keep: dict[int, str] = {}  # saved slot -> its new chunk id
+    todo: list[int] = []  # positions in ids/texts to embed and add
+    for n, (chunk_id, text) in enumerate(zip(ids, texts, strict=True)):
+        slots = free.get(text_hash(text))
+        if slots:
+            keep[slots.pop(0)] = chunk_id
+        else:
+            todo.append(n)
+    if len(todo) > max_changed * max(1, len(ids)):
+        return None
+    index = VectorIndex.load(folder, saved["dim"], params)
+    delete = [slot for slot, i in enumerate(index.ids) if i is not None and slot not in keep]
+    for slot, chunk_id in keep.items():
+        index.ids[slot] = chunk_id
+    vectors = embed_fn([texts[n] for n in todo]) if todo else np.zeros((0, index.dim), np.float32)
+    index.update(delete, vectors, [ids[n] for n in todo])
+    index.change = IndexChange("updated", len(todo), len(delete), embedded=[texts[n] for n in todo])
+    return index

@@ -5,11 +5,14 @@ Example (not run as a doctest: it loads the embedder)::
     r = Retriever.for_character("frieren", splitter="acts", embedder="minilm")
     [hit.chunk.context for hit in r.search("Who was your first teacher?", k=2)]
 
-The index lives under ``index_dir()/<character>/<splitter>/<embedder model id>`` and is rebuilt when the
-chunks, the embedder or the HNSW parameters change. This module does not call any LLM.
+The index lives under ``index_dir()/<character>/<splitter>/<embedder model id>``. When the persona changes
+(paragraphs added, edited or deleted) it is updated in place: only new or changed chunks are embedded and added,
+the others marked deleted (:func:`rpa_lib.index.build_or_load`); it is rebuilt when the embedder, the HNSW
+parameters or the split settings change (ATS/ACTS: a new longest paragraph l_max redoes the whole split).
+``Retriever.change`` says which happened. This module does not call any LLM.
 
 :func:`retriever` is the shared, memoized way in: one retriever per (dataset, character, splitter, embedder),
-rebuilt when the persona file changes on disk; :func:`clear_retrievers` empties the memo.
+rebuilt (its index updated) when the persona file changes on disk; :func:`clear_retrievers` empties the memo.
 """
 
 from __future__ import annotations
@@ -24,13 +27,18 @@ import numpy as np
 from rpa_lib.embeddings import Embedder, embed, get_embedder
 from rpa_lib.index import HnswParams, VectorIndex, build_or_load
 from rpa_lib.persona import Persona, load_persona
-from rpa_lib.splitters import Chunk, split
+from rpa_lib.splitters import Chunk, settings_for, split
 
 
 @dataclass(frozen=True)
 class Hit:
     chunk: Chunk
     score: float  # cosine similarity to the query
+
+    def _repr_html_(self) -> str:  # JupyterLab: one table row (rank 1), text folded
+        from rpa_lib.display import hits_html
+
+        return hits_html([self])
 
 
 def persona_embedder(persona: Persona, name: str) -> Embedder:
@@ -43,6 +51,11 @@ class Retriever:
     def __init__(self, persona: Persona, chunks: list[Chunk], embedder: Embedder, index: VectorIndex):
         self.persona, self.chunks, self.embedder, self.index = persona, chunks, embedder, index
         self._by_id = {c.id: c for c in chunks}
+
+    @property
+    def change(self):
+        """What opening the index did: loaded, built, or updated in place (:class:`rpa_lib.index.IndexChange`)."""
+        return self.index.change
 
     @classmethod
     def for_character(cls, slug: str, splitter: str = "acts", embedder: str | Embedder = "minilm", *,
@@ -57,8 +70,12 @@ class Retriever:
         texts = [c.text for c in chunks]
         safe_model = re.sub(r"[^A-Za-z0-9_.-]+", "_", embedder.model_id)
         folder = Path(index_root or index_dir()) / slug / splitter / safe_model
+        s = settings_for(persona, splitter, split_args.get("length"), split_args.get("overlap"),
+                         split_args.get("length_function", len))
+        settings = {"chunk_length": s.chunk_length, "overlap": s.overlap, "scope": split_args.get("scope")}
         index, _ = build_or_load(folder, lambda: embed(embedder, texts), [c.id for c in chunks], texts,
-                                 embedder.model_id, params)
+                                 embedder.model_id, params, embed_fn=lambda todo: embed(embedder, todo),
+                                 settings=settings)
         return cls(persona, chunks, embedder, index)
 
     def search(self, query: str, k: int = 5) -> list[Hit]:
@@ -91,6 +108,8 @@ def retriever(slug: str, splitter: str, embedder: str, dataset=None) -> Retrieve
     key = (ds, slug, splitter, embedder, stat and (stat.st_size, stat.st_mtime_ns), index_dir())
     with _RETRIEVERS_LOCK:
         if key not in _RETRIEVERS:
+            for old in [k for k in _RETRIEVERS if k[:4] == key[:4] and k[5] == key[5]]:
+                del _RETRIEVERS[old]  # the same character's retriever for an older version of its persona
             _RETRIEVERS[key] = Retriever.for_character(slug, splitter, embedder, characters_dir=ds.characters_dir)
         return _RETRIEVERS[key]
 

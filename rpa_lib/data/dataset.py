@@ -118,6 +118,16 @@ class Dataset:
         row = next((r for r in self.labels() if r["slug"] == slug), None) if self.has_labels() else None
         return (row["name"], row["work"]) if row else (self.persona(slug).name, "their story")
 
+    def types(self, kind: str, characters: list[str]) -> dict[str, str]:
+        """``{slug: type}`` of ``kind`` (``mbti`` or ``sloan``) from ``labels.csv`` for ``characters``. Types are
+        optional (an imported character may have none): a DataError names every character without one."""
+        rows = {r["slug"]: r for r in self.labels()}
+        missing = [s for s in characters if not rows.get(s, {}).get(kind)]
+        if missing:
+            raise DataError(self.labels_path, None, f"no {kind} type for {', '.join(missing)}: the personality "
+                                                    f"evaluation needs one; add it to labels.csv or leave them out")
+        return {s: rows[s][kind] for s in characters}
+
     def questionnaire(self, name: str, items: int | None = None) -> Questionnaire:
         """``mbti`` or ``bigfive`` (any ``questionnaires/<name>.json``); ``items``: a balanced subset."""
         path = self.questionnaire_path(name)

@@ -68,7 +68,7 @@ def read_qa(path: Path) -> tuple[list[QA], Problems]:
 
 
 def read_labels(path: Path) -> tuple[list[dict[str, str]], Problems]:
-    """Rows of ``labels.csv`` (slug, name, work, mbti, sloan) and every problem."""
+    """Rows of ``labels.csv`` (slug, name, work, mbti, sloan) and every problem. An empty type is allowed."""
     try:
         text = read_text(path)
     except DataError as e:
@@ -78,8 +78,8 @@ def read_labels(path: Path) -> tuple[list[dict[str, str]], Problems]:
         return [], [(1, f"header must be {','.join(LABEL_COLUMNS)}, found {','.join(reader.fieldnames or [])}")]
     rows, problems = [], []
     for lineno, row in enumerate(reader, start=2):
-        for kind, pattern in TYPE_PATTERNS.items():
-            if not pattern.match(row[kind] or ""):
+        for kind, pattern in TYPE_PATTERNS.items():  # types are optional (a new character may have none)
+            if row[kind] and not pattern.match(row[kind]):
                 problems.append((lineno, f"{kind} {row[kind]!r} of {row['slug']!r} is not a valid type"))
         rows.append(row)
     return rows, problems

@@ -46,6 +46,8 @@ def validate(data_dir: Dataset | str | Path | None = None, characters: list[str]
         total_chars += sum(len(p.text) for p in persona.paragraphs)
         out += _check_persona_shape(persona, full)
         qa_path = ds.qa_path(slug)
+        if not full and not qa_path.is_file():
+            continue  # a new character, imported but with no reviewed QA pairs yet (rpa_lib.data.scaffold)
         items, problems = read_qa(qa_path)
         out += _located(qa_path, problems)
         for qa in items:

@@ -1,0 +1,144 @@
+"""Add, replace or delete one paragraph of a persona under a heading path, and bring its indexes up to date.
+
+>>> # add_paragraph("tove-marsh", "History > The fog winter", "I still check the rope posts every spring.")
+
+The heading path is the persona's headings after the title (``"Activity > Journey"``; the character's name may
+lead it). A new paragraph goes at the end of the section's own text (before its first subsection), or at
+``position`` (1-based) among its paragraphs. The file is rewritten atomically, and the result must still parse
+(else nothing changes). :func:`refresh_indexes` then opens each (splitter, embedder) retriever, which updates the
+saved index in place (:func:`rpa_lib.index.build_or_load`: only new or changed chunks are embedded) or rebuilds it
+when the split itself changes (ATS/ACTS after l_max changed), and reports which.
+
+This module does not create or delete headings, and edits only ``persona.md``: QA pairs whose evidence was in a
+deleted paragraph are reported by the validator, not changed here.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from rpa_lib.data.dataset import Dataset, as_dataset
+from rpa_lib.errors import DataError
+from rpa_lib.persona import _HEADING, HEADING_SEPARATOR, Persona, parse_persona
+
+
+@dataclass(frozen=True)
+class Edit:
+    slug: str
+    action: str  # added | replaced | deleted
+    headings: tuple[str, ...]
+    text: str  # the paragraph added, or the one deleted or replaced
+    l_max_before: int
+    l_max_after: int
+
+    def __str__(self) -> str:
+        note = f"; l_max {self.l_max_before} -> {self.l_max_after}" if self.l_max_before != self.l_max_after else ""
+        return f"{self.action} a paragraph of {len(self.text)} characters under {HEADING_SEPARATOR.join(self.headings)}{note}"
+
+
+def _section_span(persona: Persona, under: str) -> tuple[tuple[str, ...], int, list]:
+    """(heading path, offset just after its heading line, its own paragraphs) for the heading path ``under``."""
+    wanted = tuple(h.strip() for h in under.split(">") if h.strip())
+    if wanted[:1] != (persona.name,):
+        wanted = (persona.name, *wanted)
+    lines = persona.source.split("\n")
+    offset, stack = 0, []
+    for line in lines:
+        offset += len(line) + 1
+        m = _HEADING.match(line)
+        if m:
+            level = len(m.group(1))
+            stack = stack[: level - 1] + [m.group(2).strip()]
+            if tuple(stack) == wanted:
+                return wanted, min(offset, len(persona.source)), [p for s in persona.sections if s.headings == wanted
+                                                                  for p in s.paragraphs]
+    known = sorted({HEADING_SEPARATOR.join(s.headings[1:]) for s in persona.sections})
+    raise DataError(persona.path, None, f"no heading path {under!r}; paths with text: {'; '.join(known[:12])}"
+                                        + (" ..." if len(known) > 12 else ""))
+
+
+def _write(persona: Persona, text: str) -> Persona:
+    """Write ``text`` over persona.md if it still parses; the new Persona."""
+    path = persona.path
+    tmp = path.with_name(".persona.md.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    try:
+        new = parse_persona(tmp, persona.slug)
+    except DataError as e:
+        tmp.unlink()
+        raise DataError(path, e.line, f"the edit would break the persona ({e.problem}); nothing changed") from None
+    os.replace(tmp, path)
+    return parse_persona(path, new.slug)
+
+
+def _clean(text: str) -> str:
+    text = " ".join(text.split())
+    if not text:
+        raise ValueError("the paragraph is empty")
+    if text.startswith("#"):
+        raise ValueError("a paragraph cannot start with '#' (that would be a heading)")
+    return text
+
+
+def add_paragraph(slug: str, under: str, text: str, *, position: int | None = None,
+                  data: Dataset | str | Path | None = None) -> Edit:
+    """Add ``text`` as one paragraph under the heading path ``under``."""
+    ds = as_dataset(data)
+    persona, text = ds.persona(slug), _clean(text)
+    headings, heading_end, paragraphs = _section_span(persona, under)
+    if position is not None and not 1 <= position <= len(paragraphs) + 1:
+        raise ValueError(f"position {position} is outside 1..{len(paragraphs) + 1} for {under!r}")
+    if position is not None and position <= len(paragraphs):
+        at = paragraphs[position - 1].start
+        new = persona.source[:at] + text + "\n\n" + persona.source[at:]
+    else:
+        at = paragraphs[-1].end if paragraphs else heading_end
+        new = persona.source[:at].rstrip("\n") + "\n\n" + text + "\n\n" + persona.source[at:].lstrip("\n")
+    after = _write(persona, new.rstrip("\n") + "\n")
+    return Edit(slug, "added", headings, text, persona.longest_paragraph, after.longest_paragraph)
+
+
+def _find(persona: Persona, under: str, index: int | None, containing: str | None):
+    headings, _, paragraphs = _section_span(persona, under)
+    if (index is None) == (containing is None):
+        raise ValueError("give exactly one of index (1-based) or containing (text of the paragraph)")
+    if index is not None:
+        if not 1 <= index <= len(paragraphs):
+            raise ValueError(f"{under!r} has {len(paragraphs)} paragraph(s); index {index} is outside 1..{len(paragraphs)}")
+        return headings, paragraphs[index - 1]
+    hits = [p for p in paragraphs if containing in p.text]
+    if len(hits) != 1:
+        raise ValueError(f"{len(hits)} paragraphs under {under!r} contain {containing[:40]!r}; expected exactly one")
+    return headings, hits[0]
+
+
+def delete_paragraph(slug: str, under: str, *, index: int | None = None, containing: str | None = None,
+                     data: Dataset | str | Path | None = None) -> Edit:
+    """Delete one paragraph under ``under``: the ``index``-th (1-based) or the one that contains ``containing``."""
+    persona = as_dataset(data).persona(slug)
+    headings, par = _find(persona, under, index, containing)
+    if len(persona.paragraphs) == 1:
+        raise ValueError("cannot delete the persona's only paragraph")
+    new = persona.source[: par.start].rstrip("\n") + "\n\n" + persona.source[par.end:].lstrip("\n")
+    after = _write(persona, new.rstrip("\n") + "\n")
+    return Edit(slug, "deleted", headings, par.text, persona.longest_paragraph, after.longest_paragraph)
+
+
+def replace_paragraph(slug: str, under: str, text: str, *, index: int | None = None, containing: str | None = None,
+                      data: Dataset | str | Path | None = None) -> Edit:
+    """Replace one paragraph under ``under`` (chosen as in :func:`delete_paragraph`) with ``text``."""
+    persona, text = as_dataset(data).persona(slug), _clean(text)
+    headings, par = _find(persona, under, index, containing)
+    after = _write(persona, persona.source[: par.start] + text + persona.source[par.end:])
+    return Edit(slug, "replaced", headings, par.text, persona.longest_paragraph, after.longest_paragraph)
+
+
+def refresh_indexes(slug: str, *, embedder: str = "minilm", splitters=("vanilla", "ats", "acts"),
+                    data: Dataset | str | Path | None = None) -> dict[str, str]:
+    """Open the retriever of each splitter (updating or rebuilding its saved index): ``{splitter: what happened}``."""
+    from rpa_lib.retrieval import retriever
+
+    ds = as_dataset(data)
+    return {s: str(retriever(slug, s, embedder, ds).change) for s in splitters}

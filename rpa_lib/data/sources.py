@@ -1,0 +1,205 @@
+"""Read a user's own source document into headed sections of clean paragraphs, for :mod:`rpa_lib.data.importer`.
+
+Formats, chosen by the file name's ending:
+
+- Markdown (``.md``, ``.markdown``): ATX headings (``#`` to ``######``) and underlined (setext) headings.
+- plain text (``.txt``): underlined headings (``===`` level 1, ``---`` level 2, ``~~~`` level 3) and numbered
+  headings (``2 Story``, ``2.1 Early years``: the level is how many numbers).
+- MediaWiki XML export (``.xml``): see :mod:`rpa_lib.data.wikitext` (parsed with mwparserfromhell).
+
+What is removed, for Markdown and text: emphasis, links (their text is kept), images, HTML tags and comments,
+footnote markers and definitions, code blocks and tables (each table and code block is noted with its line, so
+the import report can list it). List items become sentences of one paragraph; the lines of a paragraph are
+joined. Curly quotes become straight ones. Every problem that stops the import (an empty, binary or non-UTF-8
+file, an unknown format, no headings) is a :class:`~rpa_lib.errors.DataError` naming the file.
+
+This module does not decide which attribute a section belongs to (``importer`` does), does not rewrite prose
+(third person stays third person) and writes nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rpa_lib.errors import DataError
+
+FORMATS = {".md": "markdown", ".markdown": "markdown", ".txt": "text", ".xml": "mediawiki"}
+
+
+@dataclass
+class SourceSection:
+    """The paragraphs under one heading of the source, up to the next heading. Level 0: text before any heading."""
+
+    level: int
+    title: str
+    line: int  # 1-based line of the heading in the source file
+    paragraphs: list[str] = field(default_factory=list)
+
+
+@dataclass
+class SourceDocument:
+    path: Path
+    format: str  # markdown | text | mediawiki
+    title: str | None  # a single level-1 heading (Markdown) or the page title (MediaWiki)
+    sections: list[SourceSection]
+    removed: list[tuple[int, str]] = field(default_factory=list)  # (line, what was removed), e.g. a table
+
+
+def read_source(path: str | Path) -> SourceDocument:
+    """The document at ``path`` as sections; DataError (naming the file) when it cannot be imported."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(path, None, "file not found")
+    fmt = FORMATS.get(path.suffix.lower())
+    raw = path.read_bytes()
+    if not raw.strip():
+        raise DataError(path, None, "empty file: nothing to import")
+    if b"\0" in raw[:8192]:
+        raise DataError(path, None, "a binary file, not text: export the document as Markdown, plain text or MediaWiki XML")
+    try:
+        text = raw.decode("utf-8").lstrip("\ufeff").replace("\r\n", "\n")
+    except UnicodeDecodeError as e:
+        line = raw[: e.start].count(b"\n") + 1
+        raise DataError(path, line, f"not UTF-8 text (byte {e.start}): save it as UTF-8, or it is a binary file") from None
+    if fmt is None:
+        raise DataError(path, None, f"unknown format {path.suffix or '(no file name ending)'!r}: expected "
+                                    f"{', '.join(FORMATS)} (Markdown, plain text or a MediaWiki XML export)")
+    if fmt == "mediawiki":
+        from rpa_lib.data.wikitext import read_mediawiki
+
+        doc = read_mediawiki(path, text)
+    else:
+        doc = read_lines(path, text, fmt)
+    if not any(s.level > 0 for s in doc.sections):
+        raise DataError(path, None, "no headings found: the importer needs headings (e.g. 'Personality', "
+                                    "'Abilities') to place text under the six attributes")
+    return doc
+
+
+_ATX = re.compile(r"^(#{1,6})[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$")
+_UNDERLINE = {"=": 1, "-": 2, "~": 3}
+_NUMBERED = re.compile(r"^(\d+(?:\.\d+)*)\.?[ \t]+([A-Z][^.!?]{0,78})$")
+_LIST = re.compile(r"^[ \t]*(?:[-*+]|\d+[.)])[ \t]+(.*)$")
+_FENCE = re.compile(r"^[ \t]*(```|~~~)")
+
+
+def read_lines(path: Path, text: str, fmt: str) -> SourceDocument:
+    """Markdown (``fmt="markdown"``) or plain text (``"text"``) into sections."""
+    lines = text.split("\n")
+    sections = [SourceSection(0, "", 1)]
+    removed: list[tuple[int, str]] = []
+    block: list[str] = []  # lines of the paragraph being read
+    items: list[str] = []  # list items of the paragraph being read
+    fence_at = table_end = 0
+
+    def flush() -> None:
+        parts = [clean_inline(" ".join(block))] if block else []
+        parts += [sentence(clean_inline(i)) for i in items]
+        joined = " ".join(p for p in parts if p)
+        if joined:
+            sections[-1].paragraphs.append(joined)
+        block.clear()
+        items.clear()
+
+    i = 0
+    while i < len(lines):
+        line, lineno = lines[i], i + 1
+        nxt = lines[i + 1] if i + 1 < len(lines) else ""
+        i += 1
+        if fence_at:
+            if _FENCE.match(line):
+                fence_at = table_end = 0
+            continue
+        if _FENCE.match(line):
+            flush()
+            fence_at = lineno
+            removed.append((lineno, "code block"))
+            continue
+        heading = _heading(line, nxt, fmt, bool(block or items))
+        if heading:
+            flush()
+            level, title, underlined = heading
+            sections.append(SourceSection(level, clean_inline(title), lineno))
+            i += underlined  # skip the underline
+            continue
+        stripped = line.strip()
+        if not stripped or re.fullmatch(r"(\*\s*){3,}|(-\s*){3,}|(_\s*){3,}", stripped):
+            flush()
+        elif stripped.startswith("|"):
+            flush()
+            if table_end != lineno - 1:
+                removed.append((lineno, "table"))
+            table_end = lineno
+        elif re.match(r"^\[\^[^\]]+\]:", stripped) or re.match(r"^\[[^\]]+\]:\s*\S+$", stripped):
+            flush()  # a footnote or link definition
+        elif _LIST.match(line):
+            if block:
+                flush()
+            items.append(_LIST.match(line).group(1))
+        elif items and line.startswith((" ", "\t")):
+            items[-1] += " " + stripped  # a list item's continuation line
+        else:
+            if items:
+                flush()
+            block.append(re.sub(r"^>\s?", "", stripped))
+    flush()
+    title = None
+    if fmt == "markdown" and sum(s.level == 1 for s in sections) == 1 and sections[1].level == 1:
+        title = sections[1].title
+    return SourceDocument(path, fmt, title, sections, removed)
+
+
+def _heading(line: str, nxt: str, fmt: str, in_paragraph: bool) -> tuple[int, str, int] | None:
+    """``(level, title, 1 if the next line is its underline else 0)``, or None when ``line`` is no heading."""
+    if fmt == "markdown":
+        m = _ATX.match(line)
+        if m:
+            return len(m.group(1)), m.group(2), 0
+    stripped = line.strip()
+    if stripped and not in_paragraph and re.fullmatch(r"[=~-]{3,}\s*", nxt) and not _LIST.match(line):
+        if fmt == "markdown" and nxt.strip()[0] == "~":
+            return None
+        return _UNDERLINE[nxt.strip()[0]], stripped, 1
+    if fmt == "text" and not in_paragraph and not nxt.strip():
+        m = _NUMBERED.match(stripped)
+        if m:
+            return m.group(1).count(".") + 1, m.group(2), 0
+    return None
+
+
+def sentence(text: str) -> str:
+    """A list item as a sentence. ``sentence("likes tea") == "likes tea."``"""
+    text = text.strip()
+    return text if not text or text[-1] in ".!?:;\"'" else text + "."
+
+
+_QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u00a0": " "})
+
+
+def clean_inline(text: str) -> str:
+    """One line of Markdown as plain prose.
+
+    >>> clean_inline("I *love* [tea](http://x) and **cake**[^1].<br>")
+    'I love tea and cake.'
+    """
+    text = re.sub(r"<!--.*?-->", "", text)
+    text = re.sub(r"!\[[^\]]*\]\([^)]*\)", "", text)  # images
+    text = re.sub(r"\[\^[^\]]+\]", "", text)  # footnote markers
+    text = re.sub(r"\[([^\]]+)\]\([^)]*\)", r"\1", text)  # inline links: their text
+    text = re.sub(r"\[([^\]]+)\]\[[^\]]*\]", r"\1", text)  # reference links
+    text = re.sub(r"\[\d+\]", "", text)  # numbered reference markers
+    text = re.sub(r"</?[A-Za-z][^>]*>", "", text)  # HTML tags
+    text = re.sub(r"`([^`]*)`", r"\1", text)
+    text = re.sub(r"(\*\*|__|~~)(.+?)\1", r"\2", text)
+    text = re.sub(r"(?<![\w*])[*_](?=\S)(.+?)(?<=\S)[*_](?![\w*])", r"\1", text)
+    return tidy(text)
+
+
+def tidy(text: str) -> str:
+    """Straight quotes, single spaces, no space before punctuation, no empty brackets (left by removed markup)."""
+    text = text.translate(_QUOTES)
+    text = re.sub(r"\(\s*[,;]?\s*\)", "", text)
+    text = re.sub(r"\s+", " ", text).strip()
+    return re.sub(r"\s+([,.;:!?])", r"\1", text)
