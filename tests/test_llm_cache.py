@@ -13,7 +13,8 @@ import time
 
 import pytest
 
-from rpa_lib.llm import Cache, FakeLLM, LLMError, MockServer, get_llm
+from rpa_lib.bench.mock_server import MockServer
+from rpa_lib.llm import Cache, FakeLLM, LLMError, get_llm
 
 
 def user(text: str) -> list[dict]:

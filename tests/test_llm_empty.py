@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from rpa_lib.llm import FakeLLM, LLMError, MockServer, RetryPolicy, get_llm
+from rpa_lib.bench.mock_server import MockServer
+from rpa_lib.llm import FakeLLM, LLMError, RetryPolicy, get_llm
 
 
 def user(text: str) -> list[dict]:

@@ -7,7 +7,8 @@ import threading
 
 import pytest
 
-from rpa_lib.llm import FakeLLM, LLMError, LLMFatalError, MockServer, RetryPolicy, Transient, get_llm
+from rpa_lib.bench.mock_server import MockServer
+from rpa_lib.llm import FakeLLM, LLMError, LLMFatalError, RetryPolicy, Transient, get_llm
 
 FAST = RetryPolicy(attempts=4, base_delay=0.001, max_delay=0.001)
 

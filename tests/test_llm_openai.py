@@ -9,8 +9,8 @@ from email.utils import formatdate
 
 import pytest
 
-from rpa_lib.llm import LLMError, LLMFatalError, MockServer, RetryPolicy, get_llm
-from rpa_lib.llm.mock_server import FAULTS
+from rpa_lib.bench.mock_server import FAULTS, MockServer
+from rpa_lib.llm import LLMError, LLMFatalError, RetryPolicy, get_llm
 from rpa_lib.llm.openai_backend import public_url, retry_after
 
 FAST = RetryPolicy(attempts=4, base_delay=0.001, max_delay=0.001)

@@ -10,7 +10,8 @@ import traceback
 
 import pytest
 
-from rpa_lib.llm import LLMError, LLMFatalError, MockServer, RetryPolicy, get_llm, save_usage
+from rpa_lib.bench.mock_server import MockServer
+from rpa_lib.llm import LLMError, LLMFatalError, RetryPolicy, get_llm, save_usage
 
 KEY, WRONG = "sk-test-SECRET123", "sk-test-WRONG456"
 USER, PLAIN_PASSWORD, ENCODED_PASSWORD = "user-SECRETU1", "pw-SECRET789", "p%40ss-SECRET321"

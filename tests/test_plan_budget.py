@@ -15,7 +15,8 @@ import nbformat
 import pytest
 
 from rpa_lib import paths
-from rpa_lib.llm import PRICES, FakeLLM, LLMFatalError, MockServer, RetryPolicy, get_llm
+from rpa_lib.bench.mock_server import MockServer
+from rpa_lib.llm import PRICES, FakeLLM, LLMFatalError, RetryPolicy, get_llm
 from rpa_lib.llm.base import Request
 from rpa_lib.run import reproduce
 from rpa_lib.run.budget import Budget, BudgetExceeded, estimate_tokens, model_price

@@ -47,7 +47,7 @@ def judge_rule(body: dict) -> str:
 def judge_server(latency: float, yes_percent: int = 12) -> Iterator[tuple[str, Callable[[], int]]]:
     """``(base_url, requests)``: the mock server answering with :func:`judge_rule` (``yes_percent`` % yes) in a
     child process, and a function returning how many chat requests it has received."""
-    proc = subprocess.Popen([sys.executable, "-m", "rpa_lib.llm", "mock", "--port", "0", "--latency", str(latency),
+    proc = subprocess.Popen([sys.executable, "-m", "rpa_lib.bench.mock_server", "--port", "0", "--latency", str(latency),
                              "--answer", f"{__name__}:judge_rule"], stdout=subprocess.PIPE, text=True,
                             env={**os.environ, YES_PERCENT: str(yes_percent)})
     try:

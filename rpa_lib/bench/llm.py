@@ -3,7 +3,7 @@
 ``python -m rpa_lib.bench llm`` prints a Markdown table and writes it to ``results/bench_llm.md``.
 
 The same ``--calls`` chat calls (default 200, distinct prompts) go through the real ``openai`` client to a
-:class:`~rpa_lib.llm.MockServer` answering after ``--latency`` seconds (default 0.1): once at each concurrency
+:class:`~rpa_lib.bench.mock_server.MockServer` answering after ``--latency`` seconds (default 0.1): once at each concurrency
 in ``--workers`` (1, 4, 16; a fresh cache each time, so every call reaches the server), then again on the last
 run's cache (all hits), then with ``--fault-rate`` (20%) of server requests faulted (429 with Retry-After,
 500, hang past the client timeout, malformed body, empty choices, dropped connection) at the highest
@@ -23,7 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from rpa_lib.llm import LLMError, MockServer, RetryPolicy, get_llm
+from rpa_lib.bench.mock_server import MockServer
+from rpa_lib.llm import LLMError, RetryPolicy, get_llm
 
 BENCH_RETRY = RetryPolicy(attempts=10, base_delay=0.02, max_delay=0.2)
 HANG_RETRY = RetryPolicy(attempts=3, base_delay=0.05, max_delay=0.2)

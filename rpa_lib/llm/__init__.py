@@ -1,18 +1,20 @@
 """One client layer for every LLM call: chat, constrained choice, structured output; cache, retries, concurrency
-and usage accounting. Backends: OpenAI-compatible HTTP, embedded local transformers model, deterministic fake.
+and usage accounting. Backends: OpenAI-compatible HTTP (the ``openai`` package), embedded local transformers model,
+deterministic fake. :func:`get_llm` builds the role-play LLM, :func:`judge_llm` the judge, from the same settings.
 
 Importing this package builds no client, loads no model and opens no file. :func:`clear_caches` forgets what
-the layer memoizes in the process (loaded local models, weight fingerprints); the on-disk reply cache stays.
+the layer memoizes in the process (loaded local models, weight fingerprints, negotiated server modes); the on-disk
+reply cache stays.
 """
 
 from rpa_lib import fingerprint
 from rpa_lib.llm import local as _local
+from rpa_lib.llm import modes as _modes
 from rpa_lib.llm.base import LLM
 from rpa_lib.llm.cache import Cache
-from rpa_lib.llm.factory import get_llm
+from rpa_lib.llm.factory import get_llm, judge_llm
 from rpa_lib.llm.fake import FakeLLM
 from rpa_lib.llm.local import LocalLLM
-from rpa_lib.llm.mock_server import MockServer
 from rpa_lib.llm.openai_backend import OpenAILLM
 from rpa_lib.llm.reply import LLMError, LLMFatalError, Outcome, Reply
 from rpa_lib.llm.retry import RetryPolicy, Transient
@@ -21,12 +23,13 @@ from rpa_lib.run.budget import BudgetExceeded
 
 
 def clear_caches() -> None:
-    """Forget the loaded local models and the memoized weight fingerprints, so that the next call sees the files
-    as they are on disk now (for a notebook session whose models changed)."""
+    """Forget the loaded local models, the memoized weight fingerprints and what each server's modes turned out to
+    be, so that the next call sees the files and servers as they are now (for a long notebook session)."""
     _local.clear_caches()
     fingerprint.clear_caches()
+    _modes.clear()
 
 
-__all__ = ["LLM", "BudgetExceeded", "Cache", "FakeLLM", "LLMError", "LLMFatalError", "LocalLLM", "MockServer",
-           "OpenAILLM", "Outcome", "PRICES", "PRICES_AS_OF", "Reply", "RetryPolicy", "Transient", "Usage",
-           "clear_caches", "get_llm", "save_usage"]
+__all__ = ["LLM", "BudgetExceeded", "Cache", "FakeLLM", "LLMError", "LLMFatalError", "LocalLLM", "OpenAILLM",
+           "Outcome", "PRICES", "PRICES_AS_OF", "Reply", "RetryPolicy", "Transient", "Usage", "clear_caches",
+           "get_llm", "judge_llm", "save_usage"]

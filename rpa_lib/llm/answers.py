@@ -88,6 +88,25 @@ def schema_instruction(schema: dict) -> str:
             + json.dumps(schema, ensure_ascii=False))
 
 
+def example_instruction(schema: dict) -> str:
+    """The instruction for a model that must write a JSON object unaided: an example object to imitate, which
+    small models follow where they copy a schema back."""
+    return ("Reply with only a JSON object, no other text, with the same keys and kinds of values as this example "
+            "(your own values):\n" + json.dumps(_example(schema, "value"), ensure_ascii=False))
+
+
+def _example(schema: dict, name: str) -> object:
+    """Like :func:`schema_example`, with ``"<name>"`` placeholders for strings."""
+    kind = schema.get("type", "object" if "properties" in schema else "string")
+    if kind == "object" and "properties" in schema:
+        return {k: _example(v, k) for k, v in schema["properties"].items()}
+    if kind == "array" and "enum" not in schema:
+        return [_example(schema.get("items", {}), name)]
+    if kind == "string" and "enum" not in schema and "const" not in schema:
+        return f"<{name}>"
+    return schema_example(schema, name)
+
+
 def with_instruction(messages: list[dict], instruction: str) -> list[dict]:
     """``messages`` with ``instruction`` appended to the last user message (or as a new one)."""
     messages = [dict(m) for m in messages]

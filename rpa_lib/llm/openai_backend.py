@@ -1,11 +1,10 @@
-"""``OpenAILLM``: any OpenAI-compatible chat-completions endpoint (``POST {base_url}/chat/completions``).
+"""``OpenAILLM``: any OpenAI-compatible chat-completions endpoint, through the ``openai`` package.
 
 OpenAI itself (``gpt-4.1`` ...) or a self-hosted server (vLLM, Ollama, llama.cpp server, LM Studio) at
-``base_url``. Requests are plain JSON over one ``httpx`` client (keep-alive, up to 256 connections), built lazily
-on the first call, with the API key looked up then: explicit argument, environment, ``.env``. The ``openai``
-package's typed objects cost 2.5-3 ms of CPU a call, which serialized the concurrent judge calls of Guided
-Selection; a plain POST costs about 1 ms. There is no retry in the client: our ``retry`` module is the only
-retry layer.
+``base_url``. One ``openai.OpenAI`` client per backend object, built lazily on the first call (the API key is
+looked up then: explicit argument, environment, ``.env``), over an ``httpx2`` client with room for 256
+connections (more than any ``max_workers`` we use) and the request timeout. The client's own retries are off
+(``max_retries=0``): our ``retry`` module is the only retry layer.
 
 Faults. 429, 408, 409 and 5xx (with ``Retry-After``), timeouts, dropped connections and malformed or empty bodies
 are ``Transient``: retried. 401 (credentials refused), 403 (permission), 404 (unknown model or endpoint), a 400
@@ -22,15 +21,17 @@ Credentials. The API key is sent as ``Authorization: Bearer``. Credentials in th
 the ``Authorization`` header in the key's place (a warning says so when a key is configured too); they never stay
 in the URL the client uses. A base URL with a query string or fragment is rejected (ValueError). The key and the
 URL's credentials (as written, decoded, and base64-encoded as in the Basic header) are scrubbed from every error
-and log line, and no error chains to the ``httpx`` exception (which holds the request). The server is known
-by ``base_url``, its URL without credentials, which is part of the cache key (another server serving the same
-model name gets its own cache entries); the credentials are not.
+and log line, and no error chains to an exception of the ``openai`` package (which holds the request). The server
+is known by ``base_url``, its URL without credentials, which is part of the cache key; the credentials are not.
 
-Constrained choice: ``choose_mode="json_schema"`` (a strict JSON schema whose one field is an enum of the
-options), ``"logprobs"`` (the options' probability mass at the first token; also gives ``Reply.scores``) or
-``"text"`` (instruction only). Structured output sends the schema as ``response_format`` (``"json_schema"``),
-asks for any JSON object (``"json_object"``) or relies on the instruction alone (``"text"``). Every mode is
-validated by ``base``. This module does not stream, call tools, or send images.
+Modes (:mod:`rpa_lib.llm.modes`). Constrained choice: ``json_schema`` (a strict JSON schema whose one field is an
+enum of the options), ``logprobs`` (the options' probability mass at the first token; also gives
+``Reply.scores``) or ``text`` (instruction only). Structured output: ``json_schema`` (the schema as
+``response_format``), ``json_object_schema`` (``{"type": "json_object", "schema": ...}``, llama.cpp's
+grammar-constrained form), ``json_object`` (any JSON object) or ``text``. ``auto`` (the default) starts at the
+first and, when the server answers a ``response_format`` or ``logprobs`` it cannot serve with an HTTP 400/422 or
+a 500 whose body is a request-validation error, falls back to the next; a capability answer, not a fault, so it is
+never retried. Every mode is validated by ``base``. This module does not stream, call tools, or send images.
 """
 
 from __future__ import annotations
@@ -45,7 +46,14 @@ from email.utils import parsedate_to_datetime
 from typing import Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
-from rpa_lib.llm.answers import choice_instruction, match_option, schema_instruction, with_instruction
+from rpa_lib.llm import modes
+from rpa_lib.llm.answers import (
+    choice_instruction,
+    example_instruction,
+    match_option,
+    schema_instruction,
+    with_instruction,
+)
 from rpa_lib.llm.base import LLM, Request, sample_seed
 from rpa_lib.llm.config import request_timeout, setting
 from rpa_lib.llm.reply import LLMFatalError, Raw
@@ -55,13 +63,12 @@ from rpa_lib.llm.usage import price_for
 log = logging.getLogger("rpa_lib.llm")
 
 OPENAI_URL = "https://api.openai.com/v1"
+MAX_CONNECTIONS = 256  # above any max_workers we use: a call never waits for a connection
 _RETRY_STATUS = {408, 409, 429}
 _FATAL_STATUS = {401: "the server refused the credentials: check OPENAI_API_KEY (or api_key=) or the base URL's user:password",
                  403: "permission denied: this key may not use this model or endpoint",
                  404: "not found: check the model name and the base URL (RPA_LLM_MODEL, RPA_LLM_BASE_URL)"}
 _NO_MODEL = re.compile(r"model\b.*\b(does not exist|not found)|\b(unknown|invalid) model\b", re.I | re.S)
-CHOOSE_MODES = ("json_schema", "logprobs", "text")
-STRUCTURED_MODES = ("json_schema", "json_object", "text")
 
 
 def public_url(url: str) -> str:
@@ -88,7 +95,8 @@ def url_secrets(url: str) -> list[str]:
 
 
 def retry_after(headers: Any) -> float | None:
-    """Seconds asked for by ``retry-after-ms`` or ``retry-after`` (seconds or an HTTP date), else None."""
+    """Seconds asked for by ``retry-after-ms`` or ``retry-after`` (seconds or an HTTP date), else None; fed to our
+    retry layer (the package reads them only for its own retries, which are off)."""
     if headers is None:
         return None
     for name, scale in (("retry-after-ms", 1e-3), ("retry-after", 1.0)):
@@ -117,15 +125,14 @@ class OpenAILLM(LLM):
     """``OpenAILLM("gpt-4.1")``; ``OpenAILLM("qwen3-32b", base_url="http://127.0.0.1:8000/v1")``."""
 
     backend = "openai"
-    _keep_causes = False  # the httpx exceptions hold the request, headers included
+    _keep_causes = False  # the openai exceptions hold the request, headers included
 
     def __init__(self, model: str = "gpt-4.1", *, base_url: str | None = None, api_key: str | None = None,
                  cache: Any = True, max_workers: int = 8, retry=None, timeout: float | None = None,
-                 choose_mode: str = "json_schema", structured_mode: str = "json_schema"):
-        if choose_mode not in CHOOSE_MODES or structured_mode not in STRUCTURED_MODES:
-            raise ValueError(f"choose_mode in {CHOOSE_MODES}, structured_mode in {STRUCTURED_MODES}")
+                 choose_mode: str | None = None, structured_mode: str | None = None):
+        self.choose_mode = modes.checked("choose", choose_mode)
+        self.structured_mode = modes.checked("structured", structured_mode)
         self.model, self.timeout = model, request_timeout(timeout)
-        self.choose_mode, self.structured_mode = choose_mode, structured_mode
         self.base_url = public_url(base_url) if base_url else OPENAI_URL  # never holds a credential
         parts = urlsplit(base_url or OPENAI_URL)
         if parts.query or parts.fragment:
@@ -153,7 +160,8 @@ class OpenAILLM(LLM):
         return self.retry.worst_case(self.timeout)
 
     def _key_extra(self) -> dict:
-        return {"choose_mode": self.choose_mode, "structured_mode": self.structured_mode, "server": self.base_url}
+        return {"choose_mode": modes.key_mode(self.choose_mode), "structured_mode": modes.key_mode(self.structured_mode),
+                "server": self.base_url}
 
     def _scrub(self, text: str) -> str:
         for secret in sorted(self._secrets, key=len, reverse=True):  # longest first: "user:pw" before "pw"
@@ -163,11 +171,12 @@ class OpenAILLM(LLM):
     def _where(self) -> str:
         return f"model {self.model!r} at {self.base_url}"
 
-    def _http(self) -> Any:
-        """The ``httpx`` client, built on the first call (the key is looked up then)."""
+    def _openai(self) -> Any:
+        """The ``openai.OpenAI`` client, built on the first call (the key is looked up then)."""
         with self._client_lock:
             if self._client is None:
-                import httpx
+                import httpx2
+                import openai
 
                 key = setting("OPENAI_API_KEY", self._explicit_key)
                 if key is None and not self._self_hosted:
@@ -175,18 +184,17 @@ class OpenAILLM(LLM):
                                         "(environment or .env) or pass api_key=")
                 if key is not None and len(key) > 3:
                     self._secrets.append(key)
-                headers = {"Accept": "application/json", "User-Agent": "rpa_lib"}
-                auth = None
+                headers = {"User-Agent": "rpa_lib"}
                 if self._basic_auth is not None:  # the URL's credentials, as HTTP Basic auth (never in the URL)
                     if key is not None:
                         log.warning("%s: the base URL has credentials, sent as HTTP Basic auth in place of the "
                                     "API key, which is not sent", self.base_url)
-                    auth = httpx.BasicAuth(*self._basic_auth)
-                else:  # self-hosted servers usually ignore the key but may want the header
-                    headers["Authorization"] = f"Bearer {key or 'not-needed'}"
-                self._client = httpx.Client(base_url=f"{self.base_url}/", headers=headers, auth=auth,
-                                            timeout=self.timeout, limits=httpx.Limits(max_connections=256,
-                                                                                      max_keepalive_connections=64))
+                    headers["Authorization"] = "Basic " + base64.b64encode(":".join(self._basic_auth).encode()).decode()
+                http = httpx2.Client(timeout=self.timeout, limits=httpx2.Limits(
+                    max_connections=MAX_CONNECTIONS, max_keepalive_connections=64))
+                # self-hosted servers usually ignore the key but the package wants one
+                self._client = openai.OpenAI(api_key=key or "not-needed", base_url=self.base_url, timeout=self.timeout,
+                                             max_retries=0, default_headers=headers, http_client=http)
             return self._client
 
     def _status_failure(self, status: int, detail: str, headers: Any = None) -> Exception:
@@ -199,38 +207,40 @@ class OpenAILLM(LLM):
             return LLMFatalError(f"{message} -- {hint} ({self._where()})")
         return RuntimeError(message)
 
-    def _create(self, messages: list[dict], **params: Any) -> tuple[dict, Raw]:
-        """One request; the first choice (the JSON object) and its text, or Transient / LLMFatalError / RuntimeError."""
-        client = self._http()
-        import httpx
+    def _create(self, messages: list[dict], **params: Any) -> tuple[Any, Raw]:
+        """One request; the first choice and its text, or Transient / LLMFatalError / RuntimeError /
+        :class:`modes.Rejected` (the server cannot serve the ``response_format`` or ``logprobs`` asked for)."""
+        client = self._openai()
+        import openai
 
         failure: Exception | None = None
         try:
-            response = client.post("chat/completions", json={"model": self.model, "messages": messages, **params})
-            body = _json_or_none(response)
-        except httpx.TimeoutException:
+            completion = client.chat.completions.create(model=self.model, messages=messages, **params)
+        except openai.APITimeoutError:
             failure = Transient(f"timed out after {self.timeout:g} s (RPA_LLM_TIMEOUT); a call gives up after at "
                                 f"most {self.worst_case_seconds:g} s ({self.retry.attempts} attempts and backoff)")
-        except httpx.UnsupportedProtocol as exc:
-            failure = RuntimeError(self._scrub(f"{self.base_url} is not an http(s) URL: {exc}"))
-        except httpx.TransportError as exc:  # refused, reset, dropped mid-body: a restarting server comes back
-            failure = Transient(self._scrub(f"connection failed: {type(exc).__name__}: {exc}"))
-        except httpx.HTTPError as exc:
-            failure = RuntimeError(self._scrub(f"{type(exc).__name__}: {exc}"))
+        except openai.APIConnectionError as exc:  # refused, reset, dropped mid-body: a restarting server comes back
+            cause = exc.__cause__ or exc
+            failure = Transient(self._scrub(f"connection failed: {type(cause).__name__}: {cause}"))
+        except openai.APIStatusError as exc:
+            detail = _error_detail(exc.response)
+            if modes.is_rejection(exc.status_code, detail, params):
+                failure = modes.Rejected(self._scrub(f"HTTP {exc.status_code}: {detail}"))
+            else:
+                failure = self._status_failure(exc.status_code, detail, exc.response.headers)
+        except openai.APIResponseValidationError:
+            failure = Transient("malformed response body")
+        except (ValueError, openai.OpenAIError) as exc:  # a body that is not JSON; anything else of the package
+            failure = Transient("malformed response body") if isinstance(exc, ValueError) else \
+                RuntimeError(self._scrub(f"{type(exc).__name__}: {exc}"))
         if failure is not None:  # raised outside the handler: nothing chains to the request
             raise failure
-        if response.status_code >= 400:
-            raise self._status_failure(response.status_code, _error_detail(response, body), response.headers)
-        if body is None:
-            raise Transient("malformed response body")
-        choices = body.get("choices") if isinstance(body, dict) else None
-        if not choices or not isinstance(choices, list) or not isinstance(choices[0], dict):
+        choices = getattr(completion, "choices", None)
+        if not choices or getattr(choices[0], "message", None) is None:
             raise Transient("response has no choices")
-        message, usage = choices[0].get("message"), body.get("usage")
-        content = message.get("content") if isinstance(message, dict) else None
-        usage = usage if isinstance(usage, dict) else {}
-        raw = Raw(content if isinstance(content, str) else "", int(usage.get("prompt_tokens") or 0),
-                  int(usage.get("completion_tokens") or 0))
+        content, usage = choices[0].message.content, completion.usage
+        raw = Raw(content if isinstance(content, str) else "", int(getattr(usage, "prompt_tokens", 0) or 0),
+                  int(getattr(usage, "completion_tokens", 0) or 0))
         return choices[0], raw
 
     def _common(self, req: Request) -> dict:
@@ -239,15 +249,30 @@ class OpenAILLM(LLM):
     def _chat(self, req: Request) -> Raw:
         return self._create(req.messages, max_tokens=req.max_tokens, **self._common(req))[1]
 
+    def _negotiated(self, kind: str, configured: str, ask: Any) -> Raw:
+        """``ask(mode)`` in this server's current mode for ``kind``; on a capability answer, the next mode."""
+        while True:
+            mode = modes.current(self.base_url, self.model, kind, configured)
+            try:
+                raw = ask(mode)
+            except modes.Rejected as exc:
+                modes.fall_back(self.base_url, self.model, kind, configured, mode, str(exc))
+                continue
+            self._usage.record_mode(kind, mode)  # for the run record
+            return raw
+
     def _choose(self, req: Request) -> Raw:
+        return self._negotiated("choose", self.choose_mode, lambda mode: self._choose_as(mode, req))
+
+    def _choose_as(self, mode: str, req: Request) -> Raw:
         options = req.options or []
         messages = with_instruction(req.messages, choice_instruction(options))
         max_tokens = 16 + max(len(o) for o in options)
-        if self.choose_mode == "json_schema":
+        if mode == "json_schema":
             _, raw = self._create(messages, max_tokens=max_tokens + 16, response_format=_choice_schema(options),
                                   **self._common(req))
             return raw
-        if self.choose_mode == "text":
+        if mode == "text":
             return self._create(messages, max_tokens=max_tokens, **self._common(req))[1]
         choice, raw = self._create(messages, max_tokens=max_tokens, logprobs=True, top_logprobs=20,
                                    **self._common(req))
@@ -257,45 +282,53 @@ class OpenAILLM(LLM):
         return raw
 
     def _structured(self, req: Request) -> Raw:
-        messages = with_instruction(req.messages, schema_instruction(req.schema or {}))
+        return self._negotiated("structured", self.structured_mode, lambda mode: self._structured_as(mode, req))
+
+    def _structured_as(self, mode: str, req: Request) -> Raw:
+        schema = req.schema or {}
+        # the schema as the instruction where the server enforces it or the mode was chosen so; an example object
+        # where a small model must follow the instruction alone after a fallback (it copies a schema back)
+        fallback = mode != self.structured_mode and mode != "json_object_schema"
+        instruction = example_instruction(schema) if fallback else schema_instruction(schema)
         params: dict[str, Any] = {"max_tokens": req.max_tokens, **self._common(req)}
-        if self.structured_mode == "json_schema":
+        if mode == "json_schema":
             params["response_format"] = {"type": "json_schema",
                                          "json_schema": {"name": "reply", "schema": req.schema, "strict": False}}
-        elif self.structured_mode == "json_object":
+        elif mode == "json_object_schema":
+            params["response_format"] = {"type": "json_object", "schema": req.schema}
+        elif mode == "json_object":
             params["response_format"] = {"type": "json_object"}
-        return self._create(messages, **params)[1]
+        return self._create(with_instruction(req.messages, instruction), **params)[1]
 
 
-def _json_or_none(response: Any) -> Any:
-    """The body as JSON, or None when it is not JSON (a malformed or truncated body)."""
+def _error_detail(response: Any) -> str:
+    """What an error response says: the OpenAI-style ``{"error": {"message": ...}}`` (or FastAPI's ``detail``),
+    else the body's start."""
     try:
-        return response.json()
-    except (ValueError, UnicodeDecodeError):  # json.JSONDecodeError is a ValueError
-        return None
-
-
-def _error_detail(response: Any, body: Any) -> str:
-    """What an error response says: the OpenAI-style ``{"error": {"message": ...}}``, else the body's start."""
+        body = response.json()
+    except (ValueError, UnicodeDecodeError):
+        body = None
     error = body.get("error", body) if isinstance(body, dict) else None
     if isinstance(error, dict):
         error = error.get("message") or error.get("detail")
+    if isinstance(error, list):  # FastAPI request-validation errors: [{"loc": ..., "msg": ...}]
+        error = "; ".join(str(e.get("msg", e)) if isinstance(e, dict) else str(e) for e in error)
     if isinstance(error, str) and error:
-        return error
+        return error[:1000]
     return (response.text or response.reason_phrase or "no detail").strip()[:300]
 
 
-def _first_token_scores(choice: dict, options: list[str]) -> dict[str, float] | None:
+def _first_token_scores(choice: Any, options: list[str]) -> dict[str, float] | None:
     """log of the probability mass, among the first token's top alternatives, of tokens that begin each option."""
-    content = (choice.get("logprobs") or {}).get("content")
+    content = getattr(getattr(choice, "logprobs", None), "content", None)
     if not content or not isinstance(content, list):
         return None
     mass = dict.fromkeys(options, 0.0)
-    for alt in content[0].get("top_logprobs") or []:
-        token = str(alt.get("token", "")).strip().lower()
+    for alt in getattr(content[0], "top_logprobs", None) or []:
+        token = str(getattr(alt, "token", "")).strip().lower()
         for option in options:
             if token and option.lower().startswith(token):
-                mass[option] += math.exp(float(alt.get("logprob", -math.inf)))
+                mass[option] += math.exp(float(getattr(alt, "logprob", -math.inf)))
     if not any(mass.values()):
         return None
     return {o: (math.log(m) if m > 0 else -math.inf) for o, m in mass.items()}

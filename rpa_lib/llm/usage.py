@@ -61,6 +61,7 @@ class Usage:
             self.requests = self.retries = self.reasks = 0
             self.prompt_tokens = self.completion_tokens = 0
             self.call_seconds = 0.0
+            self.modes: dict[str, str] = {}  # "choose" / "structured" -> the mode the server was asked in
             self._first: float | None = None
             self._last: float | None = None
 
@@ -83,6 +84,10 @@ class Usage:
     def record_retry(self) -> None:
         with self._lock:
             self.retries += 1
+
+    def record_mode(self, kind: str, mode: str) -> None:
+        with self._lock:
+            self.modes[kind] = mode
 
     def record_reask(self) -> None:
         with self._lock:
@@ -110,6 +115,8 @@ class Usage:
             }
         out["cost_usd"] = None if self.cost_usd is None else round(self.cost_usd, 6)
         out["prices_as_of"] = PRICES_AS_OF if self.price is not None else None
+        if self.modes:  # an OpenAI-compatible server: how choices and JSON objects were asked for
+            out["modes"] = dict(self.modes)
         return out
 
     def summary(self) -> str:

@@ -176,8 +176,7 @@ def budget_of(profile: dict) -> float | None:
 def check_prices(books: list[Path], profile: dict, output_dir: Path | None) -> None:
     """SystemExit before anything runs when a notebook's LLM (its ``llm`` or judge) has no known price: a budget
     cannot be kept for it. Builds the backend objects only (no client, no model load)."""
-    from rpa_lib.evaluation.judges import judge_llm
-    from rpa_lib.llm import LLMError, get_llm
+    from rpa_lib.llm import LLMError, get_llm, judge_llm
 
     for nb in books:
         declared, params = parameters(nb), parameters_for(nb, profile, output_dir)

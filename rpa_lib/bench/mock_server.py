@@ -10,7 +10,7 @@ json_schema in the default answer and returns ``logprobs`` when asked; with ``ap
 with a 401 that echoes the Authorization header it got, and with ``models`` set it answers a 404 for any other
 model (to test that clients scrub the one and stop at the other). It counts requests and faults and keeps every
 request's body and headers; ``GET /v1/mock/stats`` returns the counts, for a server run in another process
-(``python -m rpa_lib.llm mock --answer MODULE:FUNCTION``, as the benchmarks do, so that its CPU time does not
+(``python -m rpa_lib.bench.mock_server --answer MODULE:FUNCTION``, as the benchmarks do, so that its CPU time does not
 compete with the client's threads for one interpreter).
 
 It does not stream, tokenize like a real model, or implement any endpoint but chat completions and models.
@@ -241,7 +241,7 @@ def _handler(server: MockServer) -> type[BaseHTTPRequestHandler]:
 
 
 def load_answer(spec: str) -> Answer:
-    """The function named ``"package.module:function"``. ``load_answer("rpa_lib.llm.mock_server:default_answer")``"""
+    """The function named ``"package.module:function"``. ``load_answer("rpa_lib.bench.mock_server:default_answer")``"""
     import importlib
 
     module, _, name = spec.partition(":")
@@ -251,11 +251,11 @@ def load_answer(spec: str) -> Answer:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m rpa_lib.llm mock --port 8765``: serve until interrupted (dry runs of whole profiles). The first
+    """``python -m rpa_lib.bench.mock_server --port 8765``: serve until interrupted (dry runs of whole profiles). The first
     line printed names the URL (``--port 0``: a free port)."""
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m rpa_lib.llm mock", description=main.__doc__)
+    parser = argparse.ArgumentParser(prog="python -m rpa_lib.bench.mock_server", description=main.__doc__)
     parser.add_argument("--port", type=int, default=8765)
     parser.add_argument("--latency", type=float, default=0.0, help="seconds per request")
     parser.add_argument("--answer", default=None, help="MODULE:FUNCTION answering each request body")
@@ -270,3 +270,9 @@ def main(argv: list[str] | None = None) -> int:
         server.stop()
         print(f"served {server.requests} requests: {dict(server.served)}")
     return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(main())

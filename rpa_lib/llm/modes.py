@@ -1,0 +1,93 @@
+"""How an OpenAI-compatible server is asked for a constrained choice or a JSON object, and what it turned out to
+accept: capability negotiation, remembered per server and model for the process (one notebook's run).
+
+``choose``: ``json_schema`` -> ``logprobs`` -> ``text``. ``structured``: ``json_schema`` -> ``json_object_schema``
+-> ``json_object`` -> ``text``. ``auto`` (the default) starts at the first and moves to the next when the server
+rejects the request's ``response_format`` or ``logprobs`` (HTTP 400/422 naming one of them, or a 500 whose body
+is a request-validation error naming one: llama.cpp's server answers so). The move is logged once per server,
+model and kind, and recorded on the LLM's ``Usage`` (``modes`` in its run-record dict). A mode set explicitly
+(``RPA_LLM_CHOOSE_MODE``, ``RPA_LLM_STRUCTURED_MODE``, the judge's ``RPA_JUDGE_*`` twins, a profile's ``env``, or
+``choose_mode=`` / ``structured_mode=``) is never changed: its rejection is an :class:`LLMFatalError`.
+
+Cache keys name the configured mode (``auto`` as ``json_schema``, the default it replaced), not the negotiated one:
+the same server negotiates the same way, so a resumed run finds its replies before asking anything.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+
+from rpa_lib.llm.reply import LLMFatalError
+
+log = logging.getLogger("rpa_lib.llm")
+
+CHAINS = {"choose": ("json_schema", "logprobs", "text"),
+          "structured": ("json_schema", "json_object_schema", "json_object", "text")}
+SETTINGS = {"choose": "CHOOSE_MODE", "structured": "STRUCTURED_MODE"}  # after RPA_LLM_ / RPA_JUDGE_
+_CAPABILITY = re.compile(r"response_format|json_schema|json_object|logprobs|grammar", re.I)
+_VALIDATION = re.compile(r"input should be|validation|not supported|unsupported|invalid|unknown|extra", re.I)
+_NEGOTIATED: dict[tuple[str, str, str], str] = {}  # (server, model, kind) -> the mode that server gets now
+_LOCK = threading.Lock()
+
+
+class Rejected(Exception):
+    """The server answered that it cannot serve the mode asked for (its message, scrubbed)."""
+
+
+def checked(kind: str, mode: str | None) -> str:
+    """``mode`` (None: ``"auto"``), or ValueError naming the setting and the allowed values."""
+    mode = mode or "auto"
+    if mode != "auto" and mode not in CHAINS[kind]:
+        raise ValueError(f"{kind}_mode (RPA_LLM_{SETTINGS[kind]} / RPA_JUDGE_{SETTINGS[kind]}) must be auto or one "
+                         f"of {', '.join(CHAINS[kind])}; got {mode!r}")
+    return mode
+
+
+def key_mode(mode: str) -> str:
+    """The mode's part of the cache key: ``auto`` keys as ``json_schema``, the default before negotiation."""
+    return "json_schema" if mode == "auto" else mode
+
+
+def is_rejection(status: int, detail: str, params: dict) -> bool:
+    """Is an HTTP error the server's answer that it cannot serve what ``params`` asked for?"""
+    asked = "response_format" in params or "logprobs" in params
+    if not asked or not _CAPABILITY.search(detail):
+        return False
+    return status in (400, 422) or (status == 500 and bool(_VALIDATION.search(detail)))
+
+
+def current(server: str, model: str, kind: str, configured: str) -> str:
+    """The mode to ask ``server`` in now: ``configured``, or for ``auto`` the negotiated one."""
+    if configured != "auto":
+        return configured
+    with _LOCK:
+        return _NEGOTIATED.get((server, model, kind), CHAINS[kind][0])
+
+
+def fall_back(server: str, model: str, kind: str, configured: str, rejected: str, why: str) -> None:
+    """After ``server`` rejected mode ``rejected``: move to the next mode (logged once), or LLMFatalError when the
+    mode was set explicitly or none is left. Concurrent calls rejected in the same mode move it once."""
+    chain = CHAINS[kind]
+    if configured != "auto":
+        raise LLMFatalError(f"{why} -- this server does not support {kind}_mode {configured!r}; set "
+                            f"RPA_LLM_{SETTINGS[kind]} (or RPA_JUDGE_{SETTINGS[kind]}) to auto or another of "
+                            f"{', '.join(chain)} (model {model!r} at {server})")
+    key = (server, model, kind)
+    with _LOCK:
+        now = _NEGOTIATED.get(key, chain[0])
+        if now != rejected:  # another call moved it already
+            return
+        if rejected == chain[-1]:
+            raise LLMFatalError(f"{why} -- the server rejected every {kind} mode (model {model!r} at {server})")
+        _NEGOTIATED[key] = chain[chain.index(rejected) + 1]
+        nxt = _NEGOTIATED[key]
+    log.warning("%s at %s rejected %s mode %s (%s); using %s for the rest of the run", model, server, kind, rejected,
+                why[:160], nxt)
+
+
+def clear() -> None:
+    """Forget what every server accepted (the next call negotiates again)."""
+    with _LOCK:
+        _NEGOTIATED.clear()

@@ -1,0 +1,111 @@
+"""``profiles/paper.yaml`` against the AMADEUS paper's own settings, written here from the paper's text
+(/work/shared/papers/amadeus_2026.txt, "Experimental Setup" and the table captions), so a run of
+``make reproduce PROFILE=paper`` is the paper's experiment and not a neighbour of it."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import yaml
+
+from rpa_lib import paths
+from rpa_lib.data import Dataset
+from rpa_lib.embeddings import KNOWN_MODELS, PAPER_EMBEDDERS, STAND_IN_ENV, StandInEmbedder, get_embedder, require_models
+from rpa_lib.llm import FakeLLM
+from rpa_lib.methods import build_methods
+
+# What the paper states, quoted in short. One row per setting: (what, the paper's value, where it says so).
+PAPER = {
+    "characters": (15, "CharacterRAG consists of 15 distinct fictional characters"),
+    "qa_pairs": (450, "We use 450 QA pairs from the CharacterRAG dataset"),
+    "qa_per_character": (30, "we provide each character with 30 questions, resulting in a total of 450 questions"),
+    "mbti_items": (60, "60 MBTI questions and 120 BFI questions"),
+    "bfi_items": (120, "60 MBTI questions and 120 BFI questions"),
+    "gs_n": (30, "The maximum number of search iterations N is 30"),
+    "gs_k": (2, "the slot size K is set to 2"),
+    "naive_rag_splitter": ("acts", "We apply the ACTS to the conventional Naive RAG"),
+    "embedders": ({"BAAI/bge-m3", "Qwen/Qwen3-Embedding-0.6B", "intfloat/multilingual-e5-large-instruct"},
+                  "three different embedding models: ... BGE-M3, Qwen3-0.6B, and mE5 large-instruct"),
+    "judge": ("gpt-4.1", "GS and AE using GPT-4.1; Tables 4-5 'using the GPT-4.1 setting'"),
+    "table4_5_methods": ({"crag", "lightrag", "amadeus"}, "Tables 4 and 5: CRAG, LightRAG, AMADEUS"),
+    "table6_methods": ({"no_rag", "naive_rag", "crag", "lightrag", "amadeus"},
+                       "Table 6: w/o RAG, Naive RAG, CRAG, LightRAG, AMADEUS"),
+    "human_raters": (11, "we invite 11 human evaluators"),
+    "human_samples": (30, "30 BFI questions and 30 MBTI questions"),
+}
+
+
+@pytest.fixture(scope="module")
+def profile():
+    return yaml.safe_load((paths.PROFILES_DIR / "paper.yaml").read_text())
+
+
+def nb(profile, name):
+    return {**profile["defaults"], **profile["notebooks"][name]}
+
+
+def test_the_paper_profile_runs_the_papers_data_and_item_counts(profile):
+    data = Dataset(profile["defaults"].get("data_dir"))
+    chars = data.characters(None)
+    assert len(chars) == PAPER["characters"][0]
+    for name in ("03_chunk_usage", "05_qa_evaluation"):  # None: every character, every paper-design question
+        assert nb(profile, name).get("characters") is None and nb(profile, name).get("qa_questions") is None
+    assert all(len(data.qa(c)) == PAPER["qa_per_character"][0] for c in chars)
+    assert sum(len(data.qa(c)) for c in chars) == PAPER["qa_pairs"][0]
+    for name in ("04_personality", "05_qa_evaluation"):
+        assert nb(profile, name).get("mbti_items") is None and nb(profile, name).get("bigfive_items") is None
+    assert nb(profile, "03_chunk_usage").get("mbti_questions") is None
+    assert len(data.questionnaire("mbti", None).items) == PAPER["mbti_items"][0]
+    assert len(data.questionnaire("bigfive", None).items) == PAPER["bfi_items"][0]
+
+
+def test_the_paper_profile_uses_the_papers_gs_settings_and_methods(profile):
+    for name in ("03_chunk_usage", "04_personality", "05_qa_evaluation", "06_human_evaluation"):
+        p = nb(profile, name)
+        assert (p["max_iterations"], p["slot_size"]) == (PAPER["gs_n"][0], PAPER["gs_k"][0]), name
+    assert PAPER["table4_5_methods"][0] <= set(nb(profile, "04_personality")["methods"])
+    assert PAPER["table6_methods"][0] <= set(nb(profile, "05_qa_evaluation")["methods"])
+    for name in ("04_personality", "05_qa_evaluation"):  # the budget-matched control beside the paper's columns
+        assert "naive_rag_budget" in nb(profile, name)["methods"]
+        p = nb(profile, name)
+        first = [m for m in p["methods"] if m != "naive_rag_budget"]
+        methods = build_methods(first, FakeLLM(), embedder="hash-64", per_method=p["method_settings"] or None)
+        for m in methods:
+            if hasattr(m.settings, "splitter") and m.name in ("naive_rag", "crag", "amadeus"):
+                assert m.settings.splitter == PAPER["naive_rag_splitter"][0], m.name
+    assert nb(profile, "06_human_evaluation")["human_raters"] == PAPER["human_raters"][0]
+    assert nb(profile, "06_human_evaluation")["samples_per_task"] == PAPER["human_samples"][0]
+
+
+def test_the_paper_profile_names_the_papers_embedders_and_one_fixed_judge(profile):
+    table1 = nb(profile, "02_similarity_scores")["embedders"]
+    assert set(table1) == set(PAPER_EMBEDDERS)
+    assert {KNOWN_MODELS[e][0] for e in table1} == PAPER["embedders"][0]
+    assert profile["defaults"]["embedder"] in PAPER_EMBEDDERS  # retrieval too, not MiniLM
+    assert profile["env"]["RPA_JUDGE_MODEL"] == PAPER["judge"][0]  # one judge for every role-play LLM
+    assert profile["env"]["RPA_JUDGE_BASE_URL"].startswith("https://api.openai.com")
+    for name in ("04_personality", "05_qa_evaluation", "06_human_evaluation", "07_judge_agreement"):
+        assert nb(profile, name).get("evaluator_llm") is None, f"{name}: an evaluator_llm here would pin the judge"
+
+
+def test_missing_paper_weights_are_one_error_naming_model_key_and_command(monkeypatch, tmp_path):
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-hub"))  # no model is cached here
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    from rpa_lib import embeddings
+
+    embeddings.clear_caches()
+    with pytest.raises(RuntimeError) as err:
+        require_models(["bge-m3", "minilm", "me5-large-instruct"], "profiles/paper.yaml: defaults.embedder")
+    message = str(err.value)
+    assert "BAAI/bge-m3" in message and "intfloat/multilingual-e5-large-instruct" in message
+    assert "profiles/paper.yaml: defaults.embedder" in message and "huggingface-cli download BAAI/bge-m3" in message
+    assert "minilm" not in message.lower().replace("all-minilm", "")
+    # a dry run stands in, and says so in the label every caption shows
+    monkeypatch.setenv(STAND_IN_ENV, "1")
+    e = get_embedder("bge-m3")
+    assert isinstance(e, StandInEmbedder) and e.label == "stand-in for BAAI/bge-m3 (plan only)"
+    assert e.model_id.startswith("stand-in:") and e.encode(["a question"]).shape == (1, 384)
+    monkeypatch.delenv(STAND_IN_ENV)
+    embeddings.clear_caches()
+    assert os.environ.get(STAND_IN_ENV) is None
