@@ -8,7 +8,9 @@ with no choices), ``"drop"`` (connection closed without a reply); and, in ``scri
 named, the fatal ``"401"``, ``"403"`` and ``"404"`` (the model does not exist). It honours ``response_format``
 json_schema in the default answer and returns ``logprobs`` when asked; with ``api_key`` set it rejects other keys
 with a 401 that echoes the Authorization header it got, and with ``models`` set it answers a 404 for any other
-model (to test that clients scrub the one and stop at the other). It counts requests and faults and keeps every
+model (to test that clients scrub the one and stop at the other). ``rejects`` (``"json_schema"``,
+``"json_object_schema"``, ``"json_object"``, ``"logprobs"``) are answered as llama.cpp's server answers a
+``response_format`` it cannot serve: a 500 whose body is a request-validation error. It counts requests and faults and keeps every
 request's body and headers; ``GET /v1/mock/stats`` returns the counts, for a server run in another process
 (``python -m rpa_lib.bench.mock_server --answer MODULE:FUNCTION``, as the benchmarks do, so that its CPU time does not
 compete with the client's threads for one interpreter).
@@ -77,7 +79,7 @@ class MockServer:
     def __init__(self, answer: Answer | None = None, *, latency: float = 0.0, fault_rate: float = 0.0,
                  faults: tuple[str, ...] = FAULTS, script: list[str | None] | None = None, retry_after: float = 0.0,
                  hang_seconds: float = 5.0, api_key: str | None = None, models: tuple[str, ...] | None = None,
-                 seed: int = 0, port: int = 0):
+                 seed: int = 0, port: int = 0, rejects: tuple[str, ...] = ()):
         unknown = (set(faults) | {f for f in script or [] if f}) - set(FAULTS) - set(FATAL)
         if unknown:
             raise ValueError(f"unknown faults {sorted(unknown)}; known: {FAULTS + FATAL}")
@@ -86,6 +88,7 @@ class MockServer:
         self.script = list(script or [])
         self.retry_after, self.hang_seconds = retry_after, hang_seconds
         self._api_key, self.models, self.port = api_key, models, port
+        self.rejects = tuple(rejects)  # response_format types / "logprobs" answered as llama.cpp's server does
         self._random = random.Random(seed)
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -204,6 +207,12 @@ def _handler(server: MockServer) -> type[BaseHTTPRequestHandler]:
             if server.models is not None and body.get("model") not in server.models:
                 return self._error(404, f"The model `{body.get('model')}` does not exist.")
             fault = server._next_fault(body, {k.lower(): v for k, v in self.headers.items()})
+            kind = (body.get("response_format") or {}).get("type")
+            kind = "json_object_schema" if kind == "json_object" and "schema" in body["response_format"] else kind
+            if kind in server.rejects or ("logprobs" in server.rejects and body.get("logprobs")):
+                asked = kind if kind in server.rejects else "logprobs"  # llama.cpp's server: a 500, a validation text
+                return self._error(500, f"1 validation error: response_format.type: Input should be 'text' or "
+                                        f"'json_object' [input: {asked!r}]")
             if server.latency:
                 time.sleep(server.latency)
             try:
