@@ -1,10 +1,7 @@
-"""Guided Selection (Algorithm 1 and its look-ahead window), the three methods and chunk statistics, offline."""
+"""Guided Selection's use in AMADEUS, the three methods and chunk statistics, offline (GS itself: test_gs.py)."""
 
 from __future__ import annotations
 
-import random
-import threading
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,7 +24,6 @@ from rpa_lib.methods import (
     build_methods,
     check_failures,
     failures,
-    guided_selection,
     method_label,
     qa_jobs,
     register,
@@ -35,80 +31,6 @@ from rpa_lib.methods import (
 )
 
 FIXTURES = Path(__file__).parent / "fixtures" / "data"
-
-
-def sequential_reference(ranked, judge, n, k):
-    """Algorithm 1 transcribed line by line, as the oracle."""
-    slot, t = [], 0
-    for c in ranked:
-        if t >= n or len(slot) >= k:
-            break
-        if judge(c):
-            slot.append(c)
-        t += 1
-    if not slot:
-        return list(ranked[:k + 1]), True, t
-    return slot, False, t
-
-
-def test_guided_selection_matches_algorithm_1_for_every_window():
-    rng = random.Random(7)
-    for _ in range(400):
-        n_chunks = rng.randint(0, 40)
-        p_yes = rng.choice([0.0, 0.05, 0.2, 0.6, 1.0])
-        pattern = [rng.random() < p_yes for _ in range(n_chunks)]
-        n, k = rng.randint(0, 35), rng.randint(1, 3)
-        ranked = list(range(n_chunks))
-        want = sequential_reference(ranked, pattern.__getitem__, n, k)
-        for window in (1, 2, 5):
-            asked = []
-            lock = threading.Lock()
-
-            def judge(c, asked=asked, lock=lock, pattern=pattern):
-                time.sleep(rng.random() * 0.0005)  # shuffle completion order across threads
-                with lock:
-                    asked.append(c)
-                return pattern[c]
-
-            got = guided_selection(ranked, judge, n, k, window)
-            assert (got.selected, got.failed, got.examined) == want, (pattern, n, k, window)
-            assert got.verdicts == [pattern[i] for i in range(got.examined)]
-            assert set(range(got.examined)) <= set(asked)
-            # speculative answers exist only past the stop and are never counted as examined
-            assert got.speculative <= window - 1
-            if window == 1:
-                assert sorted(asked) == list(range(got.examined)) and got.speculative == 0
-
-
-def test_gs_failure_returns_top_k_plus_one():
-    sel = guided_selection(list("abcdef"), judge=lambda c: False, max_iterations=4, slot_size=2)
-    assert sel.failed and sel.selected == ["a", "b", "c"] and sel.examined == 4
-
-
-def test_gs_stops_when_slot_is_full():
-    asked = []
-    sel = guided_selection(list("abcdef"), judge=lambda c: asked.append(c) or c in "bc", max_iterations=30, slot_size=2)
-    assert sel.selected == ["b", "c"] and not sel.failed and asked == ["a", "b", "c"]
-
-
-def test_judge_error_on_needed_chunk_propagates_but_speculative_error_is_ignored():
-    def boom_on(bad):
-        def judge(c):
-            if c == bad:
-                raise RuntimeError(f"judge failed on {c}")
-            return c in "ab"
-        return judge
-
-    with pytest.raises(RuntimeError, match="judge failed on a"):
-        guided_selection(list("abcdef"), boom_on("a"), window=3)
-    # "e" lies past the stop (slot full after "b"): the sequential walk never asks it, so its error cannot matter
-    sel = guided_selection(list("abcdef"), boom_on("d"), window=4)
-    assert sel.selected == ["a", "b"] and sel.examined == 2
-
-
-def test_invalid_settings_are_rejected():
-    with pytest.raises(ValueError):
-        guided_selection([1, 2], lambda c: True, slot_size=0)
 
 
 def scripted(judge_yes=lambda prompt: "Winter Storm" in prompt, structured=None):
@@ -320,32 +242,35 @@ def test_run_jobs_keeps_one_row_per_job_with_failures_and_meta():
     assert pd.isna(context_only.reply[0]) and context_only.llm_calls[0] == 0
 
 
-def test_a_new_method_is_one_class_and_one_registry_line(monkeypatch):
-    from rpa_lib.methods import registry
-
-    monkeypatch.setattr(registry, "METHODS", dict(registry.METHODS))
-    register(EchoFirstChunk)  # the registry line
-    r = make("echo_first_chunk", scripted(), embedder="hash-64", prefix=">> ").respond("ada-lindqvist", "Lamp?")
-    assert r.method == "echo_first_chunk" and r.context[0].text.startswith(">> ") and len(r.chunk_ids()) == 1
-    with pytest.raises(ValueError, match="its settings: embedder, k, max_tokens, prefix, splitter"):
-        make("echo_first_chunk", scripted(), prefx="!")
-    assert "echo_first_chunk" in registry.METHODS and "echo_first_chunk" not in METHODS  # the test's copy only
-
-
 @dataclass(frozen=True)
 class EchoSettings(RetrievalSettings):
     prefix: str = ""
 
 
-class EchoFirstChunk(Method):
-    """A trivial method, the whole of what adding one takes: a settings dataclass and a context step."""
+def test_a_new_method_is_one_class_with_register_above_it(monkeypatch):
+    from rpa_lib.methods import registry
 
-    name = "echo_first_chunk"
-    Settings = EchoSettings
+    monkeypatch.setattr(registry, "METHODS", dict(registry.METHODS))  # the test's copy of the registry
 
-    def context(self, character, question):
-        chunk = self.search(character, question, 1)[0]
-        return Context([ContextItem("knowledge", self.settings.prefix + chunk.text, (chunk.id,))])
+    @register  # the one line that registers it
+    class EchoFirstChunk(Method):
+        """A trivial method, the whole of what adding one takes: a settings dataclass and a context step."""
+
+        name = "echo_first_chunk"
+        Settings = EchoSettings
+
+        def context(self, character, question):
+            chunk = self.search(character, question, 1)[0]
+            return Context([ContextItem("knowledge", self.settings.prefix + chunk.text, (chunk.id,))])
+
+    r = make("echo_first_chunk", scripted(), embedder="hash-64", prefix=">> ").respond("ada-lindqvist", "Lamp?")
+    assert r.method == "echo_first_chunk" and r.context[0].text.startswith(">> ") and len(r.chunk_ids()) == 1
+    with pytest.raises(ValueError, match="its settings: embedder, k, max_tokens, prefix, splitter"):
+        make("echo_first_chunk", scripted(), prefx="!")
+    assert "echo_first_chunk" in registry.METHODS and "echo_first_chunk" not in METHODS  # the test's copy only
+    with pytest.raises(ValueError, match="a method named 'naive_rag' is already registered \\(NaiveRAG\\)"):
+        register(type("Other", (Method,), {"name": "naive_rag"}))
+    assert list(METHODS)[:6] == ["no_rag", "naive_rag", "amadeus", "crag", "rolerag", "lightrag"]  # import order
 
 
 def test_check_failures_fails_a_run_with_failed_items():

@@ -32,6 +32,7 @@ from rpa_lib.methods.prompts import (
     extract_text_messages,
     judge_messages,
 )
+from rpa_lib.methods.registry import register
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,7 @@ class AmadeusSettings(RetrievalSettings):
             parse_window(self.window)  # a ValueError naming the valid forms
 
 
+@register
 class Amadeus(Method):
     name = "amadeus"
     Settings = AmadeusSettings

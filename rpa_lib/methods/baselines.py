@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rpa_lib.methods.base import AnswerSettings, Context, ContextItem, Method, RetrievalSettings, chunk_items
+from rpa_lib.methods.registry import register
 
 
 @dataclass(frozen=True)
@@ -56,11 +57,13 @@ def within_budget(chunks, budget: int) -> list[ContextItem]:
     return items
 
 
+@register
 class NoRAG(Method):
     name = "no_rag"
     Settings = AnswerSettings
 
 
+@register
 class NaiveRAG(Method):
     name = "naive_rag"
     Settings = NaiveRAGSettings

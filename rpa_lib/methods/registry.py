@@ -7,8 +7,9 @@
 Traceback (most recent call last):
 ValueError: method 'naive_rag' has no setting 'max_iteration'; its settings: budget_chars, embedder, k, max_tokens, splitter
 
-Adding a method is one module (a :class:`~rpa_lib.methods.base.Method` subclass with ``name`` and a frozen
-``Settings`` dataclass) and one ``register(...)`` line in ``rpa_lib/methods/__init__.py``.
+Adding a method is one module: a :class:`~rpa_lib.methods.base.Method` subclass with ``name``, a frozen
+``Settings`` dataclass and ``@register`` above the class (the one line that registers it), imported (and so
+registered) in ``rpa_lib/methods/__init__.py``.
 
 A **variant** is a registered method under its own name with some settings fixed (:data:`VARIANTS`), so two
 set-ups of one method run side by side in one table with rows of their own: ``naive_rag_vanilla`` (Naive RAG on
