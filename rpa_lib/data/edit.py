@@ -3,7 +3,7 @@
 >>> # add_paragraph("tove-marsh", "History > The fog winter", "I still check the rope posts every spring.")
 
 The heading path is the persona's headings after the title (``"Activity > Journey"``; the character's name may
-lead it). A new paragraph goes at the end of the section's own text (before its first subsection), or at
+lead it, and the attribute may be left out when the rest of the path names one section). A new paragraph goes at the end of the section's own text (before its first subsection), or at
 ``position`` (1-based) among its paragraphs. The file is rewritten atomically, and the result must still parse
 (else nothing changes). :func:`refresh_indexes` then opens each (splitter, embedder) retriever, which updates the
 saved index in place (:func:`rpa_lib.index.build_or_load`: only new or changed chunks are embedded) or rebuilds it
@@ -43,17 +43,19 @@ def _section_span(persona: Persona, under: str) -> tuple[tuple[str, ...], int, l
     wanted = tuple(h.strip() for h in under.split(">") if h.strip())
     if wanted[:1] != (persona.name,):
         wanted = (persona.name, *wanted)
-    lines = persona.source.split("\n")
+    ends: dict[tuple[str, ...], int] = {}  # heading path -> offset after its heading line (the first, if repeated)
     offset, stack = 0, []
-    for line in lines:
+    for line in persona.source.split("\n"):
         offset += len(line) + 1
         m = _HEADING.match(line)
         if m:
-            level = len(m.group(1))
-            stack = stack[: level - 1] + [m.group(2).strip()]
-            if tuple(stack) == wanted:
-                return wanted, min(offset, len(persona.source)), [p for s in persona.sections if s.headings == wanted
-                                                                  for p in s.paragraphs]
+            stack = stack[: len(m.group(1)) - 1] + [m.group(2).strip()]
+            ends.setdefault(tuple(stack), min(offset, len(persona.source)))
+    if wanted not in ends:  # the attribute may be left out when the rest of the path is unique
+        tails = [h for h in ends if len(h) > 2 and h[2:] == wanted[1:]]
+        wanted = tails[0] if len(tails) == 1 else wanted
+    if wanted in ends:
+        return wanted, ends[wanted], [p for s in persona.sections if s.headings == wanted for p in s.paragraphs]
     known = sorted({HEADING_SEPARATOR.join(s.headings[1:]) for s in persona.sections})
     raise DataError(persona.path, None, f"no heading path {under!r}; paths with text: {'; '.join(known[:12])}"
                                         + (" ..." if len(known) > 12 else ""))
