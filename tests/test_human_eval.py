@@ -27,10 +27,9 @@ from rpa_lib.evaluation.human import (
 )
 from rpa_lib.evaluation.human_prompts import RATER_PERSONAS, rating_messages
 from rpa_lib.evaluation.metrics import cronbach_alpha, krippendorff_alpha, likert_summary
-from rpa_lib.evaluation.qa import failed_items, raise_if_failed
 from rpa_lib.evaluation.sheets import SheetError
 from rpa_lib.llm import FakeLLM
-from rpa_lib.methods import FailedItems, build_method, run_jobs
+from rpa_lib.methods import FailedItems, build_method, check_failures, failed_items, run_jobs
 from rpa_lib.paper import table2_beside_paper
 
 CHARS = ["ada-lindqvist", "bram-okafor"]
@@ -103,7 +102,7 @@ def test_failed_context_rows_are_no_sample(dataset):
     built, failed = build_samples(rows, {})
     assert built.empty and len(failed) == 2 and failed.error.str.contains("server down").all()
     with pytest.raises(FailedItems, match="2 item"):
-        raise_if_failed(failed_items(context=failed))
+        check_failures(failed_items(context=failed), "run")
 
 
 def test_sample_set_id_follows_what_raters_see(samples):
@@ -179,7 +178,7 @@ def test_unparsed_and_failed_ratings_stay_blank_and_are_reported(samples, tmp_pa
     failed = failed_items(ratings=verdicts)
     assert len(failed) == 2 * int(bram.sum()) and failed.error.str.contains("rater crashed").all()
     with pytest.raises(FailedItems):
-        raise_if_failed(failed)
+        check_failures(failed, "run")
 
 
 def test_calibration_needs_option_scores(samples):

@@ -13,25 +13,27 @@ import pytest
 
 from rpa_lib.data import Dataset
 from rpa_lib.evaluation.charactercraft import (
-    DEFAULT_RUNGS,
-    EXPECTED,
-    INVENTIONS,
-    LADDER_SOURCE,
     agreement,
-    build_ladder,
     character_profile,
     export_dimension_sheets,
     judge_jobs,
     judge_ladder,
     kendall_table,
-    ladder_levels,
-    ladder_set_id,
     rating_source,
     read_dimension_sheet,
     rung_means,
 )
 from rpa_lib.evaluation.charactercraft_prompts import dimension_messages, options
 from rpa_lib.evaluation.human import HUMAN_SOURCE
+from rpa_lib.evaluation.known_quality import (
+    DEFAULT_RUNGS,
+    EXPECTED,
+    INVENTIONS_FIRST_PERSON,
+    LADDER_SOURCE,
+    build_ladder,
+    ladder_levels,
+    ladder_set_id,
+)
 from rpa_lib.evaluation.metrics.charactercraft import DIMENSIONS
 from rpa_lib.evaluation.sheets import SheetError
 from rpa_lib.llm import FakeLLM
@@ -87,7 +89,7 @@ def test_ladder_rungs_are_built_as_documented(dataset, ladder):
         r = group.set_index("rung").reply
         assert r["in_character"] == " ".join(qa.evidence)
         assert qa.answer in r["out_of_character"] and "AI language model" in r["out_of_character"]
-        assert any(inv in r["partly_wrong"] for inv in INVENTIONS)
+        assert any(inv in r["partly_wrong"] for inv in INVENTIONS_FIRST_PERSON)
         assert r["partly_wrong"].startswith(qa.evidence[0])
         if len(qa.evidence) > 1:
             assert qa.evidence[-1] not in r["partly_wrong"]
@@ -205,6 +207,19 @@ def test_kendall_table_fills_the_without_row_from_the_with_row():
                          + [{"mode": "without", "dimension": "pers", "tau": -0.3}])
     table = kendall_table(agree, "j")
     assert table.avg.tolist() == pytest.approx([50.0, (7 * 50 - 30) / 8])
+
+
+def test_kendall_table_leaves_an_undefined_tau_undefined():
+    """A dimension judged without the reference whose tau is undefined (NaN) is not filled from the with row:
+    the without row shows no number there and its average leaves it out (issue 19 item 7)."""
+    agree = pd.DataFrame([{"mode": "with", "dimension": d, "tau": 0.5} for d in DIMENSIONS]
+                         + [{"mode": "without", "dimension": "pers", "tau": -0.3},
+                            {"mode": "without", "dimension": "emo", "tau": np.nan}])
+    agree.loc[agree.dimension.eq("emo") & agree["mode"].eq("with"), "tau"] = -1.0
+    table = kendall_table(agree, "j").set_index("reference")
+    assert np.isnan(table.loc["without", "emo"]) and table.loc["with", "emo"] == -100.0
+    assert table.loc["without", "defined"] == 7
+    assert table.loc["without", "avg"] == pytest.approx((6 * 50 - 30) / 7)
 
 
 # ---- people's dimension sheets replace the ladder ----------------------------------------------------------------

@@ -15,28 +15,29 @@ import pytest
 from rpa_lib.data import Dataset
 from rpa_lib.evaluation import judge_prompts as prompts
 from rpa_lib.evaluation.judges import (
-    CHECKS,
     FAILED,
     OK,
     UNPARSED,
     check_agreement,
     check_summary,
-    extract_keypoints,
     judge_acc,
     judge_acc_l,
     judge_check,
-    judge_check_cases,
     judge_hs,
     judge_id,
     judge_llm,
+    label_keypoint,
+    unparseable,
+)
+from rpa_lib.evaluation.keypoints import (
+    extract_keypoints,
     keypoints_for,
     keypoints_path,
-    label_keypoint,
     parse_keypoint_lines,
     prompt_id,
     read_keypoints,
-    unparseable,
 )
+from rpa_lib.evaluation.known_quality import CHECKS, judge_check_cases
 from rpa_lib.llm import FakeLLM, LLMError, LLMFatalError
 
 
@@ -313,3 +314,26 @@ def test_check_agreement_arithmetic():
     assert got.loc["acc: denial of the gold answer", "agreement"] == 1.0
     assert got.loc["acc_l: gold above another character's", ["agree", "undecided", "agreement"]].tolist() == [1, 1, 0.5]
     assert got.loc["hs: invented addition above plain", "agree"] == 2  # 5 > 1, 2 < 3, 4 > 2
+
+
+def test_the_verdict_runner_keeps_one_row_per_job_with_its_status():
+    """run_verdicts: a Verdict is spread into answer/value/status/problem, a plain value is an ok value, a raised
+    error is a failed row with its error; the rows keep the jobs' order and what describe() says."""
+    from rpa_lib.evaluation.judges import Verdict
+    from rpa_lib.methods import run_verdicts
+
+    def verdict(job):
+        if job == "boom":
+            raise RuntimeError("judge down")
+        if job == "plain":
+            return 7
+        return Verdict("acc", None, math.nan, UNPARSED, "no allowed answer")
+
+    rows = run_verdicts(FakeLLM(), ["plain", "boom", "unparsed"], verdict, lambda job: {"job": job},
+                        columns=["job", "answer", "value", "status", "problem", "error"], progress=False)
+    assert rows.job.tolist() == ["plain", "boom", "unparsed"]
+    assert rows.status.tolist() == [OK, FAILED, UNPARSED] and rows.value.iloc[0] == 7
+    assert math.isnan(rows.value.iloc[1]) and "judge down" in rows.error.iloc[1]
+    assert rows.problem.iloc[2] == "no allowed answer" and pd.isna(rows.error.iloc[2])
+    empty = run_verdicts(FakeLLM(), [], verdict, lambda job: {"job": job}, columns=["job", "value", "status"])
+    assert empty.empty and list(empty.columns) == ["job", "value", "status"]

@@ -15,24 +15,22 @@ import pytest
 
 from rpa_lib import paths, reproduce
 from rpa_lib.data import Dataset
-from rpa_lib.evaluation.judges import FAILED, OK, UNPARSED, keypoints_for
+from rpa_lib.evaluation.judges import FAILED, OK, UNPARSED
+from rpa_lib.evaluation.keypoints import keypoints_for
 from rpa_lib.evaluation.qa import (
     QA_TASK,
     answer_all,
     answer_summary,
     attribute_breakdown,
     attribute_table,
-    failed_items,
     gold_answers,
     has_context,
     judge_answers,
     keypoint_scores_per_response,
     keypoint_table,
     label_answers,
-    methods_for,
     paper_name,
     qa_items,
-    raise_if_failed,
     rank_agreement,
     run_caption,
     table6,
@@ -40,7 +38,7 @@ from rpa_lib.evaluation.qa import (
     verdict_jobs,
 )
 from rpa_lib.llm import FakeLLM
-from rpa_lib.methods import FailedItems, build_method
+from rpa_lib.methods import FailedItems, build_method, build_methods, check_failures, failed_items
 from rpa_lib.paper import paper_table, table6_beside_paper
 
 
@@ -130,9 +128,9 @@ def test_unparsed_and_failed_verdicts_are_counted_not_scored(ds):
     assert t.answers == 3 and t.failed_answers == 1 and (t.llm, t.judge) == ("agent-llm", "j")
     failed = failed_items(answers=answers, verdicts=v)
     assert failed.part.tolist() == ["answers", "verdicts", "verdicts"]
-    with pytest.raises(FailedItems, match=r"3 item\(s\) failed \(1 answers, 2 verdicts\); first: answers .*agent down"):
-        raise_if_failed(failed)
-    raise_if_failed(failed_items(answers=answers.iloc[:2], verdicts=v[v.status != FAILED]))  # nothing failed
+    with pytest.raises(FailedItems, match=r"run: 3 item\(s\) failed \(1 answers, 2 verdicts\); first: answers .*agent down"):
+        check_failures(failed, "run")
+    check_failures(failed_items(answers=answers.iloc[:2], verdicts=v[v.status != FAILED]), "run")  # nothing failed
 
 
 # ---- table arithmetic on hand-made verdicts ------------------------------------------------------------------
@@ -249,7 +247,7 @@ def test_run_caption_names_everything():
 def test_pipeline_on_the_fixture(ds, tmp_path):
     chars = ds.characters(None)
     llm = FakeLLM(label="agent")
-    agents = methods_for(["no_rag", "naive_rag"], llm, ds, embedder="hash-64", k=2, max_iterations=4, max_tokens=16)
+    agents = build_methods(["no_rag", "naive_rag"], llm, dataset=ds, embedder="hash-64", k=2, max_tokens=16)
     tasks = task_jobs(ds, chars, 3, {"mbti": 4})
     assert [len(j) for j in tasks.values()] == [6, 8] and list(tasks) == [QA_TASK, "MBTI"]
     answers, timing = answer_all(agents, tasks, llm=llm, save_to=tmp_path / "answers.jsonl", progress=False)
@@ -270,8 +268,6 @@ def test_pipeline_on_the_fixture(ds, tmp_path):
     assert t[["task", "method"]].values.tolist() == [[QA_TASK, "no_rag"], [QA_TASK, "naive_rag"], ["MBTI", "naive_rag"]]
     assert t.hs.isna().tolist() == [True, False, False] and t.acc.isna().tolist() == [False, False, True]
     assert failed_items(answers=answers, verdicts=verdicts, labels=labels, keypoints=kp).empty
-    with pytest.raises(ValueError, match="list of names"):
-        methods_for("amadeus", llm, ds)
 
 
 # ---- notebook 05, smoke profile ------------------------------------------------------------------------------

@@ -1,60 +1,40 @@
-"""CharacterCraft's reference-guided judge and its agreement table (CharacterCraft Table 6), on a quality ladder.
+"""CharacterCraft's reference-guided judge and its agreement table (CharacterCraft Table 6).
 
-CharacterCraft asks whether an LLM judge agrees with people (Kendall's tau per dimension) and finds that a
-reference answer helps it. We need a rating source whose order is true. People's ratings are one (sheets in
-``<human_dir>/<sample set>/``, read by :func:`human_levels`); until there are any, the **quality ladder**: for
-each QA question, replies whose order on each dimension is known by construction (:func:`build_ladder`).
-
-The rungs (:data:`RUNGS`) and the dimensions each should move (:data:`EXPECTED`; 2 best, None: no claim):
-
-=================== ================================================================ ==========================
-rung                reply                                                            moves (vs in_character)
-=================== ================================================================ ==========================
-in_character        the QA's evidence: persona sentences in the character's own      (top on every dimension)
-                    first-person voice, which state the gold answer
-out_of_character    the gold answer, in the third person, wrapped in an AI            us, hl, emo down to 0;
-                    assistant's phrases                                               pers to 1; facts unchanged
-partly_wrong        the first evidence sentence (all but the last, when there are    bg, dec down to 1
-                    several) plus a claim about the character the persona never makes
-contradicts_persona a flat denial of the gold answer, dismissive of the question     bg, pers, dec down to 0
-off_topic           another character's evidence for a question of the same          coh, bg, pers, dec to 0
-                    attribute (the same character's for another attribute when the
-                    dataset has one character)
-garbled             the in-character reply with the words of each sentence           flu, coh, hl down to 0
-                    shuffled (not one of the issue's five; it is what moves fluency)
-=================== ================================================================ ==========================
-
-Claims are made only where the construction guarantees them; elsewhere :data:`EXPECTED` says None and the reply
-does not enter that dimension's tau. Kendall's tau-b (ties corrected: the ladder has many ties) is computed per
-dimension and judge mode over all replies with a claim (:func:`agreement`).
+CharacterCraft asks whether an LLM judge agrees with people (Kendall's tau per dimension) and whether a reference
+answer helps it. We need a rating source whose order is true. People's ratings are one (dimension sheets in
+``<human_dir>/<sample set>/``, read through :mod:`rpa_lib.evaluation.sheets` by :func:`human_levels`); until
+there are any, the **quality ladder** of :mod:`rpa_lib.evaluation.known_quality`: per QA question, replies whose
+level on each dimension is known by construction (:data:`~rpa_lib.evaluation.known_quality.EXPECTED`; see there
+for what the ladder can and cannot test: not whether the reference helps, which on the ladder is circular).
 
 The judge (:func:`judge_ladder`) rates each reply on each dimension by constrained choice (prompts:
-:mod:`rpa_lib.evaluation.charactercraft_prompts`), in two modes: ``with`` (the gold answer shown as reference
-on the ``reference_dimensions``; the others are judged once, without it) and ``without`` (those dimensions again,
-with the profile alone): as in CharacterCraft, a dimension the reference does not touch has one value ("-" in the
-without row). Every judge sees the same static profile of the character (:func:`character_profile`).
+:mod:`rpa_lib.evaluation.charactercraft_prompts`), through the verdict runner, in two modes: ``with`` (the gold
+answer shown as reference on the ``reference_dimensions``, CharacterCraft's Pers, Emo and Dec by default; the
+others are judged once, without it) and ``without`` (those dimensions again, with the profile alone): as in
+CharacterCraft, a dimension the reference does not touch has one value ("-" in the without row). Every judge
+sees the same static profile of the character (:func:`character_profile`). Kendall's tau-b (ties corrected:
+the ladder has many ties) is computed per dimension and mode over the replies the source rates
+(:func:`agreement`); :func:`kendall_table` lays it out as CharacterCraft's Table 6, an undefined tau left
+undefined.
 
-This module writes only people's dimension sheets (:func:`export_dimension_sheets`, never over an existing one)
-and draws nothing; Kendall's tau is :func:`rpa_lib.evaluation.metrics.kendall_tau`.
+This module writes only people's empty dimension sheets (:func:`export_dimension_sheets`, never over an existing
+one) and draws nothing; Kendall's tau is :func:`rpa_lib.evaluation.metrics.kendall_tau`.
 """
 
 from __future__ import annotations
 
 import csv
-import hashlib
-import json
 import math
 import re
 import warnings
-import zlib
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from rpa_lib.data import QA, Dataset
-from rpa_lib.evaluation.calibration import baseline_scores, calibrated_verdict
+from rpa_lib.data import Dataset
+from rpa_lib.evaluation.calibration import calibrated_verdict, template_baselines
 from rpa_lib.evaluation.charactercraft_prompts import (
     NAMES,
     REFERENCE_ANCHORS,
@@ -65,50 +45,14 @@ from rpa_lib.evaluation.charactercraft_prompts import (
     options,
 )
 from rpa_lib.evaluation.human import HUMAN_RATINGS_DIR, HUMAN_SOURCE, rater_names
-from rpa_lib.evaluation.judges import FAILED, OK
+from rpa_lib.evaluation.known_quality import LADDER_SOURCE, ladder_levels
 from rpa_lib.evaluation.metrics.agreement import kendall_tau
 from rpa_lib.evaluation.metrics.charactercraft import DIMENSIONS
 from rpa_lib.evaluation.sheets import SheetError, SheetProblem
-from rpa_lib.methods.runner import spread
+from rpa_lib.methods.runner import OK, run_verdicts
 
-LADDER_SOURCE = "quality ladder (known order by construction), not human"
 MODES = ("with", "without")
-CHARACTERCRAFT_REFERENCE_DIMENSIONS = ("pers", "emo", "dec")  # where CharacterCraft's reference applies
-
-RUNGS = {
-    "in_character": "the QA's evidence sentences, in the character's first-person voice",
-    "out_of_character": "the gold answer in the third person, inside an AI assistant's phrases",
-    "partly_wrong": "part of the evidence plus a claim about the character that the persona never makes",
-    "contradicts_persona": "a flat, dismissive denial of the gold answer",
-    "off_topic": "another character's evidence for a question of the same attribute",
-    "garbled": "the in-character reply with the words of each sentence shuffled",
-}
-DEFAULT_RUNGS = tuple(RUNGS)
-
-_ = None  # no claim
-EXPECTED = {  # rung -> expected level per dimension (flu, coh, bg, pers, us, emo, dec, hl); higher is better
-    "in_character": dict(flu=2, coh=2, bg=2, pers=2, us=2, emo=2, dec=2, hl=2),
-    "out_of_character": dict(flu=2, coh=2, bg=2, pers=1, us=0, emo=0, dec=2, hl=0),
-    "partly_wrong": dict(flu=2, coh=2, bg=1, pers=_, us=2, emo=_, dec=1, hl=2),
-    "contradicts_persona": dict(flu=2, coh=_, bg=0, pers=0, us=_, emo=_, dec=0, hl=_),
-    "off_topic": dict(flu=2, coh=0, bg=0, pers=0, us=_, emo=_, dec=0, hl=2),
-    "garbled": dict(flu=0, coh=0, bg=_, pers=_, us=_, emo=_, dec=_, hl=0),
-}
-
-OUT_OF_CHARACTER = ("As an AI language model, I do not have personal experiences, but I can share what the character "
-                    "description says. {answer} I hope this information is helpful! Let me know if you have any "
-                    "other questions.")
-DENIAL = ("No. Whoever told you that has it wrong: it is simply not true of me that {answer_lower} I have never "
-          "cared about any of that, and I am not going to pretend otherwise. Ask someone else.")
-# Claims about oneself that no persona of ours makes, in the first person.
-INVENTIONS = (
-    "I also won a national chess championship three years in a row.",
-    "Besides, I have a twin who runs a bakery in Lisbon.",
-    "And I spent a whole winter living on a lighthouse ship in the Arctic.",
-    "I also keep a ninety-year-old pet tortoise called Admiral.",
-    "And in secret I write opera librettos under a false name.",
-    "I was born, by the way, on a train crossing the Andes.",
-)
+CHARACTERCRAFT_REFERENCE_DIMENSIONS = ("pers", "emo", "dec")  # where CharacterCraft's reference applies (Table 6)
 
 
 # ---- the character's profile ----------------------------------------------------------------------------------
@@ -127,97 +71,6 @@ def character_profile(dataset: Dataset, slug: str, max_chars: int = 700) -> str:
             lines.append(f"{p.attribute}: {first}")
     text = "\n".join(lines)
     return text if len(text) <= max_chars else text[:max_chars].rsplit(" ", 1)[0] + " ..."
-
-
-# ---- the ladder -----------------------------------------------------------------------------------------------
-
-
-def _sentences(text: str) -> list[str]:
-    return [s for s in re.split(r"(?<=[.!?])\s+", text.strip()) if s]
-
-
-def garble(text: str, seed: int) -> str:
-    """The words of each sentence of ``text`` in a seeded random order (a sentence of 3+ words always changes).
-    ``sorted(garble("a b c.", 1).split()) == sorted("a b c.".split())``"""
-    rng = np.random.default_rng(seed)
-    out = []
-    for sentence in _sentences(text):
-        words = sentence.split()
-        if len(words) >= 3:
-            order = list(range(len(words)))
-            while order == sorted(order):
-                order = list(rng.permutation(len(words)))
-            words = [words[i] for i in order]
-        out.append(" ".join(words))
-    return " ".join(out)
-
-
-def _lower_first(text: str) -> str:
-    text = text.strip()
-    return text[:1].lower() + text[1:] if text[:2] != text[:2].upper() else text
-
-
-def _other(dataset: Dataset, characters: list[str], character: str, qa: QA, index: int) -> tuple[str, QA]:
-    """Another character's QA of the same attribute (the next character in turn); with one character, the same
-    character's QA of another attribute."""
-    others = [c for c in characters if c != character]
-    if others:
-        c = others[index % len(others)]
-        pool = [q for q in dataset.qa(c) if q.attribute == qa.attribute] or dataset.qa(c)
-        return c, pool[index % len(pool)]
-    pool = [q for q in dataset.qa(character) if q.attribute != qa.attribute]
-    if not pool:
-        raise ValueError(f"{character}: no other character and no QA of another attribute for the off-topic rung")
-    return character, pool[index % len(pool)]
-
-
-LADDER_COLUMNS = ["reply_id", "character", "qa_id", "attribute", "question", "reference", "rung", "reply", "source"]
-
-
-def build_ladder(dataset: Dataset, characters: list[str], per_character: int | None = None,
-                 rungs: Sequence[str] = DEFAULT_RUNGS) -> pd.DataFrame:
-    """One row per (QA question, rung): ``per_character`` questions of each character spread over the six
-    attributes (None: all), each with the replies of ``rungs`` (:data:`RUNGS`). Columns
-    :data:`LADDER_COLUMNS`: ``reference`` is the gold answer, ``source`` where an off-topic reply came from."""
-    unknown = [r for r in rungs if r not in RUNGS]
-    if unknown or isinstance(rungs, str) or len(set(rungs)) < 2:
-        raise ValueError(f"rungs: at least two distinct of {', '.join(RUNGS)}; got {rungs!r}")
-    rows = []
-    for character in characters:
-        for index, qa in enumerate(spread(dataset.qa(character), lambda q: q.attribute, per_character)):
-            evidence = list(qa.evidence) or [qa.answer]
-            in_char = " ".join(evidence)
-            seed = zlib.crc32(qa.id.encode())
-            kept = evidence[:-1] if len(evidence) > 1 else evidence[:1]
-            other_char, other_qa = _other(dataset, characters, character, qa, index)
-            texts = {
-                "in_character": (in_char, None),
-                "out_of_character": (OUT_OF_CHARACTER.format(answer=qa.answer.strip()), None),
-                "partly_wrong": (" ".join([*kept, INVENTIONS[seed % len(INVENTIONS)]]), None),
-                "contradicts_persona": (DENIAL.format(answer_lower=_lower_first(qa.answer)), None),
-                "off_topic": (" ".join(other_qa.evidence) or other_qa.answer, f"{other_char}:{other_qa.id}"),
-                "garbled": (garble(in_char, seed), None),
-            }
-            for rung in rungs:
-                text, source = texts[rung]
-                rows.append({"reply_id": f"{qa.id}:{rung}", "character": character, "qa_id": qa.id,
-                             "attribute": qa.attribute, "question": qa.question, "reference": qa.answer, "rung": rung,
-                             "reply": text, "source": source})
-    return pd.DataFrame(rows, columns=LADDER_COLUMNS)
-
-
-def ladder_levels(ladder: pd.DataFrame) -> pd.DataFrame:
-    """The ladder as a rating source: one row per (reply, dimension) with a claim in :data:`EXPECTED`:
-    ``reply_id``, ``dimension``, ``level``."""
-    rows = [{"reply_id": r.reply_id, "dimension": d, "level": float(EXPECTED[r.rung][d])}
-            for r in ladder.itertuples() for d in DIMENSIONS if EXPECTED[r.rung][d] is not None]
-    return pd.DataFrame(rows, columns=["reply_id", "dimension", "level"])
-
-
-def expected_table(rungs: Sequence[str] = DEFAULT_RUNGS) -> pd.DataFrame:
-    """:data:`EXPECTED` for ``rungs`` as a table (rung, what, and a column per dimension; "-": no claim)."""
-    return pd.DataFrame([{"rung": r, "reply": RUNGS[r], **{d: "-" if EXPECTED[r][d] is None else EXPECTED[r][d]
-                                                           for d in DIMENSIONS}} for r in rungs])
 
 
 # ---- the judge ------------------------------------------------------------------------------------------------
@@ -253,13 +106,9 @@ def judge_ladder(ladder: pd.DataFrame, judge, profiles: dict[str, str], about: d
     ``about``: slug -> (name, work). ``calibrate``: each (dimension, reference shown) template's content-free
     baseline is subtracted (:mod:`rpa_lib.evaluation.calibration`)."""
     jobs = judge_jobs(ladder, reference_dimensions, modes)
-    baselines, broken = {}, {}
-    if calibrate:
-        for key in dict.fromkeys((d, shown) for _, _, d, shown in jobs):
-            try:
-                baselines[key] = baseline_scores(judge, content_free_messages(*key), options(key[0]))
-            except Exception as exc:  # noqa: BLE001  (recorded on every verdict of this template, raised at the end)
-                broken[key] = f"calibration baseline failed: {type(exc).__name__}: {exc}"
+    baselines, broken = (template_baselines(judge, [(d, shown) for _, _, d, shown in jobs],
+                                            lambda key: content_free_messages(*key), lambda key: options(key[0]))
+                         if calibrate else ({}, {}))
 
     def run(job):
         row, _, d, shown = job
@@ -270,17 +119,13 @@ def judge_ladder(ladder: pd.DataFrame, judge, profiles: dict[str, str], about: d
                                       row["reference"] if shown else None)
         return calibrated_verdict(judge, d, messages, options(d), baselines.get((d, shown)))
 
-    outcomes = judge.map(run, jobs, desc="CharacterCraft judge", workers=workers, progress=progress) if jobs else []
-    rows = []
-    for o in outcomes:
-        row, mode, d, shown = o.item
-        v = o.value if o.ok else None
-        rows.append({"reply_id": row["reply_id"], "character": row["character"], "qa_id": row["qa_id"],
-                     "rung": row["rung"], "mode": mode, "dimension": d, "reference_shown": shown,
-                     "answer": v.answer if v else None, "value": v.value if v else np.nan,
-                     "status": v.status if v else FAILED, "problem": v.problem if v else None, "error": o.error,
-                     "judge": judge.label})
-    return pd.DataFrame(rows, columns=VERDICT_COLUMNS)
+    def describe(job) -> dict:
+        row, mode, d, shown = job
+        return {"reply_id": row["reply_id"], "character": row["character"], "qa_id": row["qa_id"], "rung": row["rung"],
+                "mode": mode, "dimension": d, "reference_shown": shown, "judge": judge.label}
+
+    return run_verdicts(judge, jobs, run, describe, columns=VERDICT_COLUMNS, desc="CharacterCraft judge",
+                        workers=workers, progress=progress)
 
 
 # ---- agreement ------------------------------------------------------------------------------------------------
@@ -305,19 +150,19 @@ def agreement(verdicts: pd.DataFrame, levels: pd.DataFrame, source: str) -> pd.D
 
 def kendall_table(agree: pd.DataFrame, judge: str) -> pd.DataFrame:
     """CharacterCraft Table 6's layout: a ``with`` and a ``without`` reference row for the judge, Kendall's tau-b
-    x 100 per dimension; a dimension the without mode did not judge is NaN (the paper's "-": no change). ``avg``
-    is the mean over the eight dimensions, the without row's missing ones taken from the with row (as the paper's
-    Avg recomputes, :func:`rpa_lib.evaluation.metrics.table6_average`), over the dimensions with a defined tau;
-    ``defined`` counts them."""
-    rows = []
+    x 100 per dimension; a dimension the without mode did not judge is NaN (the paper's "-": no change), and so
+    is a tau that is undefined (a constant rating, too few replies: its ``note`` in :func:`agreement`). ``avg`` is
+    the mean over the eight dimensions, a dimension the without mode did not judge taken from the with row (as the
+    paper's Avg recomputes, :func:`rpa_lib.evaluation.metrics.table6_average`), over the dimensions with a defined
+    tau: an undefined tau is never filled from the other row. ``defined`` counts the dimensions averaged."""
+    rows, full = [], []
+    with_taus = agree[agree["mode"] == "with"].set_index("dimension").tau * 100
     for mode in [m for m in MODES if m in set(agree["mode"])]:
         got = agree[agree["mode"] == mode].set_index("dimension").tau * 100
         rows.append({"judge": judge, "reference": mode, **{d: got.get(d, np.nan) for d in DIMENSIONS}})
+        full.append([got[d] if d in got.index else with_taus.get(d, np.nan) for d in DIMENSIONS])
     table = pd.DataFrame(rows, columns=["judge", "reference", *DIMENSIONS])
-    with_row = table[table.reference == "with"]
-    full = table[list(DIMENSIONS)].copy()
-    if len(with_row):
-        full = full.fillna(with_row[list(DIMENSIONS)].iloc[0])
+    full = pd.DataFrame(full, columns=list(DIMENSIONS), dtype=float)
     table.insert(2, "avg", full.mean(axis=1, skipna=True))
     table["defined"] = full.notna().sum(axis=1)
     return table
@@ -335,13 +180,6 @@ def rung_means(verdicts: pd.DataFrame) -> pd.DataFrame:
 
 SHEET_COLUMNS = ["reply_id", "character", "question", "reference", "reply", *DIMENSIONS, "comment", "sample_set",
                  "rater"]
-
-
-def ladder_set_id(ladder: pd.DataFrame) -> str:
-    """``ladder-<replies>r-<digest of what a rater sees>``."""
-    digest = hashlib.sha256(json.dumps(ladder[["reply_id", "question", "reference", "reply"]].values.tolist(),
-                                       ensure_ascii=False).encode()).hexdigest()[:8]
-    return f"ladder-{len(ladder)}r-{digest}"
 
 
 def instructions(top: dict[str, int] = TOP) -> str:

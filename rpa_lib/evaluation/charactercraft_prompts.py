@@ -13,6 +13,7 @@ Verdicts are constrained choices among the digits of the scale (:func:`options`)
 
 from __future__ import annotations
 
+from rpa_lib.evaluation.calibration import CONTENT_FREE
 from rpa_lib.evaluation.metrics.charactercraft import DIMENSIONS
 
 NAMES = {"flu": "Fluency", "coh": "Coherence", "bg": "Background", "pers": "Personality", "us": "Utterance style",
@@ -89,7 +90,6 @@ REFERENCE_ANCHORS = {
 
 SYSTEM = ("You rate one reply of a role-playing agent that speaks as a fictional character, on one dimension at a "
           "time. Judge only the texts you are shown, not anything you may know about the character from elsewhere.")
-CONTENT_FREE = "N/A"
 
 
 def options(dimension: str) -> dict[str, float]:

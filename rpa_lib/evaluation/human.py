@@ -19,8 +19,8 @@ reasonable? People rate samples 1-5; Table 2 gives mu, sigma, Mdn and Cronbach's
    Feldt's interval and Krippendorff's ordinal alpha per task. The paper's Table 2 beside it is
    :func:`rpa_lib.paper.table2_beside_paper`.
 
-Failed context jobs and failed rater calls are rows with their error (report them with
-:func:`rpa_lib.evaluation.qa.failed_items` and raise at the end); a failed rating is a blank on its sheet, never a
+Failed context jobs and failed rater calls are rows with their error (list them with
+:func:`rpa_lib.methods.failed_items` and raise at the end with :func:`rpa_lib.methods.check_failures`); a failed rating is a blank on its sheet, never a
 number. This module writes only sheets, draws nothing and computes no statistic itself (``metrics`` does).
 """
 
@@ -40,12 +40,13 @@ import pandas as pd
 
 from rpa_lib import paths
 from rpa_lib.data import Dataset
-from rpa_lib.evaluation.calibration import baseline_scores, calibrated_verdict
+from rpa_lib.evaluation.calibration import calibrated_verdict, template_baselines
 from rpa_lib.evaluation.human_prompts import RATER_PERSONAS, RATING_OPTIONS, content_free_messages, rating_messages
-from rpa_lib.evaluation.judges import FAILED, judge_id
+from rpa_lib.evaluation.judges import judge_id
 from rpa_lib.evaluation.metrics.agreement import cronbach_alpha, krippendorff_alpha, likert_summary
 from rpa_lib.evaluation.sheets import SAMPLE_COLUMNS, export_sheets, merge_sheets
-from rpa_lib.methods.runner import Job
+from rpa_lib.methods.runner import Job, chunk_ids, run_verdicts
+from rpa_lib.report import caption_line, plural
 
 TASKS = {"mbti": "MBTI", "bigfive": "BFI"}  # questionnaire -> Table 2's task name
 HUMAN_RATINGS_DIR = paths.DATA_DIR / "human_ratings"
@@ -115,7 +116,7 @@ def build_samples(rows: pd.DataFrame, names: dict[str, str]) -> tuple[pd.DataFra
                         "question": r["question"], "chunks": _chunks_text(selected),
                         "attributes": "\n".join(f"{k}: {v}" for k, v in attributes.items()) or "(none)",
                         "slug": r["character"], "item": r["item"], "gs_failed": bool(r["details"].get("gs_failed")),
-                        "chunk_ids": ";".join(i for c in selected for i in c["chunk_ids"]),
+                        "chunk_ids": ";".join(chunk_ids(r["context"], "selected")),
                         "extract_fallback": bool(r["details"].get("extract_fallback"))})
     failed = rows[rows.error.notna()][["task", "sample_id", "character", "question_id", "error"]]
     return pd.DataFrame(samples), failed.reset_index(drop=True)
@@ -188,31 +189,29 @@ def rate_with_panel(samples: pd.DataFrame, panel: Sequence[LLMRater], *, calibra
     """Every rater of ``panel`` rates every sample 1-5 (constrained choice; ``calibrate``: against the rater's
     content-free baseline, :mod:`rpa_lib.evaluation.calibration`). One row per (sample, rater), columns
     :data:`VERDICT_COLUMNS`: status ``ok``, ``unparsed`` (no rating) or ``failed`` (with its error)."""
-    rows = []
     records = samples.to_dict("records")
+    blocks = []
     for rater in panel:
-        base = {"rater": rater.name, "persona": rater.persona, "model": rater.llm.label}
-        baseline, problem = None, None
-        if calibrate:
-            try:
-                baseline = baseline_scores(rater.llm, content_free_messages(rater.persona), RATING_OPTIONS)
-            except Exception as exc:  # noqa: BLE001  (recorded on every sample of this rater, then raised at the end)
-                problem = f"calibration baseline failed: {type(exc).__name__}: {exc}"
-        if problem:
-            rows += [{**base, "sample_id": s["sample_id"], "task": s["task"], "answer": None, "rating": np.nan,
-                      "status": FAILED, "problem": None, "error": problem} for s in records]
-            continue
+        baselines, broken = (template_baselines(rater.llm, [rater.persona], content_free_messages,
+                                                lambda _: RATING_OPTIONS) if calibrate else ({}, {}))
 
-        def rate(s: dict, rater=rater, baseline=baseline):
+        baseline, problem = baselines.get(rater.persona), broken.get(rater.persona)
+
+        def rate(s: dict, rater=rater, baseline=baseline, problem=problem):
+            if problem:
+                raise RuntimeError(problem)
             messages = rating_messages(rater.persona, s["character"], s["question"], s["chunks"], s["attributes"])
             return calibrated_verdict(rater.llm, "rating", messages, RATING_OPTIONS, baseline)
 
-        for o in rater.llm.map(rate, records, desc=f"rater {rater.name}", workers=workers, progress=progress):
-            v = o.value if o.ok else None
-            rows.append({**base, "sample_id": o.item["sample_id"], "task": o.item["task"],
-                         "answer": v.answer if v else None, "rating": v.value if v else np.nan,
-                         "status": v.status if v else FAILED, "problem": v.problem if v else None, "error": o.error})
-    return pd.DataFrame(rows, columns=VERDICT_COLUMNS)
+        def describe(s: dict, rater=rater) -> dict:
+            return {"sample_id": s["sample_id"], "task": s["task"], "rater": rater.name, "persona": rater.persona,
+                    "model": rater.llm.label}
+
+        blocks.append(run_verdicts(rater.llm, records, rate, describe, columns=[*VERDICT_COLUMNS[:6], "value",
+                                                                              *VERDICT_COLUMNS[7:]],
+                                   desc=f"rater {rater.name}", workers=workers, progress=progress))
+    rows = pd.concat(blocks, ignore_index=True) if blocks else pd.DataFrame(columns=VERDICT_COLUMNS)
+    return rows.rename(columns={"value": "rating"})[VERDICT_COLUMNS]
 
 
 def write_panel_sheets(samples: pd.DataFrame, verdicts: pd.DataFrame, folder: Path, sample_set: str) -> list[Path]:
@@ -318,11 +317,11 @@ def ratings_long(ratings: pd.DataFrame, samples: pd.DataFrame, source: str) -> p
 
 def run_caption(samples: pd.DataFrame, characters: int, raters: int, source: str, llm: str, rater_models: str,
                 embedder: str, max_iterations: int, slot_size: int) -> str:
-    """The line every Table 2 caption and figure title carries, the source first: ``"LLM raters, not human | 2
-    characters, 4 MBTI + 4 BFI samples, 3 raters | GS N=8, K=2 | LLM (GS, AE): ... | raters: ... | embedder:
-    ..."``"""
+    """The line every Table 2 caption and figure title carries (:func:`rpa_lib.report.caption_line`), the source
+    first: ``"LLM raters, not human | 2 characters, 4 MBTI + 4 BFI samples, 3 raters | GS N=8, K=2 | LLM (GS,
+    AE): ... | raters: ... | embedder: ..."``"""
     counts = samples.task.value_counts()
-    who = f"raters: {rater_models}" if source == LLM_SOURCE else "raters: people"
-    return " | ".join([source, f"{characters} character{'s' * (characters != 1)}, {counts.get('MBTI', 0)} MBTI + "
-                               f"{counts.get('BFI', 0)} BFI samples, {raters} raters",
-                       f"GS N={max_iterations}, K={slot_size}", f"LLM (GS, AE): {llm}", who, f"embedder: {embedder}"])
+    return caption_line(source, f"{plural(characters, 'character')}, {counts.get('MBTI', 0)} MBTI + "
+                                f"{counts.get('BFI', 0)} BFI samples, {raters} raters",
+                        f"GS N={max_iterations}, K={slot_size}", ("LLM (GS, AE)", llm),
+                        ("raters", rater_models if source == LLM_SOURCE else "people"), ("embedder", embedder))

@@ -8,6 +8,7 @@ count as support. Answered with one digit by constrained choice. This module cal
 
 from __future__ import annotations
 
+from rpa_lib.evaluation.calibration import CONTENT_FREE
 from rpa_lib.evaluation.sheets import QUESTION, SCALE
 
 RATING_OPTIONS = {str(k): float(k) for k in SCALE}
@@ -31,7 +32,6 @@ RATER_PERSONAS = {
         "force you to."),
 }
 
-CONTENT_FREE = "N/A"
 
 
 def rating_messages(persona: str, name: str, question: str, chunks: str, attributes: str) -> list[dict]:

@@ -1,4 +1,4 @@
-"""The LLM judges of the QA evaluation (AMADEUS Table 6, RAGEval key points) and a check of their validity.
+"""The LLM judges of the QA evaluation (AMADEUS Table 6, RAGEval key-point labels) and the check of their validity.
 
 - :func:`judge_llm`: the judge, an LLM chosen apart from the role-play LLM (``RPA_JUDGE_MODEL`` and
   ``RPA_JUDGE_BASE_URL``, else the role-play LLM's settings), through the same cached LLM layer.
@@ -6,53 +6,42 @@
   constrained choice (``llm.choose``), never by parsing free text. A judge that gives no allowed option after
   the LLM layer's re-asks has an *unparseable* verdict: a :class:`Verdict` with status ``"unparsed"`` and a NaN
   value, counted by the tables, never replaced by a default. A fault (network, server, bug) is not a verdict:
-  it is raised, and the caller's ``llm.map`` records it as a failed item.
-- :func:`extract_keypoints` and :func:`keypoints_for`: RAGEval's key points of each gold answer, extracted once
-  per answer and kept as data with their provenance (judge, model, prompt, date) in a JSONL file that later
-  runs reuse (:func:`keypoints_path`: ``keypoints_<judge id>.jsonl``).
-- :func:`judge_check_cases` and :func:`judge_check`: cases built from our own QA whose verdict is known (the
-  gold answer contains the answer, another character's answer or a denial does not, an invented addition
-  raises HS) and the judge's agreement with them.
+  it is raised, and the verdict runner (:func:`rpa_lib.methods.run_verdicts`) records it as a failed item.
+- :func:`judge_check`: the judge on the known-quality cases of :func:`rpa_lib.evaluation.known_quality.
+  judge_check_cases`, and its agreement with them (:func:`check_agreement`, :func:`check_summary`).
 
-The prompts are :mod:`rpa_lib.evaluation.judge_prompts`'. Running the judges over a run's answers and building
-the tables is :mod:`rpa_lib.evaluation.qa`'s job; this module writes only the key-point file and draws nothing.
+The prompts are :mod:`rpa_lib.evaluation.judge_prompts`'; key-point extraction is :mod:`rpa_lib.evaluation.
+keypoints`. Running the judges over a run's answers and building the tables is :mod:`rpa_lib.evaluation.qa`'s
+job; this module writes nothing and draws nothing.
 """
 
 from __future__ import annotations
 
-import datetime as _dt
-import hashlib
-import json
 import math
 import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from rpa_lib.data import QA, Dataset
 from rpa_lib.evaluation.judge_prompts import (
     ACC_OPTIONS,
     KEYPOINT_OPTIONS,
-    KEYPOINT_SCHEMA,
     SCALE_OPTIONS,
     acc_l_messages,
     acc_messages,
     hs_messages,
     keypoint_label_messages,
-    keypoint_lines_messages,
-    keypoint_messages,
 )
+from rpa_lib.evaluation.known_quality import CHECKS
 from rpa_lib.llm import LLMError, LLMFatalError, get_llm
+from rpa_lib.methods.runner import FAILED, OK, UNPARSED, run_verdicts  # noqa: F401  (the statuses, re-exported)
 
-OK, UNPARSED, FAILED = "ok", "unparsed", "failed"
 # What the LLM layer says when a model answered every attempt but never with an allowed option / valid JSON
 # (rpa_lib.llm.base): the judge's verdict is unparseable, which is a counted missing value, not a fault.
 _NO_VALID_ANSWER = ("no allowed answer", "no valid JSON object", "empty reply")
-MAX_KEYPOINTS = 5
 
 
 # ---- the judge LLM ---------------------------------------------------------------------------------------------
@@ -153,215 +142,7 @@ def label_keypoint(judge, name: str, question: str, key_point: str, reply: str) 
                           KEYPOINT_OPTIONS)
 
 
-# ---- key points ------------------------------------------------------------------------------------------------
-
-KEYPOINT_FORMATS = ("json", "lines")
-_BULLET = re.compile(r"^\s*(?:[-*•]+|\(?\d{1,2}[.):]|key points?:?)\s*", re.IGNORECASE)
-
-
-def parse_keypoint_lines(text: str, limit: int = MAX_KEYPOINTS) -> list[str]:
-    """Key points written one a line: bullets and numbering removed, blank lines and a "Key points:" heading
-    dropped, at most ``limit``. ``parse_keypoint_lines("1. A.\\n2) B.") == ["A.", "B."]``"""
-    points = [_BULLET.sub("", line).strip() for line in text.splitlines()]
-    return [p for p in points if p][:limit]
-
-
-@dataclass(frozen=True)
-class KeyPoints:
-    """The key points of one gold answer (``points`` empty when the judge's answer could not be parsed)."""
-
-    points: list[str]
-    status: str  # "ok" | "unparsed"
-    format: str | None  # "json" | "lines": how they were obtained
-    problem: str | None = None
-
-
-def extract_keypoints(judge, name: str, question: str, answer: str, *, format: str = "json", retries: int = 2,
-                      max_tokens: int = 200) -> KeyPoints:
-    """RAGEval's key points (1-5) of a gold ``answer``. ``format="json"``: structured output
-    (``{"key_points": [...]}``, ``retries`` re-asks), then, if the judge never writes valid JSON, one key point a
-    line; ``"lines"``: one a line at once (for a small local judge). Lines are the judge's list, cut to 5; no
-    line at all is unparseable. A fault is raised."""
-    if format not in KEYPOINT_FORMATS:
-        raise ValueError(f"format must be one of {KEYPOINT_FORMATS}, not {format!r}")
-    problem = None
-    if format == "json":
-        try:
-            reply = judge.structured(keypoint_messages(name, question, answer), KEYPOINT_SCHEMA,
-                                     max_tokens=max_tokens, max_retries=retries, name="keypoints")
-            points = [" ".join(str(p).split()) for p in reply.data["key_points"]]
-            points = [p for p in points if p][:MAX_KEYPOINTS]
-            if points:
-                return KeyPoints(points, OK, "json")
-            problem = "the JSON held no key point"
-        except LLMError as exc:
-            if not unparseable(exc):
-                raise
-            problem = str(exc)
-    try:
-        text = judge.chat(keypoint_lines_messages(name, question, answer), max_tokens=max_tokens,
-                          name="keypoints (lines)").text
-    except LLMError as exc:
-        if not unparseable(exc):
-            raise
-        return KeyPoints([], UNPARSED, "lines", str(exc))
-    points = parse_keypoint_lines(text)
-    if points:
-        return KeyPoints(points, OK, "lines", problem)
-    return KeyPoints([], UNPARSED, "lines", f"no key point in {text[:80]!r}")
-
-
-def keypoints_path(results_dir: Path, judge) -> Path:
-    """``<results_dir>/keypoints_<judge id>.jsonl``."""
-    return Path(results_dir) / f"keypoints_{judge_id(judge)}.jsonl"
-
-
-def _digest(*parts: object) -> str:
-    return hashlib.sha256(json.dumps(parts, ensure_ascii=False, default=str).encode()).hexdigest()[:16]
-
-
-def prompt_id(format: str) -> str:
-    """A hash of the key-point prompt in ``format``; a changed prompt makes the stored key points stale."""
-    messages = keypoint_messages("{name}", "{question}", "{answer}")
-    if format == "lines":
-        messages = [*messages, *keypoint_lines_messages("{name}", "{question}", "{answer}")]
-    return _digest(messages, KEYPOINT_SCHEMA)
-
-
-def read_keypoints(path: Path) -> list[dict]:
-    """The records of a key-point file (none when it does not exist)."""
-    path = Path(path)
-    if not path.is_file():
-        return []
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-
-
-KEYPOINT_COLUMNS = ["qa_id", "character", "question", "answer", "key_points", "status", "format", "problem", "judge",
-                    "judge_model", "prompt", "date", "reused", "error"]
-
-
-def keypoints_for(items: Sequence[tuple[str, QA]], judge, path: Path, names: dict[str, str] | None = None, *,
-                  format: str = "json", retries: int = 2, max_tokens: int = 200, workers: int | None = None,
-                  progress: bool = True) -> pd.DataFrame:
-    """The key points of each ``(character, QA)``: reused from ``path`` when a record there has the same judge
-    model, prompt and question-and-answer text, else extracted by :func:`extract_keypoints` and appended to
-    ``path`` with their provenance (judge label and model, prompt hash, date). An unparseable extraction is kept
-    too (status ``"unparsed"``, no key points) so the file shows it; a fault is not stored and comes back as a
-    row with its ``error``. One row per item, columns :data:`KEYPOINT_COLUMNS`."""
-    names = names or {}
-    prompt = prompt_id(format)
-    stored = {(r["qa_id"], r["answer_sha"]): r for r in read_keypoints(path)
-              if r.get("judge_model") == judge.model_id and r.get("prompt") == prompt}
-    rows: dict[int, dict] = {}
-    todo = []
-    for i, (character, qa) in enumerate(items):
-        sha = _digest(qa.question, qa.answer)
-        if (qa.id, sha) in stored:
-            rows[i] = {**stored[qa.id, sha], "reused": True, "error": None}
-        else:
-            todo.append((i, character, qa, sha))
-
-    def extract(job):
-        _, character, qa, _ = job
-        return extract_keypoints(judge, names.get(character, character), qa.question, qa.answer, format=format,
-                                 retries=retries, max_tokens=max_tokens)
-
-    outcomes = judge.map(extract, todo, desc="key points", workers=workers, progress=progress) if todo else []
-    new = []
-    today = _dt.date.today().isoformat()
-    for o in outcomes:
-        i, character, qa, sha = o.item
-        base = {"qa_id": qa.id, "character": character, "question": qa.question, "answer": qa.answer,
-                "answer_sha": sha, "judge": judge.label, "judge_model": judge.model_id, "prompt": prompt,
-                "date": today}
-        if o.ok:
-            kp: KeyPoints = o.value
-            record = {**base, "key_points": kp.points, "status": kp.status, "format": kp.format, "problem": kp.problem}
-            new.append(record)
-            rows[i] = {**record, "reused": False, "error": None}
-        else:
-            rows[i] = {**base, "key_points": [], "status": FAILED, "format": None, "problem": None, "reused": False,
-                       "error": o.error}
-    if new:
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("a", encoding="utf-8") as f:
-            for record in new:
-                f.write(json.dumps(record, ensure_ascii=False) + "\n")
-    return pd.DataFrame([rows[i] for i in range(len(items))], columns=KEYPOINT_COLUMNS)
-
-
-# ---- the judge check set ---------------------------------------------------------------------------------------
-
-# Invented additions: facts no persona of ours states, each said of the character by name.
-INVENTIONS = (
-    "{name} also won a national chess championship three years in a row.",
-    "{name} has a twin sibling who runs a bakery in Lisbon.",
-    "{name} once spent a whole winter living on a lighthouse ship in the Arctic.",
-    "{name} keeps a pet tortoise called Admiral that is ninety years old.",
-    "{name} secretly writes opera librettos under a false name.",
-    "{name} was born on a train crossing the Andes.",
-)
-DENIAL = "That is not true. It is false that: {answer}"
-
-# check -> (metric, expected, what it tests)
-CHECKS = {
-    "acc: gold answer": ("acc", "yes", "the gold answer itself contains the correct answer"),
-    "acc: another character's answer": ("acc", "no", "another character's answer to a question of the same attribute"),
-    "acc: denial of the gold answer": ("acc", "no", "a reply that denies the gold answer"),
-    "acc_l: gold above another character's": ("acc_l", "higher", "ACC_L of the gold answer above that of another "
-                                               "character's answer"),
-    "hs: invented addition above plain": ("hs", "higher", "HS of the gold answer plus an invented fact above HS of "
-                                           "the plain gold answer (context: the QA's evidence)"),
-}
-
-
-def _balanced(pairs: list[tuple[str, QA]], n: int) -> list[tuple[str, QA]]:
-    """``n`` of ``(character, qa)`` spread over attributes and characters: each pick takes the least-used
-    attribute, then its least-used character, then the first unused item (file order)."""
-    attrs = list(dict.fromkeys(q.attribute for _, q in pairs))
-    chars = list(dict.fromkeys(c for c, _ in pairs))
-    used_a, used_c, chosen, taken = dict.fromkeys(attrs, 0), dict.fromkeys(chars, 0), [], set()
-    for _ in range(min(n, len(pairs))):
-        for a in sorted(attrs, key=lambda a: (used_a[a], attrs.index(a))):
-            free = [(c, q) for c, q in pairs if q.attribute == a and (c, q.id) not in taken]
-            if free:
-                c, q = min(free, key=lambda p: (used_c[p[0]], chars.index(p[0])))
-                chosen.append((c, q))
-                taken.add((c, q.id))
-                used_a[a] += 1
-                used_c[c] += 1
-                break
-    return chosen
-
-
-def judge_check_cases(dataset: Dataset, characters: list[str], n: int = 6) -> list[dict]:
-    """The judge check set, built from our own QA: ``n`` gold answers spread over attributes and characters,
-    each with the replies of :data:`CHECKS`: the gold answer itself (ACC yes), another character's answer to a
-    question of the same attribute (ACC no; left out with a single character), a denial of the gold answer
-    (ACC no) and the gold answer with an invented addition (HS higher than the plain gold answer's, both judged
-    against the QA's evidence as context). One dict per (item, reply): ``case``, ``check``, ``metric``,
-    ``reply``, and what the judge needs."""
-    pairs = [(c, q) for c in characters for q in dataset.qa(c)]
-    names = {c: dataset.profile(c)[0] for c in characters}
-    cases = []
-    for i, (c, q) in enumerate(_balanced(pairs, n)):
-        name = names[c]
-        base = {"item": i, "character": c, "qa_id": q.id, "attribute": q.attribute, "name": name,
-                "question": q.question, "gold": q.answer,
-                "context": [{"role": "evidence", "text": e, "label": ""} for e in q.evidence]}
-        others = [(oc, oq) for oc, oq in pairs if oc != c and oq.attribute == q.attribute]
-        other = others[i % len(others)] if others else None
-        invented = f"{q.answer} {INVENTIONS[i % len(INVENTIONS)].format(name=name)}"
-        cases += [{**base, "case": "gold", "metric": "acc", "reply": q.answer},
-                  {**base, "case": "denial", "metric": "acc", "reply": DENIAL.format(answer=q.answer)},
-                  {**base, "case": "gold", "metric": "acc_l", "reply": q.answer},
-                  {**base, "case": "gold", "metric": "hs", "reply": q.answer},
-                  {**base, "case": "invented", "metric": "hs", "reply": invented}]
-        if other is not None:
-            cases += [{**base, "case": "other", "metric": "acc", "reply": other[1].answer, "other_qa": other[1].id},
-                      {**base, "case": "other", "metric": "acc_l", "reply": other[1].answer, "other_qa": other[1].id}]
-    return cases
+# ---- the judge check ------------------------------------------------------------------------------------------
 
 
 def _judge_case(judge, case: dict) -> Verdict:
@@ -372,25 +153,22 @@ def _judge_case(judge, case: dict) -> Verdict:
     return judge_hs(judge, case["name"], case["question"], case["context"], case["reply"], case["gold"])
 
 
+CHECK_COLUMNS = ["item", "character", "qa_id", "attribute", "case", "metric", "reply", "answer", "value", "status",
+                 "problem", "error", "judge"]
+
+
 def judge_check(cases: list[dict], judge, *, workers: int | None = None,
                 progress: bool = True) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Run the judge on the check cases. Returns ``(verdicts, agreement)``: one row per case with the judge's
-    answer, value, status and error; and one row per check of :data:`CHECKS` with the cases it has, how many
-    the judge got right (``agree``), how many it could not decide (a verdict unparseable or failed, never
-    counted as agreement or disagreement) and ``agreement`` = agree / decided. A pair check (ACC_L, HS)
-    agrees when the first value is strictly above the second."""
-    outcomes = judge.map(lambda case: _judge_case(judge, case), cases, desc="judge check", workers=workers,
-                         progress=progress)
-    rows = []
-    for o in outcomes:
-        case = o.item
-        v: Verdict | None = o.value if o.ok else None
-        rows.append({"item": case["item"], "character": case["character"], "qa_id": case["qa_id"],
-                     "attribute": case["attribute"], "case": case["case"], "metric": case["metric"],
-                     "reply": case["reply"], "answer": v.answer if v else None, "value": v.value if v else np.nan,
-                     "status": v.status if v else FAILED, "problem": v.problem if v else None, "error": o.error,
-                     "judge": judge.label})
-    verdicts = pd.DataFrame(rows)
+    """Run the judge on the check cases (:func:`rpa_lib.evaluation.known_quality.judge_check_cases`). Returns
+    ``(verdicts, agreement)``: one row per case with the judge's answer, value, status and error; and one row per
+    check of :data:`~rpa_lib.evaluation.known_quality.CHECKS` with the cases it has, how many the judge got right
+    (``agree``), how many it could not decide (a verdict unparseable or failed, never counted as agreement or
+    disagreement) and ``agreement`` = agree / decided. A pair check (ACC_L, HS) agrees when the first value is
+    strictly above the second."""
+    verdicts = run_verdicts(
+        judge, cases, lambda case: _judge_case(judge, case),
+        lambda case: {**{k: case[k] for k in CHECK_COLUMNS[:7]}, "judge": judge.label},
+        columns=CHECK_COLUMNS, desc="judge check", workers=workers, progress=progress)
     return verdicts, check_agreement(verdicts)
 
 

@@ -9,11 +9,13 @@ questionnaire, score the replies, turn the scores into type letters and compare 
    Both return one row per rated unit with its error, if any; :func:`dimension_scores` averages the units that
    did not fail and counts those that did.
 3. :func:`letter` / :func:`predicted_types`: a dimension's letter from its score against the scale midpoint.
-4. :func:`type_scores`: accuracy, Avg F1 (per position macro-F1 over the two letters, then the mean) and
+4. :func:`~rpa_lib.evaluation.metrics.types.type_scores` (a pure metric, re-exported here): accuracy, Avg F1 (per position macro-F1 over the two letters, then the mean) and
    full-type accuracy of predicted vs true type strings, and each character's miss count.
 
 Also :func:`evaluator_check` (does the evaluator tell a clear yes from a clear no?), and :func:`interview_all` /
-:func:`score_all`, a whole run over methods and questionnaires. The paper's tables beside ours are
+:func:`score_all`, a whole run over methods and questionnaires. Interviews go through the one answering loop
+(:func:`~rpa_lib.methods.answer_tasks`), every rating through the one verdict runner
+(:func:`~rpa_lib.methods.run_verdicts`); calibration is :mod:`rpa_lib.evaluation.calibration`'s. The paper's tables beside ours are
 :mod:`rpa_lib.paper`'s.
 
 The prompts live in :mod:`rpa_lib.evaluation.personality_prompts`. This module builds no method or LLM (the
@@ -30,11 +32,11 @@ import numpy as np
 import pandas as pd
 
 from rpa_lib.data import Dimension, Questionnaire
+from rpa_lib.evaluation.calibration import CONTENT_FREE, baseline_scores, best_option
+from rpa_lib.evaluation.metrics.types import NO_SCORE, TIE, type_scores
 from rpa_lib.evaluation.personality_prompts import expert_messages, expert_schema, option_messages, scale_options
-from rpa_lib.methods.runner import questionnaire_jobs, run_jobs
+from rpa_lib.methods.runner import answer_tasks, chunk_ids, questionnaire_jobs, run_jobs, run_verdicts
 
-TIE = "-"  # a dimension whose score sits exactly on the midpoint: no letter, counted as a miss
-NO_SCORE = "?"  # a dimension with no rated unit (every item failed): no letter, counted as a miss
 KEYS = ["method", "questionnaire", "character"]
 
 
@@ -56,25 +58,30 @@ def interview(method, characters: list[str], questionnaire: Questionnaire, *, ll
     ``respond`` call with no history), through :func:`~rpa_lib.methods.run_jobs`. One row per (character, item):
     the item, the reply (None when the call failed), the error, and what the method did (GS failure, chunks
     examined, knowledge and selected chunk ids, AE attributes, LLM calls and cache hits)."""
-    rows = run_jobs(method, questionnaire_jobs(questionnaire, characters), llm=llm, workers=workers, progress=progress,
-                    desc=f"{method.name} · {questionnaire.name}")
+    return interview_rows(run_jobs(method, questionnaire_jobs(questionnaire, characters), llm=llm, workers=workers,
+                                   progress=progress, desc=f"{method.name} · {questionnaire.name}"))
 
-    def ids(context, role):
-        return ";".join(i for c in context if c["role"] == role for i in c["chunk_ids"])
 
+def interview_rows(rows: pd.DataFrame) -> pd.DataFrame:
+    """The runner's rows of questionnaire jobs as interview rows (see :func:`interview`), in method order (then
+    the rows' order)."""
     out = []
     for r in rows.to_dict("records"):
         ok = pd.isna(r["error"])
         d = r["details"] if ok else {}
-        out.append({"method": r["method"], "questionnaire": questionnaire.name, "character": r["character"],
+        out.append({"method": r["method"], "questionnaire": r["questionnaire"], "character": r["character"],
                     "item": r["question_id"], "dimension": r["dimension"], "keyed": r["keyed"], "question": r["question"],
                     "reply": r["reply"] if ok else None, "error": None if ok else r["error"],
                     "gs_failed": d.get("gs_failed") if ok else None, "examined": d.get("examined", 0) if ok else None,
-                    "knowledge": ids(r["context"], "knowledge") if ok else None,
-                    "selected": ids(r["context"], "selected") if ok else None,
+                    "knowledge": ";".join(chunk_ids(r["context"], "knowledge")) if ok else None,
+                    "selected": ";".join(chunk_ids(r["context"], "selected")) if ok else None,
                     "attributes": json.dumps(d["attributes"], ensure_ascii=False) if ok and d.get("attributes") else None,
                     "llm_calls": r["llm_calls"], "cached_calls": r["cached_calls"], "seconds": r["seconds"]})
-    return pd.DataFrame(out)
+    out = pd.DataFrame(out)
+    if out.empty:
+        return out
+    rank = {m: i for i, m in enumerate(dict.fromkeys(out.method))}
+    return out.sort_values("method", key=lambda m: m.map(rank), kind="stable").reset_index(drop=True)
 
 
 # ---- 2. scoring ------------------------------------------------------------------------------------------------
@@ -87,28 +94,36 @@ def _failed_interviews(rows: pd.DataFrame) -> list[dict]:
             for r in rows.to_dict("records") if not _ok(r)]
 
 
+def _with_failed(rated: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
+    """The rated units and one failed unit per failed interview, in :data:`RATING_COLUMNS`."""
+    frames = [f for f in (pd.DataFrame(_failed_interviews(rows), columns=RATING_COLUMNS), rated[RATING_COLUMNS])
+              if len(f)]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=RATING_COLUMNS)
+
+
 def _ok(row: dict) -> bool:
     return row.get("error") is None or (isinstance(row.get("error"), float) and np.isnan(row["error"]))
-
-
-CONTENT_FREE_REPLY = "N/A"
 
 
 def place_on_scale(evaluator, name: str, item, reply: str, questionnaire: Questionnaire, calibrate: bool = False) -> int:
     """The scale point (1..points) the evaluator chooses for one reply, by constrained choice.
 
-    ``calibrate`` applies contextual calibration (Zhao et al. 2021, "Calibrate Before Use"): each option's score
-    for the reply minus its score for a content-free reply ("N/A") to the same item, then the best option. It
-    removes a small model's standing preference for one option (SmolLM2-135M picks "1" for everything) and needs
-    a backend that returns option scores (the local model, or an OpenAI-compatible server with logprobs)."""
+    ``calibrate`` applies contextual calibration (:mod:`rpa_lib.evaluation.calibration`): each option's score
+    for the reply minus its score for a content-free reply (:data:`~rpa_lib.evaluation.calibration.CONTENT_FREE`)
+    to the same item, then the best option. It removes a small model's standing preference for one option
+    (SmolLM2-135M picks "1" for everything) and needs a backend that returns option scores (the local model, or
+    an OpenAI-compatible server with logprobs)."""
     options = scale_options(questionnaire)
     got = evaluator.choose(option_messages(name, item, reply, questionnaire), options)
     if not calibrate:
         return int(got.text)
-    base = evaluator.choose(option_messages(name, item, CONTENT_FREE_REPLY, questionnaire), options)
-    if not got.scores or not base.scores:
+    baseline = baseline_scores(evaluator, option_messages(name, item, CONTENT_FREE, questionnaire), options)
+    if not got.scores:
         raise ValueError(f"calibration needs option scores, which {evaluator.label} did not return for item {item.id}")
-    return int(max(options, key=lambda o: got.scores[o] - base.scores[o]))
+    return int(best_option(got.scores, baseline, options))
+
+
+RATING_COLUMNS = [*KEYS, "dimension", "unit", "item_ids", "answer", "rating", "analysis", "error"]
 
 
 def score_options(interviews: pd.DataFrame, questionnaire: Questionnaire, evaluator, names: dict[str, str] | None = None,
@@ -126,15 +141,16 @@ def score_options(interviews: pd.DataFrame, questionnaire: Questionnaire, evalua
         return place_on_scale(evaluator, names.get(r["character"], r["character"]), items[r["item"]], r["reply"] or "",
                               questionnaire, calibrate)
 
-    outcomes = evaluator.map(rate, todo, desc=f"option scoring · {questionnaire.name}", workers=workers,
-                             progress=progress)
-    out = _failed_interviews(rows)
-    for o in outcomes:
-        r, answer = o.item, o.value
-        rating = keyed_rating(answer, items[r["item"]].keyed, questionnaire.points) if o.ok else np.nan
-        out.append({**{k: r[k] for k in KEYS}, "dimension": r["dimension"], "unit": r["item"], "item_ids": r["item"],
-                    "answer": answer if o.ok else np.nan, "rating": rating, "analysis": None, "error": o.error})
-    return _ordered(pd.DataFrame(out), rows)
+    def describe(r: dict) -> dict:
+        return {**{k: r[k] for k in KEYS}, "dimension": r["dimension"], "unit": r["item"], "item_ids": r["item"]}
+
+    rated = run_verdicts(evaluator, todo, rate, describe, columns=[*RATING_COLUMNS[:-4], "value", "error"],
+                         desc=f"option scoring · {questionnaire.name}", workers=workers, progress=progress)
+    keyed = rated.unit.map(lambda i: items[i].keyed)
+    rated = rated.assign(answer=rated.value, analysis=None, rating=[
+        keyed_rating(a, k, questionnaire.points) if pd.isna(e) else np.nan
+        for a, k, e in zip(rated.value, keyed, rated.error)])
+    return _ordered(_with_failed(rated, rows), rows)
 
 
 def score_expert(interviews: pd.DataFrame, questionnaire: Questionnaire, evaluator, names: dict[str, str] | None = None,
@@ -163,16 +179,17 @@ def score_expert(interviews: pd.DataFrame, questionnaire: Questionnaire, evaluat
         messages = expert_messages(names.get(character, character), dim, poles[dim.id], pairs, questionnaire)
         return evaluator.structured(messages, schema, max_tokens=max_tokens).data
 
-    outcomes = evaluator.map(rate, batches, desc=f"expert rating · {questionnaire.name}", workers=workers,
-                             progress=progress)
-    out = _failed_interviews(rows)
-    for o in outcomes:
-        method, character, dim, unit, recs = o.item
-        out.append({"method": method, "questionnaire": questionnaire.name, "character": character,
-                    "dimension": dim.id, "unit": unit, "item_ids": ";".join(r["item"] for r in recs), "answer": np.nan,
-                    "rating": float(o.value["score"]) if o.ok else np.nan,
-                    "analysis": o.value.get("analysis") if o.ok else None, "error": o.error})
-    return _ordered(pd.DataFrame(out), rows)
+    def describe(batch) -> dict:
+        method, character, dim, unit, recs = batch
+        return {"method": method, "questionnaire": questionnaire.name, "character": character, "dimension": dim.id,
+                "unit": unit, "item_ids": ";".join(r["item"] for r in recs)}
+
+    rated = run_verdicts(evaluator, batches, rate, describe, columns=[*RATING_COLUMNS[:-4], "value", "error"],
+                         desc=f"expert rating · {questionnaire.name}", workers=workers, progress=progress)
+    rated = rated.assign(answer=np.nan, rating=[float(v["score"]) if pd.isna(e) else np.nan
+                                                for v, e in zip(rated.value, rated.error)],
+                         analysis=[v.get("analysis") if pd.isna(e) else None for v, e in zip(rated.value, rated.error)])
+    return _ordered(_with_failed(rated, rows), rows)
 
 
 CANNED_REPLIES = {"yes": "Yes, absolutely. That is exactly how I am, every single time.",
@@ -187,10 +204,11 @@ def evaluator_check(questionnaire: Questionnaire, evaluator, per_dimension: int 
     (a very small model that answers the same point for everything makes every balanced dimension a tie)."""
     items = questionnaire.subset(per_dimension * len(questionnaire.dimensions)).items
     jobs = [(item, kind) for item in items for kind in CANNED_REPLIES]
-    outcomes = evaluator.map(lambda job: place_on_scale(evaluator, name, job[0], CANNED_REPLIES[job[1]], questionnaire,
-                                                        calibrate),
-                             jobs, desc=f"evaluator check · {questionnaire.name}", progress=progress)
-    got = {(o.item[0].id, o.item[1]): o.value if o.ok else np.nan for o in outcomes}
+    placed = run_verdicts(evaluator, jobs, lambda job: place_on_scale(evaluator, name, job[0], CANNED_REPLIES[job[1]],
+                                                                     questionnaire, calibrate),
+                          lambda job: {"item": job[0].id, "kind": job[1]}, columns=["item", "kind", "value", "error"],
+                          desc=f"evaluator check · {questionnaire.name}", progress=progress)
+    got = {(r.item, r.kind): r.value if pd.isna(r.error) else np.nan for r in placed.itertuples()}
     rows = [{"questionnaire": questionnaire.name, "item": i.id, "dimension": i.dimension, "answer_yes": got[i.id, "yes"],
              "answer_no": got[i.id, "no"], "separates": bool(got[i.id, "yes"] > got[i.id, "no"])} for i in items]
     return pd.DataFrame(rows)
@@ -198,7 +216,7 @@ def evaluator_check(questionnaire: Questionnaire, evaluator, per_dimension: int 
 
 def _ordered(ratings: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
     """Ratings in the interviews' method and character order, then dimension and unit order."""
-    cols = [*KEYS, "dimension", "unit", "item_ids", "answer", "rating", "analysis", "error"]
+    cols = RATING_COLUMNS
     if ratings.empty:
         return pd.DataFrame(columns=cols)
     rank = {k: {v: i for i, v in enumerate(dict.fromkeys(rows[k]))} for k in ("method", "character")}
@@ -253,67 +271,21 @@ def predicted_types(dim_scores: pd.DataFrame, questionnaire: Questionnaire) -> p
     return pd.DataFrame(out)
 
 
-# ---- 4. metrics ------------------------------------------------------------------------------------------------
-
-
-def _f1(truth: list[str], predicted: list[str], label: str) -> float:
-    tp = sum(t == label and p == label for t, p in zip(truth, predicted))
-    fp = sum(t != label and p == label for t, p in zip(truth, predicted))
-    fn = sum(t == label and p != label for t, p in zip(truth, predicted))
-    return 0.0 if tp == 0 else 2 * tp / (2 * tp + fp + fn)
-
-
-def type_scores(predicted: list[str], truth: list[str]) -> dict:
-    """How well predicted type strings match the true ones (``"ENFP"``, ``"SCUAI"``; equal lengths).
-
-    - ``accuracy``: correct letters over all characters and positions;
-    - ``avg_f1``: for each position the macro-F1 over the letters seen there in the truth or the predictions
-      (the dimension's two letters; :data:`TIE` and :data:`NO_SCORE` count as wrong but are no class), then the
-      mean over positions, as the AMADEUS tables' "Avg F1-Score";
-    - ``full_type_accuracy``: share of characters with every letter right;
-    - ``accuracy_per_position``, ``f1_per_position``: per dimension; ``misses``: wrong letters per character.
-
-    ``type_scores(["ENFP", "INTJ"], ["ENFP", "ENTJ"])["accuracy"] == 0.875``
-    """
-    predicted, truth = [str(p) for p in predicted], [str(t) for t in truth]
-    if len(predicted) != len(truth) or not truth:
-        raise ValueError(f"need equally many predicted and true types, got {len(predicted)} and {len(truth)}")
-    width = len(truth[0])
-    bad = [(p, t) for p, t in zip(predicted, truth) if len(p) != width or len(t) != width]
-    if bad:
-        raise ValueError(f"types must all have {width} letters: {bad[:3]}")
-    misses = [sum(a != b for a, b in zip(p, t)) for p, t in zip(predicted, truth)]
-    acc_pos, f1_pos = [], []
-    for i in range(width):
-        t_col, p_col = [t[i] for t in truth], [p[i] for p in predicted]
-        labels = sorted((set(t_col) | set(p_col)) - {TIE, NO_SCORE})
-        acc_pos.append(sum(a == b for a, b in zip(t_col, p_col)) / len(truth))
-        f1_pos.append(float(np.mean([_f1(t_col, p_col, lab) for lab in labels])))
-    return {"accuracy": 1 - sum(misses) / (len(truth) * width), "avg_f1": float(np.mean(f1_pos)),
-            "full_type_accuracy": sum(m == 0 for m in misses) / len(truth), "accuracy_per_position": acc_pos,
-            "f1_per_position": f1_pos, "misses": misses}
-
-
 # ---- a whole run --------------------------------------------------------------------------------------------
 
 
 def interview_all(methods: list, characters: list[str], questionnaires: list[Questionnaire], *, llm,
                   save_to: Path | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """:func:`interview` for every method and questionnaire, in that order. ``save_to`` (a CSV) is rewritten
-    after each block, so completed work is never lost. Returns the replies and one timing row per block."""
-    blocks, timing = [], []
-    for method in methods:
-        for q in questionnaires:
-            start = time.perf_counter()
-            block = interview(method, characters, q, llm=llm)
-            seconds = time.perf_counter() - start
-            blocks.append(block)
-            if save_to is not None:
-                pd.concat(blocks).to_csv(save_to, index=False)
-            timing.append({"step": "interview", "method": method.name, "questionnaire": q.name, "replies": len(block),
-                           "failed": int(block.error.notna().sum()), "seconds": round(seconds, 1)})
-            print(f"{method.name:>10} · {q.name:<8} {len(block)} replies, {timing[-1]['failed']} failed, {seconds:.0f} s")
-    return pd.concat(blocks, ignore_index=True), pd.DataFrame(timing)
+    """:func:`interview` for every method and questionnaire, through the one answering loop
+    (:func:`~rpa_lib.methods.answer_tasks`, a task per questionnaire); rows in method order. ``save_to`` (a CSV)
+    is rewritten after each block, so completed work is never lost. Returns the replies and one timing row per
+    block."""
+    def save(rows: pd.DataFrame) -> None:
+        interview_rows(rows).to_csv(save_to, index=False)
+
+    rows, timing = answer_tasks(methods, {q.name: questionnaire_jobs(q, characters) for q in questionnaires}, llm=llm,
+                                on_block=save if save_to is not None else None)
+    return interview_rows(rows), timing
 
 
 def with_truth(types: pd.DataFrame, truth: dict[str, str]) -> pd.DataFrame:
@@ -338,7 +310,7 @@ def score_all(replies: pd.DataFrame, questionnaires: dict[str, tuple[Questionnai
             r = score_options(replies, q, evaluator, names, calibrate=calibrate)
         else:
             r = score_expert(replies, q, evaluator, names, batch_size=batch_size, poles=pole_names(q))
-        timing.append({"step": f"{scoring} scoring", "method": "all", "questionnaire": qname, "replies": len(r),
+        timing.append({"step": f"{scoring} scoring", "task": qname, "method": "all", "items": len(r),
                        "failed": int(r.error.notna().sum()), "seconds": round(time.perf_counter() - start, 1)})
         d = dimension_scores(r, q)
         ratings.append(r)

@@ -3,19 +3,22 @@ questions (and, for the MBTI and BFI rows, the interview questions), a judge LLM
 tables are built from the verdicts.
 
 1. :func:`answer_all`: every method answers every job of every task (``CharacterRAG``: the QA questions;
-   ``MBTI``/``BFI``: the questionnaires' interview questions) through :func:`~rpa_lib.methods.run_jobs`, one row
-   per (method, job) with the reply and the context items the method used, or its error.
+   ``MBTI``/``BFI``: the questionnaires' interview questions) through the one answering loop,
+   :func:`~rpa_lib.methods.answer_tasks`, one row per (method, job) with the reply and the context items the
+   method used, or its error.
 2. :func:`judge_answers`: per response, ACC and ACC_L against the gold answer (QA only) and HS against the
    context the method used (plus the gold answer, for QA); a response without context gets no HS, as the
-   paper's "-". :func:`label_answers`: each key point of the gold answer (:func:`~rpa_lib.evaluation.judges.
-   keypoints_for`) labelled covered / not covered / contradicted. One row per verdict (long format), with its
-   status: ``ok``, ``unparsed`` (a counted missing value) or ``failed`` (a fault, with its error).
+   paper's "-". :func:`label_answers`: each key point of the gold answer (:func:`~rpa_lib.evaluation.keypoints.
+   keypoints_for`) labelled covered / not covered / contradicted. One row per verdict (long format, through the
+   verdict runner :func:`~rpa_lib.methods.run_verdicts`), with its status: ``ok``, ``unparsed`` (a counted
+   missing value) or ``failed`` (a fault, with its error).
 3. Tables: :func:`table6` (ACC, ACC_L, HS per task and method, with what was missing), :func:`keypoint_table`
    (Completeness, Hallucination, Irrelevance per method, via :mod:`rpa_lib.evaluation.metrics.keypoints`),
    :func:`attribute_breakdown` (per method and QA attribute), :func:`rank_agreement` (Kendall's tau between
    the ACC and the ACC_L ranking of the methods within one LLM; the paper's too, from its transcribed table).
-4. :func:`failed_items` / :func:`raise_if_failed`: every job or judge call that failed, for the end of a run
-   (a failed item is reported and never scored as an answer).
+
+Every job or judge call that failed is listed by :func:`rpa_lib.methods.failed_items` and raised at the end of a
+run by :func:`rpa_lib.methods.check_failures` (a failed item is reported and never scored as an answer).
 
 The judges and their prompts are :mod:`rpa_lib.evaluation.judges`'; the paper's Table 6 beside ours is
 :func:`rpa_lib.paper.table6_beside_paper`. This module builds no method or LLM (the caller passes them), writes
@@ -24,7 +27,6 @@ only the ``save_to`` file of :func:`answer_all` and draws nothing.
 
 from __future__ import annotations
 
-import time
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -37,8 +39,8 @@ from rpa_lib.evaluation.judges import FAILED, OK, UNPARSED, judge_acc, judge_acc
 from rpa_lib.evaluation.metrics.agreement import kendall_tau
 from rpa_lib.evaluation.metrics.keypoints import KeypointScores, average_keypoint_scores, keypoint_scores
 from rpa_lib.methods.base import Method
-from rpa_lib.methods.registry import build_methods, setting_names
-from rpa_lib.methods.runner import FailedItems, Job, qa_jobs, questionnaire_jobs, run_jobs
+from rpa_lib.methods.runner import Job, answer_tasks, qa_jobs, questionnaire_jobs, run_verdicts
+from rpa_lib.report import caption_line, plural
 
 QA_TASK = "CharacterRAG"
 QUESTIONNAIRE_TASKS = {"mbti": "MBTI", "bigfive": "BFI"}
@@ -64,19 +66,6 @@ def has_context(method: Method) -> bool:
 
 
 # ---- 1. answers ----------------------------------------------------------------------------------------------
-
-
-def methods_for(names: list[str], llm, dataset: Dataset, per_method: dict[str, dict] | None = None,
-                **settings) -> list[Method]:
-    """:func:`~rpa_lib.methods.build_methods` with the run's settings, each going to the methods that declare
-    it; a setting that none of ``names`` declares is dropped (a notebook passes all its method parameters, and
-    ``max_iterations`` means nothing to a run of No RAG and Naive RAG alone). ``None`` keeps a method's default;
-    ``per_method`` as in :func:`~rpa_lib.methods.build_methods`."""
-    if isinstance(names, str):
-        raise ValueError(f"methods must be a list of names, e.g. [{names!r}]")
-    declared = set().union(*(setting_names(n) for n in names)) if names else set()
-    return build_methods(names, llm, dataset=dataset, per_method=per_method,
-                         **{k: v for k, v in settings.items() if k in declared})
 
 
 def gold_answers(dataset: Dataset, characters: list[str]) -> dict[tuple[str, str], QA]:
@@ -108,25 +97,14 @@ def answer_all(methods: Sequence[Method], tasks: dict[str, list[Job]], *, llm=No
     a method without context (:func:`has_context`) is not interviewed. ``save_to`` (JSONL, context items
     included) is rewritten after each block, so completed work is never lost. Returns the rows and one timing
     row per (task, method)."""
-    blocks, timing = [], []
-    for task, jobs in tasks.items():
-        for method in methods:
-            if task != QA_TASK and not has_context(method):
-                print(f"{method.name:>10} · {task:<12} not interviewed: no context, so no HS")
-                continue
-            start = time.perf_counter()
-            rows = run_jobs(method, jobs, llm=llm, desc=f"{method.name} · {task}", workers=workers, progress=progress)
-            rows.insert(0, "task", task)
-            seconds = time.perf_counter() - start
-            blocks.append(rows)
-            if save_to is not None:
-                pd.concat(blocks, ignore_index=True).to_json(save_to, orient="records", lines=True, force_ascii=False)
-            failed = int(rows.error.notna().sum())
-            timing.append({"step": "answer", "task": task, "method": method.name, "items": len(rows), "failed": failed,
-                           "seconds": round(seconds, 1)})
-            print(f"{method.name:>10} · {task:<12} {len(rows)} answers, {failed} failed, {seconds:.0f} s")
-    answers = pd.concat(blocks, ignore_index=True) if blocks else pd.DataFrame(columns=["task", "method", "error"])
-    return answers, pd.DataFrame(timing)
+    def skip(task: str, method: Method) -> str | None:
+        return "not interviewed: no context, so no HS" if task != QA_TASK and not has_context(method) else None
+
+    def save(rows: pd.DataFrame) -> None:
+        rows.to_json(save_to, orient="records", lines=True, force_ascii=False)
+
+    return answer_tasks(methods, tasks, llm=llm, skip=skip, on_block=save if save_to is not None else None,
+                        workers=workers, progress=progress)
 
 
 def answer_summary(answers: pd.DataFrame) -> pd.DataFrame:
@@ -192,25 +170,20 @@ def judge_answers(answers: pd.DataFrame, judge, names: dict[str, str], gold: dic
             return judge_acc_l(judge, name, r["question"], qa.answer, reply)
         return judge_hs(judge, name, r["question"], r["context"], reply, qa.answer if qa else None)
 
-    jobs = verdict_jobs(answers, gold, metrics)
-    outcomes = judge.map(run, jobs, desc="judge", workers=workers, progress=progress) if jobs else []
-    rows = []
-    for o in outcomes:
-        r, metric = o.item
-        v = o.value if o.ok else None
-        rows.append({"task": r.get("task"), "method": r["method"], "character": r["character"],
-                     "question_id": r["question_id"], "attribute": _attribute(r), "metric": metric,
-                     "answer": v.answer if v else None, "value": v.value if v else np.nan,
-                     "status": v.status if v else FAILED, "problem": v.problem if v else None, "error": o.error,
-                     "judge": judge.label})
-    return pd.DataFrame(rows, columns=VERDICT_COLUMNS)
+    def describe(job) -> dict:
+        r, metric = job
+        return {"task": r.get("task"), "method": r["method"], "character": r["character"],
+                "question_id": r["question_id"], "attribute": _attribute(r), "metric": metric, "judge": judge.label}
+
+    return run_verdicts(judge, verdict_jobs(answers, gold, metrics), run, describe, columns=VERDICT_COLUMNS,
+                        desc="judge", workers=workers, progress=progress)
 
 
 def label_answers(answers: pd.DataFrame, keypoints: pd.DataFrame, judge, names: dict[str, str], *,
                   workers: int | None = None, progress: bool = True) -> pd.DataFrame:
     """Each key point of each answered QA response's gold answer labelled by the judge: one row per
     (response, key point), columns :data:`LABEL_COLUMNS`; ``label`` is None when unparsed or failed.
-    ``keypoints``: :func:`~rpa_lib.evaluation.judges.keypoints_for`'s rows (``qa_id``, ``character``,
+    ``keypoints``: :func:`~rpa_lib.evaluation.keypoints.keypoints_for`'s rows (``qa_id``, ``character``,
     ``key_points``). Questions without key points get no rows (:func:`keypoint_scores_per_response` counts
     them)."""
     points = {(k["character"], k["qa_id"]): list(k["key_points"]) for k in keypoints.to_dict("records")}
@@ -221,16 +194,15 @@ def label_answers(answers: pd.DataFrame, keypoints: pd.DataFrame, judge, names: 
         r, _, kp = job
         return label_keypoint(judge, names.get(r["character"], r["character"]), r["question"], kp, r["reply"] or "")
 
-    outcomes = judge.map(run, jobs, desc="key-point labels", workers=workers, progress=progress) if jobs else []
-    rows = []
-    for o in outcomes:
-        r, i, kp = o.item
-        v = o.value if o.ok else None
-        rows.append({"task": r.get("task"), "method": r["method"], "character": r["character"],
-                     "question_id": r["question_id"], "attribute": _attribute(r), "kp": i, "key_point": kp,
-                     "label": v.answer if v else None, "status": v.status if v else FAILED,
-                     "problem": v.problem if v else None, "error": o.error, "judge": judge.label})
-    return pd.DataFrame(rows, columns=LABEL_COLUMNS)
+    def describe(job) -> dict:
+        r, i, kp = job
+        return {"task": r.get("task"), "method": r["method"], "character": r["character"],
+                "question_id": r["question_id"], "attribute": _attribute(r), "kp": i, "key_point": kp,
+                "judge": judge.label}
+
+    labels = run_verdicts(judge, jobs, run, describe, columns=[*LABEL_COLUMNS, "answer", "value"],
+                          desc="key-point labels", workers=workers, progress=progress)
+    return labels.assign(label=labels.answer)[LABEL_COLUMNS]
 
 
 # ---- 3. tables -----------------------------------------------------------------------------------------------
@@ -351,40 +323,10 @@ def rank_agreement(table: pd.DataFrame, source: str, task: str = QA_TASK) -> pd.
     return pd.DataFrame(out, columns=["source", "llm", "methods", "tau", "pvalue", "acc_order", "acc_l_order", "note"])
 
 
-# ---- 4. failures -----------------------------------------------------------------------------------------------
-
-
-def failed_items(**parts: pd.DataFrame) -> pd.DataFrame:
-    """Every failed item of a run: ``failed_items(answers=..., verdicts=..., labels=..., keypoints=...,
-    check=...)``, each a frame with an ``error`` column (and ``method``/``character``/``question_id`` or
-    ``qa_id`` where it has them). One row per failure: ``part``, where it happened and the error."""
-    out = []
-    for part, frame in parts.items():
-        if frame is None or not len(frame) or "error" not in frame:
-            continue
-        for r in frame[frame.error.notna()].to_dict("records"):
-            where = " ".join(str(r[k]) for k in ("task", "method", "character", "question_id", "qa_id", "metric", "case")
-                             if k in r and not (isinstance(r[k], float) and np.isnan(r[k])) and r[k] is not None)
-            out.append({"part": part, "where": where, "error": r["error"]})
-    return pd.DataFrame(out, columns=["part", "where", "error"])
-
-
-def raise_if_failed(failed: pd.DataFrame) -> None:
-    """:class:`~rpa_lib.methods.FailedItems` with the count (per part) and the first error, when any item
-    failed; call it at the end of a run, after everything that completed was saved."""
-    if len(failed):
-        first = failed.iloc[0]
-        counts = ", ".join(f"{n} {part}" for part, n in failed.part.value_counts(sort=False).items())
-        raise FailedItems(f"{len(failed)} item(s) failed ({counts}); first: {first['part']} {first['where']}: "
-                          f"{first['error']}")
-
-
 def run_caption(characters: int, questions: int, responses: int, llm: str, judge: str, embedder: str,
                 max_iterations: int | None = None, slot_size: int | None = None) -> str:
-    """The line every caption and figure title of the QA evaluation carries: ``"2 characters, 12 questions,
-    n=36 responses | GS N=8, K=2 | LLM: ... | judge: ... | embedder: ..."``."""
-    parts = [f"{characters} character{'s' * (characters != 1)}, {questions} question{'s' * (questions != 1)}, "
-             f"n={responses} responses"]
-    if max_iterations is not None:
-        parts.append(f"GS N={max_iterations}, K={slot_size}")
-    return " | ".join([*parts, f"LLM: {llm}", f"judge: {judge}", f"embedder: {embedder}"])
+    """The line every caption and figure title of the QA evaluation carries (:func:`rpa_lib.report.caption_line`):
+    ``"2 characters, 12 questions, n=36 responses | GS N=8, K=2 | LLM: ... | judge: ... | embedder: ..."``."""
+    gs = f"GS N={max_iterations}, K={slot_size}" if max_iterations is not None else None
+    return caption_line(f"{plural(characters, 'character')}, {plural(questions, 'question')}, n={responses} responses",
+                        gs, ("LLM", llm), ("judge", judge), ("embedder", embedder))

@@ -8,19 +8,31 @@ Example::
 Jobs run through the LLM layer's ``map`` (its concurrency and progress bar); every completed LLM call is in
 the LLM cache, so a re-run costs only what had not completed. A failed job is a row with its ``error`` (and no
 reply), never dropped and never a default value. ``step="context"`` stops before the reply (what chunk
-statistics need). Scoring the rows is each evaluation's job.
+statistics need). :func:`answer_tasks` runs several methods over several named job lists (the QA questions, the
+questionnaires' interviews) and times each block.
+
+The judging side has its one runner too: :func:`run_verdicts` maps a judge (or a rater, or an evaluator) over
+jobs and keeps one row per job with its ``value``, ``status`` (:data:`OK`, :data:`UNPARSED`: the judge gave no
+allowed answer, a counted missing value; :data:`FAILED`: a fault, with its ``error``), ``problem`` and ``error``.
+Every failure of a run is listed by :func:`failed_items` and raised by :func:`check_failures`, after what
+completed was saved.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import math
+import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import pandas as pd
 
 from rpa_lib.data import Dataset, Questionnaire
+from rpa_lib.methods.base import ContextItem, Response
 
+OK, UNPARSED, FAILED = "ok", "unparsed", "failed"  # the status of a verdict row
+VERDICT_FIELDS = ["answer", "value", "status", "problem", "error"]
 COLUMNS = ["method", "character", "question_id", "question", "reply", "context", "chunk_ids", "details", "llm_calls",
            "cached_calls", "seconds", "error"]
 
@@ -76,9 +88,9 @@ def run_jobs(method, jobs: Iterable[Job], *, step: str = "respond", llm=None, de
                **job.meta}
         r = out.value
         if out.ok:
-            items = r.context if step == "respond" else r.items
-            row.update(reply=r.reply if step == "respond" else None, context=[asdict(i) for i in items],
-                       chunk_ids=list(dict.fromkeys(i for it in items for i in it.chunk_ids)), details=r.details,
+            if step == "context":  # the context step as a Response without a reply, so chunk ids come from one place
+                r = Response(job.character, job.question, method.name, None, r.items, r.calls, r.details)
+            row.update(reply=r.reply, context=[asdict(i) for i in r.context], chunk_ids=r.chunk_ids(), details=r.details,
                        llm_calls=len(r.calls), cached_calls=sum(c.cached for c in r.calls),
                        seconds=round(sum(c.seconds for c in r.calls), 3), error=None)
         else:
@@ -87,6 +99,65 @@ def run_jobs(method, jobs: Iterable[Job], *, step: str = "respond", llm=None, de
         rows.append(row)
     meta = list(dict.fromkeys(k for j in jobs for k in j.meta))
     return pd.DataFrame(rows, columns=[*COLUMNS[:4], *meta, *COLUMNS[4:]])
+
+
+def chunk_ids(context: list[dict] | None, *roles: str) -> list[str]:
+    """:meth:`Response.chunk_ids <rpa_lib.methods.Response.chunk_ids>` of a row's ``context`` (the item dicts
+    :func:`run_jobs` keeps): the distinct persona chunk ids of these roles (all when none given)."""
+    return Response("", "", "", "", [ContextItem(**c) for c in context or []]).chunk_ids(*roles)
+
+
+def answer_tasks(methods: Sequence, tasks: dict[str, list[Job]], *, llm=None, skip: Callable | None = None,
+                 on_block: Callable[[pd.DataFrame], None] | None = None, workers: int | None = None,
+                 progress: bool = True) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Every method answers every task's jobs (``tasks``: name -> jobs), task by task: one :func:`run_jobs` block
+    per (task, method), its rows marked with their ``task``, failures kept as rows with their error. ``skip(task,
+    method)`` returns why a method is not asked a task (None: asked). ``on_block(rows so far)`` runs after each
+    block (to save completed work). Returns the rows and one timing row per block (``task``, ``method``,
+    ``items``, ``failed``, ``seconds``)."""
+    blocks, timing = [], []
+    for task, jobs in tasks.items():
+        for method in methods:
+            reason = skip(task, method) if skip else None
+            if reason:
+                print(f"{method.name:>10} · {task:<12} {reason}")
+                continue
+            start = time.perf_counter()
+            rows = run_jobs(method, jobs, llm=llm, desc=f"{method.name} · {task}", workers=workers, progress=progress)
+            rows.insert(0, "task", task)
+            seconds = time.perf_counter() - start
+            blocks.append(rows)
+            if on_block is not None:
+                on_block(pd.concat(blocks, ignore_index=True))
+            failed = int(rows.error.notna().sum())
+            timing.append({"step": "answer", "task": task, "method": method.name, "items": len(rows), "failed": failed,
+                           "seconds": round(seconds, 1)})
+            print(f"{method.name:>10} · {task:<12} {len(rows)} answers, {failed} failed, {seconds:.0f} s")
+    answers = pd.concat(blocks, ignore_index=True) if blocks else pd.DataFrame(columns=["task", "method", "error"])
+    return answers, pd.DataFrame(timing)
+
+
+def run_verdicts(judge, jobs: Iterable, verdict: Callable[[Any], Any], describe: Callable[[Any], dict], *,
+                 columns: Sequence[str] | None = None, desc: str = "judge", workers: int | None = None,
+                 progress: bool = True) -> pd.DataFrame:
+    """``verdict(job)`` for every job, through ``judge.map`` (its concurrency, progress bar and cache): one row
+    per job, in job order: ``describe(job)`` (what was judged), then :data:`VERDICT_FIELDS`. A verdict with a
+    ``status`` (a :class:`~rpa_lib.evaluation.judges.Verdict`) gives its ``answer``, ``value``, ``status`` and
+    ``problem``; any other return value is the ``value`` (status :data:`OK`); a job that raised is
+    :data:`FAILED`, value NaN, with its ``error``. ``columns``: the frame's columns (when there may be no job)."""
+    jobs = list(jobs)
+    outcomes = judge.map(verdict, jobs, desc=desc, workers=workers, progress=progress) if jobs else []
+    rows = []
+    for o in outcomes:
+        v = o.value
+        if not o.ok:
+            fields = {"answer": None, "value": math.nan, "status": FAILED, "problem": None, "error": o.error}
+        elif hasattr(v, "status"):
+            fields = {"answer": v.answer, "value": v.value, "status": v.status, "problem": v.problem, "error": None}
+        else:
+            fields = {"answer": None, "value": v, "status": OK, "problem": None, "error": None}
+        rows.append({**describe(o.item), **fields})
+    return pd.DataFrame(rows, columns=list(columns) if columns else None)
 
 
 def failures(rows: pd.DataFrame) -> pd.DataFrame:
@@ -99,16 +170,43 @@ class FailedItems(RuntimeError):
     first error. Raised after the completed items were saved (and their LLM calls cached)."""
 
 
+_WHERE = ("part", "where", "task", "method", "character", "question_id", "qa_id", "item", "unit", "sample_id",
+          "reply_id", "rater", "metric", "mode", "dimension", "case")
+
+
+def _where(row: dict) -> str:
+    return " ".join(str(row[k]) for k in _WHERE if k in row and row[k] is not None
+                    and not (isinstance(row[k], float) and math.isnan(row[k])))
+
+
+def failed_items(**parts: pd.DataFrame | None) -> pd.DataFrame:
+    """Every failed item of a run, for its record: ``failed_items(answers=..., verdicts=..., labels=...)``, each
+    a frame with an ``error`` column (None or empty frames are skipped). One row per failure: ``part``,
+    ``where`` (the row's method, character, question id, metric, ... as it has them) and ``error``."""
+    out = [{"part": part, "where": _where({k: v for k, v in r.items() if k not in ("part", "where")}),
+            "error": r["error"]}
+           for part, frame in parts.items() if frame is not None and len(frame) and "error" in frame
+           for r in frame[frame.error.notna()].to_dict("records")]
+    return pd.DataFrame(out, columns=["part", "where", "error"])
+
+
 def check_failures(rows: pd.DataFrame, what: str, max_share: float = 0.0) -> None:
     """Raise :class:`FailedItems` when the share of ``rows`` with an ``error`` is above ``max_share`` (default 0:
-    any failure fails the run), naming ``what``, the count and the first error. A table is never computed from
-    failed items as if they were answers."""
+    any failure fails the run), naming ``what``, the count and the first error. ``rows`` may be a run's rows or
+    :func:`failed_items`' listing (every row a failure: any row raises, with the count per part). Call it after
+    what completed was saved: a table is never computed from failed items as if they were answers."""
     failed = failures(rows)
+    if "part" in rows.columns and "where" in rows.columns:  # a listing of failures
+        if len(failed):
+            counts = ", ".join(f"{n} {part}" for part, n in failed.part.value_counts(sort=False).items())
+            first = failed.iloc[0]
+            raise FailedItems(f"{what}: {len(failed)} item(s) failed ({counts}); first: {first['part']} "
+                              f"{first['where']}: {first['error']}")
+        return
     if len(rows) and len(failed) / len(rows) > max_share:
         first = failed.iloc[0]
-        where = " ".join(str(first[k]) for k in ("method", "character", "question_id", "item", "unit") if k in first)
         raise FailedItems(f"{what}: {len(failed)} of {len(rows)} item(s) failed (allowed share {max_share:g}); "
-                          f"first: {where}: {first['error']}")
+                          f"first: {_where(first.to_dict())}: {first['error']}")
 
 
 def index_costs(methods: Iterable, characters: list[str]) -> pd.DataFrame:

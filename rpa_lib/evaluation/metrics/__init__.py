@@ -1,5 +1,6 @@
 """Pure metrics, apart from anything that calls an LLM: rater agreement (AMADEUS Table 2, CharacterCraft Table 6),
-RAGEval's retrieval metrics (recall, EIR) and its key-point generation metrics."""
+RAGEval's retrieval metrics (recall, EIR), its key-point generation metrics and the personality type scores
+(AMADEUS Tables 4-5)."""
 
 from rpa_lib.evaluation.metrics.agreement import (
     KendallTau,
@@ -18,9 +19,10 @@ from rpa_lib.evaluation.metrics.keypoints import (
     keypoint_scores,
 )
 from rpa_lib.evaluation.metrics.retrieval import eir, evidence_recall, split_sentences
+from rpa_lib.evaluation.metrics.types import type_scores
 
 __all__ = [
     "KendallTau", "KeypointAverage", "KeypointScores", "LikertSummary", "average_keypoint_scores", "cronbach_alpha",
     "eir", "evidence_recall", "feldt_interval", "kendall_tau", "keypoint_scores", "krippendorff_alpha",
-    "likert_summary", "split_sentences", "table6_average",
+    "likert_summary", "split_sentences", "table6_average", "type_scores",
 ]

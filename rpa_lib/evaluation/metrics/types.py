@@ -1,0 +1,48 @@
+"""How well predicted personality types match the true ones (AMADEUS Tables 4-5's accuracy and Avg F1): a pure
+metric, golden-tested against the paper's printed summaries.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+TIE = "-"  # a dimension whose score sits exactly on the midpoint: no letter, counted as a miss
+NO_SCORE = "?"  # a dimension with no rated unit (every item failed): no letter, counted as a miss
+
+
+def _f1(truth: list[str], predicted: list[str], label: str) -> float:
+    tp = sum(t == label and p == label for t, p in zip(truth, predicted))
+    fp = sum(t != label and p == label for t, p in zip(truth, predicted))
+    fn = sum(t == label and p != label for t, p in zip(truth, predicted))
+    return 0.0 if tp == 0 else 2 * tp / (2 * tp + fp + fn)
+
+
+def type_scores(predicted: list[str], truth: list[str]) -> dict:
+    """How well predicted type strings match the true ones (``"ENFP"``, ``"SCUAI"``; equal lengths).
+
+    - ``accuracy``: correct letters over all characters and positions;
+    - ``avg_f1``: for each position the macro-F1 over the letters seen there in the truth or the predictions
+      (the dimension's two letters; :data:`TIE` and :data:`NO_SCORE` count as wrong but are no class), then the
+      mean over positions, as the AMADEUS tables' "Avg F1-Score";
+    - ``full_type_accuracy``: share of characters with every letter right;
+    - ``accuracy_per_position``, ``f1_per_position``: per dimension; ``misses``: wrong letters per character.
+
+    ``type_scores(["ENFP", "INTJ"], ["ENFP", "ENTJ"])["accuracy"] == 0.875``
+    """
+    predicted, truth = [str(p) for p in predicted], [str(t) for t in truth]
+    if len(predicted) != len(truth) or not truth:
+        raise ValueError(f"need equally many predicted and true types, got {len(predicted)} and {len(truth)}")
+    width = len(truth[0])
+    bad = [(p, t) for p, t in zip(predicted, truth) if len(p) != width or len(t) != width]
+    if bad:
+        raise ValueError(f"types must all have {width} letters: {bad[:3]}")
+    misses = [sum(a != b for a, b in zip(p, t)) for p, t in zip(predicted, truth)]
+    acc_pos, f1_pos = [], []
+    for i in range(width):
+        t_col, p_col = [t[i] for t in truth], [p[i] for p in predicted]
+        labels = sorted((set(t_col) | set(p_col)) - {TIE, NO_SCORE})
+        acc_pos.append(sum(a == b for a, b in zip(t_col, p_col)) / len(truth))
+        f1_pos.append(float(np.mean([_f1(t_col, p_col, lab) for lab in labels])))
+    return {"accuracy": 1 - sum(misses) / (len(truth) * width), "avg_f1": float(np.mean(f1_pos)),
+            "full_type_accuracy": sum(m == 0 for m in misses) / len(truth), "accuracy_per_position": acc_pos,
+            "f1_per_position": f1_pos, "misses": misses}
