@@ -36,6 +36,9 @@ from rpa_lib import paths
 from rpa_lib.run.notebook_params import check_value, parameters
 
 PATH_PARAMETERS = ("data_dir", "figures_dir", "results_dir")
+# the kernel logs errors only: its start-up warning about TCP without encryption (a kernel on 127.0.0.1 that this
+# process started, with a signed connection) would print once per notebook between the progress lines
+KERNEL_ARGUMENTS = ["--IPKernelApp.log_level=ERROR"]
 TOP_LEVEL = ("description", "defaults", "notebooks", "env", "budget_usd")
 
 
@@ -235,7 +238,7 @@ def _run(profile_name: str, profile: dict, books: list[Path], output_dir: Path |
         earlier = stamps.forget(executed)
         watch = [Path(params.get("figures_dir") or paths.FIGURES_DIR), Path(params.get("results_dir") or paths.RESULTS_DIR)]
         before = _snapshot(watch)
-        print(f"[{i}/{len(books)}] {nb.stem}: running", flush=True)
+        print(f"[{i}/{len(books)}] {nb.stem}: ", end="", flush=True)  # one line per notebook, ended below
         start = time.perf_counter()
         _execute(nb, executed, params, i, len(books))
         seconds = time.perf_counter() - start
@@ -243,7 +246,7 @@ def _run(profile_name: str, profile: dict, books: list[Path], output_dir: Path |
         changed = [p for p, t in after.items() if before.get(p) != t]
         stamps.write(executed, inputs, changed, earlier, seconds)
         written = sorted(str(p.relative_to(paths.ROOT) if p.is_relative_to(paths.ROOT) else p) for p in changed)
-        print(f"[{i}/{len(books)}] {nb.stem}: ok in {seconds:.1f} s, {len(written)} file(s) written", flush=True)
+        print(f"ok in {seconds:.1f} s, {len(written)} file(s) written", flush=True)
         summary.append({"notebook": nb.stem, "seconds": round(seconds, 1), "written": written, "skipped": False})
     total = sum(s["seconds"] for s in summary)
     skipped = sum(s["skipped"] for s in summary)
@@ -263,9 +266,10 @@ def _execute(nb: Path, executed: Path, params: dict, i: int, n: int) -> None:
     start = time.perf_counter()
     try:
         papermill.execute_notebook(str(nb), str(executed), parameters=params, kernel_name="python3",
-                                   cwd=str(paths.NOTEBOOKS_DIR), progress_bar=False, log_output=False)
+                                   cwd=str(paths.NOTEBOOKS_DIR), progress_bar=False, log_output=False,
+                                   extra_arguments=KERNEL_ARGUMENTS)
     except papermill.PapermillExecutionError as e:
-        print(f"[{i}/{n}] {nb.stem}: FAILED after {time.perf_counter() - start:.1f} s")
+        print(f"FAILED after {time.perf_counter() - start:.1f} s", flush=True)
         print(f"{nb.name}: cell {e.exec_count} raised {e.ename}: {e.evalue}\n"
               f"(executed copy with the traceback: {executed})", file=sys.stderr)
         raise SystemExit(1) from None
@@ -301,7 +305,8 @@ def plan(profile_name: str = "quick", only: list[str] | None = None) -> list[dic
             with environment(**{PLAN_FILE: str(record), "RPA_BUDGET_USD": None, "RPA_BUDGET_LEDGER": None}):
                 try:
                     papermill.execute_notebook(str(nb), str(out / nb.name), parameters=params, kernel_name="python3",
-                                               cwd=str(paths.NOTEBOOKS_DIR), progress_bar=False, log_output=False)
+                                               cwd=str(paths.NOTEBOOKS_DIR), progress_bar=False, log_output=False,
+                                               extra_arguments=KERNEL_ARGUMENTS)
                 except papermill.PapermillExecutionError as e:
                     skipped[nb.stem] = (f"dry run stopped at cell {e.exec_count}, {e.ename}: {e.evalue}; "
                                         "the counts cover the calls before it")
