@@ -1,7 +1,8 @@
 """The LLM judges of the QA evaluation (AMADEUS Table 6, RAGEval key-point labels) and the check of their validity.
 
-- :func:`judge_llm`: the judge, an LLM chosen apart from the role-play LLM (``RPA_JUDGE_MODEL`` and
-  ``RPA_JUDGE_BASE_URL``, else the role-play LLM's settings), through the same cached LLM layer.
+- :func:`judge_llm`: the judge, built in the LLM layer (:func:`rpa_lib.llm.judge_llm`, re-exported here): an LLM
+  chosen apart from the role-play LLM (``RPA_JUDGE_MODEL`` and ``RPA_JUDGE_BASE_URL``, else the role-play LLM's
+  settings), through the same cached LLM layer; every notebook and the price check build it alike.
 - :func:`judge_acc`, :func:`judge_acc_l`, :func:`judge_hs`, :func:`label_keypoint`: one verdict each, by
   constrained choice (``llm.choose``), never by parsing free text. A judge that gives no allowed option after
   the LLM layer's re-asks has an *unparseable* verdict: a :class:`Verdict` with status ``"unparsed"`` and a NaN
@@ -18,7 +19,6 @@ job; this module writes nothing and draws nothing.
 from __future__ import annotations
 
 import math
-import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -36,7 +36,7 @@ from rpa_lib.evaluation.judge_prompts import (
     keypoint_label_messages,
 )
 from rpa_lib.evaluation.known_quality import CHECKS
-from rpa_lib.llm import LLMError, LLMFatalError, get_llm
+from rpa_lib.llm import LLMError, LLMFatalError, judge_llm  # noqa: F401  (judge_llm: re-exported)
 from rpa_lib.methods.runner import FAILED, OK, UNPARSED, run_verdicts  # noqa: F401  (the statuses, re-exported)
 
 # What the LLM layer says when a model answered every attempt but never with an allowed option / valid JSON
@@ -45,24 +45,6 @@ _NO_VALID_ANSWER = ("no allowed answer", "no valid JSON object", "empty reply")
 
 
 # ---- the judge LLM ---------------------------------------------------------------------------------------------
-
-
-def judge_llm(spec: str | None = None, *, default: str | None = None, **options):
-    """The judge LLM: ``spec`` when given (``"openai:gpt-4.1"``, ``"local"``, ``"fake"``); else
-    ``$RPA_JUDGE_MODEL`` (served at ``$RPA_JUDGE_BASE_URL`` when that is set, as an OpenAI-compatible model);
-    else the role-play LLM's settings: ``get_llm(default)`` (``default`` None: ``RPA_LLM_MODEL`` and the rest of
-    the role-play environment). ``options`` go to :func:`rpa_lib.llm.get_llm`. Its ``label`` belongs in every
-    result; :func:`judge_id` names its files."""
-    if spec:
-        return get_llm(spec, **options)
-    model, base_url = os.environ.get("RPA_JUDGE_MODEL"), os.environ.get("RPA_JUDGE_BASE_URL")
-    if base_url and not model:
-        raise ValueError("RPA_JUDGE_BASE_URL is set but not RPA_JUDGE_MODEL: set it to the served model's name")
-    if model and base_url:
-        return get_llm(model if model.startswith("openai:") else f"openai:{model}", base_url=base_url, **options)
-    if model:
-        return get_llm(model, **options)
-    return get_llm(default, **options)
 
 
 def judge_id(judge) -> str:
