@@ -13,6 +13,7 @@ content.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -139,6 +140,7 @@ def parse_persona(path: Path | str, slug: str | None = None) -> Persona:
         raise PersonaError(path, before[: len(before) - len(before.lstrip())].count("\n") + 1, "text before the '#' title")
 
     name = heading_lines[0][4]
+    newlines = [m.start() for m in re.finditer("\n", text)]  # line numbers by bisection, not a count per paragraph
     path_stack: list[str] = [name]
     seen_attributes: dict[str, int] = {}
     sections: list[Section] = []
@@ -154,7 +156,7 @@ def parse_persona(path: Path | str, slug: str | None = None) -> Persona:
                 seen_attributes[title] = lineno
             path_stack = path_stack[: level - 1] + [title]
         body_end = heading_lines[i + 1][2] if i + 1 < len(heading_lines) else len(text)
-        paragraphs = tuple(_paragraphs(text, min(body_start, body_end), body_end, tuple(path_stack)))
+        paragraphs = tuple(_paragraphs(text, min(body_start, body_end), body_end, tuple(path_stack), newlines))
         if paragraphs:
             sections.append(Section(tuple(path_stack), paragraphs[0].start, paragraphs[-1].end, paragraphs))
 
@@ -166,12 +168,13 @@ def parse_persona(path: Path | str, slug: str | None = None) -> Persona:
     return Persona(slug=slug, name=name, source=text, path=path, sections=tuple(sections))
 
 
-def _paragraphs(text: str, start: int, end: int, headings: tuple[str, ...]):
-    """Yield the blank-line separated blocks of ``text[start:end]`` with exact offsets."""
+def _paragraphs(text: str, start: int, end: int, headings: tuple[str, ...], newlines: list[int]):
+    """Yield the blank-line separated blocks of ``text[start:end]`` with exact offsets (``newlines``: the offsets
+    of every newline of ``text``, ascending)."""
     for m in re.finditer(r"\S(?:.|\n(?![ \t]*\n))*", text[start:end]):
         block = m.group(0).rstrip()
         a = start + m.start()
-        yield Paragraph(block, headings, a, a + len(block), text.count("\n", 0, a) + 1)
+        yield Paragraph(block, headings, a, a + len(block), bisect_left(newlines, a) + 1)
 
 
 def load_persona(slug: str, characters_dir: Path | None = None) -> Persona:

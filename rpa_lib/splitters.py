@@ -22,6 +22,7 @@ This module does not embed or index (see ``embeddings`` and ``index``).
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -108,14 +109,19 @@ def split(persona: Persona, splitter: str = "acts", *, length: int | None = None
             spans.append((at, par.start))
             body_text += ("\n\n" if body_text else "") + par.text
             at = len(body_text) + 2
-        cursor = 0
+        cursor, norm_starts = 0, [span[0] for span in spans]
+        par_starts, par_ends = [p.start for p in paragraphs], [p.end for p in paragraphs]
         for piece in text_splitter.split_text(body_text):
             found = body_text.find(piece, cursor)
             if found < 0:  # the splitter only cuts, joins with the same separator, and strips
                 raise AssertionError(f"{persona.path}: chunk not found in {heading_path(paragraphs[0].headings)!r}")
             cursor = found + 1
-            start, end = _to_source(spans, found), _to_source(spans, found + len(piece) - 1) + 1
-            headings = _shared_path([p.headings for p in paragraphs if p.start < end and p.end > start])
+            start = _to_source(spans, norm_starts, found)
+            end = _to_source(spans, norm_starts, found + len(piece) - 1) + 1
+            # the paragraphs the chunk overlaps (p.start < end and p.end > start), found by bisection: a persona
+            # of a million characters has thousands of paragraphs, and a scan per chunk would be quadratic
+            overlapping = paragraphs[bisect_right(par_ends, start):bisect_left(par_starts, end)]
+            headings = _shared_path([p.headings for p in overlapping])
             # Inside one section the body is the source slice; across sections the slice would also hold the
             # heading lines between paragraphs, so the body is the paragraphs' text as the splitter measured it.
             body = persona.source[start:end] if scope == "section" else piece
@@ -155,7 +161,8 @@ def _splitter_class():
     return Splitter
 
 
-def _to_source(spans: list[tuple[int, int]], offset: int) -> int:
-    """Map an offset in the normalized section body to the persona source."""
-    norm_start, src_start = max((span for span in spans if span[0] <= offset), key=lambda span: span[0])
+def _to_source(spans: list[tuple[int, int]], norm_starts: list[int], offset: int) -> int:
+    """Map an offset in the normalized section body to the persona source (``norm_starts``: the spans' first
+    elements, ascending)."""
+    norm_start, src_start = spans[bisect_right(norm_starts, offset) - 1]
     return src_start + offset - norm_start
