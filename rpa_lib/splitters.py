@@ -54,6 +54,11 @@ class Chunk:
     def context(self) -> str:
         return heading_path(self.headings)
 
+    def _repr_html_(self) -> str:  # JupyterLab: id, length, heading path, text folded
+        from rpa_lib.display import chunks_html
+
+        return chunks_html([self])
+
 
 @dataclass(frozen=True)
 class SplitSettings:

@@ -83,6 +83,11 @@ class Response:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    def _repr_html_(self) -> str:  # JupyterLab: reply, calls, GS/AE details and the context, texts folded
+        from rpa_lib.display import response_html
+
+        return response_html(self)
+
 
 @dataclass(frozen=True)
 class AnswerSettings:

@@ -50,7 +50,9 @@ def parameters(notebook: Path) -> dict[str, Parameter]:
         else:
             continue
         default = ast.literal_eval(value)
-        inferred = NONE_DEFAULTS.get(name, "None") if default is None else type(default).__name__
+        # a parameter NONE_DEFAULTS names keeps its "... | None" type whatever its default (characters = ["frieren"]
+        # still accepts None, "every character", from a profile)
+        inferred = NONE_DEFAULTS.get(name, "None" if default is None else type(default).__name__)
         out[name] = Parameter(name, default, annotation or inferred)
     return out
 

@@ -1,0 +1,134 @@
+"""HTML views of the library's records for JupyterLab: ranked chunks (:class:`~rpa_lib.retrieval.Hit`), a
+method's :class:`~rpa_lib.methods.Response` (reply, what reached the LLM, GS's walk, AE's attributes, calls) and a
+persona's chunk table under a splitter. Long texts are folded with ``<details>``; every text is escaped.
+
+``Hit``, ``Response`` and ``Chunk`` call these from their ``_repr_html_``, so a cell that ends with one shows a
+table instead of a dataclass dump. This module computes nothing and calls no LLM; :mod:`rpa_lib.explore` builds
+the widgets around it.
+
+>>> fold("a short text")
+'a short text'
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+
+PREVIEW = 90  # characters of a folded text shown before it is opened
+
+STYLE = ("<style>.rpa-t{border-collapse:collapse;font-size:12px;margin:2px 0}"
+         ".rpa-t th,.rpa-t td{border-bottom:1px solid #ddd;padding:2px 6px;text-align:left;vertical-align:top}"
+         ".rpa-t summary{cursor:pointer}.rpa-yes{color:#1a7f37;font-weight:600}.rpa-no{color:#999}"
+         ".rpa-spec{color:#b35900}.rpa-reply{background:#f6f8fa;border-left:3px solid #0969da;padding:4px 8px;"
+         "white-space:pre-wrap}.rpa-muted{color:#666;font-size:11px}.rpa-error{color:#cf222e}</style>")
+
+
+def esc(text: object) -> str:
+    return html.escape(str(text))
+
+
+def fold(text: str, preview: int = PREVIEW) -> str:
+    """``text`` escaped; when longer than ``preview`` characters, folded: the start shows, a click opens the rest."""
+    if len(text) <= preview:
+        return esc(text)
+    return f"<details><summary>{esc(text[:preview].rstrip())}…</summary>{esc(text)}</details>"
+
+
+def table(header: Sequence[str], rows: Sequence[Sequence[str]], cls: str = "rpa-t") -> str:
+    """An HTML table; cells are HTML already (escape with :func:`esc` / :func:`fold`)."""
+    head = "".join(f"<th>{esc(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
+    return f'{STYLE}<table class="{cls}"><tr>{head}</tr>{body}</table>'
+
+
+def chunk_text(chunk) -> str:
+    """A chunk's own words: its body (the text without the heading path ACTS puts in front)."""
+    return chunk.body or chunk.text
+
+
+def hits_html(hits: Sequence) -> str:
+    """Ranked chunks: rank, cosine score, heading path, chunk id, text folded."""
+    return table(["rank", "score", "heading path", "chunk", "text"],
+                 [[str(i), f"{h.score:.3f}", esc(h.chunk.context), esc(h.chunk.id), fold(chunk_text(h.chunk))]
+                  for i, h in enumerate(hits, start=1)])
+
+
+def chunks_html(chunks: Sequence, *, limit: int | None = None) -> str:
+    """A persona's chunks in document order: id, length, overlap with the chunk before (characters of the source
+    both cover), heading path, text folded. ``limit``: the first chunks only (the rest are counted)."""
+    rows, previous = [], None
+    for c in chunks[:limit] if limit else chunks:
+        overlap = max(0, previous.end - c.start) if previous is not None and previous.end > c.start else 0
+        rows.append([esc(c.id.rsplit(":", 1)[-1]), str(len(chunk_text(c))), str(overlap) if overlap else "",
+                     esc(c.context), fold(chunk_text(c))])
+        previous = c
+    more = f'<div class="rpa-muted">… and {len(chunks) - limit} more</div>' if limit and len(chunks) > limit else ""
+    return table(["#", "length", "overlap", "heading path", "text"], rows) + more
+
+
+def walk_html(walk: Sequence[tuple], speculative: Sequence = ()) -> str:
+    """GS's walk: each examined chunk (rank, score, heading path) with the judge's verdict, then the chunks judged
+    ahead of the walk and discarded (speculative). ``walk``: ``(hit, verdict)`` pairs; ``speculative``: hits."""
+    rows = [[str(i), f"{hit.score:.3f}", f'<span class="rpa-{"yes" if ok else "no"}">{"kept" if ok else "no"}</span>',
+             esc(hit.chunk.context), fold(chunk_text(hit.chunk))] for i, (hit, ok) in enumerate(walk, start=1)]
+    rows += [[str(len(walk) + i), f"{hit.score:.3f}", '<span class="rpa-spec">speculative</span>',
+              esc(hit.chunk.context), fold(chunk_text(hit.chunk))] for i, hit in enumerate(speculative, start=1)]
+    return table(["step", "score", "verdict", "heading path", "text"], rows)
+
+
+def calls_line(calls: Sequence, price=None) -> str:
+    """"5 calls (2 from cache) · 812 + 40 tokens · 3.1 s · $0.0001" (cost only when the model has a price)."""
+    cached = sum(c.cached for c in calls)
+    prompt, completion = sum(c.prompt_tokens for c in calls), sum(c.completion_tokens for c in calls)
+    parts = [f"{len(calls)} call{'s' * (len(calls) != 1)} ({cached} from cache)", f"{prompt} + {completion} tokens",
+             f"{sum(c.seconds for c in calls):.1f} s"]
+    parts.append("cost unknown (no price for this model)" if price is None else f"${price.cost(prompt, completion):.4f}")
+    return " · ".join(parts)
+
+
+def context_html(items: Sequence, scores: dict[str, float] | None = None) -> str:
+    """What reached the LLM: role, label (heading path or attribute), source chunk ids, their similarity to the
+    question when ``scores`` knows them, text folded."""
+    scores = scores or {}
+
+    def score(item) -> str:
+        known = [scores[c] for c in item.chunk_ids if c in scores]
+        return f"{max(known):.3f}" if known and len(item.chunk_ids) == 1 else ""
+
+    return table(["role", "label", "from chunks", "score", "text"],
+                 [[esc(i.role), esc(i.label), esc(", ".join(c.rsplit(":", 1)[-1] for c in i.chunk_ids)), score(i),
+                   fold(i.text)] for i in items])
+
+
+def response_html(response, *, walk: Sequence[tuple] | None = None, speculative: Sequence = (), price=None,
+                  retrieved: Sequence = ()) -> str:
+    """One method's answer: the reply, the calls line, the chunks retrieved for the question (when given), GS's
+    walk (when given), AE's attributes, the other details and the context items that reached the LLM."""
+    r, d = response, response.details or {}
+    parts = [f"{STYLE}<div><b>{esc(r.method)}</b> · {esc(r.character)}</div>",
+             f'<div class="rpa-reply">{esc(r.reply) or "<i>(empty reply)</i>"}</div>',
+             f'<div class="rpa-muted">{esc(calls_line(r.calls, price))}</div>']
+    if retrieved:
+        parts.append(f"<div><b>Retrieved</b> (top {len(retrieved)})</div>" + hits_html(retrieved))
+    if walk is not None:
+        status = " · GS failed: the slot stayed empty, the top K+1 were used" if d.get("gs_failed") else ""
+        parts.append(f"<div><b>Guided Selection</b>: {len(walk)} examined, {d.get('speculative', 0)} "
+                     f"speculative{status}</div>{walk_html(walk, speculative)}")
+    elif "examined" in d:
+        parts.append(f"<div><b>Guided Selection</b>: {d['examined']} examined, {d.get('speculative', 0)} speculative"
+                     f"{', failed' if d.get('gs_failed') else ''}</div>")
+    if d.get("attributes"):
+        parts.append("<div><b>Attributes (AE)</b></div>" + table(["attribute", "text"], [[esc(k), fold(v, 240)] for k, v
+                                                                                      in d["attributes"].items()]))
+    other = {k: v for k, v in d.items() if k not in ("attributes", "examined", "speculative", "gs_failed")}
+    if other:
+        parts.append(f'<div class="rpa-muted">{esc("; ".join(f"{k}: {v}" for k, v in other.items()))}</div>')
+    scores = {h.chunk.id: h.score for h in [*retrieved, *(h for h, _ in walk or ()), *speculative]}
+    parts.append(f"<div><b>Context that reached the LLM</b> ({len(r.context)} items)</div>"
+                 + context_html(r.context, scores))
+    return "".join(parts)
+
+
+def error_html(method: str, error: str) -> str:
+    return f'{STYLE}<div><b>{esc(method)}</b></div><div class="rpa-error">{esc(error)}</div>'

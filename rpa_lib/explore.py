@@ -1,0 +1,213 @@
+"""Interactive exploration for JupyterLab (``notebooks/00_explore.ipynb``): ask a character a question of your own
+and compare methods side by side; browse a persona's chunks under each splitter.
+
+- :func:`ask` answers one question with several methods and returns, per method, the :class:`Response` with GS's
+  walk (each examined chunk, its score and the judge's verdict, and the chunks judged ahead and discarded).
+- :func:`compare_html` lays those out in columns (:mod:`rpa_lib.display` draws each one).
+- :func:`explorer` and :func:`persona_browser` are the ipywidgets apps around them.
+
+It writes nothing: answers go through the LLM cache like every other call, no table or figure is saved. The
+widgets need ``ipywidgets`` (in requirements.txt); :func:`ask` and :func:`compare_html` do not.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+
+from rpa_lib import display
+from rpa_lib.data import Dataset, as_dataset
+
+LLM_CHOICES = {"local": "embedded SmolLM2 (in-process)", "fake": "fake (offline stand-in, instant)"}
+DEFAULT_METHODS = ("naive_rag", "amadeus")
+# settings the explorer exposes; each goes to the methods that declare it
+SETTINGS = {"k": 3, "max_iterations": 8, "slot_size": 2, "max_tokens": 96}
+# the small embedded model rarely writes valid JSON: AE asks for free text at once there (as the quick profile does)
+LOCAL_SETTINGS = {"amadeus": {"extract_format": "text"}}
+
+
+@dataclass
+class Answer:
+    """One method's answer to the question, with GS's walk when the method ran Guided Selection."""
+
+    method: str
+    response: object | None = None  # rpa_lib.methods.Response
+    walk: list[tuple] | None = None  # [(Hit, verdict)] for the chunks GS examined, in order
+    speculative: list = field(default_factory=list)  # Hits judged ahead of the walk and discarded
+    retrieved: list = field(default_factory=list)  # the top-k Hits of the method's retriever (its knowledge)
+    error: str | None = None
+    seconds: float = 0.0
+
+    def _repr_html_(self) -> str:
+        if self.error:
+            return display.error_html(self.method, self.error)
+        return display.response_html(self.response, walk=self.walk, speculative=self.speculative,
+                                     retrieved=self.retrieved)
+
+
+def llm_choices() -> dict[str, str]:
+    """The LLM specs offered: the embedded model, the fake one, and the configured one (``RPA_LLM_MODEL``)."""
+    choices = dict(LLM_CHOICES)
+    configured = os.environ.get("RPA_LLM_MODEL")
+    if configured:
+        choices[configured] = f"configured: {configured} (RPA_LLM_MODEL)"
+    return choices
+
+
+def method_settings(name: str, llm_spec: str, **settings) -> dict:
+    """The settings of ``name`` among ``settings`` (those it declares), plus the local model's overrides."""
+    from rpa_lib.methods import setting_names
+
+    declared = set(setting_names(name))
+    chosen = {k: v for k, v in settings.items() if k in declared and v is not None}
+    if llm_spec.partition(":")[0] == "local":
+        chosen.update(LOCAL_SETTINGS.get(name, {}))
+    return chosen
+
+
+def gs_walk(method, character: str, question: str, response) -> tuple[list[tuple], list]:
+    """GS's walk, rebuilt from the response: the ranked chunks (the same search GS ran) paired with the judge
+    calls, which the method records in walk order for the ``examined`` chunks; the next ``speculative`` chunks
+    were judged ahead and discarded."""
+    s, d = method.settings, response.details
+    ranked = method.retriever(character).search(question, max(s.max_iterations, s.slot_size + 1))
+    verdicts = [c.output == "yes" for c in response.calls if c.purpose == "judge"]
+    examined = d.get("examined", len(verdicts))
+    walk = list(zip(ranked[:examined], verdicts, strict=False))
+    return walk, ranked[examined:examined + d.get("speculative", 0)]
+
+
+def retrieved(method, character: str, question: str) -> list:
+    """The top-k chunks of a method that retrieves persona chunks as knowledge (its ``k`` setting), with scores;
+    empty for a method without ``k`` (no RAG) or with k = 0."""
+    k = getattr(method.settings, "k", 0)
+    return method.retriever(character).search(question, k) if k and hasattr(method.settings, "splitter") else []
+
+
+def ask(character: str, question: str, methods=DEFAULT_METHODS, llm="fake", dataset: Dataset | None = None,
+        embedder: str | None = None, **settings) -> list[Answer]:
+    """Each method's answer to ``question`` as ``character``; a method that fails gives an :class:`Answer` with
+    its error (the others still run). ``llm``: a spec (``"local"``, ``"fake"``, ``"openai:gpt-4.1"``) or an LLM.
+    ``settings`` (k, max_iterations, slot_size, max_tokens, ...) go to the methods that declare them."""
+    from rpa_lib.llm import get_llm
+    from rpa_lib.methods import build_method
+
+    dataset = as_dataset(dataset)
+    dataset.characters([character])  # an unknown slug is a clear error
+    spec = llm if isinstance(llm, str) else getattr(llm, "backend", "")
+    llm = get_llm(llm) if isinstance(llm, str) else llm
+    answers = []
+    for name in methods:
+        start = time.perf_counter()
+        try:
+            method = build_method(name, llm=llm, dataset=dataset,
+                                  **method_settings(name, spec, embedder=embedder, **settings))
+            response = method.respond(character, question)
+            walk, ahead = gs_walk(method, character, question, response) if "examined" in response.details else (None, [])
+            answers.append(Answer(name, response, walk, ahead, retrieved(method, character, question),
+                                  seconds=time.perf_counter() - start))
+        except Exception as e:  # shown in the method's column; the other methods still answer
+            answers.append(Answer(name, error=f"{type(e).__name__}: {e}", seconds=time.perf_counter() - start))
+    return answers
+
+
+def compare_html(answers: list[Answer], price=None) -> str:
+    """The answers side by side, one column per method."""
+    cols = []
+    for a in answers:
+        body = (display.error_html(a.method, a.error) if a.error else
+                display.response_html(a.response, walk=a.walk, speculative=a.speculative, price=price,
+                                       retrieved=a.retrieved))
+        cols.append(f'<div class="rpa-col" style="flex:1 1 0;min-width:320px;overflow-x:auto">{body}'
+                    f'<div class="rpa-muted">{a.seconds:.1f} s wall</div></div>')
+    return f'<div class="rpa-compare" style="display:flex;gap:16px;align-items:flex-start">{"".join(cols)}</div>'
+
+
+def persona_html(character: str, splitter: str, dataset: Dataset | None = None, limit: int | None = None) -> str:
+    """A persona's chunks under one splitter, with the splitter's chunk length (l_max for ATS/ACTS), overlap and
+    the heading path of each chunk."""
+    from rpa_lib.splitters import SPLITTER_NAMES, settings_for, split
+
+    persona = as_dataset(dataset).persona(character)
+    s, chunks = settings_for(persona, splitter), split(persona, splitter)
+    length = "l_max" if splitter in ("ats", "acts") else "chunk length"
+    head = (f"<div><b>{display.esc(persona.name)}</b> · {SPLITTER_NAMES[splitter]}: {len(chunks)} chunks, "
+            f"{length} = {s.chunk_length} characters, overlap = {s.overlap}"
+            f"{', heading path in front of each chunk' if s.with_context else ''}</div>")
+    return head + display.chunks_html(chunks, limit=limit)
+
+
+# ---- widgets ----------------------------------------------------------------------------------------------------
+
+def explorer(dataset: Dataset | None = None, character: str | None = None, methods=DEFAULT_METHODS,
+             llm: str | None = None, question: str = "", embedder: str = "minilm"):
+    """The question app: character, methods, LLM, settings and a question; "Ask" shows each method's answer in a
+    column. Returns the widget (display it, or leave it as a cell's last value)."""
+    import ipywidgets as w
+
+    from rpa_lib.llm import get_llm
+    from rpa_lib.methods import METHODS
+
+    dataset = as_dataset(dataset)
+    slugs = dataset.characters()
+    names = dataset.names() if dataset.has_labels() else {}
+    pick = w.Dropdown(options=[(names.get(s, s), s) for s in slugs], value=character if character in slugs else slugs[0],
+                      description="character")
+    chosen = w.SelectMultiple(options=list(METHODS), value=tuple(m for m in methods if m in METHODS), rows=6,
+                              description="methods")
+    choices = llm_choices()
+    llm = llm or os.environ.get("RPA_LLM_MODEL") or "local"  # None: the configured LLM, else the embedded one
+    model = w.Dropdown(options=[(v, k) for k, v in choices.items()], value=llm if llm in choices else "local",
+                       description="LLM")
+    knobs = {k: w.BoundedIntText(value=v, min=0 if k == "k" else 1, max=4096, description=k, layout={"width": "170px"})
+             for k, v in SETTINGS.items()}
+    text = w.Textarea(value=question, placeholder="Ask the character a question…", layout={"width": "100%"})
+    button = w.Button(description="Ask", button_style="primary", icon="comment")
+    status = w.HTML()
+    out = w.HTML()
+    llms: dict[str, object] = {}
+
+    def run(_=None) -> None:
+        if not text.value.strip():
+            status.value = '<span class="rpa-error">Type a question first.</span>'
+            return
+        button.disabled = True
+        status.value = f"asking {len(chosen.value)} method(s) on {display.esc(choices[model.value])}…"
+        try:
+            if model.value not in llms:
+                llms[model.value] = get_llm(model.value)
+            engine = llms[model.value]
+            answers = ask(pick.value, text.value.strip(), chosen.value, engine, dataset, embedder,
+                          **{k: v.value for k, v in knobs.items()})
+            out.value = compare_html(answers, price=getattr(engine, "price", None))
+            status.value = f"done: {sum(a.seconds for a in answers):.1f} s"
+        except Exception as e:  # an LLM that cannot be built (no model, no key): one line, not a traceback
+            status.value = f'<span class="rpa-error">{display.esc(type(e).__name__)}: {display.esc(e)}</span>'
+        finally:
+            button.disabled = False
+
+    button.on_click(run)
+    controls = w.HBox([w.VBox([pick, model, w.HBox([button, status])]), chosen, w.VBox(list(knobs.values()))])
+    return w.VBox([controls, text, out])
+
+
+def persona_browser(dataset: Dataset | None = None, character: str | None = None, limit: int = 60):
+    """The persona app: a character and a splitter; shows its chunks with length, overlap and heading path."""
+    import ipywidgets as w
+
+    from rpa_lib.splitters import SPLITTER_NAMES, SPLITTERS
+
+    dataset = as_dataset(dataset)
+    slugs = dataset.characters()
+    pick = w.Dropdown(options=slugs, value=character if character in slugs else slugs[0], description="character")
+    splitter = w.ToggleButtons(options=[(SPLITTER_NAMES[s], s) for s in SPLITTERS], value="acts")
+    out = w.HTML()
+
+    def show(_=None) -> None:
+        out.value = persona_html(pick.value, splitter.value, dataset, limit=limit)
+
+    pick.observe(show, "value")
+    splitter.observe(show, "value")
+    show()
+    return w.VBox([w.HBox([pick, splitter]), out])

@@ -1,0 +1,91 @@
+"""The explorer's library side (rpa_lib.explore, rpa_lib.display) on the fixture data, the fake LLM and the hash
+embedder: each method's answer with GS's walk, the HTML views, and the widgets' Ask button. The browser itself is
+tests/test_browser.py."""
+
+from __future__ import annotations
+
+import html
+
+import pytest
+
+from rpa_lib.data import Dataset
+from rpa_lib.explore import ask, compare_html, persona_html
+from rpa_lib.retrieval import retriever
+
+QUESTION = "What do you value most?"
+
+
+@pytest.fixture
+def dataset(fixture_data):
+    return Dataset(fixture_data)
+
+
+@pytest.fixture
+def answers(dataset):
+    return ask("ada-lindqvist", QUESTION, ["no_rag", "naive_rag", "amadeus"], "fake", dataset, embedder="hash-64",
+               k=2, max_iterations=5, slot_size=2)
+
+
+def test_ask_gives_each_method_its_answer_and_gs_walk(answers):
+    no_rag, naive, amadeus = answers
+    assert [a.method for a in answers] == ["no_rag", "naive_rag", "amadeus"] and not any(a.error for a in answers)
+    assert no_rag.retrieved == [] and no_rag.walk is None
+    assert len(naive.retrieved) == 2 and naive.retrieved[0].score >= naive.retrieved[1].score
+    d = amadeus.response.details
+    assert len(amadeus.walk) == d["examined"] <= 5  # one verdict per chunk GS examined, in similarity order
+    judged = [c.output == "yes" for c in amadeus.response.calls if c.purpose == "judge"]
+    assert [ok for _, ok in amadeus.walk] == judged
+    kept = [hit.chunk.id for hit, ok in amadeus.walk if ok]
+    assert d["gs_failed"] or kept == [i.chunk_ids[0] for i in amadeus.response.items("selected")]
+    scores = [hit.score for hit, _ in amadeus.walk]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_compare_html_shows_chunks_verdicts_and_replies(answers):
+    page = compare_html(answers)
+    assert page.count('class="rpa-col"') == 3 and page.count('class="rpa-reply"') == 3
+    assert "Guided Selection" in page and ("kept" in page or "GS failed" in page)
+    assert "Ada Lindqvist &gt;" in page  # heading paths, escaped
+    assert "<details>" in page  # long chunk texts folded
+    assert "cost unknown" in page  # the fake LLM has no price
+
+
+def test_a_failing_method_shows_its_error_and_the_others_answer(dataset):
+    answers = ask("ada-lindqvist", QUESTION, ["naive_rag", "amadeus"], "fake", dataset, embedder="no-such-embedder")
+    assert all(a.error for a in answers) and "no-such-embedder" in answers[0].error
+    assert 'class="rpa-error"' in compare_html(answers)
+
+
+def test_unknown_character_is_a_clear_error(dataset):
+    with pytest.raises(Exception, match="nobody"):
+        ask("nobody", QUESTION, ["no_rag"], "fake", dataset)
+
+
+def test_records_render_as_html(dataset, answers):
+    hits = retriever("ada-lindqvist", "acts", "hash-64", dataset).search(QUESTION, 2)
+    assert "<table" in hits[0]._repr_html_() and html.escape(hits[0].chunk.context) in hits[0]._repr_html_()
+    assert "<table" in hits[0].chunk._repr_html_()
+    shown = answers[2].response._repr_html_()
+    assert "Context that reached the LLM" in shown and "examined" in shown
+
+
+def test_persona_browser_shows_lmax_overlap_and_paths(dataset):
+    shown = persona_html("ada-lindqvist", "acts", dataset)
+    assert "l_max = " in shown and "overlap = " in shown and "heading path" in shown
+    assert "chunk length = 500" in persona_html("ada-lindqvist", "vanilla", dataset)
+
+
+def test_widgets_answer_on_ask(dataset):
+    pytest.importorskip("ipywidgets")
+    from rpa_lib.explore import explorer, persona_browser
+
+    app = explorer(dataset, "ada-lindqvist", ["naive_rag", "amadeus"], "fake", embedder="hash-64")
+    controls, text, out = app.children
+    button = controls.children[0].children[2].children[0]
+    text.value = QUESTION
+    button.click()
+    assert "rpa-compare" in out.value and out.value.count('class="rpa-reply"') == 2
+    browser = persona_browser(dataset, "ada-lindqvist")
+    assert "l_max" in browser.children[1].value
+    browser.children[0].children[1].value = "vanilla"
+    assert "chunk length" in browser.children[1].value
