@@ -275,11 +275,11 @@ def test_human_dimension_sheets_replace_the_ladder_with_no_code_change(dataset, 
 
 
 @pytest.mark.parametrize("edit, message", [
-    (lambda s: s.__setitem__("flu", ["3"] + list(s.flu[1:])), r"row 2: flu: not a whole number from 0 to 2 \(value '3'\)"),
-    (lambda s: s.__setitem__("hl", ["x"] + list(s.hl[1:])), r"row 2: hl: not a number \(value 'x'\)"),
+    (lambda s: s.__setitem__("flu", ["3"] + list(s.flu[1:])), r"row 2: flu is outside 0-2 \(value '3'\)"),
+    (lambda s: s.__setitem__("hl", ["x"] + list(s.hl[1:])), r"row 2: hl is not a number \(value 'x'\)"),
     (lambda s: s.__setitem__("reply_id", ["nope"] + list(s.reply_id[1:])), r"reply_id is not one of the expected"),
     (lambda s: s.__setitem__("reply_id", [s.reply_id[1]] + list(s.reply_id[1:])), r"reply_id duplicated"),
-    (lambda s: s.__setitem__("sample_set", ["other"] * len(s)), r"another sample set"),
+    (lambda s: s.__setitem__("sample_set", ["other"] * len(s)), r"for sample set 'other'"),
 ])
 def test_malformed_dimension_sheets_name_the_row_and_value(ladder, tmp_path, edit, message):
     sid = ladder_set_id(ladder)

@@ -23,8 +23,6 @@ one) and draws nothing; Kendall's tau is :func:`rpa_lib.evaluation.metrics.kenda
 
 from __future__ import annotations
 
-import csv
-import math
 import re
 import warnings
 from collections.abc import Sequence
@@ -48,7 +46,7 @@ from rpa_lib.evaluation.human import HUMAN_RATINGS_DIR, HUMAN_SOURCE, rater_name
 from rpa_lib.evaluation.known_quality import LADDER_SOURCE, ladder_levels
 from rpa_lib.evaluation.metrics.agreement import kendall_tau
 from rpa_lib.evaluation.metrics.charactercraft import DIMENSIONS
-from rpa_lib.evaluation.sheets import SheetError, SheetProblem
+from rpa_lib.evaluation.sheets import SheetSpec, export_empty_sheets, read_sheet, read_sheets
 from rpa_lib.methods.runner import OK, run_verdicts
 
 MODES = ("with", "without")
@@ -178,8 +176,8 @@ def rung_means(verdicts: pd.DataFrame) -> pd.DataFrame:
 
 # ---- people's dimension sheets --------------------------------------------------------------------------------
 
-SHEET_COLUMNS = ["reply_id", "character", "question", "reference", "reply", *DIMENSIONS, "comment", "sample_set",
-                 "rater"]
+DIMENSION_SHEET = SheetSpec(id="reply_id", shown=("reply_id", "character", "question", "reference", "reply"),
+                            scales={d: (0, TOP[d]) for d in DIMENSIONS}, noun=("reply", "replies"), formats=("csv",))
 
 
 def instructions(top: dict[str, int] = TOP) -> str:
@@ -197,102 +195,47 @@ def instructions(top: dict[str, int] = TOP) -> str:
 
 def export_dimension_sheets(ladder: pd.DataFrame, raters: int, folder: Path, sample_set: str,
                             names: dict[str, str] | None = None, seed: int = 0) -> tuple[list[Path], list[str]]:
-    """One empty CSV sheet per person (``rater01.csv`` ...) and ``INSTRUCTIONS.txt`` in ``folder``: the replies
-    in a seeded shuffled order (so the ladder's order does not show), without their rung. An existing sheet is
-    never rewritten. Returns ``(paths written, raters kept)``."""
-    folder = Path(folder)
+    """One empty CSV sheet per person (``rater01.csv`` ...; :data:`DIMENSION_SHEET` through
+    :func:`rpa_lib.evaluation.sheets.export_empty_sheets`) and ``INSTRUCTIONS.txt`` in ``folder``: the replies in a
+    seeded shuffled order (so the ladder's order does not show), without their rung. An existing sheet is never
+    rewritten. Returns ``(paths written, raters kept)``."""
     names = names or {}
-    order = np.random.default_rng(seed).permutation(len(ladder))
-    rows = ladder.iloc[order]
-    written, kept = [], []
-    for rater in rater_names(raters):
-        path = folder / f"{rater}.csv"
-        if path.exists():
-            kept.append(rater)
-            continue
-        folder.mkdir(parents=True, exist_ok=True)
-        with path.open("w", encoding="utf-8-sig", newline="") as f:
-            w = csv.writer(f)
-            w.writerow(SHEET_COLUMNS)
-            for r in rows.itertuples():
-                w.writerow([r.reply_id, names.get(r.character, r.character), r.question, r.reference, r.reply,
-                            *[""] * len(DIMENSIONS), "", sample_set, rater])
-        written.append(path)
-    guide = folder / "INSTRUCTIONS.txt"
-    if written and not guide.exists():
-        guide.write_text(instructions(), encoding="utf-8")
-        written.append(guide)
-    return written, kept
+    rows = ladder.iloc[np.random.default_rng(seed).permutation(len(ladder))]
+    rows = rows.assign(character=[names.get(c, c) for c in rows.character])
+    return export_empty_sheets(rows, rater_names(raters), folder, sample_set=sample_set, spec=DIMENSION_SHEET,
+                               instructions=instructions())
 
 
-def _value(raw: str, top: int) -> tuple[float, str | None]:
-    text = (raw or "").strip()
-    if not text:
-        return math.nan, None
-    try:
-        number = float(text)
-    except ValueError:
-        return math.nan, "not a number"
-    if not number.is_integer() or not 0 <= number <= top:
-        return math.nan, f"not a whole number from 0 to {top}"
-    return number, None
+def _long(sheet: pd.DataFrame) -> pd.DataFrame:
+    """A read dimension sheet as (reply_id, rater, dimension, value) rows, blank cells left out."""
+    long = sheet.melt(id_vars=["reply_id", "rater"], value_vars=list(DIMENSIONS), var_name="dimension")
+    long["_d"] = long.dimension.map(DIMENSIONS.index)
+    return (long.dropna(subset=["value"]).assign(_r=lambda f: f.reply_id.map({r: i for i, r in enumerate(sheet.reply_id)}))
+            .sort_values(["_r", "_d"], kind="stable").drop(columns=["_r", "_d"]).reset_index(drop=True))
 
 
 def read_dimension_sheet(path: Path, expected_ids: Sequence[str], sample_set: str) -> pd.DataFrame:
-    """One filled dimension sheet as rows (reply_id, rater, dimension, value; blank cells left out). A
-    :class:`~rpa_lib.evaluation.sheets.SheetError` lists every problem: another sample set, a value outside
-    its dimension's scale, a duplicated, foreign or missing reply id, a missing column."""
-    path = Path(path)
-    try:
-        with path.open(encoding="utf-8-sig", newline="") as f:
-            table = list(csv.DictReader(f))
-            header = list(table[0].keys()) if table else []
-    except (UnicodeDecodeError, csv.Error) as exc:
-        raise SheetError(path, [SheetProblem(None, None, f"cannot be read as UTF-8 CSV: {exc}")]) from None
-    missing = [c for c in ("reply_id", *DIMENSIONS, "sample_set", "rater") if c not in header]
-    if missing:
-        raise SheetError(path, [SheetProblem(1, None, f"the header lacks the column(s) {missing}")])
-    problems, rows, seen = [], [], {}
-    wanted = set(expected_ids)
-    for i, r in enumerate(table, start=2):
-        if (r.get("sample_set") or "").strip() != sample_set:
-            problems.append(SheetProblem(i, r.get("sample_set"), f"the row is for another sample set, not {sample_set!r}"))
-            continue
-        rid = (r.get("reply_id") or "").strip()
-        if rid in seen:
-            problems.append(SheetProblem(i, rid, f"reply_id duplicated (first in row {seen[rid]})"))
-            continue
-        seen[rid] = i
-        if rid not in wanted:
-            problems.append(SheetProblem(i, rid, "reply_id is not one of the expected replies"))
-            continue
-        for d in DIMENSIONS:
-            value, problem = _value(r.get(d), TOP[d])
-            if problem:
-                problems.append(SheetProblem(i, r.get(d), f"{d}: {problem}"))
-            elif not math.isnan(value):
-                rows.append({"reply_id": rid, "rater": (r.get("rater") or path.stem).strip(), "dimension": d,
-                             "value": value})
-    absent = [i for i in expected_ids if i not in seen]
-    if absent and rows:
-        problems.append(SheetProblem(None, None, f"{len(absent)} expected reply(s) missing: {', '.join(absent[:10])}"))
-    if problems:
-        raise SheetError(path, problems)
-    return pd.DataFrame(rows, columns=["reply_id", "rater", "dimension", "value"])
+    """One filled dimension sheet (:func:`rpa_lib.evaluation.sheets.read_sheet` with :data:`DIMENSION_SHEET`) as
+    rows (reply_id, rater, dimension, value; blank cells left out). A :class:`~rpa_lib.evaluation.sheets.SheetError`
+    lists every problem: another sample set, a value off its dimension's scale, a duplicated, foreign or missing
+    reply id, a missing column."""
+    return _long(read_sheet(path, expected_ids=expected_ids, sample_set=sample_set, allow_missing=True,
+                            spec=DIMENSION_SHEET))
 
 
 def human_levels(ladder: pd.DataFrame, sample_set: str, human_dir: Path | None = None) -> pd.DataFrame | None:
-    """People's ratings of the ladder from ``<human_dir>/<sample_set>/*.csv`` (default
-    :data:`~rpa_lib.evaluation.human.HUMAN_RATINGS_DIR`) as a rating source: the mean over raters per (reply,
-    dimension), columns reply_id, dimension, level, raters; None when no sheet there holds a rating."""
+    """People's ratings of the ladder from ``<human_dir>/<sample_set>/`` (default
+    :data:`~rpa_lib.evaluation.human.HUMAN_RATINGS_DIR`; :func:`rpa_lib.evaluation.sheets.read_sheets`) as a
+    rating source: the mean over raters per (reply, dimension), columns reply_id, dimension, level, raters; None
+    when no sheet there holds a rating."""
     folder = Path(human_dir or HUMAN_RATINGS_DIR) / sample_set
     if not folder.is_dir():
         return None
-    files = sorted(p for p in folder.glob("*.csv") if not p.name.startswith(("~$", ".")))
-    rated = [r for r in (read_dimension_sheet(p, list(ladder.reply_id), sample_set) for p in files) if len(r)]
+    rated, _, _ = read_sheets(folder, expected_ids=list(ladder.reply_id), sample_set=sample_set, allow_missing=True,
+                              spec=DIMENSION_SHEET)
     if not rated:
         return None
-    long = pd.concat(rated, ignore_index=True)
+    long = pd.concat([_long(sheet) for sheet in rated.values()], ignore_index=True)
     return (long.groupby(["reply_id", "dimension"], sort=False).value.agg(level="mean", raters="count")
             .reset_index())
 

@@ -40,6 +40,7 @@ import pandas as pd
 
 from rpa_lib import paths
 from rpa_lib.data import Dataset
+from rpa_lib.evaluation import sheets
 from rpa_lib.evaluation.calibration import calibrated_verdict, template_baselines
 from rpa_lib.evaluation.human_prompts import RATER_PERSONAS, RATING_OPTIONS, content_free_messages, rating_messages
 from rpa_lib.evaluation.judges import judge_id
@@ -140,15 +141,10 @@ def rater_names(n: int) -> list[str]:
 
 
 def export_empty_sheets(samples: pd.DataFrame, raters: int, folder: Path, sample_set: str) -> tuple[list[Path], list[str]]:
-    """One empty sheet (``.xlsx`` + ``.csv``) per person into ``folder``, for the raters that have none there yet.
-    Returns ``(paths written, raters whose sheets were kept)``: an existing sheet may be filled, so it is never
-    rewritten."""
-    names = rater_names(raters)
-    folder = Path(folder)
-    kept = [n for n in names if (folder / f"{n}.xlsx").exists() or (folder / f"{n}.csv").exists()]
-    todo = [n for n in names if n not in kept]
-    written = export_sheets(samples, todo, folder, sample_set=sample_set) if todo else []
-    return written, kept
+    """One empty sheet (``.xlsx`` + ``.csv``) per person into ``folder``, for the raters that have none there yet
+    (:func:`rpa_lib.evaluation.sheets.export_empty_sheets`). Returns ``(paths written, raters whose sheets were
+    kept)``: an existing sheet may be filled, so it is never rewritten."""
+    return sheets.export_empty_sheets(samples, rater_names(raters), folder, sample_set=sample_set)
 
 
 # ---- 3. ratings: people's sheets, else the LLM rater panel -----------------------------------------------------

@@ -1,0 +1,277 @@
+"""The files of a rating sheet: one rater's ``.xlsx`` workbook and ``.csv`` file, written and read back as rows.
+
+A workbook has an "Instructions" sheet (the spec's guide), a "Ratings" sheet (the spec's columns; each rating
+column only takes whole numbers on its scale) and a hidden "_meta" sheet recording the sample set and the rater.
+:mod:`rpa_lib.evaluation.sheets` decides what goes in a sheet (a :class:`~rpa_lib.evaluation.sheets.SheetSpec`)
+and validates what comes back; this module lays cells out, reads them back as ``(row, id, {rating column:
+value})`` with the sheet's recorded sample set and rater (:func:`load`), and defines the error a bad file raises
+(:class:`SheetError`, one :class:`SheetProblem` per problem). openpyxl is imported where used.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from rpa_lib.errors import DataError
+
+RATINGS_SHEET, INSTRUCTIONS_SHEET, META_SHEET = "Ratings", "Instructions", "_meta"
+FORMAT = "rpa_lib annotation sheet v1"
+DEFAULT_WIDTH = 12
+
+
+def _instructions(ws, spec, rater: str, sample_set: str, n: int) -> None:
+    from openpyxl.styles import Alignment, Font
+
+    lines = [(spec.title, "", True), ("Rater", rater, False), ("Sample set", f"{sample_set} ({n} samples)", False),
+             ("", "", False), *spec.guide]
+    for i, (key, text, bold) in enumerate(lines, start=1):
+        ws.cell(i, 1, key).font = Font(bold=True, size=14 if i == 1 else 11)
+        cell = ws.cell(i, 2, text)
+        cell.font = Font(bold=bold)
+        cell.alignment = Alignment(wrap_text=True, vertical="top")
+        ws.row_dimensions[i].height = 15.0 * max(1, math.ceil(len(text) / 95))
+    ws.column_dimensions["A"].width = 16
+    ws.column_dimensions["B"].width = 100
+
+
+def _row_height(spec, values: dict[str, str]) -> float:
+    """Points for a row whose wrapped cells show ``values`` at the spec's widths (15 points a line, Excel's max 409)."""
+    lines = 1
+    for column in spec.wrapped:
+        width = spec.widths.get(column, DEFAULT_WIDTH)
+        lines = max(lines, sum(max(1, math.ceil(len(p) / width)) for p in values.get(column, "").split("\n")))
+    return min(409.0, 15.0 * lines)
+
+
+def write_workbook(path: Path, spec, rows: pd.DataFrame, rater: str, sample_set: str) -> None:
+    """``rows`` (the spec's shown columns, as text) as one rater's workbook at ``path``."""
+    from openpyxl import Workbook
+    from openpyxl.styles import Alignment, Font
+    from openpyxl.utils import get_column_letter
+    from openpyxl.worksheet.datavalidation import DataValidation
+
+    wb = Workbook()
+    _instructions(wb.active, spec, rater, sample_set, len(rows))
+    wb.active.title = INSTRUCTIONS_SHEET
+    ws = wb.create_sheet(RATINGS_SHEET)
+    for j, column in enumerate(spec.columns, start=1):
+        ws.cell(1, j, column).font = Font(bold=True)
+        ws.column_dimensions[get_column_letter(j)].width = spec.widths.get(column, DEFAULT_WIDTH)
+    wrap, top = Alignment(wrap_text=True, vertical="top"), Alignment(vertical="top")
+    for i, record in enumerate(rows.to_dict("records"), start=2):
+        for j, column in enumerate(spec.columns, start=1):
+            cell = ws.cell(i, j, record.get(column, "") or None)
+            if cell.value is not None:
+                cell.data_type = "s"  # text stays text, even when it starts with "="
+            cell.alignment = wrap if column in spec.wrapped else top
+        ws.row_dimensions[i].height = _row_height(spec, record)
+    for column, (low, high) in spec.scales.items():
+        letter = get_column_letter(spec.columns.index(column) + 1)
+        dv = DataValidation(type="whole", operator="between", formula1=str(low), formula2=str(high), allow_blank=True,
+                            showErrorMessage=True, errorTitle=column.capitalize(),
+                            error=f"A {column} is a whole number from {low} to {high}.", showInputMessage=True,
+                            promptTitle=column.capitalize(), prompt=spec.prompts.get(column, f"{low} to {high}"))
+        dv.add(f"{letter}2:{letter}{len(rows) + 1}")
+        ws.add_data_validation(dv)
+    ws.freeze_panes = "A2"
+    meta = wb.create_sheet(META_SHEET)
+    for i, (key, value) in enumerate([("format", FORMAT), ("sample_set", sample_set), ("rater", rater),
+                                      ("samples", len(rows))], start=1):
+        meta.cell(i, 1, key)
+        meta.cell(i, 2, value).data_type = "s" if isinstance(value, str) else "n"
+    meta.sheet_state = "hidden"
+    wb.properties.title = f"Annotation sheet: {sample_set}, {rater}"
+    wb.properties.creator = "rpa_lib"
+    wb.active = 0
+    wb.save(path)
+
+
+def read_workbook(path: Path) -> tuple[dict, list[tuple] | None, str | None]:
+    """``(meta, table, problem)``: the "_meta" sheet as a dict and the "Ratings" sheet's rows (the header first),
+    or a problem saying why the file is not a workbook written by :func:`write_workbook`."""
+    from openpyxl import load_workbook
+
+    try:
+        wb = load_workbook(path, read_only=True, data_only=True)
+    except Exception as exc:  # noqa: BLE001  (a corrupt or foreign file: openpyxl raises many kinds)
+        return {}, None, f"cannot be read as a workbook: {exc}"
+    try:
+        if META_SHEET not in wb.sheetnames or RATINGS_SHEET not in wb.sheetnames:
+            return {}, None, f"no '{RATINGS_SHEET}' or '{META_SHEET}' sheet: not a sheet written by export_sheets"
+        meta = {str(k).strip(): v for k, v, *_ in wb[META_SHEET].iter_rows(values_only=True) if k is not None}
+        table = list(wb[RATINGS_SHEET].iter_rows(values_only=True))
+    finally:
+        wb.close()
+    if not table:
+        return meta, None, f"the '{RATINGS_SHEET}' sheet is empty"
+    return meta, table, None
+
+
+# ---- errors ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SheetProblem:
+    """One problem of a sheet: its row (None when it concerns no single row), the value, what is wrong."""
+
+    row: int | None
+    value: object
+    problem: str
+
+    def __str__(self) -> str:
+        where = f"row {self.row}: " if self.row else ""
+        return f"{where}{self.problem}" + ("" if self.value is None else f" (value {self.value!r})")
+
+
+class SheetError(DataError):
+    """A filled sheet that cannot be used: ``<file>: <problems>``; ``problems`` lists each :class:`SheetProblem`."""
+
+    def __init__(self, path: Path | str, problems: list[SheetProblem]):
+        self.problems = list(problems)
+        text = str(self.problems[0]) if len(self.problems) == 1 else (
+            f"{len(self.problems)} problems:\n" + "\n".join(f"  {p}" for p in self.problems))
+        first = self.problems[0].row if len(self.problems) == 1 else None
+        super().__init__(path, None, text)
+        self.line = first
+
+
+def fail(path: Path, problem: str, row: int | None = None):
+    """Raise a :class:`SheetError` with one problem."""
+    raise SheetError(path, [SheetProblem(row, None, problem)])
+
+
+# ---- csv ---------------------------------------------------------------------------------------------------
+
+
+def cell_text(value) -> str:
+    """A cell's text ("" for None or NaN)."""
+    return "" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
+
+
+def write_csv(path: Path, spec, rows: pd.DataFrame, rater: str, sample_set: str) -> None:
+    with path.open("w", encoding="utf-8-sig", newline="") as f:  # the BOM lets spreadsheet apps see UTF-8
+        writer = csv.writer(f)
+        writer.writerow(spec.csv_columns)
+        for record in rows.to_dict("records"):
+            writer.writerow([record[c] for c in spec.shown] + [""] * len(spec.scales) + ["", sample_set, rater])
+
+
+# ---- reading -----------------------------------------------------------------------------------------------
+
+
+@dataclass
+class LoadedSheet:
+    """A sheet as read from its file, before validation: its recorded sample set and rater, and its rows."""
+
+    path: Path
+    sample_set: str
+    rater: str
+    rows: list[tuple[int, object, dict[str, object]]]  # (spreadsheet row, id, {rating column: value}) as stored
+
+    @property
+    def rated(self) -> bool:
+        return any(not blank(v) for _, _, values in self.rows for v in values.values())
+
+
+def blank(value) -> bool:
+    """An empty cell (None, blank text or NaN)."""
+    return value is None or (isinstance(value, str) and not value.strip()) or (
+        isinstance(value, float) and math.isnan(value))
+
+
+def sheet_id(value) -> str:
+    """An id as text (``7.0`` and ``"7"`` are ``"7"``)."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return str(value).strip()
+
+
+def parse_rating(value, column: str, low: int, high: int) -> tuple[int | None, str | None]:
+    """``(rating, None)``, ``(None, None)`` for a blank cell, or ``(None, problem)``."""
+    if blank(value):
+        return None, None
+    if isinstance(value, bool):
+        return None, f"{column} is not a whole number from {low} to {high}"
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            value = int(text)
+        except ValueError:
+            try:
+                value = float(text)
+            except ValueError:
+                return None, f"{column} is not a number"
+    if isinstance(value, float):
+        if not value.is_integer():
+            return None, f"{column} is not a whole number"
+        value = int(value)
+    if not isinstance(value, int):
+        return None, f"{column} is not a number"
+    if not low <= value <= high:
+        return None, f"{column} is outside {low}-{high}"
+    return value, None
+
+
+def _rows(table: list, path: Path, spec) -> list[tuple[int, object, dict[str, object]]]:
+    """The body of a table (header first) as ``(row, id, {rating column: value})``, blank rows left out."""
+    cols = {str(h).strip().lower(): j for j, h in enumerate(table[0]) if not blank(h)}
+    missing = [c for c in (spec.id, *spec.scales) if c not in cols]
+    if missing:
+        fail(path, f"the header lacks the column(s) {missing}", 1)
+
+    def get(row, name: str):
+        j = cols[name]
+        return row[j] if j < len(row) else None
+
+    return [(i, get(r, spec.id), {c: get(r, c) for c in spec.scales}) for i, r in enumerate(table[1:], start=2)
+            if not all(blank(v) for v in r)]
+
+
+def _load_csv(path: Path, spec) -> LoadedSheet:
+    try:
+        with path.open(encoding="utf-8-sig", newline="") as f:
+            table = list(csv.reader(f))
+    except (UnicodeDecodeError, csv.Error) as exc:
+        fail(path, f"cannot be read as UTF-8 CSV: {exc}")
+    if not table:
+        fail(path, "the file is empty")
+    header = [h.strip().lower() for h in table[0]]
+    missing = [c for c in ("sample_set", "rater") if c not in header]
+    if missing:
+        fail(path, f"the header lacks {missing}: not a sheet written by export_sheets", 1)
+    body = [r for r in table[1:] if not all(blank(v) for v in r)]
+    found = {name: sorted({r[header.index(name)].strip() for r in body if header.index(name) < len(r)} - {""})
+             for name in ("sample_set", "rater")}
+    problems = [SheetProblem(None, ", ".join(v), f"the {name} column holds several values")
+                for name, v in found.items() if len(v) > 1]
+    if problems:
+        raise SheetError(path, problems)
+    return LoadedSheet(path, (found["sample_set"] or [""])[0], (found["rater"] or [""])[0], _rows(table, path, spec))
+
+
+def load_sheet(path: Path, sample_set: str, spec) -> LoadedSheet:
+    """The sheet at ``path`` (.xlsx or .csv), checked to be one written for ``sample_set``, with a rater."""
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix not in (".xlsx", ".csv"):
+        fail(path, "a sheet is a .xlsx or .csv file")
+    if suffix == ".xlsx":
+        meta, table, problem = read_workbook(path)
+        if problem:
+            fail(path, problem)
+        sheet = LoadedSheet(path, cell_text(meta.get("sample_set")).strip(), cell_text(meta.get("rater")).strip(),
+                       _rows(table, path, spec))
+    else:
+        sheet = _load_csv(path, spec)
+    if not sheet.sample_set:
+        fail(path, "no sample set recorded: not a sheet written by export_sheets")
+    if sheet.sample_set != str(sample_set).strip():
+        fail(path, f"the sheet is for sample set {sheet.sample_set!r}, not {sample_set!r}")
+    if not sheet.rater:
+        fail(path, "no rater recorded")
+    return sheet
