@@ -39,7 +39,7 @@ def dataset_figure(per_char: pd.DataFrame, per_par: pd.DataFrame):
     ax.set_yticklabels([])
     ax.set_xlabel("QA pairs")
     ax.set_title(f"{per_char.qa_pairs.sum()} QA pairs by attribute")
-    ax.legend(fontsize=7, loc="lower right")
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=2, frameon=False)  # below the bars
 
     ax = axes[2]
     data = [per_par.loc[per_par.character == c, "length"] for c in order]
@@ -48,7 +48,7 @@ def dataset_figure(per_char: pd.DataFrame, per_par: pd.DataFrame):
                label="l_max (ACTS chunk length)")
     ax.set_xlabel("paragraph length (characters)")
     ax.set_title("paragraph lengths per character")
-    ax.legend(fontsize=8, loc="lower right")
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.1), frameon=False)  # below the boxes
     fig.suptitle("CharacterRAG-EN (this repository's dataset; cf. AMADEUS Figure 3)", y=1.02)
     fig.tight_layout()
     return fig
@@ -74,7 +74,7 @@ def similarity_figure(scores: pd.DataFrame, table: pd.DataFrame, splitters: list
         ax.set_xticks(range(1, len(splitters) + 1), [SPLITTER_NAMES.get(s, s) for s in splitters], fontsize=8)
         ax.set_title(emb)
         ax.set_ylabel(f"cosine similarity of top-{k} chunks")
-    fig.suptitle(f"Similarity of the top-{k} retrieved chunks to {questions} QA questions of {characters} characters "
+    fig.suptitle(f"Similarity of the top-{k} retrieved chunks to {questions} QA questions of {characters} character{'s' * (characters != 1)} "
                  "(embedder per panel; sums over characters as in Table 1)", y=1.02)
     fig.tight_layout()
     return fig
@@ -96,7 +96,7 @@ def evidence_recall_figure(table: pd.DataFrame, characters: int, questions: int)
         ax.grid(alpha=0.3)
     axes[0][0].set_ylabel("evidence recall (solid); all evidence found (dotted)")
     axes[0][-1].legend(fontsize=8, loc="lower right")
-    fig.suptitle(f"Evidence recall of retrieval, {questions} QA questions of {characters} characters (no LLM)", y=1.02)
+    fig.suptitle(f"Evidence recall of retrieval, {questions} QA questions of {characters} character{'s' * (characters != 1)} (no LLM)", y=1.02)
     fig.tight_layout()
     return fig
 
@@ -115,8 +115,9 @@ def duplication_figure(freqs: pd.DataFrame, rates: dict[str, float], paper_rates
     ax.set_xlabel(f"duplication frequency: questions (of {items}) that used the chunk")
     ax.set_ylabel("chunks (all characters)")
     ax.set_xticks(bins[:-1])
-    ax.legend(fontsize=8)
-    ax.set_title(f"Chunk duplication on MBTI questions, {characters} characters\n{label}", fontsize=10)
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), frameon=False)  # below the axes, off the bars
+    ax.set_title(f"Chunk duplication on MBTI questions, {characters} character{'s' * (characters != 1)}\n{label}",
+                 fontsize=10)
     fig.tight_layout()
     return fig
 

@@ -223,31 +223,33 @@ def _run(profile_name: str, profile: dict, books: list[Path], output_dir: Path |
     order = notebooks()  # all of them: a notebook's stamp covers those before it, whichever --only runs
     library = stamps.library_digest()
     summary = []
-    for i, nb in enumerate(books, start=1):
-        params = parameters_for(nb, profile, output_dir)
-        executed = executed_dir / nb.name
-        upstream = [stamps.outputs_digest(stamps.read(executed_dir / b.name)) for b in order[:order.index(nb)]]
-        inputs = stamps.inputs_digest(nb, params, upstream, library)
-        done = None if force else stamps.up_to_date(executed, inputs)
-        if done:
-            print(f"[{i}/{len(books)}] {nb.stem}: up to date (notebook, parameters, library, data, settings and its "
-                  f"{len(done['outputs'])} output file(s) unchanged since {done['finished']}), not run; --force runs it",
-                  flush=True)
-            summary.append({"notebook": nb.stem, "seconds": 0.0, "written": [], "skipped": True})
-            continue
-        earlier = stamps.forget(executed)
-        watch = [Path(params.get("figures_dir") or paths.FIGURES_DIR), Path(params.get("results_dir") or paths.RESULTS_DIR)]
-        before = _snapshot(watch)
-        print(f"[{i}/{len(books)}] {nb.stem}: ", end="", flush=True)  # one line per notebook, ended below
-        start = time.perf_counter()
-        _execute(nb, executed, params, i, len(books))
-        seconds = time.perf_counter() - start
-        after = _snapshot(watch)
-        changed = [p for p, t in after.items() if before.get(p) != t]
-        stamps.write(executed, inputs, changed, earlier, seconds)
-        written = sorted(str(p.relative_to(paths.ROOT) if p.is_relative_to(paths.ROOT) else p) for p in changed)
-        print(f"ok in {seconds:.1f} s, {len(written)} file(s) written", flush=True)
-        summary.append({"notebook": nb.stem, "seconds": round(seconds, 1), "written": written, "skipped": False})
+    # the notebooks write the committed figures/ and results/ (or --output-dir's): rpa_lib.paths.output_root
+    with environment(RPA_OUTPUT_DIR=str(output_dir or paths.ROOT)):
+        for i, nb in enumerate(books, start=1):
+            params = parameters_for(nb, profile, output_dir)
+            executed = executed_dir / nb.name
+            upstream = [stamps.outputs_digest(stamps.read(executed_dir / b.name)) for b in order[:order.index(nb)]]
+            inputs = stamps.inputs_digest(nb, params, upstream, library)
+            done = None if force else stamps.up_to_date(executed, inputs)
+            if done:
+                print(f"[{i}/{len(books)}] {nb.stem}: up to date (notebook, parameters, library, data, settings and its "
+                      f"{len(done['outputs'])} output file(s) unchanged since {done['finished']}), not run; --force runs it",
+                      flush=True)
+                summary.append({"notebook": nb.stem, "seconds": 0.0, "written": [], "skipped": True})
+                continue
+            earlier = stamps.forget(executed)
+            watch = [Path(params.get("figures_dir") or paths.FIGURES_DIR), Path(params.get("results_dir") or paths.RESULTS_DIR)]
+            before = _snapshot(watch)
+            print(f"[{i}/{len(books)}] {nb.stem}: ", end="", flush=True)  # one line per notebook, ended below
+            start = time.perf_counter()
+            _execute(nb, executed, params, i, len(books))
+            seconds = time.perf_counter() - start
+            after = _snapshot(watch)
+            changed = [p for p, t in after.items() if before.get(p) != t]
+            stamps.write(executed, inputs, changed, earlier, seconds)
+            written = sorted(str(p.relative_to(paths.ROOT) if p.is_relative_to(paths.ROOT) else p) for p in changed)
+            print(f"ok in {seconds:.1f} s, {len(written)} file(s) written", flush=True)
+            summary.append({"notebook": nb.stem, "seconds": round(seconds, 1), "written": written, "skipped": False})
     total = sum(s["seconds"] for s in summary)
     skipped = sum(s["skipped"] for s in summary)
     print(f"\nsummary (profile {profile_name!r}, {total / 60:.1f} min in all"
