@@ -55,7 +55,7 @@ def test_fixtures_fail_the_full_counts(fixture_data):
     problems = validate(fixture_data, full=True)
     qa = qa_path(fixture_data)
     persona = qa.parent / "persona.md"
-    assert f"{qa}: 6 QA pairs, expected at least 30" in problems
+    assert f"{qa}: 6 QA pairs in the paper set, expected 30" in problems
     assert f"{persona}: median 1.0 paragraphs per subsection, expected at least 3" in problems
     assert f"{qa}: 0 QA pair(s) whose evidence spans two paragraphs of one subsection, expected at least 3" in problems
     assert any("characters of paragraph text in all personas, expected at least 600,000" in p for p in problems)
@@ -280,3 +280,52 @@ def test_persona_error_is_a_data_error():
     from rpa_lib.persona import PersonaError
 
     assert issubclass(PersonaError, DataError) and issubclass(DataError, ValueError)
+
+
+# ---------------------------------------------------------------- question sets and grounded answers
+
+
+def test_question_sets_paper_by_default(data_copy):
+    """The paper set is the default; a pair marked ``"set": "multi"`` is returned only when asked for."""
+    edit_qa(data_copy, 6, set="multi")
+    assert [q.id for q in load_qa(ADA, data_copy)] == [f"{ADA}-{i:02d}" for i in range(1, 6)]
+    assert [q.id for q in load_qa(ADA, data_copy, set="multi")] == [f"{ADA}-06"]
+    assert len(load_qa(ADA, data_copy, set="all")) == 6
+    with pytest.raises(ValueError, match="unknown QA set 'extra'"):
+        load_qa(ADA, data_copy, set="extra")
+
+
+def test_real_dataset_question_sets():
+    """450 paper-design pairs (30 a character, ids 01-30) and 75 multi-paragraph pairs (ids 31-35)."""
+    ds = paths.DATA_DIR
+    slugs = [p.name for p in sorted((ds / "characters").iterdir())]
+    paper = [q for s in slugs for q in load_qa(s, ds)]
+    multi = [q for s in slugs for q in load_qa(s, ds, set="multi")]
+    assert (len(paper), len(multi)) == (450, 75)
+    assert {int(q.id[-2:]) for q in paper} == set(range(1, 31)) and {int(q.id[-2:]) for q in multi} == set(range(31, 36))
+
+
+def test_unknown_question_set_in_file(data_copy):
+    path = edit_qa(data_copy, 2, set="bonus")
+    assert validate(data_copy, full=False) == [f"{path}:2: unknown set 'bonus'; known: paper, multi"]
+
+
+def test_answer_fact_missing_from_evidence(data_copy):
+    """A number and a name the answer uses but no evidence string holds are flagged; a sentence-initial ordinary
+    word ("Because") is not."""
+    path = edit_qa(data_copy, 2, answer="She kept lanterns burning for 5 nights with Skelde's help.")
+    problems = validate(data_copy, full=False)
+    assert problems == [f"{path}:2: the answer of {ADA}-02 uses '5', 'Skelde', found in no evidence string (add the "
+                        f"persona sentence that says it)"]
+
+
+def test_grounding_reads_number_words_and_sentence_starts():
+    from rpa_lib.data.grounding import numbers, persona_names, ungrounded
+
+    assert numbers("two hundred and fifty thousand yen, or 1,000") >= {250000, 1000}
+    assert numbers("fifty thousand yen") >= {50000}
+    names = persona_names("I met Himmel on the road. After that, after all, Himmel left. Reading is fun; reading.")
+    assert names == {"Himmel"}
+    assert ungrounded("Reading books; Himmel paid 250,000 yen.", ["It cost two hundred and fifty thousand yen."],
+                      names=names) == ["Himmel"]
+    assert ungrounded("Himmel's sword.", ["Himmel's sword was fake."], names=names) == []

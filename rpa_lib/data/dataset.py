@@ -19,7 +19,7 @@ from pathlib import Path
 
 from rpa_lib import paths
 from rpa_lib.data.readers import first_problem, read_labels, read_qa, read_questionnaire
-from rpa_lib.data.records import QA, Questionnaire
+from rpa_lib.data.records import QA, QA_SETS, Questionnaire
 from rpa_lib.errors import DataError
 from rpa_lib.persona import Persona, list_characters, load_persona
 
@@ -92,11 +92,19 @@ class Dataset:
     def persona(self, slug: str) -> Persona:
         return load_persona(slug, self.characters_dir)
 
-    def qa(self, slug: str) -> list[QA]:
-        """The QA pairs of one character, in file order."""
+    def qa(self, slug: str, set: str = "paper") -> list[QA]:
+        """The QA pairs of one character in one question set, in file order: ``"paper"`` (default: the paper's
+        30 a character, the headline set), ``"multi"`` (the multi-paragraph pairs written so that a splitter
+        that keeps a subsection together can retrieve both pieces; reported apart) or ``"all"``.
+
+        >>> len(Dataset().qa("frieren")), len(Dataset().qa("frieren", set="multi"))
+        (30, 5)
+        """
+        if set not in (*QA_SETS, "all"):
+            raise ValueError(f"unknown QA set {set!r}; known: {', '.join(QA_SETS)}, all")
         items, problems = read_qa(self.qa_path(slug))
         first_problem(self.qa_path(slug), problems)
-        return items
+        return [q for q in items if set in ("all", q.set)]
 
     # ---- labels and questionnaires ---------------------------------------------------------------------------
 
@@ -151,8 +159,8 @@ def as_dataset(data: Dataset | str | Path | None) -> Dataset:
     return data if isinstance(data, Dataset) else Dataset(data)
 
 
-def load_qa(slug: str, data_dir: Dataset | str | Path | None = None) -> list[QA]:
-    return as_dataset(data_dir).qa(slug)
+def load_qa(slug: str, data_dir: Dataset | str | Path | None = None, set: str = "paper") -> list[QA]:
+    return as_dataset(data_dir).qa(slug, set)
 
 
 def load_labels(data_dir: Dataset | str | Path | None = None) -> list[dict[str, str]]:

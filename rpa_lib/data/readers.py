@@ -11,7 +11,7 @@ import re
 from collections import Counter
 from pathlib import Path
 
-from rpa_lib.data.records import QA, Dimension, Item, Questionnaire
+from rpa_lib.data.records import QA, QA_SETS, Dimension, Item, Questionnaire
 from rpa_lib.errors import DataError
 from rpa_lib.persona import ATTRIBUTES, read_text
 
@@ -28,7 +28,8 @@ def first_problem(path: Path, problems: Problems) -> None:
 
 
 def read_qa(path: Path) -> tuple[list[QA], Problems]:
-    """The QA pairs (each with its 1-based ``line``) and every problem as ``(line, message)``."""
+    """The QA pairs (each with its 1-based ``line``) and every problem as ``(line, message)``. The optional
+    ``set`` field names the question set (``"paper"`` when absent, or ``"multi"``)."""
     problems: Problems = []
     try:
         text = read_text(path)
@@ -60,10 +61,13 @@ def read_qa(path: Path) -> tuple[list[QA], Problems]:
         if not all(isinstance(obj[k], str) and obj[k].strip() for k in ("id", "question", "answer")):
             problems.append((lineno, "id, question and answer must be non-empty strings"))
             continue
+        qa_set = obj.get("set", "paper")
+        if qa_set not in QA_SETS:
+            problems.append((lineno, f"unknown set {qa_set!r}; known: {', '.join(QA_SETS)}"))
         if obj["id"] in seen:
             problems.append((lineno, f"duplicate id {obj['id']!r} (first at line {seen[obj['id']]})"))
         seen[obj["id"]] = lineno
-        items.append(QA(obj["id"], obj["question"], obj["answer"], obj["attribute"], tuple(evidence), lineno))
+        items.append(QA(obj["id"], obj["question"], obj["answer"], obj["attribute"], tuple(evidence), lineno, qa_set))
     return items, problems
 
 

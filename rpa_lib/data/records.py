@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+QA_SETS = ("paper", "multi")  # the paper's 30 a character; the multi-paragraph pairs written for chunking
+
+
 
 @dataclass(frozen=True)
 class QA:
@@ -14,6 +17,7 @@ class QA:
     attribute: str
     evidence: tuple[str, ...]
     line: int | None = field(default=None, compare=False)  # line in qa.jsonl, for messages
+    set: str = "paper"  # which question set (QA_SETS): "paper" (the paper's design) or "multi" (see data/README.md)
 
 
 @dataclass(frozen=True)

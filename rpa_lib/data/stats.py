@@ -11,7 +11,8 @@ from rpa_lib.persona import ATTRIBUTES
 
 
 def dataset_statistics(data_dir: Dataset | str | Path | None = None, characters: list[str] | None = None):
-    """Two DataFrames: one row per character and one row per paragraph (character, attribute, depth, length)."""
+    """Two DataFrames: one row per character and one row per paragraph (character, attribute, depth, length).
+    ``qa_pairs`` and ``qa_<attribute>`` count the paper set; ``qa_pairs_multi`` the multi-paragraph set."""
     import pandas as pd
 
     ds = as_dataset(data_dir)
@@ -26,26 +27,30 @@ def dataset_statistics(data_dir: Dataset | str | Path | None = None, characters:
                          "max_depth": max(len(s.headings) for s in persona.sections) - 1,
                          "longest_paragraph": persona.longest_paragraph,
                          "median_paragraph": int(sorted(len(p.text) for p in pars)[len(pars) // 2]),
-                         "qa_pairs": sum(qa.values()), **{f"qa_{a}": qa[a] for a in ATTRIBUTES}})
+                         "qa_pairs": sum(qa.values()), **{f"qa_{a}": qa[a] for a in ATTRIBUTES},
+                         "qa_pairs_multi": len(ds.qa(slug, set="multi"))})
         per_par += [{"character": slug, "attribute": p.attribute, "depth": len(p.headings) - 1, "length": len(p.text)}
                     for p in pars]
     return pd.DataFrame(per_char), pd.DataFrame(per_par)
 
 
 def dataset_totals(per_char, per_par):
-    """One row of totals: characters, written characters, paragraphs, QA pairs, median and longest paragraph."""
+    """One row of totals: characters, written characters, paragraphs, QA pairs (paper set, then multi set), median
+    and longest paragraph."""
     import pandas as pd
 
     return pd.DataFrame([{
         "characters": len(per_char), "written characters": per_char.characters_written.sum(),
         "paragraphs": per_char.paragraphs.sum(), "QA pairs": per_char.qa_pairs.sum(),
+        "multi-paragraph QA pairs": per_char.qa_pairs_multi.sum(),
         "median paragraph": int(per_par.length.median()), "longest paragraph": per_par.length.max(),
     }])
 
 
 def structure_figures(data_dir: Dataset | str | Path | None = None, characters: list[str] | None = None) -> dict:
     """The dataset's structural totals: characters, paragraph characters, paragraphs, subsections, paragraphs per
-    subsection (median and largest), QA pairs and those whose evidence spans two paragraphs of one subsection."""
+    subsection (median and largest), QA pairs (paper set, multi set) and those of either set whose evidence spans
+    two paragraphs of one subsection."""
     import statistics
 
     from rpa_lib.data.validate import spans_two_paragraphs, subsection_sizes
@@ -54,11 +59,12 @@ def structure_figures(data_dir: Dataset | str | Path | None = None, characters: 
     slugs = ds.characters(characters)
     personas = {s: ds.persona(s) for s in slugs}
     sizes = [n for p in personas.values() for n in subsection_sizes(p)]
-    qa = {s: ds.qa(s) for s in slugs}
+    qa = {s: ds.qa(s, set="all") for s in slugs}
     return {"characters": len(slugs),
             "paragraph_characters": sum(len(par.text) for p in personas.values() for par in p.paragraphs),
             "paragraphs": sum(len(p.paragraphs) for p in personas.values()), "subsections": len(sizes),
             "median_paragraphs_per_subsection": statistics.median(sizes) if sizes else 0,
             "max_paragraphs_per_subsection": max(sizes, default=0),
-            "qa_pairs": sum(map(len, qa.values())),
+            "qa_pairs": sum(q.set == "paper" for v in qa.values() for q in v),
+            "qa_pairs_multi": sum(q.set == "multi" for v in qa.values() for q in v),
             "two_paragraph_qa": sum(spans_two_paragraphs(personas[s], q) for s in slugs for q in qa[s])}

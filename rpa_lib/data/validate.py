@@ -1,5 +1,6 @@
 """Check a whole dataset and report every problem as ``file[:line]: problem``: the persona structure, QA pairs
-(schema, counts, every ``evidence`` found verbatim in its persona), labels and questionnaires.
+(schema, counts, every ``evidence`` found verbatim in its persona, every number and proper name of an answer found
+in its evidence: :mod:`rpa_lib.data.grounding`), labels and questionnaires.
 
 ``full`` adds the dataset-wide counts of CharacterRAG-EN (30 QA a character, 5 per attribute, sizes, item counts);
 test fixtures pass ``full=False``. Loading one file and raising on its first problem is
@@ -13,11 +14,12 @@ from collections import Counter
 from pathlib import Path
 
 from rpa_lib.data.dataset import Dataset, as_dataset
+from rpa_lib.data.grounding import persona_names, ungrounded
 from rpa_lib.data.readers import QUESTIONNAIRE_ITEMS, read_labels, read_qa, read_questionnaire
 from rpa_lib.errors import DataError
 from rpa_lib.persona import ATTRIBUTES, Persona
 
-QA_PER_CHARACTER = 30  # the paper's 30 a character (5 per attribute); more are allowed (two-paragraph questions)
+QA_PER_CHARACTER = 30  # the paper set: 30 a character (5 per attribute); the "multi" set is extra
 MIN_PARAGRAPH_CHARS = 40_000  # paragraph text per character (CharacterRAG-EN v2)
 MIN_TOTAL_PARAGRAPH_CHARS = 600_000
 MIN_MEDIAN_PARAGRAPHS = 3  # paragraphs per subsection, median per character
@@ -50,19 +52,24 @@ def validate(data_dir: Dataset | str | Path | None = None, characters: list[str]
             continue  # a new character, imported but with no reviewed QA pairs yet (rpa_lib.data.scaffold)
         items, problems = read_qa(qa_path)
         out += _located(qa_path, problems)
+        names, (name, work) = persona_names(persona.source), _profile(ds, slug, persona)
         for qa in items:
             for ev in qa.evidence:
                 if ev not in persona.source:
                     out.append(f"{qa_path}:{qa.line}: evidence of {qa.id} not found verbatim in persona.md: {ev[:70]!r}")
+            missing = ungrounded(qa.answer, qa.evidence, " ".join([qa.question, name, work]), names)
+            if missing:
+                out.append(f"{qa_path}:{qa.line}: the answer of {qa.id} uses {', '.join(map(repr, missing))}, found in no "
+                           f"evidence string (add the persona sentence that says it)")
         if full and items:
-            base = items[:QA_PER_CHARACTER]
+            base = [q for q in items if q.set == "paper"]
             if len(base) != QA_PER_CHARACTER:
-                out.append(f"{qa_path}: {len(items)} QA pairs, expected at least {QA_PER_CHARACTER}")
+                out.append(f"{qa_path}: {len(base)} QA pairs in the paper set, expected {QA_PER_CHARACTER}")
             per_attr = Counter(q.attribute for q in base)
             uneven = {a: per_attr[a] for a in ATTRIBUTES if per_attr[a] != QA_PER_CHARACTER // len(ATTRIBUTES)}
             if uneven:
-                out.append(f"{qa_path}: expected {QA_PER_CHARACTER // len(ATTRIBUTES)} QA per attribute in the first "
-                           f"{QA_PER_CHARACTER}, found {uneven}")
+                out.append(f"{qa_path}: expected {QA_PER_CHARACTER // len(ATTRIBUTES)} QA per attribute in the paper "
+                           f"set, found {uneven}")
             spanning = sum(spans_two_paragraphs(persona, q) for q in items)
             if spanning < MIN_TWO_PARAGRAPH_QA:
                 out.append(f"{qa_path}: {spanning} QA pair(s) whose evidence spans two paragraphs of one subsection, "
@@ -82,6 +89,14 @@ def validate(data_dir: Dataset | str | Path | None = None, characters: list[str]
             out += [f"{ds.questionnaire_path(name)}: missing" for name in QUESTIONNAIRE_ITEMS
                     if not ds.questionnaire_path(name).is_file()]
     return out
+
+
+def _profile(ds: Dataset, slug: str, persona: Persona) -> tuple[str, str]:
+    """The character's name and work; the persona's title when labels.csv is broken (reported on its own)."""
+    try:
+        return ds.profile(slug)
+    except DataError:
+        return persona.name, ""
 
 
 def subsection_sizes(persona: Persona) -> list[int]:

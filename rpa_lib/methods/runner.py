@@ -58,11 +58,13 @@ def spread(items: list, key, n: int | None) -> list:
     return [item for item in items if id(item) in chosen]
 
 
-def qa_jobs(dataset: Dataset, characters: list[str], per_character: int | None = None) -> list[Job]:
-    """The QA questions of each character: all, or ``per_character`` of them spread over the six attributes
+def qa_jobs(dataset: Dataset, characters: list[str], per_character: int | None = None,
+            set: str = "paper") -> list[Job]:
+    """The QA questions of each character in one question set (default the paper's 30; ``"multi"`` or ``"all"``,
+    see :meth:`~rpa_lib.data.Dataset.qa`): all, or ``per_character`` of them spread over the six attributes
     (taken in turn from each attribute, in file order)."""
-    return [Job(c, q.id, q.question, {"attribute": q.attribute}) for c in characters
-            for q in spread(dataset.qa(c), lambda q: q.attribute, per_character)]
+    return [Job(c, q.id, q.question, {"attribute": q.attribute, "set": q.set}) for c in characters
+            for q in spread(dataset.qa(c, set), lambda q: q.attribute, per_character)]
 
 
 def questionnaire_jobs(questionnaire: Questionnaire, characters: list[str]) -> list[Job]:
