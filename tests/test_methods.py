@@ -306,7 +306,11 @@ def test_equal_comparison_gives_both_methods_the_same_pool_and_budget():
     assert "top-2 ACTS chunks vs AMADEUS on ACTS chunks with top-0 knowledge + GS K=2" in \
         COMPARISONS["equal"].describe(naive, amadeus)
     (naive, _), (amadeus, roles) = comparison_methods("paper-like", judge, FIXTURES, embedder="hash-64")
-    assert (naive.settings.splitter, naive.settings.k, roles) == ("vanilla", 3, ["selected"])
+    assert (naive.settings.splitter, naive.settings.k, roles) == ("acts", 3, ["selected"])  # one pool in both
+    used = used_chunks(amadeus, [Job("ada-lindqvist", "q", "What did you do when the storm broke the lamp's lens?")],
+                       roles=roles)
+    counted, shown = used.chunks[0], [c["chunk_ids"][0] for c in used.context[0]]
+    assert set(counted) < set(shown)  # GS's chunks are counted; the context keeps the top-3 shown beside them
     with pytest.raises(ValueError, match="unknown comparison 'fair'"):
         comparison_methods("fair", judge, FIXTURES)
 

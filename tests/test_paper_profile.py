@@ -70,7 +70,7 @@ def test_the_paper_profile_uses_the_papers_gs_settings_and_methods(profile):
         assert "naive_rag_budget" in nb(profile, name)["methods"]
         p = nb(profile, name)
         first = [m for m in p["methods"] if m != "naive_rag_budget"]
-        methods = build_methods(first, FakeLLM(), embedder="hash-64", per_method=p["method_settings"] or None)
+        methods = build_methods(first, FakeLLM(), embedder="hash-64", per_method=p.get("method_settings") or None)
         for m in methods:
             if hasattr(m.settings, "splitter") and m.name in ("naive_rag", "crag", "amadeus"):
                 assert m.settings.splitter == PAPER["naive_rag_splitter"][0], m.name

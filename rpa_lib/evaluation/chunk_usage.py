@@ -9,9 +9,12 @@ For a character and a question set:
 What counts as "used" is read from each job's context items (``roles`` picks which: e.g. ``["selected"]`` for
 the chunks GS chose); no method class is consulted and no reply is generated (the runner stops at ``context``).
 
-:data:`COMPARISONS` names the two set-ups Table 3 can compare Naive RAG and AMADEUS in: ``equal`` (the same ACTS
-pool and the same budget K, each counted on everything that reaches its LLM) and ``paper-like`` (Naive RAG's
-top-3 Vanilla chunks against the chunks GS selects, the unequal setting of this repository's first version).
+:data:`COMPARISONS` names the two set-ups Table 3 can compare Naive RAG and AMADEUS in, both on the one ACTS pool
+(the paper applies ACTS to Naive RAG): ``equal`` (the same budget K, each counted on everything that reaches its
+LLM) and ``paper-like`` (Naive RAG's top-3 against the chunks GS selects, AMADEUS also showing its own top-3;
+the paper's Table 3 counts the GS chunks). Each row keeps the job's context items, so
+:func:`rpa_lib.evaluation.context.context_sizes` gives the characters and tokens each method put in front of its
+LLM, and a budget-matched Naive RAG (``naive_rag_budget``) can be run beside them.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ class Comparison:
                 f"{a.splitter.upper()} chunks with top-{a.k} knowledge + GS K={a.slot_size} ({counted})")
 
 
-COMPARISONS = {"equal": Comparison("acts", None, 0, None), "paper-like": Comparison("vanilla", 3, 3, ("selected",))}
+COMPARISONS = {"equal": Comparison("acts", None, 0, None), "paper-like": Comparison("acts", 3, 3, ("selected",))}
 
 
 def comparison_methods(name: str, llm, dataset, **amadeus_settings):
@@ -57,8 +60,9 @@ def comparison_methods(name: str, llm, dataset, **amadeus_settings):
 
 
 def used_chunks(method, jobs: list[Job], *, roles: list[str] | None = None, llm=None, desc: str = "chunks") -> pd.DataFrame:
-    """One row per job: the chunk ids of the context items of ``roles`` (None: every role), GS's outcome where
-    the method reports one, and the error of a failed job (kept, never dropped)."""
+    """One row per job: the chunk ids of the context items of ``roles`` (None: every role), every context item
+    that reached the LLM (``context``, whatever ``roles`` counts), GS's outcome where the method reports one, and
+    the error of a failed job (kept, never dropped)."""
     rows = run_jobs(method, jobs, step="context", llm=llm, desc=desc)
     out = []
     for r in rows.to_dict("records"):
@@ -67,7 +71,8 @@ def used_chunks(method, jobs: list[Job], *, roles: list[str] | None = None, llm=
         chunks = list(dict.fromkeys(i for item in r["context"] if not roles or item["role"] in roles
                                     for i in item["chunk_ids"])) if ok else []
         row = {"method": r["method"], "character": r["character"], "question_id": r["question_id"],
-               "question": r["question"], "chunks": chunks, "gs_failed": details.get("gs_failed"),
+               "question": r["question"], "chunks": chunks, "context": r["context"] if ok else None,
+               "gs_failed": details.get("gs_failed"),
                "examined": details.get("examined", 0)}
         if ok and "gs_failed" in details:
             row["judge_calls_cached"] = r["cached_calls"]

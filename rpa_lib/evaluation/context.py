@@ -26,6 +26,7 @@ from collections.abc import Iterable
 import pandas as pd
 
 TOKENIZER = "all-MiniLM-L6-v2 WordPiece"
+CONTEXT_COLUMNS = ("context_chars", "context_tokens", "context_items")
 _TOKENIZER = None
 _LOCK = threading.Lock()
 
@@ -58,17 +59,36 @@ def _texts(context) -> list[str]:
     return [item["text"] if isinstance(item, dict) else item.text for item in context]
 
 
+def context_columns(context) -> dict[str, int]:
+    """``context_chars``, ``context_tokens`` and ``context_items`` of one job's context items (dicts or
+    :class:`~rpa_lib.methods.ContextItem`), for tables that keep the sizes and not the texts.
+    ``context_columns([{"text": "hello world"}]) == {"context_chars": 11, "context_tokens": 2, "context_items": 1}``"""
+    texts = _texts(context)
+    return {"context_chars": sum(map(len, texts)), "context_tokens": sum(count_tokens(texts)),
+            "context_items": len(texts)}
+
+
 def context_sizes(rows: pd.DataFrame, by: Iterable[str] = ("method",), *, tokens: bool = True) -> pd.DataFrame:
     """Per group of ``by`` (default: per method), over the rows without an error: ``questions``, the mean
     ``context_chars`` and ``context_tokens`` per question (tokens: :data:`TOKENIZER`; left out with
-    ``tokens=False``), the mean number of ``context_items``, and ``tokenizer``. A method without context has 0."""
+    ``tokens=False``), the mean number of ``context_items``, and ``tokenizer``. A method without context has 0.
+    The rows carry either the runner's ``context`` column or the sizes (:func:`context_columns`) already."""
     by = list(by)
     ok = rows[rows.error.isna()] if "error" in rows else rows
     out = []
     for key, g in ok.groupby(by, sort=False):
-        texts = [_texts(c) for c in g.context]
         row = dict(zip(by, key if isinstance(key, tuple) else (key,), strict=True))
         row["questions"] = len(g)
+        if "context" not in g and "context_chars" in g:  # sizes measured already
+            row["context_chars"] = float(g.context_chars.mean())
+            if tokens:
+                row["context_tokens"] = float(g.context_tokens.mean())
+            row["context_items"] = float(g.context_items.mean())
+            if tokens:
+                row["tokenizer"] = TOKENIZER
+            out.append(row)
+            continue
+        texts = [_texts(c) for c in g.context]
         row["context_chars"] = float(pd.Series([sum(map(len, t)) for t in texts]).mean())
         if tokens:
             flat = count_tokens([x for t in texts for x in t])

@@ -64,7 +64,10 @@ def interview(method, characters: list[str], questionnaire: Questionnaire, *, ll
 
 def interview_rows(rows: pd.DataFrame) -> pd.DataFrame:
     """The runner's rows of questionnaire jobs as interview rows (see :func:`interview`), in method order (then
-    the rows' order)."""
+    the rows' order); with the size of the context that reached the LLM (:func:`~rpa_lib.evaluation.context.
+    context_columns`) and CRAG's route."""
+    from rpa_lib.evaluation.context import CONTEXT_COLUMNS, context_columns
+
     out = []
     for r in rows.to_dict("records"):
         ok = pd.isna(r["error"])
@@ -76,6 +79,8 @@ def interview_rows(rows: pd.DataFrame) -> pd.DataFrame:
                     "knowledge": ";".join(chunk_ids(r["context"], "knowledge")) if ok else None,
                     "selected": ";".join(chunk_ids(r["context"], "selected")) if ok else None,
                     "attributes": json.dumps(d["attributes"], ensure_ascii=False) if ok and d.get("attributes") else None,
+                    "route": d.get("route") if ok else None,  # CRAG's action
+                    **(context_columns(r["context"]) if ok else dict.fromkeys(CONTEXT_COLUMNS)),
                     "llm_calls": r["llm_calls"], "cached_calls": r["cached_calls"], "seconds": r["seconds"]})
     out = pd.DataFrame(out)
     if out.empty:

@@ -274,12 +274,16 @@ class Crag(Method):
 
 
 def route_counts(rows: pd.DataFrame) -> pd.DataFrame:
-    """How often each CRAG action fired: per method whose rows carry a ``route`` in their details (CRAG), the
-    questions answered and the count and share of ``correct``, ``ambiguous`` and ``incorrect``."""
+    """How often each CRAG action fired: per method whose rows carry a ``route`` (in their ``details``, or in a
+    ``route`` column), the questions answered and the count and share of ``correct``, ``ambiguous`` and
+    ``incorrect``."""
     out = []
     ok = rows[rows.error.isna()] if "error" in rows else rows
     for method, g in ok.groupby("method", sort=False):
-        routes = [d.get("route") for d in g.details if isinstance(d, dict) and d.get("route")]
+        if "details" in g:
+            routes = [d.get("route") for d in g.details if isinstance(d, dict) and d.get("route")]
+        else:  # rows that keep the route alone (the interview rows)
+            routes = [r for r in g.get("route", pd.Series(dtype=object)) if isinstance(r, str)]
         if not routes:
             continue
         row = {"method": method, "questions": len(routes)}
