@@ -270,6 +270,23 @@ def test_pipeline_on_the_fixture(ds, tmp_path):
     assert failed_items(answers=answers, verdicts=verdicts, labels=labels, keypoints=kp).empty
 
 
+def test_one_answering_loop_skips_saves_and_keeps_chunk_ids(ds):
+    """answer_tasks: a skipped (task, method) asks nothing, on_block sees the rows so far after each block, and the
+    rows' chunk ids are Response.chunk_ids (runner.chunk_ids reads them back from a row's context by role)."""
+    from rpa_lib.methods.runner import answer_tasks, chunk_ids
+
+    llm = FakeLLM()
+    agents = build_methods(["no_rag", "naive_rag"], llm, dataset=ds, embedder="hash-64", k=2, max_tokens=16)
+    seen = []
+    rows, timing = answer_tasks(agents, task_jobs(ds, ["ada-lindqvist"], 2), llm=llm, progress=False,
+                                skip=lambda task, m: "skipped" if m.name == "no_rag" else None,
+                                on_block=lambda so_far: seen.append(len(so_far)))
+    assert set(rows.method) == {"naive_rag"} and seen == [2] and timing.method.tolist() == ["naive_rag"]
+    for r in rows.to_dict("records"):
+        assert r["chunk_ids"] == chunk_ids(r["context"]) and r["chunk_ids"]
+        assert chunk_ids(r["context"], "no such role") == []
+
+
 # ---- notebook 05, smoke profile ------------------------------------------------------------------------------
 
 
