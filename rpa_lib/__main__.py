@@ -3,7 +3,8 @@
 Each answer is followed by what reached the LLM (the context items by role with their persona chunk ids: knowledge,
 GS-selected passages, extracted attributes, ...), the method's details (e.g. GS failure) and the LLM calls
 (cache hits included). ``--method`` takes any registered method. ``--question`` answers one
-question and exits. The LLM comes from ``--llm`` or the environment (default: the embedded SmolLM2).
+question and exits. The LLM comes from ``--llm`` or the environment (default: the embedded SmolLM2). A character
+imported with ``python -m rpa_lib.data new-character`` works at once; ``--data-dir`` reads another dataset folder.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ def chat(args) -> int:
     from rpa_lib.llm import get_llm
     from rpa_lib.methods import build_method
 
-    dataset = Dataset()
+    dataset = Dataset(args.data_dir)
     dataset.characters([args.character])  # a clear error for an unknown slug
     llm = get_llm(args.llm)
     settings = {k: v for k, v in (("embedder", args.embedder), ("k", args.k)) if v is not None}
@@ -67,7 +68,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m rpa_lib", description="Retrieval-augmented role-playing agents.")
     sub = parser.add_subparsers(dest="command", required=True)
     c = sub.add_parser("chat", help="talk to a character in the terminal")
-    c.add_argument("--character", required=True, help="slug, e.g. frieren")
+    c.add_argument("--character", required=True, help="slug, e.g. frieren, or one imported with "
+                                                       "python -m rpa_lib.data new-character")
+    c.add_argument("--data-dir", help="dataset folder (default: the repository's data/)")
     c.add_argument("--method", default="amadeus", choices=list(METHODS), help="a registered method")
     c.add_argument("--llm", help="e.g. local, openai:gpt-4.1, fake (default: environment, else local)")
     c.add_argument("--embedder", help="retrieval embedder (default: the method's, minilm)")

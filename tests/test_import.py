@@ -224,3 +224,15 @@ def test_qa_scaffold_with_the_default_fake_drops_and_counts_everything(data_copy
     assert data_cli(["qa-scaffold", "tove-marsh", "--llm", "fake", "--data-dir", str(data_copy)]) == 0
     out = capsys.readouterr().out
     assert "0 pair(s) written" in out and "6 dropped because their evidence is not verbatim" in out
+
+
+def test_chat_talks_to_an_imported_character(data_copy, capsys):
+    from rpa_lib.__main__ import main as rpa_main
+
+    new_character("tove-marsh", MARKDOWN, name="Tove Marsh", work="The Saltgate Ferry", data=data_copy)
+    code = rpa_main(["chat", "--character", "tove-marsh", "--data-dir", str(data_copy), "--llm", "fake",
+                     "--embedder", "hash-64", "--question", "Who is your sister?"])
+    out = capsys.readouterr().out
+    assert code == 0 and "you> Who is your sister?" in out and "tove-marsh:acts:" in out
+    assert rpa_main(["chat", "--character", "nobody", "--data-dir", str(data_copy), "--llm", "fake"]) == 2
+    assert "unknown character(s) 'nobody'" in capsys.readouterr().err
