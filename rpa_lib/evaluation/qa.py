@@ -55,8 +55,11 @@ LABEL_COLUMNS = ["task", "method", "character", "question_id", "attribute", "kp"
 
 
 def paper_name(method: str) -> str:
-    """The method's name in AMADEUS Table 6. ``paper_name("no_rag") == "w/o RAG"``"""
-    return PAPER_METHODS.get(method, method)
+    """The method's name in AMADEUS Table 6; a variant's label (``paper_name("naive_rag_budget") == "Naive RAG
+    (budget-matched)"``); else the name itself. ``paper_name("no_rag") == "w/o RAG"``"""
+    from rpa_lib.methods.registry import VARIANTS
+
+    return PAPER_METHODS.get(method) or (VARIANTS[method].label if method in VARIANTS else method)
 
 
 def has_context(method: Method) -> bool:
