@@ -3,9 +3,9 @@
 Real ACTS chunks of a few characters (all-MiniLM-L6-v2 retrieval), MBTI interview questions as queries, and a
 judge served by the mock OpenAI-compatible server with 100 ms latency per call through the real HTTP client
 (``OpenAILLM``). The mock runs in its own process, as a real server would, so that its CPU time does not compete
-with the walk's threads for this interpreter's lock; what remains is the client's own cost per call (about 1 ms
-of CPU for the plain ``httpx`` POST, serialized across threads), which the fewer round trips of a wider
-look-ahead cannot hide. The mock answers "yes" for a fixed pseudo-random share (``--yes-percent``, 12 by
+with the walk's threads for this interpreter's lock; what remains is the client's own CPU time per call (the
+``openai`` package's request building and response parsing, serialized across threads), which the fewer round
+trips of a wider look-ahead cannot hide. The mock answers "yes" for a fixed pseudo-random share (``--yes-percent``, 12 by
 default) of (question, chunk) pairs (a hash of the prompt), so every policy sees the same verdicts. The LLM
 cache is off so every judge call reaches the server; the query embeddings are computed before the timing.
 Policies: fixed windows (``--windows``, 1 is sequential) and ``adaptive``: one :class:`AdaptiveWindow` for the
