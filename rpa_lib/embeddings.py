@@ -8,10 +8,10 @@
 
 The paper's three (:data:`PAPER_EMBEDDERS`, named by ``profiles/paper.yaml``) load from the local Hugging Face cache
 only. :func:`require_models` checks them all before a run and raises one error naming every missing model, the
-profile key that asks for it and the command that fetches it. A dry run (``reproduce --plan``) sets
-``RPA_EMBEDDER_STAND_IN=1``: a paper model whose weights are missing is then replaced by :class:`StandInEmbedder`,
-a hashing embedder labelled ``stand-in for <model> (plan only)``, so the plan counts the LLM calls without the
-weights; its vectors are never those of the model.
+profile key that asks for it and the command that fetches it. In a dry run (``reproduce --plan``, which sets
+``RPA_PLAN_FILE``) or with ``RPA_EMBEDDER_STAND_IN=1``, a paper model whose weights are missing is replaced by
+:class:`StandInEmbedder`, a hashing embedder labelled ``stand-in for <model> (plan only)``, so the plan counts the
+LLM calls without the weights; its vectors are never those of the model.
 
 Vectors are float32 and L2-normalized, so a dot product is the cosine similarity. Texts longer than a model
 reads (all-MiniLM-L6-v2: 256 word pieces) are truncated by the model; :func:`embed` counts them and warns,
@@ -250,7 +250,8 @@ def get_embedder(name: str = "minilm", corpus: list[str] | None = None) -> Embed
         return TfidfEmbedder(corpus)
     if name.startswith("hash"):
         return HashEmbedder(int(name.split("-")[1]) if "-" in name else 64)
-    if os.environ.get(STAND_IN_ENV) == "1" and name in KNOWN_MODELS and not is_local(name):
+    planning = os.environ.get(STAND_IN_ENV) == "1" or bool(os.environ.get("RPA_PLAN_FILE"))  # a dry run
+    if planning and name in KNOWN_MODELS and not is_local(name):
         return StandInEmbedder(name)
     with _EMBEDDERS_LOCK:
         if name not in _EMBEDDERS:

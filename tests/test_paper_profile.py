@@ -108,4 +108,8 @@ def test_missing_paper_weights_are_one_error_naming_model_key_and_command(monkey
     assert e.model_id.startswith("stand-in:") and e.encode(["a question"]).shape == (1, 384)
     monkeypatch.delenv(STAND_IN_ENV)
     embeddings.clear_caches()
+    monkeypatch.setenv("RPA_PLAN_FILE", str(tmp_path / "plan.jsonl"))  # what reproduce --plan sets
+    assert isinstance(get_embedder("qwen3-0.6b"), StandInEmbedder)
+    monkeypatch.delenv("RPA_PLAN_FILE")
+    embeddings.clear_caches()
     assert os.environ.get(STAND_IN_ENV) is None
