@@ -8,6 +8,9 @@
 - ``acts``: ATS, and each chunk's hierarchical context H_i (its heading path) is put in front of its text (Eq. 5).
 - ``vanilla-section``: Vanilla's length and overlap inside each section (this repository's first Vanilla), kept
   as a named variant for comparison.
+- ``ats-document`` / ``acts-document``: ATS / ACTS with ``scope="document"``, the whole persona segmented with
+  l_max and l_max/2 as Eq. 4 reads, named variants for comparison (:func:`overlap_chars` measures the overlap
+  each scope actually achieves).
 
 Where the paper is silent: may an ATS/ACTS chunk span two subsections? We split ATS and ACTS inside each section
 (the body under one heading path), because Eq. 5 appends *the* hierarchical context H_i of a chunk, which is only
@@ -28,10 +31,13 @@ from dataclasses import dataclass
 
 from rpa_lib.persona import Persona, heading_path
 
-SPLITTERS = ("vanilla", "ats", "acts", "vanilla-section")
+SPLITTERS = ("vanilla", "ats", "acts", "vanilla-section", "ats-document", "acts-document")
+PAPER_SPLITTERS = ("vanilla", "ats", "acts")  # the three the paper's tables compare
 SPLITTER_NAMES = {"vanilla": "Vanilla", "ats": "ATS", "acts": "ACTS",  # as the paper's tables name them
-                  "vanilla-section": "Vanilla (per section)"}
-SCOPES = {"vanilla": "document", "ats": "section", "acts": "section", "vanilla-section": "section"}
+                  "vanilla-section": "Vanilla (per section)", "ats-document": "ATS (document)",
+                  "acts-document": "ACTS (document)"}
+SCOPES = {"vanilla": "document", "ats": "section", "acts": "section", "vanilla-section": "section",
+          "ats-document": "document", "acts-document": "document"}
 VANILLA_LENGTH, VANILLA_OVERLAP = 500, 100
 _SEPARATORS = ["\n\n", "\n", ". ", "? ", "! ", "; ", ", ", " ", ""]
 
@@ -83,7 +89,7 @@ def settings_for(persona: Persona, splitter: str, length: int | None = None, ove
         overlap = length // 2
     if not 0 <= overlap < length:
         raise ValueError(f"overlap must be in [0, length): got length={length}, overlap={overlap}")
-    return SplitSettings(splitter, length, overlap, with_context=splitter == "acts")
+    return SplitSettings(splitter, length, overlap, with_context=splitter.startswith("acts"))
 
 
 def split(persona: Persona, splitter: str = "acts", *, length: int | None = None, overlap: int | None = None,
@@ -171,3 +177,13 @@ def _to_source(spans: list[tuple[int, int]], norm_starts: list[int], offset: int
     elements, ascending)."""
     norm_start, src_start = spans[bisect_right(norm_starts, offset) - 1]
     return src_start + offset - norm_start
+
+
+def overlap_chars(first: str, second: str) -> int:
+    """Characters ``second`` repeats from the end of ``first``: the longest suffix of ``first`` that starts at a
+    word boundary and begins ``second`` (the splitter carries overlap in whole pieces); 0 when none.
+    ``overlap_chars("a b c d", "c d e") == 3``"""
+    for at in range(max(0, len(first) - len(second)), len(first)):
+        if (at == 0 or first[at - 1].isspace()) and second.startswith(first[at:]):
+            return len(first) - at
+    return 0

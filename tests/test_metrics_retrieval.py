@@ -77,3 +77,74 @@ def test_eir_edge_cases():
     assert eir(GOLD, ["", "  "]) == 0.0
     assert eir([], CHUNKS) == 0.0
     assert eir(GOLD, ["nothing relevant here"]) == 0.0
+
+
+# ---------------------------------------------------------------- equal budgets
+
+
+def test_within_budget_counts_the_last_chunk_in_part():
+    """Whole chunks while they fit, then the first that does not fit cut to the budget left, then nothing."""
+    from rpa_lib.evaluation.metrics import within_budget
+
+    assert within_budget(["abcd", "efgh", "ij"], 6) == ["abcd", "ef"]
+    assert within_budget(["abcd", "efgh", "ij"], 8) == ["abcd", "efgh"]  # exactly spent: nothing cut
+    assert within_budget(["abcd", "efgh", "ij"], 100) == ["abcd", "efgh", "ij"]
+    assert within_budget(["abcdefg"], 3) == ["abc"]  # a first chunk longer than the budget is cut, not dropped
+    assert within_budget(["abcd"], 0) == []
+    with pytest.raises(ValueError, match="budget must be >= 0"):
+        within_budget(["abcd"], -1)
+
+
+def test_within_budget_with_a_word_measure():
+    """Any unit: here words, cut after the n-th word."""
+    from rpa_lib.evaluation.metrics import within_budget
+
+    def words(text):
+        return len(text.split())
+
+    def first_words(text, n):
+        return " ".join(text.split()[:n])
+
+    assert within_budget(["a b c", "d e f g", "h"], 5, words, first_words) == ["a b c", "d e"]
+
+
+def test_recall_at_an_equal_budget_hand_computed():
+    """Two evidence sentences; a 60-character budget keeps the first chunk whole and cuts the second after 20
+    characters, so the second sentence (which needs 27) is not found: recall 1/2. At 80 both are found."""
+    from rpa_lib.evaluation.metrics import within_budget
+
+    gold = ["Ada keeps the light. She rows to Skelde."]
+    ranked = ["Ada keeps the light. Storms come in winter here.",  # 48 characters
+              "On market days She rows to Skelde. Then home."]  # "She rows to Skelde." ends at character 34
+    given = within_budget(ranked, 60)
+    assert given == [ranked[0], ranked[1][:12]]
+    assert evidence_recall(gold, given) == 0.5
+    assert evidence_recall(gold, within_budget(ranked, 48 + 34)) == 1.0
+    assert eir(gold, within_budget(ranked, 48 + 34)) == pytest.approx(8 / (9 + 7))  # 8 gold words of 16 given
+
+
+def test_token_counter_is_minilm_wordpiece_offline():
+    """Token budgets count all-MiniLM-L6-v2's word pieces (no special tokens, no padding, no truncation)."""
+    from rpa_lib.evaluation.evidence import token_counter
+
+    tokens = token_counter()
+    assert tokens.label == "all-MiniLM-L6-v2 WordPiece"
+    assert tokens.length("Frieren the Slayer.") == 6  # fr ##ier ##en the slayer .
+    assert tokens.prefix("Frieren the Slayer.", 4) == "Frieren the"
+    assert tokens.length("word " * 600) == 600
+
+
+def test_budget_scores_on_fixtures(fixture_data):
+    """Every budget row is given at most its budget, and recall never falls as the budget grows."""
+    from rpa_lib.data import Dataset
+    from rpa_lib.evaluation.evidence import budget_scores, budget_table, token_counter
+
+    ds = Dataset(fixture_data)
+    tokens = token_counter()
+    scores = budget_scores(ds, ds.slugs(), ["vanilla", "acts"], ["hash-64"], (300, 1000), (60, 200), tokens)
+    chars = scores[scores.unit == "characters"]
+    assert (chars.context_chars <= chars.budget).all() and set(scores.set) == {"paper"}
+    wide = scores.pivot_table(index=["splitter", "character", "question", "unit"], columns="budget", values="recall")
+    assert (wide[1000].dropna() >= wide[300].dropna()).all() and (wide[200].dropna() >= wide[60].dropna()).all()
+    table = budget_table(scores)
+    assert set(table.splitter) == {"Vanilla", "ACTS"} and (table.questions == 12).all()

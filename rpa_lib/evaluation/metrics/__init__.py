@@ -18,11 +18,11 @@ from rpa_lib.evaluation.metrics.keypoints import (
     average_keypoint_scores,
     keypoint_scores,
 )
-from rpa_lib.evaluation.metrics.retrieval import eir, evidence_recall, split_sentences
+from rpa_lib.evaluation.metrics.retrieval import eir, evidence_recall, split_sentences, within_budget
 from rpa_lib.evaluation.metrics.types import type_scores
 
 __all__ = [
     "KendallTau", "KeypointAverage", "KeypointScores", "LikertSummary", "average_keypoint_scores", "cronbach_alpha",
     "eir", "evidence_recall", "feldt_interval", "kendall_tau", "keypoint_scores", "krippendorff_alpha",
-    "likert_summary", "split_sentences", "table6_average", "type_scores",
+    "likert_summary", "split_sentences", "table6_average", "type_scores", "within_budget",
 ]

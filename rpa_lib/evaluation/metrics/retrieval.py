@@ -12,6 +12,8 @@ chunk (one chunk, not the concatenation, so a sentence cut in two by a chunk bou
   released code).
 - :func:`eir`: words of the found gold sentences over all words of the retrieved chunks (RAGEval's equation 2 and
   its four sentence-level steps).
+- :func:`within_budget`: the ranked chunks cut to a context budget (characters or tokens), so splitters whose
+  chunks differ in size are compared on the same amount of retrieved text rather than the same k.
 
 Not done here: no retrieval, no embedding, no LLM; no fuzzy or semantic matching (a paraphrased sentence is not
 found); words are whitespace tokens, so languages written without spaces (RAGEval counts Chinese by character)
@@ -21,7 +23,7 @@ are not supported.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 
 UNITS = ("sentence", "reference")
@@ -114,3 +116,28 @@ def eir(gold: str | Sequence[str], retrieved: str | Sequence[str], *, language: 
     matched = sum(len(s.split()) for s in _gold_sentences(_as_list(gold, "gold evidence"), language)
                   if _found(s, chunks))
     return matched / total
+
+
+def within_budget(ranked: Sequence[str], budget: int, length: Callable[[str], int] = len,
+                  prefix: Callable[[str, int], str] | None = None) -> list[str]:
+    """The top-ranked chunk texts until ``budget`` is spent, **the last chunk counted in part**: whole chunks
+    while they fit, then the first one that does not fit cut to its first ``budget - spent`` units (characters
+    by default; pass ``length`` and ``prefix`` to count tokens), and nothing after it. So every splitter is given
+    exactly ``min(budget, total length)`` units, and a sentence counts as retrieved only if it lies whole in the
+    part that fits. Overlapping chunks spend the budget on their shared text twice, as a prompt would.
+    ``within_budget(["abcd", "efgh", "ij"], 6)`` -> ``["abcd", "ef"]``"""
+    if budget < 0:
+        raise ValueError(f"budget must be >= 0, got {budget}")
+    prefix = prefix or (lambda text, n: text[:n])
+    out, spent = [], 0
+    for text in _as_list(ranked, "retrieved chunks"):
+        if spent >= budget:
+            break
+        size = length(text)
+        if spent + size <= budget:
+            out.append(text)
+            spent += size
+        else:
+            out.append(prefix(text, budget - spent))
+            break
+    return out
