@@ -23,6 +23,7 @@ one) and draws nothing; Kendall's tau is :func:`rpa_lib.evaluation.metrics.kenda
 
 from __future__ import annotations
 
+import math
 import re
 import warnings
 from collections.abc import Sequence
@@ -208,10 +209,9 @@ def export_dimension_sheets(ladder: pd.DataFrame, raters: int, folder: Path, sam
 
 def _long(sheet: pd.DataFrame) -> pd.DataFrame:
     """A read dimension sheet as (reply_id, rater, dimension, value) rows, blank cells left out."""
-    long = sheet.melt(id_vars=["reply_id", "rater"], value_vars=list(DIMENSIONS), var_name="dimension")
-    long["_d"] = long.dimension.map(DIMENSIONS.index)
-    return (long.dropna(subset=["value"]).assign(_r=lambda f: f.reply_id.map({r: i for i, r in enumerate(sheet.reply_id)}))
-            .sort_values(["_r", "_d"], kind="stable").drop(columns=["_r", "_d"]).reset_index(drop=True))
+    rows = [{"reply_id": r["reply_id"], "rater": r["rater"], "dimension": d, "value": r[d]}
+            for r in sheet.to_dict("records") for d in DIMENSIONS if not math.isnan(r[d])]
+    return pd.DataFrame(rows, columns=["reply_id", "rater", "dimension", "value"])
 
 
 def read_dimension_sheet(path: Path, expected_ids: Sequence[str], sample_set: str) -> pd.DataFrame:
