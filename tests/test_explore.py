@@ -89,3 +89,17 @@ def test_widgets_answer_on_ask(dataset):
     assert "l_max" in browser.children[1].value
     browser.children[0].children[1].value = "vanilla"
     assert "chunk length" in browser.children[1].value
+
+
+def test_an_interrupt_ends_a_cell_with_one_line(capsys):
+    interactiveshell = pytest.importorskip("IPython.core.interactiveshell")
+    from rpa_lib.ipython import MESSAGE, load_ipython_extension, unload_ipython_extension
+
+    shell = interactiveshell.InteractiveShell.instance()
+    load_ipython_extension(shell)
+    try:
+        result = shell.run_cell("def deep():\n    raise KeyboardInterrupt\ndeep()")
+    finally:
+        unload_ipython_extension(shell)
+    assert not result.success  # Run All still stops at the interrupted cell
+    assert capsys.readouterr().err.strip() == MESSAGE

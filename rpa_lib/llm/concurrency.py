@@ -42,7 +42,7 @@ def run_map(
     An exception of a type in ``stop_on`` (constructible from one message) ends the run and is raised again,
     naming the item; no list is returned then.
     """
-    from tqdm import tqdm
+    from tqdm.auto import tqdm  # a widget bar in JupyterLab (ipywidgets), text in a terminal
 
     items = list(items)
     outcomes: list[Outcome | None] = [None] * len(items)

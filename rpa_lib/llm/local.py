@@ -17,6 +17,7 @@ a time per model.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import importlib.util
 import threading
@@ -49,6 +50,24 @@ def smollm2_path() -> Path:
     return files[0]
 
 
+@contextlib.contextmanager
+def _quiet_loading():
+    """No loading bars while the model loads (a second or two, nothing a user can act on): transformers' own
+    ("Loading weights") and the GGUF converter's, which calls tqdm directly. Warnings still show."""
+    from transformers import modeling_gguf_pytorch_utils as gguf_utils
+    from transformers.utils import logging as hf_logging
+
+    was_enabled, bar = hf_logging.is_progress_bar_enabled(), gguf_utils.tqdm
+    hf_logging.disable_progress_bar()
+    gguf_utils.tqdm = lambda iterable=None, *args, **kwargs: iterable
+    try:
+        yield
+    finally:
+        gguf_utils.tqdm = bar
+        if was_enabled:
+            hf_logging.enable_progress_bar()
+
+
 def load(path: Path, weights: str | None = None) -> tuple[Any, Any, threading.Lock]:
     """(tokenizer, model, lock) for ``path`` whose weights have fingerprint ``weights`` (computed when not
     given), loaded once per process; the lock serialises use of the model."""
@@ -58,8 +77,9 @@ def load(path: Path, weights: str | None = None) -> tuple[Any, Any, threading.Lo
             from transformers import AutoModelForCausalLM, AutoTokenizer
 
             folder, kwargs = (path.parent, {"gguf_file": path.name}) if path.is_file() else (path, {})
-            tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True, **kwargs)
-            model = AutoModelForCausalLM.from_pretrained(folder, local_files_only=True, **kwargs)
+            with _quiet_loading():
+                tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True, **kwargs)
+                model = AutoModelForCausalLM.from_pretrained(folder, local_files_only=True, **kwargs)
             model.eval()
             _LOADED[key] = (tokenizer, model, threading.Lock())
         return _LOADED[key]
