@@ -144,6 +144,20 @@ def test_the_graded_evaluator_is_the_default_and_fires_all_three_routes_without_
     assert route_counts(rows.assign(details=[{}] * 3)).empty  # no method with routes: no rows
 
 
+def test_interview_rows_keep_the_route_and_the_context_size_for_the_counts():
+    from rpa_lib.evaluation.context import context_sizes
+    from rpa_lib.evaluation.personality import interview
+
+    m = make(graded(lambda p: "4" if "storm" in p else "1"), evaluator="scale")
+    q = Dataset(FIXTURES).questionnaire("mbti", 4)
+    rows = interview(m, [ADA], q, llm=m.llm, progress=False)
+    assert rows.error.isna().all() and set(rows.route) <= {CORRECT, AMBIGUOUS, INCORRECT}
+    counts = route_counts(rows).iloc[0]  # from the route column (interview rows keep no details)
+    assert counts.questions == len(rows) == 4 and counts[CORRECT] + counts[AMBIGUOUS] + counts[INCORRECT] == 4
+    sizes = context_sizes(rows).iloc[0]  # from the size columns (interview rows keep no texts)
+    assert sizes.context_chars == rows.context_chars.mean() and (rows.context_tokens <= rows.context_chars).all()
+
+
 def test_graded_evaluator_with_log_scores_is_graded_between_the_grades():
     def grade(passage):  # storm chunks: P(4) = P(5) = 0.5 -> expected 4.5 -> 0.75; others: all on grade 2 and 3
         if "storm" in passage:
