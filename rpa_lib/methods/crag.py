@@ -273,6 +273,20 @@ class Crag(Method):
         return Context(items, calls, details)
 
 
+def departures(settings: CragSettings) -> str:
+    """One line for a caption: how this CRAG departs from the original (see the module docstring).
+
+    >>> departures(CragSettings())[:63]
+    'CRAG-offline departs from CRAG: an LLM grades passages 1-5 (not'
+    """
+    evaluator = ("an LLM grades passages 1-5 (not CRAG's fine-tuned T5)" if settings.evaluator == "scale"
+                 else "an LLM says relevant or irrelevant (not CRAG's fine-tuned T5)")
+    return (f"CRAG-offline departs from CRAG: {evaluator}; thresholds {settings.upper:g} / {settings.lower:g}, not tuned "
+            f"per dataset; strips of {settings.strip_sentences} sentences, at most {settings.max_strips} per source scoring "
+            f"above {settings.strip_threshold:g}, in reading order (CRAG: top 10 internal / 5 web strips by score); "
+            f"BM25 over personas ({settings.corpus}) instead of web search")
+
+
 def route_counts(rows: pd.DataFrame) -> pd.DataFrame:
     """How often each CRAG action fired: per method whose rows carry a ``route`` (in their ``details``, or in a
     ``route`` column), the questions answered and the count and share of ``correct``, ``ambiguous`` and
