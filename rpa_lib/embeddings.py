@@ -54,6 +54,7 @@ KNOWN_MODELS = {
 }
 EMBEDDERS = ("minilm", "tfidf", "hash", *KNOWN_MODELS)
 PAPER_EMBEDDERS = ("bge-m3", "qwen3-0.6b", "me5-large-instruct")  # AMADEUS Table 1 and its retrieval settings
+PAPER_PROFILE_KEYS = "profiles/paper.yaml: defaults.embedder, notebooks.02_similarity_scores.embedders"
 STAND_IN_ENV = "RPA_EMBEDDER_STAND_IN"  # "1": a missing paper model becomes a labelled stand-in (plans only)
 
 
@@ -83,8 +84,10 @@ def model_folder(name_or_path: str) -> Path:
     try:
         return Path(snapshot_download(name_or_path, local_files_only=True))
     except Exception as e:  # not cached, or not a valid repository id
+        paper = {KNOWN_MODELS[n][0] for n in PAPER_EMBEDDERS}
+        asked = f" (asked for by {PAPER_PROFILE_KEYS})" if name_or_path in paper else ""
         raise RuntimeError(
-            f"embedding model {name_or_path!r} is neither a folder nor in the Hugging Face cache "
+            f"embedding model {name_or_path!r}{asked} is neither a folder nor in the Hugging Face cache "
             f"({type(e).__name__}): {how_to_get(name_or_path)}, or pass a local folder"
         ) from None
 

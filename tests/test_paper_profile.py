@@ -11,7 +11,14 @@ import yaml
 
 from rpa_lib import paths
 from rpa_lib.data import Dataset
-from rpa_lib.embeddings import KNOWN_MODELS, PAPER_EMBEDDERS, STAND_IN_ENV, StandInEmbedder, get_embedder, require_models
+from rpa_lib.embeddings import (
+    KNOWN_MODELS,
+    PAPER_EMBEDDERS,
+    STAND_IN_ENV,
+    StandInEmbedder,
+    get_embedder,
+    require_models,
+)
 from rpa_lib.llm import FakeLLM
 from rpa_lib.methods import build_methods
 
@@ -101,6 +108,10 @@ def test_missing_paper_weights_are_one_error_naming_model_key_and_command(monkey
     assert "BAAI/bge-m3" in message and "intfloat/multilingual-e5-large-instruct" in message
     assert "profiles/paper.yaml: defaults.embedder" in message and "huggingface-cli download BAAI/bge-m3" in message
     assert "minilm" not in message.lower().replace("all-minilm", "")
+    with pytest.raises(RuntimeError, match="'BAAI/bge-m3' \\(asked for by profiles/paper.yaml: defaults.embedder, "
+                       "notebooks.02_similarity_scores.embedders\\) is neither a folder nor in the Hugging Face cache"):
+        _ = get_embedder("bge-m3").model_id  # a notebook run meets the same error, naming the profile key
+    embeddings.clear_caches()
     # a dry run stands in, and says so in the label every caption shows
     monkeypatch.setenv(STAND_IN_ENV, "1")
     e = get_embedder("bge-m3")
