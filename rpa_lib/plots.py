@@ -14,7 +14,8 @@ from rpa_lib.persona import ATTRIBUTES
 from rpa_lib.splitters import SPLITTER_NAMES
 
 METHOD_COLORS = {"no_rag": "#8c8c8c", "naive_rag": "#4C72B0", "amadeus": "#DD8452"}
-SPLITTER_COLORS = {"vanilla": "#8c8c8c", "ats": "#4C72B0", "acts": "#DD8452", "vanilla-section": "#55A868"}
+SPLITTER_COLORS = {"vanilla": "#8c8c8c", "ats": "#4C72B0", "acts": "#DD8452", "vanilla-section": "#55A868",
+                   "ats-document": "#8172B3", "acts-document": "#C44E52"}
 
 
 def dataset_figure(per_char: pd.DataFrame, per_par: pd.DataFrame):
@@ -38,7 +39,7 @@ def dataset_figure(per_char: pd.DataFrame, per_par: pd.DataFrame):
         left += qa[f"qa_{a}"]
     ax.set_yticklabels([])
     ax.set_xlabel("QA pairs")
-    ax.set_title(f"{per_char.qa_pairs.sum()} QA pairs by attribute")
+    ax.set_title(f"{per_char.qa_pairs.sum()} QA pairs (paper set) by attribute")
     ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=2, frameon=False)  # below the bars
 
     ax = axes[2]
@@ -80,8 +81,8 @@ def similarity_figure(scores: pd.DataFrame, table: pd.DataFrame, splitters: list
     return fig
 
 
-def evidence_recall_figure(table: pd.DataFrame, characters: int, questions: int):
-    """Evidence recall against k, a line per splitter, one panel per embedder."""
+def evidence_recall_figure(table: pd.DataFrame, characters: int, questions: int, qa_set: str = "paper"):
+    """Evidence recall against k, a line per splitter, one panel per embedder (one question set's rows)."""
     labels = list(dict.fromkeys(table.embedder))
     fig, axes = plt.subplots(1, len(labels), figsize=(5.2 * len(labels), 4), squeeze=False, sharey=True)
     colors = {SPLITTER_NAMES[s]: c for s, c in SPLITTER_COLORS.items()}
@@ -96,7 +97,35 @@ def evidence_recall_figure(table: pd.DataFrame, characters: int, questions: int)
         ax.grid(alpha=0.3)
     axes[0][0].set_ylabel("evidence recall (solid); all evidence found (dotted)")
     axes[0][-1].legend(fontsize=8, loc="lower right")
-    fig.suptitle(f"Evidence recall of retrieval, {questions} QA questions of {characters} character{'s' * (characters != 1)} (no LLM)", y=1.02)
+    fig.suptitle(f"Evidence recall of retrieval, {questions} QA questions ({qa_set} set) of {characters} "
+                 f"character{'s' * (characters != 1)} (no LLM)", y=1.02)
+    fig.tight_layout()
+    return fig
+
+
+def budget_recall_figure(table: pd.DataFrame, characters: int, questions: int, tokenizer: str, qa_set: str = "paper"):
+    """Evidence recall against the context budget (the ranked chunks until the budget is spent, the last one cut to
+    fit): a line per splitter, a panel per embedder, a row per unit (characters, tokens). ``table`` is
+    :func:`rpa_lib.evaluation.evidence.budget_table` for one question set."""
+    labels, units = list(dict.fromkeys(table.embedder)), list(dict.fromkeys(table.unit))
+    fig, axes = plt.subplots(len(units), len(labels), figsize=(5.2 * len(labels), 3.8 * len(units)), squeeze=False,
+                             sharey=True)
+    colors = {SPLITTER_NAMES[s]: c for s, c in SPLITTER_COLORS.items()}
+    for row, unit in zip(axes, units):
+        for ax, emb in zip(row, labels):
+            part = table[(table.embedder == emb) & (table.unit == unit)]
+            for splitter, g in part.groupby("splitter", sort=False):
+                dashed = "(document)" in splitter
+                ax.plot(g.budget_last_chunk_cut, g.recall, marker="o", ls="--" if dashed else "-", label=splitter,
+                        color=colors.get(splitter, "#55A868"))
+            ax.set_xlabel(f"context budget ({unit}{', ' + tokenizer if unit == 'tokens' else ''}; last chunk cut)")
+            ax.set_title(emb)
+            ax.set_ylim(0, 1.02)
+            ax.grid(alpha=0.3)
+        row[0].set_ylabel("evidence recall")
+    axes[0][-1].legend(fontsize=8, loc="lower right")
+    fig.suptitle(f"Evidence recall at equal context budgets, {questions} QA questions ({qa_set} set) of {characters} "
+                 f"character{'s' * (characters != 1)} (no LLM)", y=1.01)
     fig.tight_layout()
     return fig
 

@@ -146,15 +146,16 @@ def budget_scores(dataset: Dataset, characters: list[str], splitters: list[str],
 
 
 def budget_table(scores: pd.DataFrame) -> pd.DataFrame:
-    """Means over questions per (embedder, splitter, set, unit, budget): recall, all_found, eir, the chunks and
-    characters given, and the questions."""
+    """Means over questions per (embedder, splitter, set, unit, budget): recall, all_found, eir, the chunks (the cut
+    last one included) and characters given, and the questions. The budget column is named
+    ``budget_last_chunk_cut``: the last chunk is counted in part, cut to the budget left."""
     keys = ["embedder", "splitter", "set", "unit", "budget"]
     t = scores.groupby(keys, sort=False).agg(recall=("recall", "mean"), all_found=("all_found", "mean"),
                                              eir=("eir", "mean"), chunks=("chunks", "mean"),
                                              context_chars=("context_chars", "mean"),
                                              questions=("question", "size")).reset_index()
     t["splitter"] = t["splitter"].map(SPLITTER_NAMES).fillna(t["splitter"])
-    return t
+    return t.rename(columns={"budget": "budget_last_chunk_cut"})
 
 
 def overlap_table(dataset: Dataset, characters: list[str], splitters: list[str]) -> pd.DataFrame:

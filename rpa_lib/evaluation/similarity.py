@@ -1,6 +1,6 @@
 """AMADEUS Table 1: the distribution of similarity scores of retrieved chunks, per splitter and embedder.
 
-For each character, ask its QA questions and retrieve the top-k chunks (cosine similarities of normalized
+For each character, ask its QA questions (the paper set of 30 by default; the multi-paragraph set apart) and retrieve the top-k chunks (cosine similarities of normalized
 vectors). Per character:
 
 - mu: the mean of all its retrieved similarities (questions x k scores);
@@ -26,13 +26,16 @@ from rpa_lib.splitters import SPLITTER_NAMES
 
 
 def retrieved_scores(dataset: Dataset, characters: list[str], splitters: list[str], embedders: list[str],
-                     k: int = 5) -> pd.DataFrame:
-    """One row per retrieved chunk: character, splitter, embedder, question id, rank, score."""
+                     k: int = 5, qa_set: str = "paper") -> pd.DataFrame:
+    """One row per retrieved chunk: character, splitter, embedder, question id, rank, score, for the questions of
+    one QA set (``"paper"``, the headline set, or ``"multi"``, reported apart)."""
     rows = []
     jobs = [(e, s, c) for e in embedders for s in splitters for c in characters]
     for emb, splitter, slug in tqdm(jobs, desc="retrieving", unit="index"):
         index = retriever(slug, splitter, emb, dataset)
-        qa = dataset.qa(slug)
+        qa = dataset.qa(slug, qa_set)
+        if not qa:
+            continue
         for item, hits in zip(qa, index.search_many([q.question for q in qa], k), strict=True):
             rows += [{"character": slug, "splitter": splitter, "embedder": index.embedder.label, "question": item.id,
                       "rank": r, "score": h.score, "chunk": h.chunk.id} for r, h in enumerate(hits, start=1)]
