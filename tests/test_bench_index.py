@@ -20,7 +20,7 @@ from rpa_lib.bench.index import (
     smallest_ef,
     table,
 )
-from rpa_lib.splitters import SPLITTERS
+from rpa_lib.splitters import PAPER_SPLITTERS
 
 
 @pytest.fixture
@@ -30,7 +30,7 @@ def corpus(fixture_characters_dir):
 
 def test_corpus_has_every_character_and_splitter(corpus):
     assert [name for name, _, _ in corpus.groups] == [
-        f"{slug}:{s}" for slug in ("ada-lindqvist", "bram-okafor") for s in SPLITTERS]
+        f"{slug}:{s}" for slug in ("ada-lindqvist", "bram-okafor") for s in PAPER_SPLITTERS]
     assert len(corpus.chunks) <= sum(len(v) for _, v, _ in corpus.groups)  # duplicate texts embedded once
     assert corpus.questions.shape[1] == corpus.chunks.shape[1] == 64
     assert corpus.skipped == []
