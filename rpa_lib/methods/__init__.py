@@ -2,7 +2,10 @@
 
 ``build_method(name, llm=..., **settings).respond(character, question)`` -> :class:`Response`;
 ``run_jobs(method, jobs)`` -> one row per job. Registered methods: ``no_rag``, ``naive_rag``, ``amadeus``,
-``crag`` (CRAG-offline: web search replaced by BM25 over persona paragraphs), ``rolerag`` and ``lightrag``.
+``crag`` (CRAG-offline: web search replaced by BM25 over persona paragraphs), ``rolerag`` and ``lightrag``; and
+two named variants of Naive RAG (:data:`VARIANTS`): ``naive_rag_vanilla`` (Vanilla chunks instead of the ACTS pool
+every other retrieving method shares) and ``naive_rag_budget`` (a character budget instead of k, the control that
+shows as much context as AMADEUS).
 
 Each method class registers itself (``@register`` above the class); the order of the imports of the method modules
 below is the registry's order (that of Table 6 and of the benchmark), so they are kept out of import sorting.
