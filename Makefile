@@ -10,11 +10,10 @@ export TOKENIZERS_PARALLELISM := false
 
 .DEFAULT_GOAL := help
 .PHONY: help setup reproduce test lab browser git-filter lint bench validate clean
-# what the git filter strips from notebooks besides outputs and execution counts: what JupyterLab adds on opening
-NB_KEYS := metadata.language_info.codemirror_mode metadata.language_info.file_extension \
-	metadata.language_info.mimetype metadata.language_info.nbconvert_exporter metadata.language_info.pygments_lexer \
-	metadata.language_info.version metadata.widgets cell.metadata.execution cell.metadata.scrolled \
-	cell.metadata.collapsed cell.metadata.jp-MarkdownHeadingCollapsed
+# what the git filter strips from notebooks besides outputs and execution counts: widget state and per-cell UI state.
+# The notebooks keep the language_info JupyterLab writes for this Python (3.11.7), so opening one changes nothing.
+NB_KEYS := metadata.widgets cell.metadata.execution cell.metadata.scrolled cell.metadata.collapsed \
+	cell.metadata.jp-MarkdownHeadingCollapsed
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 # every kernel of .venv loads rpa_lib.ipython: Ctrl-C ends a cell with one line, not a traceback into torch
 KERNEL_CONFIG := mkdir -p $(VENV)/etc/ipython && echo 'c.InteractiveShellApp.extensions = ["rpa_lib.ipython"]' \
