@@ -103,3 +103,18 @@ def test_an_interrupt_ends_a_cell_with_one_line(capsys):
         unload_ipython_extension(shell)
     assert not result.success  # Run All still stops at the interrupted cell
     assert capsys.readouterr().err.strip() == MESSAGE
+
+
+def test_a_configured_server_is_offered_and_answers(dataset, monkeypatch):
+    from rpa_lib.bench.mock_server import MockServer
+    from rpa_lib.explore import llm_choices
+
+    with MockServer() as server:
+        monkeypatch.setenv("RPA_LLM_MODEL", "openai:mock-model")
+        monkeypatch.setenv("RPA_LLM_BASE_URL", server.base_url)
+        assert "openai:mock-model" in llm_choices()
+        answers = ask("ada-lindqvist", QUESTION, ["naive_rag", "amadeus"], "openai:mock-model", dataset,
+                      embedder="hash-64", max_iterations=4)
+        assert not any(a.error for a in answers), [a.error for a in answers]
+        assert all(a.response.reply for a in answers) and server.requests >= 2
+        assert len(answers[1].walk) == answers[1].response.details["examined"]
