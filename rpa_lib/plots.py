@@ -40,7 +40,7 @@ def dataset_figure(per_char: pd.DataFrame, per_par: pd.DataFrame):
     ax.set_yticklabels([])
     ax.set_xlabel("QA pairs")
     ax.set_title(f"{per_char.qa_pairs.sum()} QA pairs (paper set) by attribute")
-    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=2, frameon=False)  # below the bars
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, frameon=False)  # below the bars
 
     ax = axes[2]
     data = [per_par.loc[per_par.character == c, "length"] for c in order]
@@ -49,7 +49,7 @@ def dataset_figure(per_char: pd.DataFrame, per_par: pd.DataFrame):
                label="l_max (ACTS chunk length)")
     ax.set_xlabel("paragraph length (characters)")
     ax.set_title("paragraph lengths per character")
-    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.1), frameon=False)  # below the boxes
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14), frameon=False)  # below the boxes
     fig.suptitle("CharacterRAG-EN (this repository's dataset; cf. AMADEUS Figure 3)", y=1.02)
     fig.tight_layout()
     return fig
