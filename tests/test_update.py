@@ -182,3 +182,15 @@ def test_command_line_add_and_delete(tove, capsys):
     assert data_cli(["delete-paragraph", "tove-marsh", "--under", "Beliefs > Nothing", "--index", "1",
                      "--data-dir", str(tove.root)]) == 2
     assert "no heading path 'Beliefs > Nothing'" in capsys.readouterr().err
+
+
+def test_the_update_benchmark_runs_on_a_small_generated_persona(fixture_characters_dir, tmp_path, capsys):
+    from rpa_lib.bench.update import big_persona, main
+
+    text, chars, used = big_persona(fixture_characters_dir, 10_000)
+    assert used == 2 and chars >= 10_000 and "### Ada Lindqvist, copy 2" in text
+    out = tmp_path / "bench_update.md"
+    assert main(["--embedder", "hash-64", "--min-chars", "10000", "--repeats", "2", "--characters-dir",
+                 str(fixture_characters_dir), "--out", str(out)]) == 0
+    rows = [line for line in out.read_text().splitlines() if line.startswith(("| vanilla", "| acts"))]
+    assert len(rows) == 2 and all("| updated (+" in r and r.endswith("| yes |") for r in rows)
