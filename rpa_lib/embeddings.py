@@ -157,11 +157,17 @@ class SentenceTransformerEmbedder(Embedder):
         with self._lock:
             if self._model is None:
                 from sentence_transformers import SentenceTransformer
+                from transformers.utils import logging as hf_logging
 
+                bars = hf_logging.is_progress_bar_enabled()
+                hf_logging.disable_progress_bar()  # no "Loading weights" bar: a second's load, nothing to act on
                 try:
                     self._model = SentenceTransformer(str(self.folder), device="cpu", local_files_only=True)
                 except OSError as e:
                     raise RuntimeError(f"cannot load embedding model {self.name_or_path!r} from {self.folder}: {e}") from None
+                finally:
+                    if bars:
+                        hf_logging.enable_progress_bar()
             return self._model
 
     @property
