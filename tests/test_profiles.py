@@ -29,3 +29,10 @@ def test_paper_profile_keeps_the_papers_sizes_where_notebooks_default_to_small_o
     assert nbs["03_chunk_usage"]["max_iterations"] == 30 and nbs["03_chunk_usage"]["slot_size"] == 2
     assert nbs["04_personality"]["mbti_items"] is None and nbs["06_human_evaluation"]["samples_per_task"] == 30
     assert nbs["07_judge_agreement"]["questions_per_character"] is None
+
+
+@pytest.mark.parametrize("name", ["paper", "quick", "smoke"])
+def test_every_profile_loads_against_the_notebooks_parameters(name):
+    from rpa_lib.run.reproduce import load_profile
+
+    assert load_profile(name)["notebooks"]  # a None-able parameter given null, every key declared, every type right
