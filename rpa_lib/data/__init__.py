@@ -1,7 +1,10 @@
 """The dataset under ``data/`` (or any folder in its layout): :class:`Dataset` owns the layout and loads
 personas, QA pairs, labels, questionnaires and the papers' transcribed tables; :func:`validate` checks it all;
 ``python -m rpa_lib.data validate`` is the command line. Every bad-input error is a :class:`DataError`.
-This package does not fetch or convert other datasets (see ``data/README.md`` for conversion)."""
+One's own character comes in through :mod:`~rpa_lib.data.importer` (``new-character``: Markdown, text, MediaWiki
+XML), its QA pairs through :mod:`~rpa_lib.data.scaffold` (proposed by an LLM, reviewed by a person) and its later
+changes through :mod:`~rpa_lib.data.edit` (indexes updated in place). This package does not fetch datasets or
+convert whole collections (see ``data/README.md``)."""
 
 from rpa_lib.data.cli import main
 from rpa_lib.data.dataset import Dataset, as_dataset, load_labels, load_qa, load_questionnaire
