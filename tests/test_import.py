@@ -236,3 +236,12 @@ def test_chat_talks_to_an_imported_character(data_copy, capsys):
     assert code == 0 and "you> Who is your sister?" in out and "tove-marsh:acts:" in out
     assert rpa_main(["chat", "--character", "nobody", "--data-dir", str(data_copy), "--llm", "fake"]) == 2
     assert "unknown character(s) 'nobody'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ["rpa_lib.data.sources", "rpa_lib.data.wikitext", "rpa_lib.data.importer"])
+def test_the_examples_in_the_docstrings(name):
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(name))
+    assert result.attempted and not result.failed

@@ -84,7 +84,7 @@ def place(heading: str, table: dict[str, str | None] = HEADING_TABLE) -> str | N
     """The attribute of a top-level heading, None (left out on purpose) or :data:`UNKNOWN`.
 
     >>> place("Powers and Abilities"), place("Early life and family"), place("Trivia"), place("Reception history")
-    ('Skill and Expertise', 'Activity', None, 'Activity')
+    ('Skill and Expertise', 'Activity', None, None)
     """
     key = normalize(heading)
     if key in table:
