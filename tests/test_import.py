@@ -245,3 +245,23 @@ def test_the_examples_in_the_docstrings(name):
 
     result = doctest.testmod(importlib.import_module(name))
     assert result.attempted and not result.failed
+
+
+def test_plain_text_with_underlined_and_numbered_headings(data_copy, tmp_path):
+    source = tmp_path / "juno.txt"
+    source.write_text(
+        "Juno Pike\n=========\n\nJuno Pike is a beekeeper.\n\n"
+        "1 Profile\n\nI am Juno Pike, and I keep forty hives on the chalk downs.\n\n"
+        "2 History\n\n2.1 The swarm year\n\nThe year I turned twenty, nine hives swarmed in one week and I caught\n"
+        "seven of the swarms in borrowed baskets.\n\n"
+        "3 Beliefs\n\nI believe bees should keep enough honey for their own winter.\n\n"
+        "Personality\n-----------\n\nI am patient, and I hum when I work.\n\n"
+        "Skills\n------\n\n- reading a hive by its sound\n- rearing queens\n\n"
+        "Relationships\n-------------\n\nMy neighbour Ansel lends me his cart at harvest.\n", encoding="utf-8")
+    new_character("juno-pike", source, name="Juno Pike", work="W", data=data_copy)
+    persona = Dataset(data_copy).persona("juno-pike")
+    contexts = {p.context: p.text for p in persona.paragraphs}
+    assert contexts["Juno Pike > Activity > History > The swarm year"].startswith("The year I turned twenty, nine hives "
+                                                                                "swarmed in one week and I caught seven")
+    assert contexts["Juno Pike > Skill and Expertise > Skills"] == "reading a hive by its sound. rearing queens."
+    assert contexts["Juno Pike > Demographic Information > Overview"] == "Juno Pike is a beekeeper."

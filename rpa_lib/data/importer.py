@@ -113,7 +113,7 @@ class Imported:
 def plan(doc: SourceDocument, name: str, table: dict[str, str | None] = HEADING_TABLE, llm=None) -> tuple[str, list[str], dict]:
     """The persona text, the report and paragraphs per attribute for a read document (nothing written)."""
     headed = [s for s in doc.sections if s.level > 0]
-    skip_title = doc.format == "markdown" and doc.title is not None
+    skip_title = doc.format != "mediawiki" and doc.title is not None  # a wiki page's title is no heading
     top = min(s.level for s in headed if not (skip_title and s.level == 1)) if len(headed) > skip_title else 1
     out: dict[str, list[tuple[int, str, list[str]]]] = {a: [] for a in ATTRIBUTES}  # (depth, title, paragraphs)
     report = [f"line {line}: {what} removed" for line, what in doc.removed]

@@ -4,7 +4,10 @@ Formats, chosen by the file name's ending:
 
 - Markdown (``.md``, ``.markdown``): ATX headings (``#`` to ``######``) and underlined (setext) headings.
 - plain text (``.txt``): underlined headings (``===`` level 1, ``---`` level 2, ``~~~`` level 3) and numbered
-  headings (``2 Story``, ``2.1 Early years``: the level is how many numbers).
+  headings (``2 Story`` level 2, ``2.1 Early years`` level 3: one more than how many numbers, so numbered
+  sections sit under a ``===`` title as ``---`` ones do).
+
+In Markdown and plain text, a level-1 heading that is the only one is the document's title.
 - MediaWiki XML export (``.xml``): see :mod:`rpa_lib.data.wikitext` (parsed with mwparserfromhell).
 
 What is removed, for Markdown and text: emphasis, links (their text is kept), images, HTML tags and comments,
@@ -146,7 +149,7 @@ def read_lines(path: Path, text: str, fmt: str) -> SourceDocument:
             block.append(re.sub(r"^>\s?", "", stripped))
     flush()
     title = None
-    if fmt == "markdown" and sum(s.level == 1 for s in sections) == 1 and sections[1].level == 1:
+    if sum(s.level == 1 for s in sections) == 1 and sections[1].level == 1:
         title = sections[1].title
     return SourceDocument(path, fmt, title, sections, removed)
 
@@ -165,7 +168,7 @@ def _heading(line: str, nxt: str, fmt: str, in_paragraph: bool) -> tuple[int, st
     if fmt == "text" and not in_paragraph and not nxt.strip():
         m = _NUMBERED.match(stripped)
         if m:
-            return m.group(1).count(".") + 1, m.group(2), 0
+            return m.group(1).count(".") + 2, m.group(2), 0
     return None
 
 
