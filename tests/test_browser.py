@@ -103,7 +103,7 @@ def test_explorer_answers_a_question_in_chromium(lab, tmp_path):
                                                        headless=True, args=FLAGS, viewport={"width": 1600, "height": 1000})
         try:
             page = browser.new_page()
-            page.set_default_timeout(45_000)
+            page.set_default_timeout(90_000)  # a loaded CI machine starts kernels slowly
             page.goto(f"{url}/lab/tree/00_explore.ipynb?token={token}")
             page.wait_for_selector(".jp-Notebook .jp-Cell")
             page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", state="attached")
