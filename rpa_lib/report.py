@@ -46,12 +46,40 @@ class WrittenPath(type(Path())):
         pass
 
 
+MODEL_COLUMNS = ("llm", "judge", "embedder")  # the label columns of every results CSV (tests/test_results_labels.py)
+
+
+def with_models(df: pd.DataFrame, llm: str | None = None, judge: str | None = None, embedder: str | None = None,
+                rows=None) -> pd.DataFrame:
+    """A copy of ``df`` whose ``llm``, ``judge`` and ``embedder`` columns name the models behind its numbers: the
+    role-play LLM, the LLM that scored or rated, the retrieval embedder. A label left None adds no column. ``rows``
+    (a boolean mask) limits the labels to this run's rows, so the paper's rows beside ours stay unlabelled; a
+    value the table already has in such a column (a paper row's own LLM, say) is kept.
+
+    >>> t = pd.DataFrame({"source": ["ours", "paper"], "llm": [None, "GPT-4.1"], "acc": [0.5, 0.9]})
+    >>> with_models(t, llm="SmolLM2", judge="gpt-4.1", rows=t.source == "ours").fillna("-").values.tolist()
+    [['ours', 'SmolLM2', 0.5, 'gpt-4.1'], ['paper', 'GPT-4.1', 0.9, '-']]
+    """
+    out = df.copy()
+    mask = pd.Series(True, index=out.index) if rows is None else pd.Series(rows, index=out.index).astype(bool)
+    for column, value in zip(MODEL_COLUMNS, (llm, judge, embedder)):
+        if value is None or value == "":
+            continue
+        if column not in out.columns:
+            out[column] = pd.Series(None, index=out.index, dtype=object)
+        out[column] = out[column].astype(object)
+        out.loc[mask & out[column].isna(), column] = value
+    return out
+
+
 def save_table(df: pd.DataFrame, name: str, results_dir: Path, caption: str = "", float_format: str = "{:.4f}",
-               index: bool = False) -> dict[str, Path]:
-    """``<name>.csv`` and ``<name>.tex`` (a booktabs table with ``caption``); returns the paths written."""
+               index: bool = False, models: dict | None = None) -> dict[str, Path]:
+    """``<name>.csv`` and ``<name>.tex`` (a booktabs table with ``caption``); returns the paths written.
+    ``models``: :func:`with_models`'s arguments (``llm``, ``judge``, ``embedder``, ``rows``); the CSV carries those
+    label columns, the LaTeX table does not (its caption names the models)."""
     results_dir.mkdir(parents=True, exist_ok=True)
     csv_path, tex_path = results_dir / f"{name}.csv", results_dir / f"{name}.tex"
-    df.to_csv(csv_path, index=index)
+    (with_models(df, **models) if models else df).to_csv(csv_path, index=index)
     floats = set(df.select_dtypes("float").columns)
     shown = pd.DataFrame({_tex_escape(str(c)): [("-" if pd.isna(v) else float_format.format(v)) if c in floats
                                                 else ("-" if pd.isna(v) else _tex_escape(str(v))) for v in df[c]]
@@ -71,8 +99,10 @@ def _tex_escape(text: str) -> str:
     return re.sub(r"[\\&%$#_{}~^]", lambda m: _TEX[m.group(0)], text)
 
 
-def save_figure(fig, name: str, figures_dir: Path, data: pd.DataFrame | None = None) -> dict[str, Path]:
-    """``<name>.pdf`` and ``<name>.png`` (200 dpi), and ``<name>.csv`` with the numbers shown when given."""
+def save_figure(fig, name: str, figures_dir: Path, data: pd.DataFrame | None = None,
+                models: dict | None = None) -> dict[str, Path]:
+    """``<name>.pdf`` and ``<name>.png`` (200 dpi), and ``<name>.csv`` with the numbers shown when given, with the
+    label columns of :func:`with_models` (``models``: its arguments)."""
     figures_dir.mkdir(parents=True, exist_ok=True)
     out = Written()
     for ext in ("pdf", "png"):
@@ -80,7 +110,7 @@ def save_figure(fig, name: str, figures_dir: Path, data: pd.DataFrame | None = N
         fig.savefig(out[ext], dpi=200, bbox_inches="tight", metadata={"CreationDate": None} if ext == "pdf" else None)
     if data is not None:
         out["csv"] = figures_dir / f"{name}.csv"
-        data.to_csv(out["csv"], index=False)
+        (with_models(data, **models) if models else data).to_csv(out["csv"], index=False)
     return out
 
 
