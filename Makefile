@@ -9,7 +9,7 @@ export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
 .DEFAULT_GOAL := help
-.PHONY: help setup reproduce test lab browser git-filter lint bench validate clean
+.PHONY: help setup setup-server reproduce test lab browser git-filter lint bench validate clean
 # what the git filter strips from notebooks besides outputs and execution counts: widget state and per-cell UI state.
 # The notebooks keep the language_info JupyterLab writes for this Python (3.11.7), so opening one changes nothing.
 NB_KEYS := metadata.widgets cell.metadata.execution cell.metadata.scrolled cell.metadata.collapsed \
@@ -33,6 +33,22 @@ $(STAMP): requirements.txt requirements-models.txt pyproject.toml
 	touch $(STAMP)
 
 setup: $(STAMP) git-filter ## create .venv, install the pinned dependencies, strip notebook outputs in git
+
+# llama.cpp's OpenAI-compatible server (tests/test_server_llamacpp.py; README "Point it at a real LLM"). PyPI has no
+# wheel, so it is built once into .whl/ (git-ignored). The default build compiles for every instruction the CPU
+# reports, AMX among them, which some virtual machines report but forbid (every prompt then segfaults): these
+# flags build a portable AVX2 library instead.
+LLAMA_CPP := llama-cpp-python==0.3.36
+LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
+SERVER_STAMP := $(VENV)/.server-installed
+
+$(SERVER_STAMP): $(STAMP) requirements-server.txt
+	ls .whl/$(subst ==,-,$(subst -,_,$(LLAMA_CPP)))-*.whl >/dev/null 2>&1 || CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" \
+	  $(PY) -m pip wheel --quiet --no-deps --no-binary llama-cpp-python -w .whl $(LLAMA_CPP)
+	$(PY) -m pip install --quiet --find-links .whl -r requirements-server.txt
+	touch $(SERVER_STAMP)
+
+setup-server: $(SERVER_STAMP) ## build (once, ~4 min) and install llama.cpp's server; make test then tests it
 
 git-filter: ## git strips outputs and JupyterLab's metadata from notebooks (.gitattributes names the filter)
 	@if git rev-parse --git-dir >/dev/null 2>&1; then \

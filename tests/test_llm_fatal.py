@@ -100,3 +100,11 @@ def test_a_fake_rule_can_raise_a_fatal_error():
     assert llm.usage.retries == 0
     with pytest.raises(LLMFatalError, match=r"^llm: stopped at item 1 of 3 \(0 finished"):
         llm.map(lambda q: llm.chat(user(q)), ["a", "b", "c"], progress=False, workers=1)
+
+
+def test_a_model_the_server_does_not_list_is_fatal_before_any_call():
+    with MockServer(models=("served-model",), list_models=True) as server:
+        with pytest.raises(LLMFatalError, match=r"model 'other' is not served at .*; it serves 'served-model'"):
+            client(server, "other").chat(user("hi"))
+        assert server.requests == 0
+        assert client(server, "served-model").chat(user("hi")).text == "echo: hi"

@@ -79,7 +79,7 @@ class MockServer:
     def __init__(self, answer: Answer | None = None, *, latency: float = 0.0, fault_rate: float = 0.0,
                  faults: tuple[str, ...] = FAULTS, script: list[str | None] | None = None, retry_after: float = 0.0,
                  hang_seconds: float = 5.0, api_key: str | None = None, models: tuple[str, ...] | None = None,
-                 seed: int = 0, port: int = 0, rejects: tuple[str, ...] = ()):
+                 seed: int = 0, port: int = 0, rejects: tuple[str, ...] = (), list_models: bool = False):
         unknown = (set(faults) | {f for f in script or [] if f}) - set(FAULTS) - set(FATAL)
         if unknown:
             raise ValueError(f"unknown faults {sorted(unknown)}; known: {FAULTS + FATAL}")
@@ -88,6 +88,7 @@ class MockServer:
         self.script = list(script or [])
         self.retry_after, self.hang_seconds = retry_after, hang_seconds
         self._api_key, self.models, self.port = api_key, models, port
+        self.list_models = list_models  # GET /v1/models lists ``models``; off: a 404, as servers without it answer
         self.rejects = tuple(rejects)  # response_format types / "logprobs" answered as llama.cpp's server does
         self._random = random.Random(seed)
         self._lock = threading.Lock()
@@ -187,8 +188,9 @@ def _handler(server: MockServer) -> type[BaseHTTPRequestHandler]:
                 with server._lock:
                     stats = {"requests": server.requests, "served": dict(server.served)}
                 self._send(200, json.dumps(stats).encode())
-            elif self.path.rstrip("/").endswith("/models"):
-                self._send(200, json.dumps({"object": "list", "data": [{"id": "mock", "object": "model"}]}).encode())
+            elif self.path.rstrip("/").endswith("/models") and server.list_models:
+                listed = [{"id": m, "object": "model"} for m in server.models or ("mock",)]
+                self._send(200, json.dumps({"object": "list", "data": listed}).encode())
             else:
                 self._error(404, f"no route {self.path}")
 

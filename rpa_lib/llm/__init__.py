@@ -8,6 +8,7 @@ reply cache stays.
 """
 
 from rpa_lib import fingerprint
+from rpa_lib.llm import llamacpp as _llamacpp
 from rpa_lib.llm import local as _local
 from rpa_lib.llm import modes as _modes
 from rpa_lib.llm.base import LLM
@@ -26,6 +27,7 @@ def clear_caches() -> None:
     """Forget the loaded local models, the memoized weight fingerprints and what each server's modes turned out to
     be, so that the next call sees the files and servers as they are now (for a long notebook session)."""
     _local.clear_caches()
+    _llamacpp.clear_caches()
     fingerprint.clear_caches()
     _modes.clear()
 

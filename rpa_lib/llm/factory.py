@@ -1,7 +1,8 @@
 """``get_llm(spec)``: which backend a spec names, built with the settings it needs; ``judge_llm``: the same for the
 judge role.
 
-Specs: ``"local"`` (the embedded SmolLM2-135M-Instruct), ``"local:/path/model.gguf"`` (or a model folder),
+Specs: ``"local"`` (the embedded SmolLM2-135M-Instruct on transformers), ``"local:/path/model.gguf"`` (or a model
+folder), ``"llamacpp"`` / ``"llamacpp:/path/model.gguf"`` (the same GGUF on llama.cpp in-process),
 ``"openai:gpt-4.1"`` (or a bare model name), ``"fake"``. Settings come from :mod:`rpa_lib.llm.config`, per role:
 
 - role ``"llm"`` (the role-play LLM): ``RPA_LLM_MODEL``, ``RPA_LLM_BASE_URL``, ``OPENAI_API_KEY``,
@@ -66,7 +67,7 @@ def judge_llm(spec: str | None = None, *, default: str | None = None, **options:
 
 def _build(spec: str, prefix: str, base_url: str | None, api_key: str | None, options: dict):
     kind, _, rest = spec.partition(":")
-    if kind not in ("local", "openai", "fake"):
+    if kind not in ("local", "llamacpp", "openai", "fake"):
         kind, rest = "openai", spec  # a bare model name: "gpt-4.1"
     if kind == "fake":
         from rpa_lib.llm.fake import FakeLLM
@@ -76,6 +77,10 @@ def _build(spec: str, prefix: str, base_url: str | None, api_key: str | None, op
         from rpa_lib.llm.local import LocalLLM
 
         return planned(LocalLLM(rest or None, **options))
+    if kind == "llamacpp":
+        from rpa_lib.llm.llamacpp import LlamaCppLLM
+
+        return planned(LlamaCppLLM(rest or None, **options))
     from rpa_lib.llm.openai_backend import OpenAILLM
 
     if not rest:

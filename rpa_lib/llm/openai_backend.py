@@ -193,9 +193,26 @@ class OpenAILLM(LLM):
                 http = httpx2.Client(timeout=self.timeout, limits=httpx2.Limits(
                     max_connections=MAX_CONNECTIONS, max_keepalive_connections=64))
                 # self-hosted servers usually ignore the key but the package wants one
-                self._client = openai.OpenAI(api_key=key or "not-needed", base_url=self.base_url, timeout=self.timeout,
-                                             max_retries=0, default_headers=headers, http_client=http)
+                client = openai.OpenAI(api_key=key or "not-needed", base_url=self.base_url, timeout=self.timeout,
+                                       max_retries=0, default_headers=headers, http_client=http)
+                if self._self_hosted:
+                    self._check_served(client)
+                self._client = client
             return self._client
+
+    def _check_served(self, client: Any) -> None:
+        """LLMFatalError when a self-hosted server lists the models it serves and ours is not among them: llama.cpp's
+        server answers any model name with the one model it has, which would label results with a model that never
+        ran. A server that lists nothing, or cannot be asked, is not checked here (its calls will say)."""
+        import openai
+
+        try:
+            served = [m.id for m in client.models.list(timeout=min(self.timeout, 10.0)).data]
+        except (openai.OpenAIError, ValueError, AttributeError):
+            return
+        if served and not any(s == self.model or s.startswith(f"{self.model}:") for s in served):  # Ollama: "m:tag"
+            raise LLMFatalError(f"model {self.model!r} is not served at {self.base_url}; it serves "
+                                f"{', '.join(map(repr, served[:10]))}: check RPA_LLM_MODEL (or RPA_JUDGE_MODEL)")
 
     def _status_failure(self, status: int, detail: str, headers: Any = None) -> Exception:
         """Our exception for an HTTP error status: Transient, LLMFatalError or RuntimeError, its message scrubbed."""

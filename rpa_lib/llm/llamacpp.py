@@ -1,0 +1,96 @@
+"""``LlamaCppLLM``: a GGUF model in this process through llama.cpp (``llama_cpp.Llama``, package
+``llama-cpp-python``, installed by ``make setup-server``); by default the embedded SmolLM2-135M-Instruct.
+
+Spec ``"llamacpp"`` or ``"llamacpp:/path/model.gguf"``. The model is loaded on the first call and once per process
+(:func:`clear_caches` forgets it). Its ``model_id`` is ``llamacpp:<file name>@<fingerprint of the weights>``: replies
+of this engine never share cache entries with the transformers engine (``local``) on the same file. Chat applies
+the GGUF's chat template; temperature 0 decodes greedily, else samples with a seed derived from ``seed`` and
+``sample``. Constrained choice and structured output are grammar-constrained by llama.cpp (``response_format``
+``json_object`` with a schema: an object whose ``answer`` is one of the options, or the request's schema), so the
+text is always of the right shape; ``base`` still validates it. The prompts are the transformers engine's.
+
+This module does not download, quantize or batch; one call at a time per model (``max_workers`` 1).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+from rpa_lib.fingerprint import fingerprint
+from rpa_lib.llm.answers import choice_instruction, schema_instruction, with_instruction
+from rpa_lib.llm.base import LLM, Request, sample_seed
+from rpa_lib.llm.local import smollm2_path
+from rpa_lib.llm.reply import LLMError, Raw
+
+N_CTX = 4096  # tokens of context: the longest prompts of the notebooks (AMADEUS with k=5 chunks) fit
+_LOADED: dict[str, tuple[Any, threading.Lock]] = {}
+_LOAD_LOCK = threading.Lock()
+
+
+def clear_caches() -> None:
+    with _LOAD_LOCK:
+        _LOADED.clear()
+
+
+def load(path: Path, weights: str) -> tuple[Any, threading.Lock]:
+    """(``llama_cpp.Llama``, lock) for ``path``, loaded once per process."""
+    key = f"{path.resolve()}@{weights}"
+    with _LOAD_LOCK:
+        if key not in _LOADED:
+            try:
+                from llama_cpp import Llama
+            except ImportError:
+                raise LLMError("the llamacpp engine needs llama-cpp-python: run make setup-server") from None
+            threads = max(1, min(os.cpu_count() or 1, 8))
+            _LOADED[key] = (Llama(model_path=str(path), n_ctx=N_CTX, n_threads=threads, logits_all=False,
+                                  verbose=False), threading.Lock())
+        return _LOADED[key]
+
+
+class LlamaCppLLM(LLM):
+    """``LlamaCppLLM()`` (SmolLM2-135M-Instruct) or ``LlamaCppLLM("/models/qwen2.5-0.5b-instruct-q8_0.gguf")``."""
+
+    backend = "llamacpp"
+
+    def __init__(self, path: str | Path | None = None, *, cache: Any = True, max_workers: int = 1, retry=None,
+                 repeat_penalty: float = 1.3):
+        self.repeat_penalty = repeat_penalty  # as the transformers engine's repetition penalty: small models loop
+        self.path = Path(path).expanduser() if path else smollm2_path()
+        if not self.path.is_file():
+            raise LLMError(f"no GGUF model file at {self.path}")
+        self.weights = fingerprint(self.path)
+        name, _, quant = self.path.stem.rpartition(".")
+        self.label = f"{name or self.path.stem} (llama.cpp{', ' + quant if name else ''})"
+        self.model_id = f"llamacpp:{self.path.name}@{self.weights}"
+        super().__init__(cache=cache, max_workers=max_workers, retry=retry)
+
+    def _key_extra(self) -> dict:
+        return {"repeat_penalty": self.repeat_penalty}
+
+    def _complete(self, req: Request, messages: list[dict], max_tokens: int, **params: Any) -> Raw:
+        model, lock = load(self.path, self.weights)
+        with lock:
+            out = model.create_chat_completion(messages=messages, max_tokens=max_tokens, temperature=req.temperature,
+                                               seed=sample_seed(req.seed, req.sample),
+                                               repeat_penalty=self.repeat_penalty, **params)
+        usage = out.get("usage") or {}
+        text = out["choices"][0]["message"].get("content") or ""
+        return Raw(text.strip(), int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0))
+
+    def _chat(self, req: Request) -> Raw:
+        return self._complete(req, req.messages, req.max_tokens)
+
+    def _choose(self, req: Request) -> Raw:
+        options = req.options or []
+        schema = {"type": "object", "properties": {"answer": {"type": "string", "enum": options}},
+                  "required": ["answer"]}
+        return self._complete(req, with_instruction(req.messages, choice_instruction(options)),
+                              32 + max(len(o) for o in options),
+                              response_format={"type": "json_object", "schema": schema})
+
+    def _structured(self, req: Request) -> Raw:
+        return self._complete(req, with_instruction(req.messages, schema_instruction(req.schema or {})),
+                              req.max_tokens, response_format={"type": "json_object", "schema": req.schema or {}})
