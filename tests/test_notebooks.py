@@ -157,6 +157,18 @@ def test_smoke_similarity_outputs(smoke):
     assert (out / "figures" / "evidence_recall.png").is_file()
 
 
+def test_smoke_csvs_carry_their_model_labels(smoke):
+    """Every table the notebooks write names its models by the rules of tests/test_results_labels.py, so the
+    regenerated results pass that test (it reads the committed ones)."""
+    from test_results_labels import missing_labels  # tests/ is on sys.path (rootdir conftest, no package)
+
+    out, _ = smoke
+    csvs = sorted([*(out / "results").glob("*.csv"), *(out / "figures").glob("*.csv")])
+    assert len(csvs) > 20, [c.name for c in csvs]
+    missing = {f"{c.parent.name}/{c.name}": m for c in csvs if (m := missing_labels(c))}
+    assert not missing, f"tables without their model columns: {missing}"
+
+
 # ---------------------------------------------------------------- a failing notebook stops the run
 
 
