@@ -154,6 +154,12 @@ def test_the_table_the_map_option_and_the_optional_llm_classification(data_copy)
     assert "line 75: section 'Fan Theories' placed by the LLM: Psychological Traits" in done.report
     assert "### Fan Theories" in Dataset(data_copy).persona("tove-two").source
 
+    before = snapshot(data_copy)  # an LLM that never answers with an option: a clear error, nothing written
+    with pytest.raises(DataError, match=r"tove-marsh.md:75: the LLM could not place section 'Fan Theories'"):
+        new_character("tove-three", MARKDOWN, name="Tove Marsh", work="W", data=data_copy,
+                      llm=FakeLLM(lambda kind, messages, spec: "banana"))
+    assert snapshot(data_copy) == before
+
 
 def test_the_command_line_imports_and_reports(data_copy, capsys, tmp_path):
     code = data_cli(["new-character", "wren-ashby", "--name", "Wren Ashby", "--work", "Tollbridge Tales",

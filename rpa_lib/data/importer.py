@@ -130,7 +130,7 @@ def plan(doc: SourceDocument, name: str, table: dict[str, str | None] = HEADING_
         if s.level == top:
             current = place(s.title, table)
             if current == UNKNOWN and llm is not None:
-                current = classify(llm, s.title, s.paragraphs)
+                current = classify(llm, s.title, s.paragraphs, doc.path, s.line)
                 report.append(f"line {s.line}: section {s.title!r} placed by the LLM: {current or 'none of the six'}")
             own_name = current is not None and current != UNKNOWN and normalize(s.title) == normalize(current)
             dropped_under = s.title
@@ -172,8 +172,9 @@ CLASSIFY_PROMPT = ("A person is turning notes about a fictional character into a
                    "reception, trivia) rather than the character.\n\nHeading: {heading}\nOpening: {opening}")
 
 
-def classify(llm, heading: str, paragraphs: list[str]) -> str | None:
-    """One of the six attributes for a heading the table does not know, chosen by ``llm``; None: none of them."""
+def classify(llm, heading: str, paragraphs: list[str], path: Path = Path(), line: int | None = None) -> str | None:
+    """One of the six attributes for a heading the table does not know, chosen by ``llm``; None: none of them.
+    A failed LLM call is a DataError (the import then writes nothing)."""
     from rpa_lib.llm import LLMError
 
     prompt = CLASSIFY_PROMPT.format(options=", ".join(ATTRIBUTES), heading=heading,
@@ -181,8 +182,9 @@ def classify(llm, heading: str, paragraphs: list[str]) -> str | None:
     try:
         reply = llm.choose([{"role": "user", "content": prompt}], [*ATTRIBUTES, "none of these"],
                            name=f"classify heading {heading[:40]!r}")
-    except LLMError:
-        return UNKNOWN
+    except LLMError as e:
+        raise DataError(path, line, f"the LLM could not place section {heading!r} ({e}); nothing written: retry, or "
+                                    "place it with --map") from None
     return None if reply.text == "none of these" else reply.text
 
 
