@@ -50,7 +50,7 @@ $(SERVER_STAMP): $(STAMP) requirements-server.txt
 
 setup-server: $(SERVER_STAMP) ## build (once, ~4 min) and install llama.cpp's server; make test then tests it
 
-git-filter: ## git strips outputs and JupyterLab's metadata from notebooks (.gitattributes names the filter)
+git-filter: ## git strips outputs, execution counts and widget state from notebooks (.gitattributes names it)
 	@if git rev-parse --git-dir >/dev/null 2>&1; then \
 	  git config filter.nbstripout.clean "$(VENV)/bin/nbstripout --keep-id --extra-keys '$(NB_KEYS)'" && \
 	  git config filter.nbstripout.smudge cat && \
