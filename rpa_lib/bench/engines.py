@@ -50,13 +50,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--characters", default="frieren")
     parser.add_argument("--questions", type=int, default=4)
     args = parser.parse_args(argv)
-    rows = [run(e, args.characters.split(","), args.questions) for e in args.engines.split(",")]
     print("| engine | model load | wall time | answers | calls (requests, re-asks) | AE fallback | tokens in + out |")
-    print("|---|---:|---:|---:|---|---:|---|")
-    for r in rows:
+    print("|---|---:|---:|---:|---|---:|---|", flush=True)
+    for engine in args.engines.split(","):  # each row as soon as it is measured
+        r = run(engine, args.characters.split(","), args.questions)
         print(f"| {r['engine']} ({r['label']}) | {r['load_s']:.1f} s | {r['wall_s']:.1f} s | {r['answers']} | "
               f"{r['calls']} ({r['requests']}, {r['reasks']}) | {r['ae_fallback']:.0%} | "
-              f"{r['tokens'][0]:,} + {r['tokens'][1]:,} |")
+              f"{r['tokens'][0]:,} + {r['tokens'][1]:,} |", flush=True)
     return 0
 
 
