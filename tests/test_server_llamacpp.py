@@ -213,3 +213,11 @@ def test_notebooks_03_and_05_with_only_the_base_url_and_model_set(server, tmp_pa
                           timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "03_chunk_usage" in done.stdout and "05_qa_evaluation" in done.stdout
+
+
+def test_the_in_process_llamacpp_engine_constrains_choice_and_structure():
+    model = get_llm("llamacpp", cache=False)
+    assert model.model_id.startswith("llamacpp:SmolLM2-135M-Instruct.Q4_1.gguf@")
+    assert model.choose(user("Is fire hot?"), ["yes", "no"]).text in ("yes", "no")
+    assert set(model.structured(user("Ada is 36."), SCHEMA, max_tokens=40).data) >= {"name", "age"}
+    assert model.usage.reasks == 0  # grammar-constrained: right the first time
