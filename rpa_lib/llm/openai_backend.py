@@ -1,10 +1,10 @@
 """``OpenAILLM``: any OpenAI-compatible chat-completions endpoint, through the ``openai`` package.
 
-OpenAI itself (``gpt-4.1`` ...) or a self-hosted server (vLLM, Ollama, llama.cpp server, LM Studio) at
-``base_url``. One ``openai.OpenAI`` client per backend object, built lazily on the first call (the API key is
-looked up then: explicit argument, environment, ``.env``), over an ``httpx2`` client with room for 256
-connections (more than any ``max_workers`` we use) and the request timeout. The client's own retries are off
-(``max_retries=0``): our ``retry`` module is the only retry layer.
+OpenAI itself (``gpt-4.1`` ...) or a self-hosted server (vLLM, Ollama, llama.cpp server, LM Studio) at ``base_url``.
+One ``openai.OpenAI`` client per backend object, built lazily on the first call (the API key is looked up then:
+explicit argument, environment, ``.env``), over an ``httpx2`` client with room for 256 connections (more than any
+``max_workers`` we use) and the request timeout. The client's own retries are off (``max_retries=0``): our ``retry``
+module is the only retry layer.
 
 Faults. 429, 408, 409 and 5xx (with ``Retry-After``), timeouts, dropped connections and malformed or empty bodies
 are ``Transient``: retried. 401 (credentials refused), 403 (permission), 404 (unknown model or endpoint), a 400
@@ -17,12 +17,12 @@ after at most ``timeout x attempts + backoff`` seconds (``worst_case_seconds``; 
 60 x 6 + 31 = 391 s, with ``RPA_LLM_TIMEOUT=10`` 91 s); every timeout error states both numbers.
 
 Credentials. The API key is sent as ``Authorization: Bearer``. Credentials in the base URL
-(``https://user:p%40ss@host/v1``; percent-encoding is decoded) are honoured as HTTP Basic auth, which then is
-the ``Authorization`` header in the key's place (a warning says so when a key is configured too); they never stay
-in the URL the client uses. A base URL with a query string or fragment is rejected (ValueError). The key and the
-URL's credentials (as written, decoded, and base64-encoded as in the Basic header) are scrubbed from every error
-and log line, and no error chains to an exception of the ``openai`` package (which holds the request). The server
-is known by ``base_url``, its URL without credentials, which is part of the cache key; the credentials are not.
+(``https://user:p%40ss@host/v1``; percent-encoding is decoded) are honoured as HTTP Basic auth, which then is the
+``Authorization`` header in the key's place (a warning says so when a key is configured too); they never stay in the
+URL the client uses. A base URL with a query string or fragment is rejected (ValueError). The key and the URL's
+credentials (as written, decoded, and base64-encoded as in the Basic header) are scrubbed from every error and log
+line, and no error chains to an exception of the ``openai`` package (which holds the request). The server is known by
+``base_url``, its URL without credentials, which is part of the cache key; the credentials are not.
 
 Modes (:mod:`rpa_lib.llm.modes`). Constrained choice: ``json_schema`` (a strict JSON schema whose one field is an
 enum of the options), ``logprobs`` (the options' probability mass at the first token; also gives
@@ -46,14 +46,7 @@ from email.utils import parsedate_to_datetime
 from typing import Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
-from rpa_lib.llm import modes
-from rpa_lib.llm.answers import (
-    choice_instruction,
-    example_instruction,
-    match_option,
-    schema_instruction,
-    with_instruction,
-)
+from rpa_lib.llm import answers, modes
 from rpa_lib.llm.base import LLM, Request, sample_seed
 from rpa_lib.llm.config import request_timeout, setting
 from rpa_lib.llm.reply import LLMFatalError, Raw
@@ -283,7 +276,7 @@ class OpenAILLM(LLM):
 
     def _choose_as(self, mode: str, req: Request) -> Raw:
         options = req.options or []
-        messages = with_instruction(req.messages, choice_instruction(options))
+        messages = answers.with_instruction(req.messages, answers.choice_instruction(options))
         max_tokens = 16 + max(len(o) for o in options)
         if mode == "json_schema":
             _, raw = self._create(messages, max_tokens=max_tokens + 16, response_format=_choice_schema(options),
@@ -294,7 +287,7 @@ class OpenAILLM(LLM):
         choice, raw = self._create(messages, max_tokens=max_tokens, logprobs=True, top_logprobs=20,
                                    **self._common(req))
         raw.scores = _first_token_scores(choice, options)
-        if match_option(raw.text, options) is None and raw.scores:
+        if answers.match_option(raw.text, options) is None and raw.scores:
             raw.text = max(raw.scores, key=raw.scores.__getitem__)
         return raw
 
@@ -306,7 +299,7 @@ class OpenAILLM(LLM):
         # the schema as the instruction where the server enforces it or the mode was chosen so; an example object
         # where a small model must follow the instruction alone after a fallback (it copies a schema back)
         fallback = mode != self.structured_mode and mode != "json_object_schema"
-        instruction = example_instruction(schema) if fallback else schema_instruction(schema)
+        instruction = answers.example_instruction(schema) if fallback else answers.schema_instruction(schema)
         params: dict[str, Any] = {"max_tokens": req.max_tokens, **self._common(req)}
         if mode == "json_schema":
             params["response_format"] = {"type": "json_schema",
@@ -315,7 +308,7 @@ class OpenAILLM(LLM):
             params["response_format"] = {"type": "json_object", "schema": req.schema}
         elif mode == "json_object":
             params["response_format"] = {"type": "json_object"}
-        return self._create(with_instruction(req.messages, instruction), **params)[1]
+        return self._create(answers.with_instruction(req.messages, instruction), **params)[1]
 
 
 def _error_detail(response: Any) -> str:

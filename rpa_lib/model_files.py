@@ -1,0 +1,72 @@
+"""Where an embedding model's weights are: the paper's models by short name, their local folders, and one
+error naming every missing model, the profile key that asks for it and the command that fetches it.
+
+This module loads no model and downloads nothing (:mod:`rpa_lib.embeddings` loads them).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+# Query instructions are facts about each model's training, documented on its model card.
+KNOWN_MODELS = {
+    "bge-m3": ("BAAI/bge-m3", "", ""),
+    "qwen3-0.6b": ("Qwen/Qwen3-Embedding-0.6B",
+                   "Instruct: Given a question to a character, retrieve passages of the character's profile that answer it\nQuery:", ""),
+    "me5-large-instruct": ("intfloat/multilingual-e5-large-instruct",
+                           "Instruct: Given a question to a character, retrieve passages of the character's profile that answer it\nQuery: ", ""),
+}
+PAPER_EMBEDDERS = ("bge-m3", "qwen3-0.6b", "me5-large-instruct")  # AMADEUS Table 1 and its retrieval settings
+PAPER_PROFILE_KEYS = "profiles/paper.yaml: defaults.embedder, notebooks.02_similarity_scores.embedders"
+STAND_IN_ENV = "RPA_EMBEDDER_STAND_IN"  # "1": a missing paper model becomes a labelled stand-in (plans only)
+
+
+def model_folder(name_or_path: str) -> Path:
+    """The local folder of a model: ``name_or_path`` itself when it exists, else its snapshot in the Hugging Face
+    cache (never downloaded). RuntimeError, saying what to do, when it is neither."""
+    path = Path(name_or_path).expanduser()
+    if path.exists():
+        return path
+    from huggingface_hub import snapshot_download
+
+    try:
+        return Path(snapshot_download(name_or_path, local_files_only=True))
+    except Exception as e:  # not cached, or not a valid repository id
+        paper = {KNOWN_MODELS[n][0] for n in PAPER_EMBEDDERS}
+        asked = f" (asked for by {PAPER_PROFILE_KEYS})" if name_or_path in paper else ""
+        raise RuntimeError(
+            f"embedding model {name_or_path!r}{asked} is neither a folder nor in the Hugging Face cache "
+            f"({type(e).__name__}): {how_to_get(name_or_path)}, or pass a local folder"
+        ) from None
+
+
+def how_to_get(model: str) -> str:
+    """The command that puts a Hugging Face model in the local cache (run once, with network access)."""
+    return f"download it once with network access: `huggingface-cli download {model}`"
+
+
+def is_local(name: str) -> bool:
+    """Are the weights of this embedder (short name, Hugging Face id or folder) on this machine? Always true for
+    embedders without weights (tfidf, hash) and for MiniLM (a package)."""
+    if name in ("minilm", "tfidf") or name.startswith("hash"):
+        return True
+    try:
+        model_folder(KNOWN_MODELS[name][0] if name in KNOWN_MODELS else name)
+        return True
+    except RuntimeError:
+        return False
+
+
+def require_models(names, where: str) -> None:
+    """Raise one RuntimeError listing every embedder of ``names`` whose weights are not on this machine, with
+    ``where`` (the profile key that asks for them) and the commands that fetch them; nothing when all are here.
+
+    >>> require_models(["minilm", "tfidf", "hash-64"], "profiles/smoke.yaml: defaults.embedder")
+    """
+    missing = [n for n in dict.fromkeys(names) if n and not is_local(n)]
+    if missing:
+        ids = [KNOWN_MODELS[n][0] if n in KNOWN_MODELS else n for n in missing]
+        raise RuntimeError(
+            f"embedding model(s) {', '.join(ids)} (asked for by {where}) are not in the local Hugging Face cache; "
+            "download them once with network access: " + ", ".join(f"`huggingface-cli download {i}`" for i in ids)
+            + " (or point the profile at embedders you have; `--plan` runs without them, on a labelled stand-in)")
