@@ -32,7 +32,9 @@ def parameter_cells(path: Path) -> list:
 
 
 def test_there_are_numbered_notebooks():
-    assert [p.name for p in NOTEBOOKS][:2] == ["01_dataset.ipynb", "02_similarity_scores.ipynb"]
+    # 00_explore (the interactive explorer) comes first on purpose, so reproduce runs it too; then the paper's 01, 02 ...
+    assert [p.name for p in NOTEBOOKS][:3] == ["00_explore.ipynb", "01_dataset.ipynb", "02_similarity_scores.ipynb"]
+    assert [int(p.name[:2]) for p in NOTEBOOKS] == list(range(len(NOTEBOOKS))), "the numbers skip or repeat one"
     assert len({p.name[:2] for p in NOTEBOOKS}) == len(NOTEBOOKS), "two notebooks share a number"
 
 
@@ -312,7 +314,7 @@ def test_a_failed_notebook_leaves_no_stamp(counting, monkeypatch):
 
 
 @pytest.mark.parametrize("text, message", [
-    ("notebooks:\n  01_datset: {}\n", "notebooks.01_datset: no such notebook; notebooks: 01_dataset"),
+    ("notebooks:\n  01_datset: {}\n", "notebooks.01_datset: no such notebook; notebooks: 00_explore, 01_dataset, 02_similarity_scores, "),
     ("notebooks:\n  01_dataset:\n    charcters: [frieren]\n",
      "notebooks.01_dataset.charcters: not a parameter of 01_dataset; parameters: characters, data_dir"),
     ("defaults:\n  charcters: [frieren]\n", "defaults.charcters: not a parameter of any notebook"),

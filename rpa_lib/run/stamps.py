@@ -10,7 +10,8 @@ starting a kernel, only when all of these are unchanged:
 - the repository's ``data/``, and every file or folder a parameter names (``data_dir``, ``human_ratings_dir``,
   a model folder ...), by content;
 - the environment settings ``RPA_*`` and ``OPENAI_*`` (a base URL without its credentials; a path by its
-  content; keys and tokens never enter a stamp, and the cache, index and budget settings do not count);
+  content; keys and tokens never enter a stamp, and the cache, index and budget settings do not count, nor
+  ``RPA_OUTPUT_DIR``: it says where the outputs go, and the outputs are checked by their bytes below);
 - the stamps of the notebooks before it (so a notebook re-runs when one it may read from has re-run);
 - each file it wrote: still there, with the same bytes (a deleted or edited table or figure re-runs it).
 
@@ -34,7 +35,9 @@ from rpa_lib.fingerprint import file_digest
 
 ENV_PREFIXES = ("RPA_", "OPENAI_")
 SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD")
-NOT_INPUTS = ("RPA_CACHE_DIR", "RPA_INDEX_DIR", "RPA_BUDGET_USD", "RPA_BUDGET_LEDGER", "RPA_PLAN_FILE")
+# not inputs: where things are kept or written, and the budget. RPA_OUTPUT_DIR in particular names an existing
+# folder, which would count by content: the notebooks' own outputs, so no second run would ever be up to date.
+NOT_INPUTS = ("RPA_CACHE_DIR", "RPA_INDEX_DIR", "RPA_OUTPUT_DIR", "RPA_BUDGET_USD", "RPA_BUDGET_LEDGER", "RPA_PLAN_FILE")
 OUTPUT_PARAMETERS = ("figures_dir", "results_dir")
 SKIPPED_PARTS = ("__pycache__", ".ipynb_checkpoints", "cache")
 
