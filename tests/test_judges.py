@@ -41,13 +41,6 @@ from rpa_lib.evaluation.known_quality import CHECKS, judge_check_cases
 from rpa_lib.llm import FakeLLM, LLMError, LLMFatalError
 
 
-@pytest.fixture(autouse=True)
-def _no_judge_settings(monkeypatch):
-    """A developer's own judge settings must not reach the tests."""
-    for name in ("RPA_JUDGE_MODEL", "RPA_JUDGE_BASE_URL"):
-        monkeypatch.delenv(name, raising=False)
-
-
 def last_user(messages):
     return next(m["content"] for m in reversed(messages) if m["role"] == "user")
 

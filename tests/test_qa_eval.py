@@ -42,12 +42,6 @@ from rpa_lib.methods import FailedItems, build_method, build_methods, check_fail
 from rpa_lib.paper import paper_table, table6_beside_paper
 
 
-@pytest.fixture(autouse=True)
-def _no_judge_settings(monkeypatch):
-    for name in ("RPA_JUDGE_MODEL", "RPA_JUDGE_BASE_URL"):
-        monkeypatch.delenv(name, raising=False)
-
-
 @pytest.fixture
 def ds(fixture_data):
     return Dataset(fixture_data)
