@@ -30,6 +30,10 @@ MODEL = "smollm2"  # the alias the server serves the GGUF under
 SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
           "required": ["name", "age"]}
 QUICK = RetryPolicy(attempts=2, base_delay=0.1, max_delay=0.1)
+# A generous request timeout: on a loaded 2-core machine one completion of the 135M model can take over a minute, and
+# a timed-out request is retried; the tests below assert no retries (capability rejections are not retried), which a
+# short timeout would break for slowness alone. Timeouts are tested in test_llm_timeout.py.
+TIMEOUT = 300
 
 
 def user(text: str) -> list[dict]:
@@ -90,13 +94,13 @@ def _negotiate_afresh():
 
 
 def llm(server: Server, **options):
-    return get_llm(f"openai:{MODEL}", base_url=server.base_url, **{"cache": False, "timeout": 60, **options})
+    return get_llm(f"openai:{MODEL}", base_url=server.base_url, **{"cache": False, "timeout": TIMEOUT, **options})
 
 
 def test_chat_and_token_counts(server):
     model = llm(server)
-    reply = model.chat(user("Say hello."), max_tokens=12)
-    assert reply.text.strip() and reply.prompt_tokens > 5 and 0 < reply.completion_tokens <= 12
+    reply = model.chat(user("Say hello."), max_tokens=4)
+    assert reply.text.strip() and reply.prompt_tokens > 5 and 0 < reply.completion_tokens <= 4
     usage = model.usage.to_dict()
     assert (usage["prompt_tokens"], usage["completion_tokens"]) == (reply.prompt_tokens, reply.completion_tokens)
     assert usage["requests"] == 1 and usage["retries"] == 0
@@ -126,11 +130,11 @@ def test_structured_in_each_mode(server, mode):
     model = llm(server, structured_mode=mode)
     ask = user("Describe Ada, a 36-year-old engineer, as a JSON object.")
     if mode in ("auto", "json_object_schema"):  # grammar-constrained: always a valid object
-        assert set(model.structured(ask, SCHEMA, max_tokens=60).data) >= {"name", "age"}
+        assert set(model.structured(ask, SCHEMA, max_tokens=40).data) >= {"name", "age"}
         assert model.usage.to_dict()["modes"] == {"structured": "json_object_schema"}
     else:  # unconstrained by the schema: valid, or a clean LLMError after the re-asks
         try:
-            assert set(model.structured(ask, SCHEMA, max_tokens=60).data) >= {"name", "age"}
+            assert set(model.structured(ask, SCHEMA, max_tokens=40).data) >= {"name", "age"}
         except LLMError as e:
             assert "no valid JSON object" in str(e)
     assert model.usage.retries == 0
@@ -155,7 +159,7 @@ def test_server_stopped_mid_run_then_a_resumed_run_repeats_no_completed_call(tmp
     cache = tmp_path / "llm.sqlite"
     items = [f"Name a colour, {i}." for i in range(6)]
     try:
-        model = get_llm(f"openai:{MODEL}", base_url=own.base_url, cache=cache, timeout=60, retry=QUICK, max_workers=1)
+        model = get_llm(f"openai:{MODEL}", base_url=own.base_url, cache=cache, timeout=TIMEOUT, retry=QUICK, max_workers=1)
         stopped: list[float] = []
 
         def ask(item: str) -> str:
@@ -172,14 +176,17 @@ def test_server_stopped_mid_run_then_a_resumed_run_repeats_no_completed_call(tmp
         again = Server()
         again.port, again.base_url = own.port, own.base_url
         own = again.start()
-        resumed = get_llm(f"openai:{MODEL}", base_url=own.base_url, cache=cache, timeout=30, max_workers=1)
+        resumed = get_llm(f"openai:{MODEL}", base_url=own.base_url, cache=cache, timeout=TIMEOUT, max_workers=1)
         assert all(o.ok for o in resumed.map(lambda q: resumed.chat(user(q), max_tokens=4).text, items, progress=False))
         assert resumed.usage.cache_hits == 3 and resumed.usage.requests == 3
     finally:
         own.stop()
 
 
-TINY = """description: notebooks 03 and 05 against a served model, fixture data, hashing embedder, few items
+# The least that runs both notebooks end to end against the server: one character, one QA question, the MBTI subset's
+# minimum (one item per dimension), and AMADEUS alone, whose Attribute Extractor (extract_format json, the default)
+# makes structured calls, Guided Selection choose calls and the reply a chat call; the judge's calls come on top.
+TINY = """description: notebooks 03 and 05 against a served model, fixture data, hashing embedder, fewest items
 defaults:
   data_dir: {data}
   embedder: hash-64
@@ -189,16 +196,17 @@ notebooks:
     qa_questions: 1
     mbti_questions: 4
     max_iterations: 2
+    budget_control: false
   05_qa_evaluation:
     characters: [ada-lindqvist]
-    methods: [no_rag, amadeus]
+    methods: [amadeus]
     method_settings: {{}}
     max_iterations: 2
     qa_questions: 1
     interviews: false
     check_items: 1
-    max_tokens: 16
-    keypoint_tokens: 32
+    max_tokens: 8
+    keypoint_tokens: 16
     k: 2
 """
 
