@@ -1,0 +1,88 @@
+"""Profiles: ``profiles/<name>.yaml`` (or a path), checked against every numbered notebook's parameters cell
+before anything runs, and the list of numbered notebooks. An unknown notebook, parameter or top-level key, a value
+of the wrong type or malformed YAML is a ``SystemExit`` whose one line names the profile file and the key.
+
+This module runs nothing (:mod:`rpa_lib.run.reproduce` does).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from rpa_lib import paths
+from rpa_lib.run.notebook_params import check_value, parameters
+
+TOP_LEVEL = ("description", "defaults", "notebooks", "env", "budget_usd")
+
+
+def profile_path(name: str) -> Path:
+    """``profiles/<name>.yaml``, or ``name`` itself when it is a ``.yaml`` path (relative: to the working
+    directory, else to the repository). ``profile_path("profiles/paper.yaml") == profile_path("paper")``"""
+    if not name.endswith((".yaml", ".yml")):
+        return paths.PROFILES_DIR / f"{name}.yaml"
+    path = Path(name)
+    return path if path.is_absolute() or path.is_file() else paths.ROOT / path
+
+
+def load_profile(name: str) -> dict:
+    """The profile ``profiles/<name>.yaml`` (or a path), checked against every notebook's parameters cell: an
+    unknown notebook, parameter or top-level key, a value of the wrong type or malformed YAML is a ``SystemExit``
+    whose one line names the profile file and the key."""
+    path = profile_path(name)
+    if not path.is_file():
+        known = ", ".join(sorted(p.stem for p in paths.PROFILES_DIR.glob("*.yaml")))
+        raise SystemExit(f"unknown profile {name!r} ({path} not found); known: {known}")
+    try:
+        profile = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"line {mark.line + 1}: " if mark else ""
+        raise SystemExit(f"{path}: not valid YAML ({where}{getattr(e, 'problem', None) or e})") from None
+    if not isinstance(profile, dict):
+        raise SystemExit(f"{path}: a profile is a mapping with description, defaults, notebooks, env and budget_usd")
+    unknown = set(profile) - set(TOP_LEVEL)
+    if unknown:
+        raise SystemExit(f"{path}: unknown top-level key(s) {', '.join(sorted(unknown))}")
+    budget = profile.get("budget_usd")
+    if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int | float) or budget < 0):
+        raise SystemExit(f"{path}: budget_usd: expected a non-negative number of dollars, got {budget!r}")
+    check_profile(path, profile)
+    return profile
+
+
+def check_profile(path: Path, profile: dict) -> None:
+    """Every key of ``defaults`` declared by some notebook, every ``notebooks.<NN_name>`` an existing notebook
+    and each of its keys declared by it, every value of the declared type."""
+    declared = {nb.stem: parameters(nb) for nb in notebooks()}
+    sections = {"defaults": profile.get("defaults") or {}, **{f"notebooks.{k}": v or {} for k, v in
+                                                               (profile.get("notebooks") or {}).items()}}
+    for section, values in sections.items():
+        if not isinstance(values, dict):
+            raise SystemExit(f"{path}: {section} must be a mapping of parameter: value")
+        stem = section.removeprefix("notebooks.")
+        if section != "defaults" and stem not in declared:
+            raise SystemExit(f"{path}: {section}: no such notebook; notebooks: {', '.join(declared)}")
+        scope = {stem: declared[stem]} if section != "defaults" else declared
+        for key, value in values.items():
+            owners = [params[key] for params in scope.values() if key in params]
+            if not owners:
+                valid = sorted({p for params in scope.values() for p in params})
+                raise SystemExit(f"{path}: {section}.{key}: not a parameter of "
+                                 f"{stem if section != 'defaults' else 'any notebook'}; parameters: {', '.join(valid)}")
+            for param in owners:
+                try:
+                    check_value(key, value, param)
+                except ValueError as e:
+                    raise SystemExit(f"{path}: {section}.{e}") from None
+
+
+def notebooks(only: list[str] | None = None) -> list[Path]:
+    """The numbered notebooks (``NN_name.ipynb``) in order; ``only`` keeps those whose number or name match."""
+    found = sorted(p for p in paths.NOTEBOOKS_DIR.glob("[0-9][0-9]_*.ipynb"))
+    if only:
+        found = [p for p in found if any(p.stem == o or p.stem.startswith(f"{o}_") or p.stem[:2] == o for o in only)]
+        if not found:
+            raise SystemExit(f"no notebook matches --only {','.join(only)}")
+    return found
