@@ -14,6 +14,7 @@ This module does not download, quantize or batch; one call at a time per model (
 
 from __future__ import annotations
 
+import atexit
 import os
 import threading
 from pathlib import Path
@@ -31,7 +32,11 @@ _LOAD_LOCK = threading.Lock()
 
 
 def clear_caches() -> None:
+    """Close and forget the loaded models (also run at exit, so llama.cpp frees them before the interpreter
+    tears its modules down, which would otherwise print an ignored exception)."""
     with _LOAD_LOCK:
+        for model, _ in _LOADED.values():
+            model.close()
         _LOADED.clear()
 
 
@@ -45,6 +50,8 @@ def load(path: Path, weights: str) -> tuple[Any, threading.Lock]:
             except ImportError:
                 raise LLMError("the llamacpp engine needs llama-cpp-python: run make setup-server") from None
             threads = max(1, min(os.cpu_count() or 1, 8))
+            if not _LOADED:
+                atexit.register(clear_caches)
             _LOADED[key] = (Llama(model_path=str(path), n_ctx=N_CTX, n_threads=threads, logits_all=False,
                                   verbose=False), threading.Lock())
         return _LOADED[key]
