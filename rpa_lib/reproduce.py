@@ -8,6 +8,6 @@ import sys
 from rpa_lib.run import reproduce as _reproduce
 
 if __name__ == "__main__":
-    _reproduce.main()
+    sys.exit(_reproduce.main())
 else:
     sys.modules[__name__] = _reproduce
