@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from rpa_lib.evaluation.metrics.retrieval import within_budget as metrics_within_budget
 from rpa_lib.methods.base import AnswerSettings, Context, ContextItem, Method, RetrievalSettings, chunk_items
 from rpa_lib.methods.registry import register
 
@@ -34,27 +35,27 @@ class NaiveRAGSettings(RetrievalSettings):
 def within_budget(chunks, budget: int) -> list[ContextItem]:
     """``knowledge`` items of the ranked ``chunks`` whose texts add up to ``budget`` characters: whole chunks while
     they fit, then the next one cut at its last space within the rest, and no more (dropped when the rest
-    holds no whole word).
+    holds no whole word): :func:`rpa_lib.evaluation.metrics.within_budget`, cut at a word instead of a character.
 
     >>> from rpa_lib.splitters import Chunk
     >>> c = [Chunk(f"x:acts:{i}", "x", "acts", t, t, (), 0, len(t)) for i, t in enumerate(["aaaa bbbb", "cc dd ee"])]
     >>> [i.text for i in within_budget(c, 15)]
     ['aaaa bbbb', 'cc dd']
     """
-    items, left = [], budget
-    for chunk in chunks:
-        if left <= 0:
-            break
-        item = ContextItem.of_chunk("knowledge", chunk)
-        if len(chunk.text) > left:
-            cut = chunk.text[:left + 1].rsplit(" ", 1)[0].rstrip() if " " in chunk.text[:left + 1] else ""
-            if not cut:
-                break
-            items.append(ContextItem("knowledge", cut, item.chunk_ids, item.label))
-            break  # the cut chunk is the last one
-        items.append(item)
-        left -= len(item.text)
+    chunks = list(chunks)
+    texts = metrics_within_budget([c.text for c in chunks], budget, prefix=_word_prefix)
+    items = [ContextItem.of_chunk("knowledge", c) for c in chunks[:len(texts)]]
+    if texts and texts[-1] != chunks[len(texts) - 1].text:  # the last one was cut
+        last = items.pop()
+        if texts[-1]:
+            items.append(ContextItem("knowledge", texts[-1], last.chunk_ids, last.label))
     return items
+
+
+def _word_prefix(text: str, n: int) -> str:
+    """``text`` cut to at most ``n`` characters at a word boundary ("" when no whole word fits)."""
+    head = text[:n + 1]
+    return head.rsplit(" ", 1)[0].rstrip() if " " in head else ""
 
 
 @register
