@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from rpa_lib.methods.registry import build_method
-from rpa_lib.methods.runner import Job, run_jobs
+from rpa_lib.methods.runner import Job, chunk_ids, run_jobs
 
 
 @dataclass(frozen=True)
@@ -68,8 +68,7 @@ def used_chunks(method, jobs: list[Job], *, roles: list[str] | None = None, llm=
     for r in rows.to_dict("records"):
         ok = pd.isna(r["error"])
         details = r["details"] if ok else {}
-        chunks = list(dict.fromkeys(i for item in r["context"] if not roles or item["role"] in roles
-                                    for i in item["chunk_ids"])) if ok else []
+        chunks = chunk_ids(r["context"], *(roles or ())) if ok else []
         row = {"method": r["method"], "character": r["character"], "question_id": r["question_id"],
                "question": r["question"], "chunks": chunks, "context": r["context"] if ok else None,
                "gs_failed": details.get("gs_failed"),
