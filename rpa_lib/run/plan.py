@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any
 
 from rpa_lib.llm.base import LLM, Request
-from rpa_lib.llm.cache import request_key
 from rpa_lib.llm.fake import FakeLLM, default_rule
 from rpa_lib.llm.reply import Raw
 from rpa_lib.llm.usage import PRICES_AS_OF
@@ -33,6 +32,15 @@ from rpa_lib.run.budget import estimate_tokens, price_override
 
 PLAN_FILE = "RPA_PLAN_FILE"
 _WRITE_LOCK = threading.Lock()
+_FILES: dict[Path, Any] = {}  # plan files open for appending, one per path, line-buffered
+
+
+def _plan_file(path: Path):
+    """The open plan file at ``path`` (call under ``_WRITE_LOCK``): opened once, not once per call."""
+    f = _FILES.get(path)
+    if f is None or f.closed or not path.exists():  # a plan file removed since: a new one
+        f = _FILES[path] = open(path, "a", encoding="utf-8", buffering=1)
+    return f
 
 
 class _CacheView:
@@ -59,10 +67,11 @@ class PlanLLM(LLM):
         self.backend, self.label, self.model_id, self.price = real.backend, real.label, real.model_id, real.price
         self._server = getattr(real, "base_url", None)
         super().__init__(cache=False, max_workers=real.max_workers, retry=real.retry)
-        self._cache = _CacheView(real._cache)
+        view = _CacheView(real._cache)
+        self._cache = view if view.cache is not None else None  # no cache file: nothing to look up
         self._budget = None  # a plan spends nothing
         self._answers = FakeLLM(real.rule if isinstance(real, FakeLLM) else default_rule, cache=False)
-        self._last = threading.local()  # the request whose key fields were made last, and those fields
+        self._last = threading.local()  # the request whose key was made last, and its fields and key
 
     def __repr__(self) -> str:
         return f"PlanLLM({self.real!r})"
@@ -70,17 +79,16 @@ class PlanLLM(LLM):
     def _key_extra(self) -> dict:
         return self.real._key_extra()
 
-    def _cache_fields(self, req: Request) -> dict:
-        last = getattr(self._last, "fields", None)
-        if last is None or last[0] is not req:  # made once for the stand-in and once for ``base``
-            self._last.fields = last = (req, super()._cache_fields(req))
+    def _keys(self, req: Request) -> tuple[dict, str]:
+        last = getattr(self._last, "keys", None)
+        if last is None or last[0] is not req:  # made once for the record and once for ``base``
+            self._last.keys = last = (req, super()._keys(req))
         return last[1]
 
     def _call(self, req: Request, name: str | None, attempts: int, run) -> Any:
-        fields = self._cache_fields(req)
-        key = request_key(fields)
-        cached = (self._cache.get(key) is not None
-                  or self._cache.get(request_key({**fields, "outcome": "failed"})) is not None)
+        fields, key = self._keys(req)
+        cached = self._cache is not None and (self._cache.get(key) is not None
+                                              or self._cache.get(self._failed(fields)[1]) is not None)
         prompt, completion = estimate_tokens(req)
         price = None if self.price is None else [self.price.input, self.price.output]
         self._record({"label": self.label, "model": self.model_id, "server": self._server, "price": price,
@@ -89,8 +97,8 @@ class PlanLLM(LLM):
 
     def _record(self, entry: dict) -> None:
         line = json.dumps(entry, ensure_ascii=False) + "\n"
-        with _WRITE_LOCK, open(self.path, "a", encoding="utf-8") as f:
-            f.write(line)
+        with _WRITE_LOCK:
+            _plan_file(self.path).write(line)
 
     def _chat(self, req: Request) -> Raw:
         return self._answers._chat(req)
