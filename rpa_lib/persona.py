@@ -12,6 +12,7 @@ content.
 
 from __future__ import annotations
 
+import os
 import re
 from bisect import bisect_left
 from dataclasses import dataclass, field
@@ -186,9 +187,25 @@ def load_persona(slug: str, characters_dir: Path | None = None) -> Persona:
     if not folder.is_dir():
         known = ", ".join(list_characters(root)) or "none"
         raise PersonaError(folder, None, f"unknown character {slug!r}; known: {known}")
-    if not (folder / "persona.md").is_file():
-        raise PersonaError(folder / "persona.md", None, "character folder has no persona.md")
-    return parse_persona(folder / "persona.md", slug)
+    path = folder / "persona.md"
+    if not path.is_file():
+        raise PersonaError(path, None, "character folder has no persona.md")
+    return parsed_file(path, parse_persona, slug)  # a Persona is immutable: callers share one
+
+
+_PARSED: dict[tuple, tuple[tuple[int, int], object]] = {}  # (file, parser, args) -> ((mtime, size), result)
+
+
+def parsed_file(path: Path, parse, *args):
+    """``parse(path, *args)``, memoized until the file's modification time or size changes. Methods ask for the
+    persona and the labels once per question; parsing them each time was a large share of a dry run's time.
+    The result is shared: ``parse`` must return something its callers do not change."""
+    stat = path.stat()
+    where = (os.path.abspath(path), parse.__qualname__, args)
+    held = _PARSED.get(where)
+    if held is None or held[0] != (stat.st_mtime_ns, stat.st_size):
+        held = _PARSED[where] = ((stat.st_mtime_ns, stat.st_size), parse(path, *args))
+    return held[1]
 
 
 def list_characters(characters_dir: Path | None = None) -> list[str]:

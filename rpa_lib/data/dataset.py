@@ -21,7 +21,7 @@ from rpa_lib import paths
 from rpa_lib.data.readers import first_problem, read_labels, read_qa, read_questionnaire
 from rpa_lib.data.records import QA, QA_SETS, Questionnaire
 from rpa_lib.errors import DataError
-from rpa_lib.persona import Persona, list_characters, load_persona
+from rpa_lib.persona import Persona, list_characters, load_persona, parsed_file
 
 
 class Dataset:
@@ -110,9 +110,10 @@ class Dataset:
 
     def labels(self) -> list[dict[str, str]]:
         """Rows of ``labels.csv`` (slug, name, work, mbti, sloan)."""
-        rows, problems = read_labels(self.labels_path)
+        rows, problems = parsed_file(self.labels_path, read_labels) if self.labels_path.is_file() else \
+            read_labels(self.labels_path)  # a missing file: read_labels says so
         first_problem(self.labels_path, problems)
-        return rows
+        return [dict(r) for r in rows]  # copies: the parsed rows are shared
 
     def has_labels(self) -> bool:
         return self.labels_path.is_file()

@@ -51,6 +51,7 @@ Calls are made one after another (``run_jobs`` runs questions concurrently); an 
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from dataclasses import dataclass, field
@@ -145,10 +146,15 @@ def route(scores: list[float], upper: float, lower: float) -> str:
 
 def sentence_groups(text: str, size: int) -> list[tuple[int, int]]:
     """Spans of ``size`` consecutive sentences (pysbd). ``sentence_groups("A b. C d. E f.", 2)`` -> ``[(0, 10), (10, 14)]``"""
+    return list(_sentence_groups(text, size))
+
+
+@functools.lru_cache(maxsize=4096)  # the same chunks come back for many questions; pysbd was a third of a query
+def _sentence_groups(text: str, size: int) -> tuple[tuple[int, int], ...]:
     import pysbd
 
     spans = pysbd.Segmenter(language="en", clean=False, char_span=True).segment(text)
-    return [(spans[i].start, spans[min(i + size, len(spans)) - 1].end) for i in range(0, len(spans), size)]
+    return tuple((spans[i].start, spans[min(i + size, len(spans)) - 1].end) for i in range(0, len(spans), size))
 
 
 @dataclass

@@ -136,7 +136,28 @@ class LightRAG(GraphIndexMethod):
 
     def documents(self, character: str) -> list[tuple[str, str, str]]:
         """(id, text, file path) of each document inserted: the ACTS chunks, or the persona as one document."""
+        return self._prepared(character)[1]
+
+    def cache_key(self, character: str) -> str:
+        persona, _, documents_hash = self._prepared(character)
+        lr = bridge.lightrag_modules()
+        inputs = {"lightrag": lr.version, "character": character, "persona": text_hash(persona.source),
+                  "documents": documents_hash, "llm": self.llm.model_id, "embedder": self.embedder(character).model_id,
+                  **{k: getattr(self.settings, k) for k in _INDEX_SETTINGS}}
+        return index_key(inputs, lr.PROMPTS)
+
+    def _prepared(self, character: str) -> tuple[Any, list[tuple[str, str, str]], str]:
+        """(persona, its documents, their hash), made once per persona and not per question: splitting the persona
+        for the index key took half of a query's time."""
         persona = self.dataset.persona(character)
+        memo = self.__dict__.setdefault("_documents_of", {})
+        held = memo.get(character)
+        if held is None or held[0] is not persona:  # another Persona object: the file was edited (or first use)
+            docs = self._documents(character, persona)
+            held = memo[character] = (persona, docs, text_hash(json.dumps(docs)))
+        return held
+
+    def _documents(self, character: str, persona) -> list[tuple[str, str, str]]:
         if self.settings.documents == "persona":
             return [(f"{character}:persona", persona.source, persona.name)]
         docs, seen = [], set()
@@ -145,15 +166,6 @@ class LightRAG(GraphIndexMethod):
                 seen.add(chunk.text)
                 docs.append((chunk.id, chunk.text, chunk.id))
         return docs
-
-    def cache_key(self, character: str) -> str:
-        lr = bridge.lightrag_modules()
-        inputs = {"lightrag": lr.version, "character": character,
-                  "persona": text_hash(self.dataset.persona(character).source),
-                  "documents": text_hash(json.dumps(self.documents(character))),
-                  "llm": self.llm.model_id, "embedder": self.embedder(character).model_id,
-                  **{k: getattr(self.settings, k) for k in _INDEX_SETTINGS}}
-        return index_key(inputs, lr.PROMPTS)
 
     def workspace_dir(self, character: str, key: str | None = None) -> Path:
         from rpa_lib.paths import cache_dir
