@@ -204,46 +204,46 @@ def _execute(nb: Path, executed: Path, params: dict, i: int, n: int) -> None:
         raise SystemExit(1) from None
 
 
-def plan(profile_name: str = "quick", only: list[str] | None = None) -> list[dict]:
+def plan(profile_name: str = "quick", only: list[str] | None = None, workers: int | None = None) -> list[dict]:
     """Print what a run would call, cost and find cached, from a dry run of the notebooks that use an LLM with a
-    stand-in LLM (:mod:`rpa_lib.run.plan`); their outputs go to a temporary folder. Returns the table's rows."""
-    import papermill
+    stand-in LLM (:mod:`rpa_lib.run.plan`); their outputs go to a temporary folder. The dry runs of different
+    notebooks are independent (the stand-in writes no cache), so ``workers`` of them (default: one per CPU core,
+    at most 4) run at once. Returns the table's rows."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
 
     from rpa_lib.run.budget import usd
-    from rpa_lib.run.plan import PLAN_FILE, plan_rows, plan_table, plan_total, read_plan
+    from rpa_lib.run.plan import plan_rows, plan_table, plan_total, read_plan
 
     profile = load_profile(profile_name)
     _apply_env(profile)
     books = notebooks(only)
     limit = budget_of(profile)
+    workers = workers or max(1, min(os.cpu_count() or 1, 4))
     print(f"plan: profile {profile_name!r}, {len(books)} notebook(s); a dry run, no model is called", flush=True)
-    calls: dict[str, list[dict]] = {}
-    skipped: dict[str, str] = {}
+    skipped = {nb.stem: "no LLM calls" for nb in books if not uses_llm(nb)}
+    planned = [nb for nb in books if nb.stem not in skipped]
     start_all = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="rpa-plan-") as tmp:
         out = Path(tmp)
-        for i, nb in enumerate(books, start=1):
-            if not uses_llm(nb):
-                skipped[nb.stem] = "no LLM calls"
-                continue
-            params = parameters_for(nb, profile, out)
-            declared = parameters(nb)
-            params.update({k: str(out / k.removesuffix("_dir")) for k in ("figures_dir", "results_dir") if k in declared})
-            record = out / f"{nb.stem}.plan.jsonl"
-            start = time.perf_counter()
-            with environment(**{PLAN_FILE: str(record), "RPA_BUDGET_USD": None, "RPA_BUDGET_LEDGER": None}):
-                try:
-                    papermill.execute_notebook(str(nb), str(out / nb.name), parameters=params, kernel_name="python3",
-                                               cwd=str(paths.NOTEBOOKS_DIR), progress_bar=False, log_output=False,
-                                               extra_arguments=KERNEL_ARGUMENTS)
-                except papermill.PapermillExecutionError as e:
-                    skipped[nb.stem] = (f"dry run stopped at cell {e.exec_count}, {e.ename}: {e.evalue}; "
-                                        "the counts cover the calls before it")
-                except Exception as e:  # e.g. the kernel died: report it beside the counts made so far
-                    skipped[nb.stem] = f"dry run failed, {type(e).__name__}: {e}; the counts cover the calls before it"
-            calls[nb.stem] = read_plan(record)
-            print(f"[{i}/{len(books)}] {nb.stem}: {len(calls[nb.stem]):,} calls, dry run in "
-                  f"{time.perf_counter() - start:.1f} s", flush=True)
+        records = {nb.stem: out / f"{nb.stem}.plan.jsonl" for nb in planned}
+        # one process per dry run at a time: each sets RPA_PLAN_FILE for the kernel it starts
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+            futures = {}
+            for nb in planned:
+                params = parameters_for(nb, profile, out)
+                declared = parameters(nb)
+                params.update({k: str(out / nb.stem / k.removesuffix("_dir")) for k in ("figures_dir", "results_dir")
+                               if k in declared})
+                futures[pool.submit(_dry_run, nb, out / nb.name, params, records[nb.stem])] = nb
+            for i, future in enumerate(as_completed(futures), start=1):
+                nb = futures[future]
+                problem, seconds = future.result()
+                if problem:
+                    skipped[nb.stem] = problem
+                print(f"[{i}/{len(planned)}] {nb.stem}: {len(read_plan(records[nb.stem])):,} calls, dry run in "
+                      f"{seconds:.1f} s", flush=True)
+        calls = {nb.stem: read_plan(records[nb.stem]) for nb in planned}  # in notebook order: repeats count so
     rows = plan_rows(calls)
     print()
     print(plan_table(rows, [nb.stem for nb in books], skipped))
@@ -254,6 +254,31 @@ def plan(profile_name: str = "quick", only: list[str] | None = None) -> list[dic
         print(f"budget: {usd(limit)} (RPA_BUDGET_USD or budget_usd); {verdict}")
     print(f"plan made in {time.perf_counter() - start_all:.1f} s")
     return rows
+
+
+def _dry_run(nb: Path, executed: Path, params: dict, record: Path) -> tuple[str | None, float]:
+    """In a worker process of :func:`plan`: execute ``nb`` with the stand-in LLM recording to ``record``
+    (``RPA_PLAN_FILE``, which the kernel inherits), with no budget. (None, or why the dry run stopped early;
+    seconds)."""
+    import papermill
+
+    from rpa_lib.run.plan import PLAN_FILE
+
+    os.environ[PLAN_FILE] = str(record)
+    for name in ("RPA_BUDGET_USD", "RPA_BUDGET_LEDGER"):
+        os.environ.pop(name, None)
+    start = time.perf_counter()
+    problem = None
+    try:
+        papermill.execute_notebook(str(nb), str(executed), parameters=params, kernel_name="python3",
+                                   cwd=str(paths.NOTEBOOKS_DIR), progress_bar=False, log_output=False,
+                                   extra_arguments=KERNEL_ARGUMENTS)
+    except papermill.PapermillExecutionError as e:
+        problem = (f"dry run stopped at cell {e.exec_count}, {e.ename}: {e.evalue}; "
+                   "the counts cover the calls before it")
+    except Exception as e:  # e.g. the kernel died: report it beside the counts made so far
+        problem = f"dry run failed, {type(e).__name__}: {e}; the counts cover the calls before it"
+    return problem, time.perf_counter() - start
 
 
 def main(argv: list[str] | None = None) -> int:
