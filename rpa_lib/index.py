@@ -23,7 +23,9 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import struct
+import threading
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -115,9 +117,15 @@ class VectorIndex:
         return [[self.ids[j] for j in row] for row in labels], 1.0 - distances
 
     def save(self, folder: Path, meta: dict) -> None:
+        """``index.bin`` then ``meta.json``, each written beside and renamed into place, so that another process
+        opening the folder meanwhile (two notebooks of a plan, two kernels) reads whole files; a new index with the
+        old meta is told apart by its header (vector count) or content hash and rebuilt, never searched."""
         folder.mkdir(parents=True, exist_ok=True)
-        self._index.save_index(str(folder / "index.bin"))
-        (folder / "meta.json").write_text(json.dumps({**meta, "ids": self.ids}, indent=1))
+        tag = f"{os.getpid()}.{threading.get_ident()}.tmp"
+        self._index.save_index(str(folder / f"index.bin.{tag}"))
+        os.replace(folder / f"index.bin.{tag}", folder / "index.bin")
+        (folder / f"meta.json.{tag}").write_text(json.dumps({**meta, "ids": self.ids}, indent=1))
+        os.replace(folder / f"meta.json.{tag}", folder / "meta.json")
 
     @classmethod
     def load(cls, folder: Path, dim: int, params: HnswParams) -> VectorIndex:

@@ -71,3 +71,31 @@ def test_lightrag_key_follows_lightrags_prompts(monkeypatch):
     name = next(k for k, v in prompts.items() if isinstance(v, str))
     monkeypatch.setitem(prompts, name, prompts[name] + " (edited)")
     assert m.cache_key(ADA) != key and m.workspace_dir(ADA).name == m.cache_key(ADA)
+
+
+def test_a_plan_builds_graphs_beside_its_plan_file_and_loads_real_ones(tmp_path, monkeypatch):
+    """A plan's stand-in LLM makes its replies up: a graph it builds goes beside the plan file, never to the cache
+    a real run loads; a graph a real LLM built is loaded by the stand-in, and costs the plan no call."""
+    from rpa_lib.llm import get_llm
+    from rpa_lib.methods.graph_cache import build_path
+    from rpa_lib.run.plan import PLAN_FILE, read_plan
+
+    def planned(name: str):
+        (tmp_path / name).mkdir()
+        monkeypatch.setenv(PLAN_FILE, str(tmp_path / name / "05_qa.plan.jsonl"))
+        return build_method("rolerag", get_llm("fake"), dataset=FIXTURES, embedder="hash-64")
+
+    stand_in = planned("first")
+    stand_in.index(ADA)
+    assert not stand_in.cache_path(ADA).exists(), "the plan wrote a made-up graph to the cache"
+    scratch = build_path(stand_in.llm, stand_in.cache_path(ADA))
+    assert scratch.is_file() and scratch.is_relative_to(tmp_path / "first")
+    assert len(read_plan(tmp_path / "first" / "05_qa.plan.jsonl")) > 0  # the build's calls are planned
+
+    monkeypatch.delenv(PLAN_FILE)
+    real = build_method("rolerag", FakeLLM(), dataset=FIXTURES, embedder="hash-64")
+    real.index(ADA)
+    assert real.cache_path(ADA).is_file() and real.cache_path(ADA) == stand_in.cache_path(ADA)
+
+    again = planned("second")
+    assert again.index(ADA).source == "disk" and read_plan(tmp_path / "second" / "05_qa.plan.jsonl") == []

@@ -123,6 +123,7 @@ class LLM:
     model_id = "base"  # for cache keys; never contains a secret
     max_workers = 1
     price: Price | None = None
+    scratch_dir = None  # a stand-in whose replies are made up (a plan's) builds indexes here, never in the cache
     _keep_causes = True  # chain backend exceptions to our errors (False where they may carry a request or key)
 
     def __init__(self, *, cache: Any = True, max_workers: int | None = None, retry: RetryPolicy | None = None):

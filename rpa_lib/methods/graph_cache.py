@@ -7,6 +7,7 @@
   build it included, so that editing a prompt makes a new key by itself (no version number to bump).
 - :class:`IndexCache`: per key, memory, then disk, then build; one build per key whatever the threads.
 - :func:`write_json`: a file written whole or not at all (another process never reads half a graph).
+- :func:`build_path`: where an index is built; a plan's stand-in LLM builds into its own scratch folder.
 
 What it does not do: build, store or query a graph (each method does, with its own storage), or evict anything.
 """
@@ -120,6 +121,23 @@ def write_json(path: Path, data: dict, indent: int | None = None) -> None:
     tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
     tmp.write_text(json.dumps(data, indent=indent, ensure_ascii=False), encoding="utf-8")
     os.replace(tmp, path)
+
+
+def build_path(llm, path: Path) -> Path:
+    """Where an index that ``llm`` builds is stored: ``path`` (in the cache folder), or, for a stand-in LLM whose
+    replies are made up (a plan's: its ``scratch_dir``), the same place under that folder, so that no real run
+    ever loads an index built from them. Indexes are looked up at ``path`` first (a real index costs a plan no
+    calls), then here."""
+    scratch = getattr(llm, "scratch_dir", None)
+    if scratch is None:
+        return path
+    from rpa_lib.paths import cache_dir
+
+    try:
+        inside = path.relative_to(cache_dir())
+    except ValueError:
+        inside = Path(*path.parts[-3:])
+    return Path(scratch) / inside
 
 
 class GraphIndexMethod(Method):

@@ -38,7 +38,15 @@ from typing import Any
 
 from rpa_lib.methods import lightrag_bridge as bridge
 from rpa_lib.methods.base import AnswerSettings, Context, ContextItem
-from rpa_lib.methods.graph_cache import GraphIndexMethod, IndexCache, IndexCost, index_key, text_hash, write_json
+from rpa_lib.methods.graph_cache import (
+    GraphIndexMethod,
+    IndexCache,
+    IndexCost,
+    build_path,
+    index_key,
+    text_hash,
+    write_json,
+)
 from rpa_lib.methods.registry import register
 from rpa_lib.splitters import split
 
@@ -177,8 +185,9 @@ class LightRAG(GraphIndexMethod):
         A workspace already open under another cache folder has the same key, hence the same content, and is used."""
         key = key or self.cache_key(character)
         folder = self.workspace_dir(character, key)
-        return _WORKSPACES.get(key, lambda: self._load(character, key, folder),
-                               lambda: self._build(character, key, folder))
+        built = build_path(self.llm, folder)
+        return _WORKSPACES.get(key, lambda: self._load(character, key, folder) or (
+            self._load(character, key, built) if built != folder else None), lambda: self._build(character, key, built))
 
     def _load(self, character: str, key: str, folder: Path) -> _Workspace | None:
         cost_file = folder / COST_FILE

@@ -48,7 +48,7 @@ from pathlib import Path
 
 from rpa_lib.llm import LLMError
 from rpa_lib.methods.base import Call, Context, ContextItem, RetrievalSettings
-from rpa_lib.methods.graph_cache import GraphIndexMethod, IndexCache, index_key, text_hash
+from rpa_lib.methods.graph_cache import GraphIndexMethod, IndexCache, build_path, index_key, text_hash
 from rpa_lib.methods.registry import register
 from rpa_lib.methods.rolerag_graph import (
     CharacterGraph,
@@ -142,7 +142,9 @@ class RoleRAG(GraphIndexMethod):
         """The character's graph: from memory, from disk, or built now (once, whatever the threads)."""
         key = key or self.cache_key(character)
         path = self.cache_path(character, key)
-        return self._graphs.get(key, lambda: load_graph(character, path), lambda: self._build(character, path))
+        built = build_path(self.llm, path)
+        return self._graphs.get(key, lambda: load_graph(character, path) or load_graph(character, built),
+                                lambda: self._build(character, built))
 
     def _build(self, character: str, path: Path) -> CharacterGraph:
         name, work = self.profile(character)

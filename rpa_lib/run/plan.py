@@ -12,7 +12,8 @@ one JSON line per call to the plan file: model, key, whether the cache holds it,
 The counts are estimates wherever a method adapts to the model's replies: Guided Selection stops when its slots
 fill, CRAG rewrites its query when the evaluator says the chunks are weak, a judge is re-asked after an invalid
 answer; the stand-in's answers take one path, a model may take another. This module writes nothing to the reply
-cache and calls no model.
+cache and calls no model; a graph index (LightRAG, RoleRAG) built from the stand-in's replies goes to a folder
+beside the plan file (:func:`rpa_lib.methods.graph_cache.build_path`), never to the cache a real run reads.
 """
 
 from __future__ import annotations
@@ -66,6 +67,7 @@ class PlanLLM(LLM):
         self.real, self.path = real, Path(path)
         self.backend, self.label, self.model_id, self.price = real.backend, real.label, real.model_id, real.price
         self._server = getattr(real, "base_url", None)
+        self.scratch_dir = self.path.with_suffix(".indexes")  # graph indexes built from its replies: see build_path
         super().__init__(cache=False, max_workers=real.max_workers, retry=real.retry)
         view = _CacheView(real._cache)
         self._cache = view if view.cache is not None else None  # no cache file: nothing to look up
