@@ -227,5 +227,10 @@ def test_the_in_process_llamacpp_engine_constrains_choice_and_structure():
     model = get_llm("llamacpp", cache=False)
     assert model.model_id.startswith("llamacpp:SmolLM2-135M-Instruct.Q4_1.gguf@")
     assert model.choose(user("Is fire hot?"), ["yes", "no"]).text in ("yes", "no")
+    odd = ['say "hi"', "back\\slash", "two\nlines"]  # escaped into the grammar, answered verbatim
+    assert model.choose(user("Pick one."), odd).text in odd
+    rating = model.choose(user("Rate 1 to 5: fire is hot."), ["1", "2", "3", "4", "5"])
+    assert set(rating.scores) == {"1", "2", "3", "4", "5"} and max(rating.scores.values()) <= 0  # log-probabilities
     assert set(model.structured(user("Ada is 36."), SCHEMA, max_tokens=40).data) >= {"name", "age"}
     assert model.usage.reasks == 0  # grammar-constrained: right the first time
+    assert model.usage.to_dict()["replies"]["choose"] == {"replies": 3, "invalid": 0, "valid_share": 1.0}

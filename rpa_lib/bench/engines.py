@@ -130,14 +130,22 @@ def main(argv: list[str] | None = None) -> int:
         from rpa_lib import paths
 
         seed = paths.cache_dir()
-        rows = []
+        rows, failed = [], []
         for engine in args.engines.split(","):
             print(f"\n== engine {engine}: profile {args.profile!r}, notebooks {args.only}, empty LLM cache ==", flush=True)
-            rows += profile_run(engine, args.profile, args.only, seed)
-            print(f"engine {engine}: {sum(r['seconds'] for r in rows if r['engine'] == engine):.1f} s in all", flush=True)
+            try:
+                mine = profile_run(engine, args.profile, args.only, seed)
+            except SystemExit:  # a notebook failed on this engine: reproduce said which and why
+                failed.append(engine)
+                continue
+            rows += mine
+            print(f"engine {engine}: {sum(r['seconds'] for r in mine):.1f} s in all", flush=True)
+            print_profile_rows(mine)  # as soon as it is measured
         print()
         print_profile_rows(rows)
-        return 0
+        if failed:
+            print(f"FAILED on {', '.join(failed)} (above)")
+        return 1 if failed else 0
     print("| engine | model load | wall time | answers | calls (requests, re-asks) | AE fallback | tokens in + out |")
     print("|---|---:|---:|---:|---|---:|---|", flush=True)
     for engine in args.engines.split(","):  # each row as soon as it is measured

@@ -11,7 +11,9 @@ Pure functions: no model calls, no re-asking (``base`` decides when to re-ask).
 from __future__ import annotations
 
 import json
+import math
 import re
+from typing import Any
 
 _TRIM = " \t\r\n\"'`*_.,;:!?()[]{}<>"
 
@@ -145,3 +147,25 @@ def schema_example(schema: dict, name: str = "value") -> object:
         return None
     text = f"fake {name}"
     return text.ljust(schema.get("minLength", 0), "x")[: schema.get("maxLength", len(text) + 10**6)]
+
+
+def _field(item: Any, name: str) -> Any:
+    return item.get(name) if isinstance(item, dict) else getattr(item, name, None)
+
+
+def first_token_scores(content: Any, options: list[str]) -> dict[str, float] | None:
+    """log of the probability mass, among the first generated token's top alternatives, of tokens that begin each
+    option; None when none does. ``content``: an OpenAI-style ``logprobs.content`` list (objects, as the ``openai``
+    package gives them, or dicts, as llama.cpp does), each with ``top_logprobs`` of ``token`` and ``logprob``."""
+    if not content or not isinstance(content, list):
+        return None
+    mass = dict.fromkeys(options, 0.0)
+    for alt in _field(content[0], "top_logprobs") or []:
+        token = str(_field(alt, "token") or "").strip().lower()
+        logprob = _field(alt, "logprob")
+        for option in options:
+            if token and option.lower().startswith(token):
+                mass[option] += math.exp(float(-math.inf if logprob is None else logprob))
+    if not any(mass.values()):
+        return None
+    return {o: (math.log(m) if m > 0 else -math.inf) for o, m in mass.items()}

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from rpa_lib.fingerprint import fingerprint
-from rpa_lib.llm.answers import choice_instruction, schema_instruction, with_instruction
+from rpa_lib.llm.answers import choice_instruction, first_token_scores, schema_instruction, with_instruction
 from rpa_lib.llm.base import LLM, Request, sample_seed
 from rpa_lib.llm.local import smollm2_path
 from rpa_lib.llm.reply import LLMError, Raw
@@ -52,7 +52,8 @@ def load(path: Path, weights: str) -> tuple[Any, threading.Lock]:
             threads = max(1, min(os.cpu_count() or 1, 8))
             if not _LOADED:
                 atexit.register(clear_caches)
-            _LOADED[key] = (Llama(model_path=str(path), n_ctx=N_CTX, n_threads=threads, logits_all=False,
+            # logits_all: llama.cpp returns logprobs only so (a choice's option scores; about 0.8 GB of logits)
+            _LOADED[key] = (Llama(model_path=str(path), n_ctx=N_CTX, n_threads=threads, logits_all=True,
                                   verbose=False), threading.Lock())
         return _LOADED[key]
 
@@ -84,20 +85,33 @@ class LlamaCppLLM(LLM):
                                                seed=sample_seed(req.seed, req.sample),
                                                repeat_penalty=self.repeat_penalty, **params)
         usage = out.get("usage") or {}
-        text = out["choices"][0]["message"].get("content") or ""
-        return Raw(text.strip(), int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0))
+        choice = out["choices"][0]
+        text = choice["message"].get("content") or ""
+        raw = Raw(text.strip(), int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0))
+        if req.kind == "choose":
+            raw.scores = first_token_scores((choice.get("logprobs") or {}).get("content"), req.options or [])
+        return raw
 
     def _chat(self, req: Request) -> Raw:
         return self._complete(req, req.messages, req.max_tokens)
 
     def _choose(self, req: Request) -> Raw:
+        """One of the options exactly (a grammar of the options' texts), with their scores: the log probability
+        mass of the first token's top alternatives that begin each option, before the grammar (as the
+        ``logprobs`` mode of an OpenAI-compatible server gives them)."""
+        from llama_cpp import LlamaGrammar
+
         options = req.options or []
-        schema = {"type": "object", "properties": {"answer": {"type": "string", "enum": options}},
-                  "required": ["answer"]}
+        grammar = LlamaGrammar.from_string("root ::= " + " | ".join(_gbnf_literal(o) for o in options), verbose=False)
         return self._complete(req, with_instruction(req.messages, choice_instruction(options)),
-                              32 + max(len(o) for o in options),
-                              response_format={"type": "json_object", "schema": schema})
+                              8 + max(len(o) for o in options), grammar=grammar, logprobs=True, top_logprobs=20)
 
     def _structured(self, req: Request) -> Raw:
         return self._complete(req, with_instruction(req.messages, schema_instruction(req.schema or {})),
                               req.max_tokens, response_format={"type": "json_object", "schema": req.schema or {}})
+
+
+def _gbnf_literal(text: str) -> str:
+    """``text`` as a GBNF string literal: backslashes, quotes and line breaks escaped."""
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\r", "\\r")
+    return f'"{escaped}"'

@@ -286,7 +286,7 @@ class OpenAILLM(LLM):
             return self._create(messages, max_tokens=max_tokens, **self._common(req))[1]
         choice, raw = self._create(messages, max_tokens=max_tokens, logprobs=True, top_logprobs=20,
                                    **self._common(req))
-        raw.scores = _first_token_scores(choice, options)
+        raw.scores = answers.first_token_scores(getattr(getattr(choice, "logprobs", None), "content", None), options)
         if answers.match_option(raw.text, options) is None and raw.scores:
             raw.text = max(raw.scores, key=raw.scores.__getitem__)
         return raw
@@ -327,18 +327,3 @@ def _error_detail(response: Any) -> str:
         return error[:1000]
     return (response.text or response.reason_phrase or "no detail").strip()[:300]
 
-
-def _first_token_scores(choice: Any, options: list[str]) -> dict[str, float] | None:
-    """log of the probability mass, among the first token's top alternatives, of tokens that begin each option."""
-    content = getattr(getattr(choice, "logprobs", None), "content", None)
-    if not content or not isinstance(content, list):
-        return None
-    mass = dict.fromkeys(options, 0.0)
-    for alt in getattr(content[0], "top_logprobs", None) or []:
-        token = str(getattr(alt, "token", "")).strip().lower()
-        for option in options:
-            if token and option.lower().startswith(token):
-                mass[option] += math.exp(float(getattr(alt, "logprob", -math.inf)))
-    if not any(mass.values()):
-        return None
-    return {o: (math.log(m) if m > 0 else -math.inf) for o, m in mass.items()}
