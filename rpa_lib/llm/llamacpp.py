@@ -40,9 +40,11 @@ def clear_caches() -> None:
         _LOADED.clear()
 
 
-def load(path: Path, weights: str) -> tuple[Any, threading.Lock]:
-    """(``llama_cpp.Llama``, lock) for ``path``, loaded once per process."""
-    key = f"{path.resolve()}@{weights}"
+def load(path: Path, weights: str, scores: bool = False) -> tuple[Any, threading.Lock]:
+    """(``llama_cpp.Llama``, lock) for ``path``, loaded once per process. ``scores``: the instance that keeps the
+    logits of every position (``logits_all``), which a choice's option scores are read from; chat and structured
+    calls use one without (keeping them costs about a fifth more prompt time and a copy of every row)."""
+    key = f"{path.resolve()}@{weights}{'+scores' if scores else ''}"
     with _LOAD_LOCK:
         if key not in _LOADED:
             try:
@@ -52,8 +54,7 @@ def load(path: Path, weights: str) -> tuple[Any, threading.Lock]:
             threads = max(1, min(os.cpu_count() or 1, 8))
             if not _LOADED:
                 atexit.register(clear_caches)
-            # logits_all: llama.cpp returns logprobs only so (a choice's option scores; about 0.8 GB of logits)
-            _LOADED[key] = (Llama(model_path=str(path), n_ctx=N_CTX, n_threads=threads, logits_all=True,
+            _LOADED[key] = (Llama(model_path=str(path), n_ctx=N_CTX, n_threads=threads, logits_all=scores,
                                   verbose=False), threading.Lock())
         return _LOADED[key]
 
@@ -79,17 +80,20 @@ class LlamaCppLLM(LLM):
         return {"repeat_penalty": self.repeat_penalty}
 
     def _complete(self, req: Request, messages: list[dict], max_tokens: int, **params: Any) -> Raw:
-        model, lock = load(self.path, self.weights)
+        scored = req.kind == "choose"
+        model, lock = load(self.path, self.weights, scores=scored)
         with lock:
             out = model.create_chat_completion(messages=messages, max_tokens=max_tokens, temperature=req.temperature,
                                                seed=sample_seed(req.seed, req.sample),
                                                repeat_penalty=self.repeat_penalty, **params)
-        usage = out.get("usage") or {}
-        choice = out["choices"][0]
-        text = choice["message"].get("content") or ""
-        raw = Raw(text.strip(), int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0))
-        if req.kind == "choose":
-            raw.scores = first_token_scores((choice.get("logprobs") or {}).get("content"), req.options or [])
+            usage = out.get("usage") or {}
+            prompt_tokens = int(usage.get("prompt_tokens") or 0)
+            # the first answer token's distribution: the logits after the last prompt token, before the grammar
+            top = _top_logprobs(model, model.scores[prompt_tokens - 1]) if scored and prompt_tokens else None
+        text = out["choices"][0]["message"].get("content") or ""
+        raw = Raw(text.strip(), prompt_tokens, int(usage.get("completion_tokens") or 0))
+        if top is not None:
+            raw.scores = first_token_scores([{"top_logprobs": top}], req.options or [])
         return raw
 
     def _chat(self, req: Request) -> Raw:
@@ -104,7 +108,7 @@ class LlamaCppLLM(LLM):
         options = req.options or []
         grammar = LlamaGrammar.from_string("root ::= " + " | ".join(_gbnf_literal(o) for o in options), verbose=False)
         return self._complete(req, with_instruction(req.messages, choice_instruction(options)),
-                              8 + max(len(o) for o in options), grammar=grammar, logprobs=True, top_logprobs=20)
+                              8 + max(len(o) for o in options), grammar=grammar)
 
     def _structured(self, req: Request) -> Raw:
         return self._complete(req, with_instruction(req.messages, schema_instruction(req.schema or {})),
@@ -115,3 +119,18 @@ def _gbnf_literal(text: str) -> str:
     """``text`` as a GBNF string literal: backslashes, quotes and line breaks escaped."""
     escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\r", "\\r")
     return f'"{escaped}"'
+
+
+def _top_logprobs(model: Any, logits: Any, n: int = 20) -> list[dict]:
+    """The ``n`` likeliest next tokens of ``logits`` as OpenAI-style ``top_logprobs`` entries (token text,
+    log-probability). llama-cpp-python's own ``logprobs`` sorts the whole vocabulary in Python for every
+    generated token (seconds a call); this reads one row."""
+    import numpy as np
+
+    logits = np.asarray(logits, dtype=np.float64)
+    shifted = logits - logits.max()
+    logprobs = shifted - np.log(np.exp(shifted).sum())
+    best = np.argpartition(-logprobs, n)[:n]
+    best = best[np.argsort(-logprobs[best])]
+    return [{"token": model.detokenize([int(i)]).decode("utf-8", errors="ignore"), "logprob": float(logprobs[i])}
+            for i in best]
