@@ -51,7 +51,7 @@ def run(engine: str, characters: list[str], questions: int) -> dict:
     usage = llm.usage
     return {"engine": engine, "label": llm.label, "load_s": load, "wall_s": wall, "answers": len(responses),
             "calls": usage.calls, "requests": usage.requests, "reasks": usage.reasks,
-            "ae_fallback": fallbacks / len(responses),
+            "ae_fallback": fallbacks / len(responses), "replies": usage.to_dict().get("replies", {}),
             "tokens": (usage.prompt_tokens, usage.completion_tokens)}
 
 
@@ -146,12 +146,15 @@ def main(argv: list[str] | None = None) -> int:
         if failed:
             print(f"FAILED on {', '.join(failed)} (above)")
         return 1 if failed else 0
-    print("| engine | model load | wall time | answers | calls (requests, re-asks) | AE fallback | tokens in + out |")
-    print("|---|---:|---:|---:|---|---:|---|", flush=True)
+    print("| engine | model load | wall time | answers | calls (requests, re-asks) | valid JSON objects | AE fallback | "
+          "tokens in + out |")
+    print("|---|---:|---:|---:|---|---|---:|---|", flush=True)
     for engine in args.engines.split(","):  # each row as soon as it is measured
         r = run(engine, args.characters.split(","), args.questions)
         print(f"| {r['engine']} ({r['label']}) | {r['load_s']:.1f} s | {r['wall_s']:.1f} s | {r['answers']} | "
-              f"{r['calls']} ({r['requests']}, {r['reasks']}) | {r['ae_fallback']:.0%} | "
+              f"{r['calls']} ({r['requests']}, {r['reasks']}) | "
+              f"{_share({k: (v['replies'], v['invalid']) for k, v in r['replies'].items()}, 'structured')} | "
+              f"{r['ae_fallback']:.0%} | "
               f"{r['tokens'][0]:,} + {r['tokens'][1]:,} |", flush=True)
     return 0
 
