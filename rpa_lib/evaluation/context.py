@@ -47,11 +47,21 @@ def wordpiece_tokenizer():
         return _TOKENIZER
 
 
+_COUNTS: dict[str, int] = {}  # text -> tokens: the same chunks come back in many contexts, and tables are remade
+_COUNTS_LIMIT = 200_000
+
+
 def count_tokens(texts: list[str]) -> list[int]:
-    """Tokens of each text under :data:`TOKENIZER`, without special tokens. ``count_tokens(["hello world"]) == [2]``"""
-    if not texts:
-        return []
-    return [len(e.ids) for e in wordpiece_tokenizer().encode_batch(list(texts), add_special_tokens=False)]
+    """Tokens of each text under :data:`TOKENIZER`, without special tokens. ``count_tokens(["hello world"]) == [2]``
+    Texts counted before are not tokenized again."""
+    new = list(dict.fromkeys(t for t in texts if t not in _COUNTS))
+    if new:
+        if len(_COUNTS) + len(new) > _COUNTS_LIMIT:  # start over (with every text of this call)
+            _COUNTS.clear()
+            new = list(dict.fromkeys(texts))
+        encoded = wordpiece_tokenizer().encode_batch(new, add_special_tokens=False)
+        _COUNTS.update(zip(new, (len(e.ids) for e in encoded), strict=True))
+    return [_COUNTS[t] for t in texts]
 
 
 def _texts(context) -> list[str]:

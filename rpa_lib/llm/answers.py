@@ -58,8 +58,20 @@ def extract_json(text: str) -> dict:
     raise ValueError("no JSON object found in the reply")
 
 
+def _import_jsonschema_without_iri_grammars() -> None:
+    """jsonschema imports ``rfc3987_syntax`` when it is installed (Jupyter's packages install it) to check the
+    "iri" formats, and that package compiles about 40 grammars at import: 3.4 s in every kernel that validated a
+    reply. We never check formats (no ``format_checker``), so before jsonschema's first import in a process the
+    module is marked absent, which jsonschema handles (it then lacks only that format check)."""
+    import sys
+
+    if "jsonschema" not in sys.modules and "rfc3987_syntax" not in sys.modules:
+        sys.modules["rfc3987_syntax"] = None  # type: ignore[assignment]  # "import rfc3987_syntax" raises ImportError
+
+
 def schema_error(data: object, schema: dict) -> str | None:
     """Why ``data`` breaks ``schema`` (one readable line), or None when it is valid."""
+    _import_jsonschema_without_iri_grammars()
     import jsonschema
 
     validator = jsonschema.validators.validator_for(schema)(schema)
