@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -20,7 +21,7 @@ from rpa_lib.llm import PRICES, FakeLLM, LLMFatalError, RetryPolicy, get_llm
 from rpa_lib.llm.base import Request
 from rpa_lib.run import reproduce
 from rpa_lib.run.budget import Budget, BudgetExceeded, estimate_tokens, model_price
-from rpa_lib.run.plan import PLAN_FILE, PlanLLM, plan_rows, plan_table, read_plan
+from rpa_lib.run.plan import PLAN_FILE, PlanLLM, character_sample, plan_rows, plan_table, read_plan
 
 FAST = RetryPolicy(attempts=2, base_delay=0.001, max_delay=0.001)
 
@@ -156,6 +157,30 @@ def test_plan_of_the_smoke_profile_counts_every_call_and_then_finds_them_cached(
     assert [(r["calls"], r["cached"], r["repeats"], r["to_pay"]) for r in again] == [(r["calls"], r["calls"], 0, 0)
                                                                                       for r in rows]
     assert sum(r["in_tokens"] for r in again) == 0
+
+
+def test_a_fast_plan_is_within_5_percent_of_the_exact_plan(capsys):
+    """The fast plan dry-runs the notebooks whose calls are a sum over characters on 3 of the 15 characters (spread
+    over the persona sizes) and scales by 5; the exact plan dry-runs all 15. Calls, calls to pay and tokens agree
+    within 5% for every notebook and model."""
+    profile = str(Path(__file__).parent / "fixtures" / "profiles" / "plan_sample.yaml")
+    books = ["03", "04", "05", "07"]
+    exact = reproduce.plan(profile, books, exact=True)
+    fast = reproduce.plan(profile, books)
+    printed = capsys.readouterr().out
+    assert ("A fast plan: 03_chunk_usage, 04_personality, 05_qa_evaluation, 07_judge_agreement dry-run on 3 "
+            "characters (anya-forger, nina-iseri, edward-elric;") in printed and "on 3 of 15 characters" in printed
+    assert [(r["notebook"], r["model"]) for r in fast] == [(r["notebook"], r["model"]) for r in exact]
+    for e, f in zip(exact, fast, strict=True):
+        assert (e["scaled"], f["scaled"]) == (1.0, 5.0)
+        for key in ("calls", "to_pay", "in_tokens", "out_tokens"):
+            assert abs(f[key] - e[key]) <= 0.05 * e[key], (e["notebook"], key, e[key], f[key])
+
+
+def test_the_sample_spreads_over_persona_sizes():
+    sizes = {f"c{i:02d}": 1000 + 10 * i for i in range(15)}
+    assert character_sample(sizes, 3) == ["c02", "c07", "c12"]  # the middle of each third
+    assert character_sample(sizes, 20) == sorted(sizes)  # fewer characters than the sample: all of them
 
 
 def test_plan_is_a_command_line_option():

@@ -18,6 +18,7 @@ beside the plan file (:func:`rpa_lib.methods.graph_cache.build_path`), never to 
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import json
 import os
@@ -32,6 +33,9 @@ from rpa_lib.llm.usage import PRICES_AS_OF
 from rpa_lib.run.budget import estimate_tokens, price_override
 
 PLAN_FILE = "RPA_PLAN_FILE"
+# the character whose answer a call is made for (set by Method.respond), recorded with each planned call: a fast
+# plan tells a call every character makes alike (e.g. LightRAG's keywords of a questionnaire item) from its own
+ACTING_FOR: contextvars.ContextVar[str | None] = contextvars.ContextVar("rpa_acting_for", default=None)
 _WRITE_LOCK = threading.Lock()
 _FILES: dict[Path, Any] = {}  # plan files open for appending, one per path, line-buffered
 
@@ -94,7 +98,8 @@ class PlanLLM(LLM):
         prompt, completion = estimate_tokens(req)
         price = None if self.price is None else [self.price.input, self.price.output]
         self._record({"label": self.label, "model": self.model_id, "server": self._server, "price": price,
-                      "kind": req.kind, "key": key, "cached": cached, "in": prompt, "out": completion})
+                      "kind": req.kind, "key": key, "cached": cached, "in": prompt, "out": completion,
+                      "character": ACTING_FOR.get()})
         return super()._call(req, name, attempts, run)
 
     def _record(self, entry: dict) -> None:
@@ -118,6 +123,27 @@ def planned(llm: LLM) -> LLM:
     return PlanLLM(llm, path) if path else llm
 
 
+# ---- a fast plan: a sample of the characters ----------------------------------------------------------------------
+
+# notebooks whose LLM calls are a sum over characters (each one's items, index and judgements): a fast plan dry-runs
+# them on a sample of the characters and scales their counts; with the parameters that count items over all the
+# characters together, which the sample runs divided by the factor (05's judge check: check_items cases in all).
+# Notebook 06 draws a fixed number of samples over all the characters, so it always runs whole.
+PER_CHARACTER = {"03_chunk_usage": (), "04_personality": (), "05_qa_evaluation": ("check_items",),
+                 "07_judge_agreement": ()}
+SAMPLE_CHARACTERS = 3  # characters a fast plan dry-runs (of 15: counts x 5)
+
+
+def character_sample(sizes: dict[str, int], k: int = SAMPLE_CHARACTERS) -> list[str]:
+    """``k`` characters spread over the persona sizes (``sizes``: slug -> characters of its persona): the middle
+    one of each of ``k`` equal slices of the characters sorted by size, so that the sample's mean size is near the
+    whole's. ``character_sample({"a": 1, "b": 2, "c": 3, "d": 4, "e": 5, "f": 6}, 3) == ["b", "d", "f"]``"""
+    ordered = sorted(sizes, key=lambda slug: (sizes[slug], slug))
+    if k >= len(ordered):
+        return ordered
+    return [ordered[min(len(ordered) - 1, int((i + 0.5) * len(ordered) / k))] for i in range(k)]
+
+
 # ---- the plan's table ------------------------------------------------------------------------------------------
 
 
@@ -129,30 +155,52 @@ def read_plan(path: str | Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-def plan_rows(calls_by_notebook: dict[str, list[dict]]) -> list[dict]:
+def shared_keys(calls: list[dict]) -> set[str]:
+    """Keys recorded for two or more characters: calls that do not depend on the character (LightRAG's keywords
+    of a questionnaire item), made alike by every character and paid for once."""
+    seen: dict[str, str] = {}
+    shared = set()
+    for c in calls:
+        who = c.get("character")
+        if who is not None and seen.setdefault(c["key"], who) != who:
+            shared.add(c["key"])
+    return shared
+
+
+def plan_rows(calls_by_notebook: dict[str, list[dict]], factors: dict[str, float] | None = None) -> list[dict]:
     """One row per notebook and model: ``calls``; ``cached`` (in the reply cache now); ``repeats`` (not cached
     now, but an identical call earlier in the run will have cached it); ``to_pay`` (the rest) with their estimated
-    ``in_tokens``, ``out_tokens`` and ``cost`` (None when the price is unknown). Notebooks in the given order."""
+    ``in_tokens``, ``out_tokens`` and ``cost`` (None when the price is unknown). Notebooks in the given order.
+    ``factors``: notebook -> characters of the run per character dry-run (a fast plan): each call counts that many
+    times, and a call to pay too, unless it was made alike for several characters (:func:`shared_keys`: paid
+    once, the rest repeats); ``scaled`` names the factor (1.0: counted whole)."""
+    factors = factors or {}
     seen: set[str] = set()
     rows = []
     for notebook, calls in calls_by_notebook.items():
+        factor = factors.get(notebook, 1.0)
+        shared = shared_keys(calls) if factor != 1.0 else set()
         by_model: dict[str, dict] = {}
         for c in calls:
             row = by_model.setdefault(c["model"], {
                 "notebook": notebook, "label": c["label"], "model": c["model"], "server": c["server"],
-                "price": c["price"], "calls": 0, "cached": 0, "repeats": 0, "to_pay": 0, "in_tokens": 0,
-                "out_tokens": 0})
-            row["calls"] += 1
+                "price": c["price"], "scaled": factor, "calls": 0.0, "cached": 0.0, "repeats": 0.0, "to_pay": 0.0,
+                "in_tokens": 0.0, "out_tokens": 0.0})
+            row["calls"] += factor
             if c["cached"]:
-                row["cached"] += 1
+                row["cached"] += factor
             elif c["key"] in seen:
-                row["repeats"] += 1
+                row["repeats"] += factor
             else:
-                row["to_pay"] += 1
-                row["in_tokens"] += c["in"]
-                row["out_tokens"] += c["out"]
+                paid = 1.0 if c["key"] in shared else factor
+                row["to_pay"] += paid
+                row["repeats"] += factor - paid
+                row["in_tokens"] += paid * c["in"]
+                row["out_tokens"] += paid * c["out"]
             seen.add(c["key"])
         for row in by_model.values():
+            for key in ("calls", "cached", "repeats", "to_pay", "in_tokens", "out_tokens"):
+                row[key] = round(row[key])
             price = row["price"]
             row["cost"] = None if price is None else (row["in_tokens"] * price[0] + row["out_tokens"] * price[1]) / 1e6
             rows.append(row)
@@ -169,29 +217,32 @@ def _money(cost: float | None) -> str:
     return "price unknown" if cost is None else f"${cost:,.2f}"
 
 
-def plan_table(rows: list[dict], notebooks: list[str], skipped: dict[str, str] | None = None) -> str:
+def plan_table(rows: list[dict], notebooks: list[str], skipped: dict[str, str] | None = None,
+               sample: str | None = None) -> str:
     """The plan as text: a header saying how it was made, one line per notebook and model, the models' prices
-    and the totals. ``skipped``: notebook -> why it has no row (e.g. "no LLM calls")."""
+    and the totals. ``skipped``: notebook -> why it has no row (e.g. "no LLM calls"); ``sample``: which
+    notebooks were dry-run on a sample of the characters, and how they were scaled."""
     skipped = skipped or {}
-    lines = [
+    lines = [*([sample, ""] if sample else []),
         "Estimates from a dry run with a stand-in LLM (no model was called). Adaptive methods (Guided Selection,",
         "CRAG, re-asks after an invalid answer) take paths that depend on the model's replies: the stand-in follows",
         "cached replies where there are some and answers the rest itself, so the counts are an estimate.",
         "Tokens: about 4 characters a token; output tokens are each request's max_tokens (an upper bound; for a",
         "choice, the JSON naming the longest option), so the cost is an upper bound for the calls counted.",
         "Cached: in the reply cache now; repeats: identical to an earlier call of this run, cached by then.", "",
-        f"{'notebook':<22} {'model':<34} {'calls':>8} {'cached':>8} {'repeats':>8} {'to pay':>8} "
+        f"{'notebook':<24} {'model':<34} {'calls':>8} {'cached':>8} {'repeats':>8} {'to pay':>8} "
         f"{'in tokens':>12} {'out tokens':>12} {'cost':>14}",
     ]
     for nb in notebooks:
         if nb in skipped:
-            lines.append(f"{nb:<22} ({skipped[nb]})")
+            lines.append(f"{nb:<24} ({skipped[nb]})")
         for r in (r for r in rows if r["notebook"] == nb):
-            lines.append(f"{nb:<22} {r['label'][:34]:<34} {r['calls']:>8,} {r['cached']:>8,} {r['repeats']:>8,} "
+            nb_shown = f"{nb} (x{r['scaled']:.3g})" if r.get("scaled", 1.0) != 1.0 else nb
+            lines.append(f"{nb_shown:<24} {r['label'][:34]:<34} {r['calls']:>8,} {r['cached']:>8,} {r['repeats']:>8,} "
                          f"{r['to_pay']:>8,} {r['in_tokens']:>12,} {r['out_tokens']:>12,} {_money(r['cost']):>14}")
     total = {k: sum(r[k] for r in rows) for k in ("calls", "cached", "repeats", "to_pay", "in_tokens", "out_tokens")}
     cost = plan_total(rows)
-    lines.append(f"{'total':<22} {'':<34} {total['calls']:>8,} {total['cached']:>8,} {total['repeats']:>8,} "
+    lines.append(f"{'total':<24} {'':<34} {total['calls']:>8,} {total['cached']:>8,} {total['repeats']:>8,} "
                  f"{total['to_pay']:>8,} {total['in_tokens']:>12,} {total['out_tokens']:>12,} {_money(cost):>14}")
     lines.append("")
     models = {(r["label"], r["model"], r["server"]): r["price"] for r in rows}

@@ -204,16 +204,35 @@ def _execute(nb: Path, executed: Path, params: dict, i: int, n: int) -> None:
         raise SystemExit(1) from None
 
 
-def plan(profile_name: str = "quick", only: list[str] | None = None, workers: int | None = None) -> list[dict]:
+def _sampled(nb: Path, params: dict, declared: dict, size: int) -> tuple[list[str], int] | None:
+    """(the sample of characters to dry-run ``nb`` on, how many characters it runs on), or None to run it whole:
+    a notebook of :data:`~rpa_lib.run.plan.PER_CHARACTER` whose characters outnumber the sample."""
+    from rpa_lib.data import Dataset
+    from rpa_lib.run.plan import PER_CHARACTER, character_sample
+
+    if nb.stem not in PER_CHARACTER or "characters" not in declared:
+        return None
+    dataset = Dataset(params.get("data_dir"))
+    chosen = dataset.characters(params.get("characters"))
+    if len(chosen) <= size:
+        return None
+    return character_sample({c: dataset.persona_path(c).stat().st_size for c in chosen}, size), len(chosen)
+
+
+def plan(profile_name: str = "quick", only: list[str] | None = None, workers: int | None = None,
+         sample: int | None = None, exact: bool = False) -> list[dict]:
     """Print what a run would call, cost and find cached, from a dry run of the notebooks that use an LLM with a
     stand-in LLM (:mod:`rpa_lib.run.plan`); their outputs go to a temporary folder. The dry runs of different
     notebooks are independent (the stand-in writes no cache), so ``workers`` of them (default: one per CPU core,
-    at most 4) run at once. Returns the table's rows."""
+    at most 4) run at once. Unless ``exact``, a notebook whose calls are a sum over characters is dry-run on
+    ``sample`` of them (default :data:`~rpa_lib.run.plan.SAMPLE_CHARACTERS`, spread over the persona sizes) and
+    its counts are scaled to all of them (a test holds the result within 5% of the exact plan). Returns the
+    table's rows."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
     from rpa_lib.run.budget import usd
-    from rpa_lib.run.plan import plan_rows, plan_table, plan_total, read_plan
+    from rpa_lib.run.plan import PER_CHARACTER, SAMPLE_CHARACTERS, plan_rows, plan_table, plan_total, read_plan
 
     profile = load_profile(profile_name)
     _apply_env(profile)
@@ -228,6 +247,8 @@ def plan(profile_name: str = "quick", only: list[str] | None = None, workers: in
         out = Path(tmp)
         records = {nb.stem: out / f"{nb.stem}.plan.jsonl" for nb in planned}
         # one process per dry run at a time: each sets RPA_PLAN_FILE for the kernel it starts
+        factors: dict[str, float] = {}
+        samples: dict[str, tuple[list[str], int]] = {}
         with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
             futures = {}
             for nb in planned:
@@ -235,18 +256,36 @@ def plan(profile_name: str = "quick", only: list[str] | None = None, workers: in
                 declared = parameters(nb)
                 params.update({k: str(out / nb.stem / k.removesuffix("_dir")) for k in ("figures_dir", "results_dir")
                                if k in declared})
+                drawn = None if exact else _sampled(nb, params, declared, sample or SAMPLE_CHARACTERS)
+                if drawn:
+                    samples[nb.stem] = drawn
+                    params["characters"] = drawn[0]
+                    factors[nb.stem] = drawn[1] / len(drawn[0])
+                    for name in PER_CHARACTER[nb.stem]:  # counted over all characters: a share for the sample
+                        value = params.get(name, declared[name].default if name in declared else None)
+                        if isinstance(value, int) and value > 0:
+                            params[name] = max(1, round(value / factors[nb.stem]))
                 futures[pool.submit(_dry_run, nb, out / nb.name, params, records[nb.stem])] = nb
             for i, future in enumerate(as_completed(futures), start=1):
                 nb = futures[future]
                 problem, seconds = future.result()
                 if problem:
                     skipped[nb.stem] = problem
-                print(f"[{i}/{len(planned)}] {nb.stem}: {len(read_plan(records[nb.stem])):,} calls, dry run in "
+                on = (f" on {len(samples[nb.stem][0])} of {samples[nb.stem][1]} characters"
+                      if nb.stem in samples else "")
+                print(f"[{i}/{len(planned)}] {nb.stem}: {len(read_plan(records[nb.stem])):,} calls, dry run{on} in "
                       f"{seconds:.1f} s", flush=True)
         calls = {nb.stem: read_plan(records[nb.stem]) for nb in planned}  # in notebook order: repeats count so
-    rows = plan_rows(calls)
+    rows = plan_rows(calls, factors)
+    said = None
+    if samples:
+        drawn = {tuple(chars) for chars, _ in samples.values()}
+        said = (f"A fast plan: {', '.join(samples)} dry-run on {len(next(iter(drawn)))} characters "
+                f"({'; '.join(', '.join(d) for d in drawn)}; spread over the persona sizes), their counts scaled "
+                f"to all ({', '.join(f'x{f:.3g}' for f in dict.fromkeys(factors.values()))}; within 5% of an exact "
+                "plan in the tests). --exact dry-runs every character.")
     print()
-    print(plan_table(rows, [nb.stem for nb in books], skipped))
+    print(plan_table(rows, [nb.stem for nb in books], skipped, said))
     if limit is not None:
         cost = plan_total(rows)
         verdict = ("unknown (a model has no price)" if cost is None else
@@ -292,10 +331,14 @@ def main(argv: list[str] | None = None) -> int:
                         help="run every notebook, also those up to date (same inputs, outputs untouched)")
     parser.add_argument("--plan", action="store_true",
                         help="run nothing: print the LLM calls, cached calls, tokens and dollars of each notebook")
+    parser.add_argument("--exact", action="store_true",
+                        help="with --plan: dry-run every character (slower), not a sample scaled to all")
     args = parser.parse_args(argv)
     only = args.only.split(",") if args.only else None
+    if args.exact and not args.plan:
+        parser.error("--exact goes with --plan")
     if args.plan:
-        plan(args.profile, only)
+        plan(args.profile, only, exact=args.exact)
     else:
         run(args.profile, only, args.output_dir, args.force)
     return 0
