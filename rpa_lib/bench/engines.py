@@ -89,12 +89,12 @@ def profile_run(engine: str, profile: str, only: str, seed_cache: Path) -> list[
             nb = s["notebook"]
             records = [json.loads(Path(w).read_text(encoding="utf-8")) for w in s["written"] if w.endswith(".run.json")]
             usages = [u for r in records for u in _usages(r)]
-            replies: dict[str, list[int]] = {}
+            replies: dict[str, dict] = {}  # as in a usage record: kind -> replies, invalid
             for u in usages:
                 for kind, c in (u.get("replies") or {}).items():
-                    replies.setdefault(kind, [0, 0])
-                    replies[kind][0] += c["replies"]
-                    replies[kind][1] += c["invalid"]
+                    total = replies.setdefault(kind, {"replies": 0, "invalid": 0})
+                    total["replies"] += c["replies"]
+                    total["invalid"] += c["invalid"]
             rows.append({"engine": engine, "notebook": nb, "seconds": s["seconds"],
                          "requests": sum(u["requests"] for u in usages), "reasks": sum(u["reasks"] for u in usages),
                          "errors": sum(u["errors"] for u in usages),
@@ -104,8 +104,10 @@ def profile_run(engine: str, profile: str, only: str, seed_cache: Path) -> list[
 
 
 def _share(replies: dict, kind: str) -> str:
-    n, bad = replies.get(kind, (0, 0))
-    return f"{1 - bad / n:.0%} of {n:,}" if n else "none"
+    """The valid share of ``kind`` replies (``replies`` as a usage record has them), e.g. "100% of 40"."""
+    counts = replies.get(kind) or {"replies": 0, "invalid": 0}
+    n = counts["replies"]
+    return f"{1 - counts['invalid'] / n:.0%} of {n:,}" if n else "none"
 
 
 def print_profile_rows(rows: list[dict]) -> None:
@@ -153,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
         r = run(engine, args.characters.split(","), args.questions)
         print(f"| {r['engine']} ({r['label']}) | {r['load_s']:.1f} s | {r['wall_s']:.1f} s | {r['answers']} | "
               f"{r['calls']} ({r['requests']}, {r['reasks']}) | "
-              f"{_share({k: (v['replies'], v['invalid']) for k, v in r['replies'].items()}, 'structured')} | "
+              f"{_share(r['replies'], 'structured')} | "
               f"{r['ae_fallback']:.0%} | "
               f"{r['tokens'][0]:,} + {r['tokens'][1]:,} |", flush=True)
     return 0

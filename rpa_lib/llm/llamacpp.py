@@ -5,11 +5,12 @@ Spec ``"llamacpp"`` or ``"llamacpp:/path/model.gguf"``. The model is loaded on t
 (:func:`clear_caches` forgets it). Its ``model_id`` is ``llamacpp:<file name>@<fingerprint of the weights>``: replies
 of this engine never share cache entries with the transformers engine (``local``) on the same file. Chat applies
 the GGUF's chat template; temperature 0 decodes greedily, else samples with a seed derived from ``seed`` and
-``sample``. Constrained choice and structured output are grammar-constrained by llama.cpp (``response_format``
-``json_object`` with a schema: an object whose ``answer`` is one of the options, or the request's schema), so the
-text is always of the right shape; ``base`` still validates it. The prompts are the transformers engine's.
+``sample``. A choice is grammar-constrained to the option texts and carries option scores read from the logits
+after the prompt (a second instance of the model keeps every row of logits for that); structured output is
+constrained to the request's schema (``response_format`` ``json_object`` with the schema). The text is always of
+the right shape; ``base`` still validates it. The prompts are the transformers engine's.
 
-This module does not download, quantize or batch; one call at a time per model (``max_workers`` 1).
+This module does not download, quantize or batch; one call at a time per model instance (``max_workers`` 1).
 """
 
 from __future__ import annotations

@@ -186,8 +186,8 @@ class LightRAG(GraphIndexMethod):
         key = key or self.cache_key(character)
         folder = self.workspace_dir(character, key)
         built = build_path(self.llm, folder)
-        return _WORKSPACES.get(key, lambda: self._load(character, key, folder) or (
-            self._load(character, key, built) if built != folder else None), lambda: self._build(character, key, built))
+        return _WORKSPACES.get(key, lambda: self._load(character, key, folder) or self._load(character, key, built),
+                               lambda: self._build(character, key, built))
 
     def _load(self, character: str, key: str, folder: Path) -> _Workspace | None:
         cost_file = folder / COST_FILE
