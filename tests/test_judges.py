@@ -313,7 +313,7 @@ def test_the_verdict_runner_keeps_one_row_per_job_with_its_status():
     """run_verdicts: a Verdict is spread into answer/value/status/problem, a plain value is an ok value, a raised
     error is a failed row with its error; the rows keep the jobs' order and what describe() says."""
     from rpa_lib.evaluation.judges import Verdict
-    from rpa_lib.methods import run_verdicts
+    from rpa_lib.evaluation.runner import run_verdicts
 
     def verdict(job):
         if job == "boom":

@@ -17,8 +17,9 @@ from pathlib import Path
 import pytest
 
 from rpa_lib.data import Dataset
+from rpa_lib.evaluation.runner import qa_jobs, run_jobs
 from rpa_lib.llm import FakeLLM, LLMFatalError
-from rpa_lib.methods import build_method, qa_jobs, run_jobs
+from rpa_lib.methods import build_method
 from rpa_lib.methods.lightrag import COST_FILE, LightRAGSettings, close_lightrag
 from rpa_lib.methods.lightrag_bridge import WordTokenizer, constructor_args, lightrag_modules, query_args
 from rpa_lib.splitters import split

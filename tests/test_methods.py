@@ -10,24 +10,19 @@ import pytest
 
 from rpa_lib.evaluation.chunk_usage import duplication_frequencies, usage_stats, used_chunks
 from rpa_lib.evaluation.context import TOKENIZER, context_sizes, count_tokens, matched_budget, with_context
+from rpa_lib.evaluation.runner import FailedItems, Job, check_failures, failures, qa_jobs, run_jobs
 from rpa_lib.llm import FakeLLM
 from rpa_lib.methods import (
     METHODS,
     Context,
     ContextItem,
-    FailedItems,
-    Job,
     Method,
     NoRAG,
     RetrievalSettings,
     build_method,
     build_methods,
-    check_failures,
-    failures,
     method_label,
-    qa_jobs,
     register,
-    run_jobs,
 )
 
 FIXTURES = Path(__file__).parent / "fixtures" / "data"

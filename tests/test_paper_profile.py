@@ -4,8 +4,6 @@
 
 from __future__ import annotations
 
-import os
-
 import pytest
 import yaml
 
@@ -14,13 +12,15 @@ from rpa_lib.data import Dataset
 from rpa_lib.embeddings import (
     KNOWN_MODELS,
     PAPER_EMBEDDERS,
-    STAND_IN_ENV,
     StandInEmbedder,
     get_embedder,
     require_models,
+    stand_in_name,
 )
 from rpa_lib.llm import FakeLLM
 from rpa_lib.methods import build_methods
+from rpa_lib.notebook_params import parameters
+from rpa_lib.run import reproduce
 
 # What the paper states, quoted in short. One row per setting: (what, the paper's value, where it says so).
 PAPER = {
@@ -112,15 +112,14 @@ def test_missing_paper_weights_are_one_error_naming_model_key_and_command(monkey
                        "notebooks.02_similarity_scores.embedders\\) is neither a folder nor in the Hugging Face cache"):
         _ = get_embedder("bge-m3").model_id  # a notebook run meets the same error, naming the profile key
     embeddings.clear_caches()
-    # a dry run stands in, and says so in the label every caption shows
-    monkeypatch.setenv(STAND_IN_ENV, "1")
-    e = get_embedder("bge-m3")
+    # a dry run names the stand-in, which says so in the label every caption shows
+    assert stand_in_name("bge-m3") == "stand-in:bge-m3" and stand_in_name("minilm") == "minilm"
+    e = get_embedder(stand_in_name("bge-m3"))
     assert isinstance(e, StandInEmbedder) and e.label == "stand-in for BAAI/bge-m3 (plan only)"
     assert e.model_id.startswith("stand-in:") and e.encode(["a question"]).shape == (1, 384)
-    monkeypatch.delenv(STAND_IN_ENV)
+    # reproduce --plan passes the stand-in's name in the notebook's parameters, and the plan file as its run mode
+    params = reproduce.dry_run_parameters({"embedders": ["minilm", "qwen3-0.6b"], "run_mode": {}},
+                                          parameters(paths.NOTEBOOKS_DIR / "02_similarity_scores.ipynb") | {"run_mode": None},
+                                          tmp_path / "plan.jsonl")
+    assert params == {"embedders": ["minilm", "stand-in:qwen3-0.6b"], "run_mode": {"plan_file": str(tmp_path / "plan.jsonl")}}
     embeddings.clear_caches()
-    monkeypatch.setenv("RPA_PLAN_FILE", str(tmp_path / "plan.jsonl"))  # what reproduce --plan sets
-    assert isinstance(get_embedder("qwen3-0.6b"), StandInEmbedder)
-    monkeypatch.delenv("RPA_PLAN_FILE")
-    embeddings.clear_caches()
-    assert os.environ.get(STAND_IN_ENV) is None

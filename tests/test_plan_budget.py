@@ -1,5 +1,6 @@
 """``reproduce --plan`` (calls, cached calls, tokens and dollars before a run) and the spending budget
-(``RPA_BUDGET_USD``: a run stops cleanly before it would spend more, and a re-run pays only for the rest).
+(a run mode's ``budget_usd``, from ``RPA_BUDGET_USD`` or a profile: a run stops cleanly before it would spend more,
+and a re-run pays only for the rest).
 
 Offline: the fake backend, the mock server and the smoke profile's fixture data. The end-to-end tests start
 notebook kernels (a few seconds each).
@@ -19,9 +20,10 @@ from rpa_lib import paths
 from rpa_lib.bench.mock_server import MockServer
 from rpa_lib.llm import PRICES, FakeLLM, LLMFatalError, RetryPolicy, get_llm
 from rpa_lib.llm.base import Request
+from rpa_lib.llm.budget import Budget, BudgetExceeded, estimate_tokens, model_price
+from rpa_lib.llm.plan import PlanLLM
 from rpa_lib.run import reproduce
-from rpa_lib.run.budget import Budget, BudgetExceeded, estimate_tokens, model_price
-from rpa_lib.run.plan import PLAN_FILE, PlanLLM, character_sample, plan_rows, plan_table, read_plan
+from rpa_lib.run.plan import character_sample, plan_rows, plan_table, read_plan
 
 FAST = RetryPolicy(attempts=2, base_delay=0.001, max_delay=0.001)
 
@@ -99,8 +101,8 @@ def test_the_stand_in_keys_like_the_real_backend_reads_its_cache_and_calls_nothi
         first = real.chat(user("first question"), max_tokens=40)
         real.choose(user("pick one"), ["red", "blue"])
         asked = server.requests
-        monkeypatch.setenv(PLAN_FILE, str(tmp_path / "plan.jsonl"))
-        stand_in = get_llm("openai:gpt-4.1", base_url=server.base_url, api_key="sk-test", cache=cache)
+        stand_in = get_llm("openai:gpt-4.1", base_url=server.base_url, api_key="sk-test", cache=cache,
+                           mode={"plan_file": str(tmp_path / "plan.jsonl")})
         assert isinstance(stand_in, PlanLLM) and stand_in.label == real.label and stand_in.max_workers == 8
         again = stand_in.chat(user("first question"), max_tokens=40)
         stand_in.choose(user("pick one"), ["red", "blue"])
@@ -191,9 +193,9 @@ def test_plan_is_a_command_line_option():
 # ---------------------------------------------------------------- the budget
 
 
-def budgeted(monkeypatch, tmp_path, limit: float, ledger: str) -> None:
-    monkeypatch.setenv("RPA_BUDGET_USD", str(limit))
-    monkeypatch.setenv("RPA_BUDGET_LEDGER", str(tmp_path / ledger))
+def budgeted(tmp_path, limit: float, ledger: str) -> dict:
+    """The run mode of a run with a budget of ``limit`` dollars kept in ``tmp_path/ledger``."""
+    return {"budget_usd": limit, "budget_ledger": str(tmp_path / ledger)}
 
 
 def test_budget_stops_the_run_across_threads_and_a_rerun_pays_only_the_rest(tmp_path, monkeypatch):
@@ -201,9 +203,8 @@ def test_budget_stops_the_run_across_threads_and_a_rerun_pays_only_the_rest(tmp_
     questions = [f"question {i} " + "word " * 500 for i in range(20)]
     # one call: 502 prompt tokens and 1 completion token at $2 / $8 per million: $0.001012
     with MockServer(answer=lambda body: "ok", latency=0.01) as server:
-        budgeted(monkeypatch, tmp_path, 0.005, "first.json")
         llm = get_llm("openai:gpt-4.1", base_url=server.base_url, api_key="sk-test", cache=cache, retry=FAST,
-                      max_workers=4)
+                      max_workers=4, mode=budgeted(tmp_path, 0.005, "first.json"))
         with pytest.raises(BudgetExceeded) as err:
             llm.map(lambda q: llm.chat(user(q), max_tokens=16).text, questions, desc="interviews", progress=False)
         assert isinstance(err.value, LLMFatalError)
@@ -215,9 +216,8 @@ def test_budget_stops_the_run_across_threads_and_a_rerun_pays_only_the_rest(tmp_
         assert 0 < first < 20 and cache_rows(cache) == first
         assert spent == pytest.approx(first * 0.001012) and spent <= 0.005
 
-        budgeted(monkeypatch, tmp_path, 1.0, "second.json")
         llm = get_llm("openai:gpt-4.1", base_url=server.base_url, api_key="sk-test", cache=cache, retry=FAST,
-                      max_workers=4)
+                      max_workers=4, mode=budgeted(tmp_path, 1.0, "second.json"))
         outcomes = llm.map(lambda q: llm.chat(user(q), max_tokens=16).text, questions, progress=False)
         assert all(o.ok for o in outcomes)
         assert server.requests - first == 20 - first  # the calls of the first run came from the cache
@@ -225,13 +225,13 @@ def test_budget_stops_the_run_across_threads_and_a_rerun_pays_only_the_rest(tmp_
 
 
 def test_a_model_with_no_price_is_refused_under_a_budget_and_free_backends_are_not_limited(tmp_path, monkeypatch):
-    budgeted(monkeypatch, tmp_path, 1.0, "ledger.json")
+    mode = budgeted(tmp_path, 1.0, "ledger.json")
     with pytest.raises(LLMFatalError, match=r"price of model 'qwen3-32b' is unknown: set RPA_PRICE_IN and RPA_PRICE_OUT"):
-        get_llm("openai:qwen3-32b", base_url="http://127.0.0.1:9/v1", cache=False)
-    assert FakeLLM()._budget is None
+        get_llm("openai:qwen3-32b", base_url="http://127.0.0.1:9/v1", cache=False, mode=mode)
+    assert get_llm("fake", cache=False, mode=mode)._budget is None
     monkeypatch.setenv("RPA_PRICE_IN", "0.5")
     monkeypatch.setenv("RPA_PRICE_OUT", "1")
-    assert get_llm("openai:qwen3-32b", base_url="http://127.0.0.1:9/v1", cache=False)._budget is not None
+    assert get_llm("openai:qwen3-32b", base_url="http://127.0.0.1:9/v1", cache=False, mode=mode)._budget is not None
 
 
 def test_reproduce_refuses_to_start_when_a_notebook_model_has_no_price(tmp_path, monkeypatch):
@@ -257,14 +257,14 @@ def test_budget_usd_in_a_profile_is_checked(tmp_path, monkeypatch):
 def write_notebook(path, code: str) -> None:
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    params = nbformat.v4.new_code_cell("results_dir = None  # where to write")
+    params = nbformat.v4.new_code_cell("results_dir = None  # where to write\nrun_mode = {}  # what reproduce passes")
     params.metadata["tags"] = ["parameters"]
     nb.cells = [params, nbformat.v4.new_code_cell(code)]
     nbformat.write(nb, path)
 
 
 ASK = """from rpa_lib.llm import get_llm
-llm = get_llm("fake")
+llm = get_llm("fake", mode=run_mode)
 def ask(i):
     return llm.chat([{{"role": "user", "content": "{name} question %d " % i + "word " * 100}}], max_tokens=10).text
 {run}

@@ -9,10 +9,11 @@ import pytest
 import yaml
 
 from rpa_lib import paths
-from rpa_lib.run.notebook_params import parameters
+from rpa_lib.notebook_params import parameters
 from rpa_lib.run.reproduce import notebooks
 
-LOCATION = {"data_dir", "figures_dir", "results_dir", "llm", "evaluator_llm", "human_ratings_dir"}
+LOCATION = {"data_dir", "figures_dir", "results_dir", "llm", "evaluator_llm", "human_ratings_dir",
+            "run_mode"}  # where things are, which model, and how reproduce runs it (a dry run, a budget)
 
 
 @pytest.mark.parametrize("notebook", notebooks(), ids=lambda p: p.stem)

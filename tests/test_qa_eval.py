@@ -37,8 +37,9 @@ from rpa_lib.evaluation.qa import (
     task_jobs,
     verdict_jobs,
 )
+from rpa_lib.evaluation.runner import FailedItems, check_failures, failed_items
 from rpa_lib.llm import FakeLLM
-from rpa_lib.methods import FailedItems, build_method, build_methods, check_failures, failed_items
+from rpa_lib.methods import build_method, build_methods
 from rpa_lib.paper import paper_table, table6_beside_paper
 
 
@@ -267,7 +268,7 @@ def test_pipeline_on_the_fixture(ds, tmp_path):
 def test_one_answering_loop_skips_saves_and_keeps_chunk_ids(ds):
     """answer_tasks: a skipped (task, method) asks nothing, on_block sees the rows so far after each block, and the
     rows' chunk ids are Response.chunk_ids (runner.chunk_ids reads them back from a row's context by role)."""
-    from rpa_lib.methods.runner import answer_tasks, chunk_ids
+    from rpa_lib.evaluation.runner import answer_tasks, chunk_ids
 
     llm = FakeLLM()
     agents = build_methods(["no_rag", "naive_rag"], llm, dataset=ds, embedder="hash-64", k=2, max_tokens=16)

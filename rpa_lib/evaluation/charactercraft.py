@@ -47,8 +47,8 @@ from rpa_lib.evaluation.human import HUMAN_RATINGS_DIR, HUMAN_SOURCE, rater_name
 from rpa_lib.evaluation.known_quality import LADDER_SOURCE, ladder_levels
 from rpa_lib.evaluation.metrics.agreement import kendall_tau
 from rpa_lib.evaluation.metrics.charactercraft import DIMENSIONS
+from rpa_lib.evaluation.runner import OK, run_verdicts
 from rpa_lib.evaluation.sheets import SheetSpec, export_empty_sheets, read_sheet, read_sheets
-from rpa_lib.methods.runner import OK, run_verdicts
 
 MODES = ("with", "without")
 CHARACTERCRAFT_REFERENCE_DIMENSIONS = ("pers", "emo", "dec")  # where CharacterCraft's reference applies (Table 6)

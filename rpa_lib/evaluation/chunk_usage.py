@@ -24,8 +24,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from rpa_lib.evaluation.runner import Job, chunk_ids, run_jobs
 from rpa_lib.methods.registry import build_method
-from rpa_lib.methods.runner import Job, chunk_ids, run_jobs
 
 
 @dataclass(frozen=True)

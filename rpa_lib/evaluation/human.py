@@ -45,8 +45,8 @@ from rpa_lib.evaluation.calibration import calibrated_verdict, template_baseline
 from rpa_lib.evaluation.human_prompts import RATER_PERSONAS, RATING_OPTIONS, content_free_messages, rating_messages
 from rpa_lib.evaluation.judges import judge_id
 from rpa_lib.evaluation.metrics.agreement import cronbach_alpha, krippendorff_alpha, likert_summary
+from rpa_lib.evaluation.runner import Job, chunk_ids, run_verdicts
 from rpa_lib.evaluation.sheets import SAMPLE_COLUMNS, export_sheets, merge_sheets
-from rpa_lib.methods.runner import Job, chunk_ids, run_verdicts
 from rpa_lib.report import caption_line, plural
 
 TASKS = {"mbti": "MBTI", "bigfive": "BFI"}  # questionnaire -> Table 2's task name

@@ -36,8 +36,8 @@ from rpa_lib.evaluation.judge_prompts import (
     keypoint_label_messages,
 )
 from rpa_lib.evaluation.known_quality import CHECKS
+from rpa_lib.evaluation.runner import FAILED, OK, UNPARSED, run_verdicts  # noqa: F401  (the statuses, re-exported)
 from rpa_lib.llm import LLMError, LLMFatalError, judge_llm  # noqa: F401  (judge_llm: re-exported)
-from rpa_lib.methods.runner import FAILED, OK, UNPARSED, run_verdicts  # noqa: F401  (the statuses, re-exported)
 
 # What the LLM layer says when a model answered every attempt but never with an allowed option / valid JSON
 # (rpa_lib.llm.base): the judge's verdict is unparseable, which is a counted missing value, not a fault.

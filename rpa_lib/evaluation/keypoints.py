@@ -25,8 +25,8 @@ import pandas as pd
 from rpa_lib.data import QA
 from rpa_lib.evaluation.judge_prompts import KEYPOINT_SCHEMA, keypoint_lines_messages, keypoint_messages
 from rpa_lib.evaluation.judges import judge_id, unparseable
+from rpa_lib.evaluation.runner import FAILED, OK, UNPARSED
 from rpa_lib.llm import LLMError
-from rpa_lib.methods.runner import FAILED, OK, UNPARSED
 
 MAX_KEYPOINTS = 5
 

@@ -51,7 +51,7 @@ import pandas as pd
 
 from rpa_lib.data import QA, Dataset
 from rpa_lib.evaluation.metrics.charactercraft import DIMENSIONS
-from rpa_lib.methods.runner import spread
+from rpa_lib.evaluation.runner import spread
 
 # Invented facts that no persona of ours states, in the two voices the cases need: said of the character by name
 # (the judge check's invented addition) and said by the character (the ladder's partly wrong reply).

@@ -35,7 +35,7 @@ from rpa_lib.data import Dimension, Questionnaire
 from rpa_lib.evaluation.calibration import CONTENT_FREE, baseline_scores, best_option
 from rpa_lib.evaluation.metrics.types import NO_SCORE, TIE, type_scores
 from rpa_lib.evaluation.personality_prompts import expert_messages, expert_schema, option_messages, scale_options
-from rpa_lib.methods.runner import answer_tasks, chunk_ids, questionnaire_jobs, run_jobs, run_verdicts
+from rpa_lib.evaluation.runner import answer_tasks, chunk_ids, questionnaire_jobs, run_jobs, run_verdicts
 
 KEYS = ["method", "questionnaire", "character"]
 

@@ -38,8 +38,8 @@ from rpa_lib.data import QA, Dataset
 from rpa_lib.evaluation.judges import FAILED, OK, UNPARSED, judge_acc, judge_acc_l, judge_hs, label_keypoint
 from rpa_lib.evaluation.metrics.agreement import kendall_tau
 from rpa_lib.evaluation.metrics.keypoints import KeypointScores, average_keypoint_scores, keypoint_scores
+from rpa_lib.evaluation.runner import Job, answer_tasks, qa_jobs, questionnaire_jobs, run_verdicts
 from rpa_lib.methods.base import Method
-from rpa_lib.methods.runner import Job, answer_tasks, qa_jobs, questionnaire_jobs, run_verdicts
 from rpa_lib.report import caption_line, plural
 
 QA_TASK = "CharacterRAG"

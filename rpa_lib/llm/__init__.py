@@ -12,15 +12,15 @@ from rpa_lib.llm import llamacpp as _llamacpp
 from rpa_lib.llm import local as _local
 from rpa_lib.llm import modes as _modes
 from rpa_lib.llm.base import LLM
+from rpa_lib.llm.budget import Budget, BudgetExceeded
 from rpa_lib.llm.cache import Cache
-from rpa_lib.llm.factory import get_llm, judge_llm
+from rpa_lib.llm.factory import RunMode, get_llm, judge_llm
 from rpa_lib.llm.fake import FakeLLM
 from rpa_lib.llm.local import LocalLLM
 from rpa_lib.llm.openai_backend import OpenAILLM
 from rpa_lib.llm.reply import LLMError, LLMFatalError, Outcome, Reply
 from rpa_lib.llm.retry import RetryPolicy, Transient
 from rpa_lib.llm.usage import PRICES, PRICES_AS_OF, Usage, save_usage
-from rpa_lib.run.budget import BudgetExceeded
 
 
 def clear_caches() -> None:
@@ -32,6 +32,6 @@ def clear_caches() -> None:
     _modes.clear()
 
 
-__all__ = ["LLM", "BudgetExceeded", "Cache", "FakeLLM", "LLMError", "LLMFatalError", "LocalLLM", "OpenAILLM",
-           "Outcome", "PRICES", "PRICES_AS_OF", "Reply", "RetryPolicy", "Transient", "Usage", "clear_caches",
+__all__ = ["LLM", "Budget", "BudgetExceeded", "Cache", "FakeLLM", "LLMError", "LLMFatalError", "LocalLLM", "OpenAILLM",
+           "Outcome", "PRICES", "PRICES_AS_OF", "Reply", "RetryPolicy", "RunMode", "Transient", "Usage", "clear_caches",
            "get_llm", "judge_llm", "save_usage"]

@@ -13,9 +13,9 @@ same reply, or the same ``LLMError`` (``cached=True``), without asking the backe
 attempts than the stored failure had. Faults (retries exhausted, fatal errors, exceptions in backend code) are
 never cached. Errors never chain to an exception of a backend that holds a credential (``_keep_causes``).
 
-Spending. ``RPA_PRICE_IN``/``RPA_PRICE_OUT`` override the backend's price, and under ``RPA_BUDGET_USD`` each
-round trip first holds its estimated cost and raises ``BudgetExceeded`` (fatal) when that would pass the limit
-(:mod:`rpa_lib.run.budget` reads those settings and keeps the ledger).
+Spending. ``RPA_PRICE_IN``/``RPA_PRICE_OUT`` override the backend's price. An LLM given a budget
+(:meth:`LLM.with_budget`, :mod:`rpa_lib.llm.budget`) first holds each round trip's estimated cost and raises
+``BudgetExceeded`` (fatal) when that would pass the limit.
 
 This module does not talk to any model or know any credential.
 """
@@ -29,12 +29,12 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from rpa_lib.llm.answers import match_option, parse_structured
+from rpa_lib.llm.budget import Budget, check_priced, price_override
 from rpa_lib.llm.cache import open_cache, request_key
 from rpa_lib.llm.concurrency import run_map
 from rpa_lib.llm.reply import LLMError, LLMFatalError, Outcome, Raw, Reply
 from rpa_lib.llm.retry import RetryPolicy, Transient, call_with_retries
 from rpa_lib.llm.usage import Price, Usage
-from rpa_lib.run.budget import budget_for, price_override
 
 _ROLES = ("system", "user", "assistant")
 
@@ -132,7 +132,7 @@ class LLM:
         if max_workers is not None:
             self.max_workers = max_workers
         self.price = price_override() or self.price  # RPA_PRICE_IN / RPA_PRICE_OUT
-        self._budget = budget_for(self)  # RPA_BUDGET_USD; refuses a model with no price
+        self._budget: Budget | None = None  # with_budget
         self._usage = Usage(self.label, self.model_id, self.price)
 
     def __repr__(self) -> str:
@@ -170,6 +170,12 @@ class LLM:
         item is recorded in its Outcome; an :class:`LLMFatalError` stops the run and is raised, naming the item."""
         return run_map(fn, items, workers=workers or self.max_workers, desc=desc, progress=progress,
                        stop_on=(LLMFatalError,))
+
+    def with_budget(self, budget: Budget | None) -> LLM:
+        """This LLM, its uncached round trips limited by ``budget`` (None: no limit); LLMFatalError for a priced
+        backend whose price is unknown. ``get_llm("fake").with_budget(Budget(5.0))``"""
+        self._budget = check_priced(self, budget)
+        return self
 
     @property
     def usage(self) -> Usage:

@@ -14,29 +14,71 @@ folder), ``"llamacpp"`` / ``"llamacpp:/path/model.gguf"`` (the same GGUF on llam
   role-play LLM's settings: ``get_llm(default)``.
 
 This module builds the backend object only: no client is connected and no model is loaded until the first call.
-Under ``RPA_PLAN_FILE`` (set by ``reproduce --plan``) the backend is wrapped in a stand-in that records calls and
-calls no model (:mod:`rpa_lib.run.plan`).
+A :class:`RunMode` (declared by the caller; ``reproduce`` passes one to each notebook) wraps it: under a budget it
+holds each round trip's cost (:mod:`rpa_lib.llm.budget`), in a dry run it becomes a stand-in that records calls and
+calls no model (:mod:`rpa_lib.llm.plan`). Nothing here reads a mode from the environment.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, fields
 from typing import Any
 
+from rpa_lib.llm.base import LLM
+from rpa_lib.llm.budget import dollars, shared_budget
 from rpa_lib.llm.config import setting
-from rpa_lib.run.plan import planned
+from rpa_lib.llm.plan import PlanLLM
 
 ROLES = {"llm": "RPA_LLM", "judge": "RPA_JUDGE"}
 
 
+@dataclass(frozen=True)
+class RunMode:
+    """How the LLMs of a run are wrapped: ``plan_file`` (a dry run: each LLM is a :class:`PlanLLM` recording its
+    calls there), ``budget_usd`` (a spending limit for uncached calls) and ``budget_ledger`` (the file that lets the
+    processes of one run share it). The default runs normally. ``RunMode.of({"budget_usd": 5})``"""
+
+    plan_file: str | None = None
+    budget_usd: float | None = None
+    budget_ledger: str | None = None
+
+    @classmethod
+    def of(cls, value: RunMode | dict | None) -> RunMode:
+        """A RunMode from a notebook's ``run_mode`` parameter (a dict; None or {}: the default); ValueError naming
+        an unknown key or a bad amount."""
+        if isinstance(value, RunMode):
+            return value
+        value = dict(value or {})
+        known = [f.name for f in fields(cls)]
+        unknown = sorted(set(value) - set(known))
+        if unknown:
+            raise ValueError(f"run_mode: unknown key(s) {unknown}; known: {known}")
+        if value.get("budget_usd") is not None:
+            value["budget_usd"] = dollars("run_mode budget_usd", value["budget_usd"])
+        return cls(**value)
+
+    def wrap(self, llm: LLM) -> LLM:
+        """``llm`` under this mode: the recording stand-in for a dry run (which spends nothing), else ``llm``
+        limited by the budget when there is one."""
+        if self.plan_file:
+            return PlanLLM(llm, self.plan_file)
+        if self.budget_usd is not None:
+            llm.with_budget(shared_budget(self.budget_usd, self.budget_ledger))
+        return llm
+
+
 def get_llm(spec: str | None = None, *, role: str = "llm", default: str | None = None, base_url: str | None = None,
-            api_key: str | None = None, cache: Any = True, max_workers: int | None = None, **options: Any):
-    """The LLM named by ``spec`` for ``role`` (module docstring: which settings each role reads). ``options`` go
-    to the backend (e.g. ``timeout=``, ``retry=``, ``choose_mode=``). ``default``: the role-play LLM's spec, which
-    a judge with no spec and no ``RPA_JUDGE_MODEL`` uses.
+            api_key: str | None = None, cache: Any = True, max_workers: int | None = None,
+            mode: RunMode | dict | None = None, **options: Any):
+    """The LLM named by ``spec`` for ``role`` (module docstring: which settings each role reads), wrapped as
+    ``mode`` says (:class:`RunMode`). ``options`` go to the backend (e.g. ``timeout=``, ``retry=``,
+    ``choose_mode=``). ``default``: the role-play LLM's spec, which a judge with no spec and no ``RPA_JUDGE_MODEL``
+    uses.
     ``get_llm("fake")``, ``get_llm("openai:qwen3-32b", base_url="http://127.0.0.1:8000/v1")``,
     ``get_llm(role="judge", default="local")``"""
     if role not in ROLES:
         raise ValueError(f"role must be one of {sorted(ROLES)}, got {role!r}")
+    mode = RunMode.of(mode)
     if max_workers is not None:
         options["max_workers"] = max_workers
     common = {"cache": cache, **options}
@@ -47,8 +89,8 @@ def get_llm(spec: str | None = None, *, role: str = "llm", default: str | None =
         if model and url:  # a served model: whatever its name, an OpenAI-compatible one
             model = model if model.startswith("openai:") else f"openai:{model}"
         if model:
-            return _build(model, "RPA_JUDGE", url or setting("RPA_LLM_BASE_URL"), setting("RPA_JUDGE_API_KEY", api_key),
-                          common)
+            return mode.wrap(_build(model, "RPA_JUDGE", url or setting("RPA_LLM_BASE_URL"),
+                                    setting("RPA_JUDGE_API_KEY", api_key), common))
         spec = default
     spec = spec or setting("RPA_LLM_MODEL")
     url = setting("RPA_LLM_BASE_URL", base_url)
@@ -56,7 +98,7 @@ def get_llm(spec: str | None = None, *, role: str = "llm", default: str | None =
         if url:
             raise ValueError("RPA_LLM_BASE_URL is set but not the model: set RPA_LLM_MODEL to the served model name")
         spec = "openai:gpt-4.1" if setting("OPENAI_API_KEY", api_key) else "local"
-    return _build(spec, "RPA_LLM", url, api_key, common)
+    return mode.wrap(_build(spec, "RPA_LLM", url, api_key, common))
 
 
 def judge_llm(spec: str | None = None, *, default: str | None = None, **options: Any):
@@ -72,19 +114,19 @@ def _build(spec: str, prefix: str, base_url: str | None, api_key: str | None, op
     if kind == "fake":
         from rpa_lib.llm.fake import FakeLLM
 
-        return planned(FakeLLM(label=rest or "fake", **options))
+        return FakeLLM(label=rest or "fake", **options)
     if kind == "local":
         from rpa_lib.llm.local import LocalLLM
 
-        return planned(LocalLLM(rest or None, **options))
+        return LocalLLM(rest or None, **options)
     if kind == "llamacpp":
         from rpa_lib.llm.llamacpp import LlamaCppLLM
 
-        return planned(LlamaCppLLM(rest or None, **options))
+        return LlamaCppLLM(rest or None, **options)
     from rpa_lib.llm.openai_backend import OpenAILLM
 
     if not rest:
         raise ValueError(f"spec {spec!r} names no model: use e.g. 'openai:gpt-4.1'")
     for name in ("choose_mode", "structured_mode"):
         options.setdefault(name, setting(f"{prefix}_{name.upper()}"))
-    return planned(OpenAILLM(rest, base_url=base_url, api_key=api_key, **options))
+    return OpenAILLM(rest, base_url=base_url, api_key=api_key, **options)

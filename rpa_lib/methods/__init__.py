@@ -1,7 +1,7 @@
-"""Role-playing methods behind one interface and one runner.
+"""Role-playing methods behind one interface.
 
-``build_method(name, llm=..., **settings).respond(character, question)`` -> :class:`Response`;
-``run_jobs(method, jobs)`` -> one row per job. Registered methods: ``no_rag``, ``naive_rag``, ``amadeus``,
+``build_method(name, llm=..., **settings).respond(character, question)`` -> :class:`Response`; the evaluation
+runner (:mod:`rpa_lib.evaluation.runner`) maps a method over jobs. Registered methods: ``no_rag``, ``naive_rag``, ``amadeus``,
 ``crag`` (CRAG-offline: web search replaced by BM25 over persona paragraphs), ``rolerag`` and ``lightrag``; and
 two named variants of Naive RAG (:data:`VARIANTS`): ``naive_rag_vanilla`` (Vanilla chunks instead of the ACTS pool
 every other retrieving method shares) and ``naive_rag_budget`` (a character budget instead of k, the control that
@@ -39,23 +39,10 @@ from rpa_lib.methods.registry import (
     register,
     setting_names,
 )
-from rpa_lib.methods.runner import (
-    FailedItems,
-    Job,
-    answer_tasks,
-    check_failures,
-    failed_items,
-    failures,
-    index_costs,
-    qa_jobs,
-    questionnaire_jobs,
-    run_jobs,
-    run_verdicts,
-)
 
 __all__ = ["METHODS", "VARIANTS", "NaiveRAGSettings", "method_label", "Amadeus", "AmadeusSettings", "AnswerSettings", "Call", "Context", "ContextItem", "Crag",
-           "CragSettings", "FailedItems", "Job", "Method", "RoleRAG", "RoleRAGSettings",
+           "CragSettings", "Method", "RoleRAG", "RoleRAGSettings",
            "LightRAG", "LightRAGSettings", "close_lightrag",
            "NaiveRAG", "NoRAG", "Response", "RetrievalSettings", "Selection", "build_method", "build_methods",
-           "answer_tasks", "check_failures", "failed_items", "failures", "guided_selection", "index_costs", "method_class", "qa_jobs", "questionnaire_jobs", "register", "run_jobs", "run_verdicts",
+           "guided_selection", "method_class", "register",
            "setting_names"]

@@ -21,7 +21,6 @@ from typing import Any, ClassVar
 from rpa_lib.data import Dataset
 from rpa_lib.methods.prompts import respond_messages
 from rpa_lib.retrieval import Retriever, retriever
-from rpa_lib.run.plan import ACTING_FOR
 from rpa_lib.splitters import SPLITTERS, Chunk
 
 
@@ -161,14 +160,9 @@ class Method:
         return Context()
 
     def respond(self, character: str, question: str) -> Response:
-        token = ACTING_FOR.set(character)  # a plan records whom each call is for (rpa_lib.run.plan)
-        try:
-            ctx = self.context(character, question)
-            name, work = self.profile(character)
-            reply = self.llm.chat(respond_messages(name, work, question, ctx.items),
-                                  max_tokens=self.settings.max_tokens)
-        finally:
-            ACTING_FOR.reset(token)
+        ctx = self.context(character, question)
+        name, work = self.profile(character)
+        reply = self.llm.chat(respond_messages(name, work, question, ctx.items), max_tokens=self.settings.max_tokens)
         return Response(character, question, self.name, reply.text.strip(), ctx.items,
                         [*ctx.calls, self.trace("respond", reply)], ctx.details)
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import yaml
 
 from rpa_lib import paths
-from rpa_lib.run.notebook_params import check_value, parameters
+from rpa_lib.notebook_params import check_value, parameters
 
 TOP_LEVEL = ("description", "defaults", "notebooks", "env", "budget_usd")
 

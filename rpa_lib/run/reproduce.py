@@ -15,7 +15,10 @@ also takes a path to a YAML file.
 (:mod:`rpa_lib.run.plan`; outputs in a temporary folder) and prints per notebook the calls, how many are cached,
 the estimated tokens and dollars at the configured model's price. A budget, ``RPA_BUDGET_USD`` or the profile's
 ``budget_usd``, stops the run cleanly when the uncached calls of all its notebooks would spend more
-(:mod:`rpa_lib.run.budget`; the notebooks share a ledger in the cache folder).
+(:mod:`rpa_lib.llm.budget`; the notebooks share a ledger in the cache folder).
+
+Dry run and budget reach a notebook as its declared ``run_mode`` parameter (:class:`rpa_lib.llm.RunMode`), which
+its experiment object applies to the LLMs it builds; this module is the only one that reads ``RPA_BUDGET_USD``.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ import time
 from pathlib import Path
 
 from rpa_lib import paths
-from rpa_lib.run.notebook_params import parameters
+from rpa_lib.notebook_params import parameters
 from rpa_lib.run.profiles import TOP_LEVEL, check_profile, load_profile, notebooks, profile_path  # noqa: F401
 
 PATH_PARAMETERS = ("data_dir", "figures_dir", "results_dir")
@@ -94,16 +97,25 @@ def _apply_env(profile: dict) -> None:
 
 def budget_of(profile: dict) -> float | None:
     """The run's budget in dollars: ``RPA_BUDGET_USD``, else the profile's ``budget_usd``, else None."""
-    from rpa_lib.run.budget import budget_limit
+    from rpa_lib.llm.budget import dollars
+    from rpa_lib.llm.config import setting
 
+    raw = setting("RPA_BUDGET_USD")
+    if raw is None:
+        return profile.get("budget_usd")
     try:
-        limit = budget_limit()
+        return dollars("RPA_BUDGET_USD", raw)
     except ValueError as e:
         raise SystemExit(str(e)) from None
-    return limit if limit is not None else profile.get("budget_usd")
 
 
-def check_prices(books: list[Path], profile: dict, output_dir: Path | None) -> None:
+def with_mode(params: dict, declared: dict, mode: dict) -> dict:
+    """``params`` with ``run_mode`` set to ``mode`` for a notebook that declares it (a notebook that builds no
+    LLM declares none and gets none)."""
+    return {**params, "run_mode": mode} if mode and "run_mode" in declared else params
+
+
+def check_prices(books: list[Path], profile: dict, output_dir: Path | None, mode: dict) -> None:
     """SystemExit before anything runs when a notebook's LLM (its ``llm`` or judge) has no known price: a budget
     cannot be kept for it. Builds the backend objects only (no client, no model load)."""
     from rpa_lib.llm import LLMError, get_llm, judge_llm
@@ -112,9 +124,9 @@ def check_prices(books: list[Path], profile: dict, output_dir: Path | None) -> N
         declared, params = parameters(nb), parameters_for(nb, profile, output_dir)
         try:
             if "llm" in declared:
-                get_llm(params.get("llm"), cache=False)
+                get_llm(params.get("llm"), cache=False, mode=mode)
             if "evaluator_llm" in declared:
-                judge_llm(params.get("evaluator_llm"), default=params.get("llm"), cache=False)
+                judge_llm(params.get("evaluator_llm"), default=params.get("llm"), cache=False, mode=mode)
         except (LLMError, ValueError) as e:
             raise SystemExit(f"{nb.stem}: cannot run under the budget: {e}") from None
 
@@ -128,21 +140,21 @@ def run(profile_name: str = "quick", only: list[str] | None = None, output_dir: 
     books = notebooks(only)
     limit = budget_of(profile)
     if limit is None:
-        with environment(RPA_BUDGET_LEDGER=None):
-            return _run(profile_name, profile, books, output_dir, force)
-    from rpa_lib.run.budget import Budget, usd
+        return _run(profile_name, profile, books, output_dir, force)
+    from rpa_lib.llm.budget import Budget, usd
 
     ledger = paths.cache_dir() / "budget" / f"run-{time.strftime('%Y%m%d-%H%M%S')}-{time.time_ns() % 10**9}.json"
-    with environment(RPA_BUDGET_USD=repr(float(limit)), RPA_BUDGET_LEDGER=str(ledger)):
-        check_prices(books, profile, output_dir)
-        print(f"budget: {usd(limit)} for the uncached LLM calls of this run (ledger {ledger})", flush=True)
-        try:
-            return _run(profile_name, profile, books, output_dir, force)
-        finally:
-            print(f"budget: ${Budget(limit, ledger).spent:.4f} of {usd(limit)} spent", flush=True)
+    mode = {"budget_usd": float(limit), "budget_ledger": str(ledger)}
+    check_prices(books, profile, output_dir, mode)
+    print(f"budget: {usd(limit)} for the uncached LLM calls of this run (ledger {ledger})", flush=True)
+    try:
+        return _run(profile_name, profile, books, output_dir, force, mode)
+    finally:
+        print(f"budget: ${Budget(limit, ledger).spent:.4f} of {usd(limit)} spent", flush=True)
 
 
-def _run(profile_name: str, profile: dict, books: list[Path], output_dir: Path | None, force: bool = False) -> list[dict]:
+def _run(profile_name: str, profile: dict, books: list[Path], output_dir: Path | None, force: bool = False,
+         mode: dict | None = None) -> list[dict]:
     from rpa_lib.run import stamps
 
     executed_dir = paths.ensure((output_dir or paths.RESULTS_DIR) / "notebooks")
@@ -158,6 +170,7 @@ def _run(profile_name: str, profile: dict, books: list[Path], output_dir: Path |
             upstream = [stamps.outputs_digest(stamps.read(executed_dir / b.name)) for b in order[:order.index(nb)]]
             inputs = stamps.inputs_digest(nb, params, upstream, library)
             done = None if force else stamps.up_to_date(executed, inputs)
+            params = with_mode(params, parameters(nb), mode or {})  # after the digest: a budget is no input
             if done:
                 print(f"[{i}/{len(books)}] {nb.stem}: up to date (notebook, parameters, library, data, settings and its "
                       f"{len(done['outputs'])} output file(s) unchanged since {done['finished']}), not run; --force runs it",
@@ -231,7 +244,7 @@ def plan(profile_name: str = "quick", only: list[str] | None = None, workers: in
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
-    from rpa_lib.run.budget import usd
+    from rpa_lib.llm.budget import usd
     from rpa_lib.run.plan import PER_CHARACTER, SAMPLE_CHARACTERS, plan_rows, plan_table, plan_total, read_plan
 
     profile = load_profile(profile_name)
@@ -246,7 +259,7 @@ def plan(profile_name: str = "quick", only: list[str] | None = None, workers: in
     with tempfile.TemporaryDirectory(prefix="rpa-plan-") as tmp:
         out = Path(tmp)
         records = {nb.stem: out / f"{nb.stem}.plan.jsonl" for nb in planned}
-        # one process per dry run at a time: each sets RPA_PLAN_FILE for the kernel it starts
+        # one process per dry run at a time, each with its own plan file
         factors: dict[str, float] = {}
         samples: dict[str, tuple[list[str], int]] = {}
         with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
@@ -262,10 +275,11 @@ def plan(profile_name: str = "quick", only: list[str] | None = None, workers: in
                     params["characters"] = drawn[0]
                     factors[nb.stem] = drawn[1] / len(drawn[0])
                     for name in PER_CHARACTER[nb.stem]:  # counted over all characters: a share for the sample
-                        value = params.get(name, declared[name].default if name in declared else None)
+                        value = params.get(name, getattr(declared.get(name), "default", None))
                         if isinstance(value, int) and value > 0:
                             params[name] = max(1, round(value / factors[nb.stem]))
-                futures[pool.submit(_dry_run, nb, out / nb.name, params, records[nb.stem])] = nb
+                params = dry_run_parameters(params, declared, records[nb.stem])
+                futures[pool.submit(_dry_run, nb, out / nb.name, params)] = nb
             for i, future in enumerate(as_completed(futures), start=1):
                 nb = futures[future]
                 problem, seconds = future.result()
@@ -295,17 +309,27 @@ def plan(profile_name: str = "quick", only: list[str] | None = None, workers: in
     return rows
 
 
-def _dry_run(nb: Path, executed: Path, params: dict, record: Path) -> tuple[str | None, float]:
-    """In a worker process of :func:`plan`: execute ``nb`` with the stand-in LLM recording to ``record``
-    (``RPA_PLAN_FILE``, which the kernel inherits), with no budget. (None, or why the dry run stopped early;
-    seconds)."""
+def dry_run_parameters(params: dict, declared: dict, record: Path) -> dict:
+    """A notebook's parameters for a dry run recording to ``record``: the run mode's ``plan_file`` (no budget: a
+    plan spends nothing), and each paper embedder whose weights are missing named as its labelled stand-in
+    (:func:`rpa_lib.embeddings.stand_in_name`), so the plan counts the LLM calls without the weights."""
+    from rpa_lib.embeddings import stand_in_name
+
+    params = with_mode(params, declared, {"plan_file": str(record)})
+    for name in ("embedder", "embedders"):
+        value = params.get(name, getattr(declared.get(name), "default", None))
+        if isinstance(value, str):
+            params[name] = stand_in_name(value)
+        elif isinstance(value, list):
+            params[name] = [stand_in_name(v) if isinstance(v, str) else v for v in value]
+    return params
+
+
+def _dry_run(nb: Path, executed: Path, params: dict) -> tuple[str | None, float]:
+    """In a worker process of :func:`plan`: execute ``nb`` with ``params`` (a dry run's: :func:`dry_run_parameters`).
+    (None, or why the dry run stopped early; seconds)."""
     import papermill
 
-    from rpa_lib.run.plan import PLAN_FILE
-
-    os.environ[PLAN_FILE] = str(record)
-    for name in ("RPA_BUDGET_USD", "RPA_BUDGET_LEDGER"):
-        os.environ.pop(name, None)
     start = time.perf_counter()
     problem = None
     try:

@@ -37,7 +37,7 @@ ENV_PREFIXES = ("RPA_", "OPENAI_")
 SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD")
 # not inputs: where things are kept or written, and the budget. RPA_OUTPUT_DIR in particular names an existing
 # folder, which would count by content: the notebooks' own outputs, so no second run would ever be up to date.
-NOT_INPUTS = ("RPA_CACHE_DIR", "RPA_INDEX_DIR", "RPA_OUTPUT_DIR", "RPA_BUDGET_USD", "RPA_BUDGET_LEDGER", "RPA_PLAN_FILE")
+NOT_INPUTS = ("RPA_CACHE_DIR", "RPA_INDEX_DIR", "RPA_OUTPUT_DIR", "RPA_BUDGET_USD")
 OUTPUT_PARAMETERS = ("figures_dir", "results_dir")
 SKIPPED_PARTS = ("__pycache__", ".ipynb_checkpoints", "cache")
 

@@ -1,10 +1,10 @@
 """A spending limit in dollars for the uncached LLM calls of one run, and the price and token estimates it needs.
 
-Settings: ``RPA_BUDGET_USD`` (the limit; unset: no limit), ``RPA_PRICE_IN`` and ``RPA_PRICE_OUT`` (dollars per
-million input and output tokens, both or neither; they override the price table of :mod:`rpa_lib.llm.usage` for
-every model of the process) and ``RPA_BUDGET_LEDGER`` (a JSON file holding what the run has spent, so that the
-notebooks of one ``reproduce`` run, each in its own kernel, share one budget; ``reproduce`` sets it, and without it
-each process counts for itself).
+A budget is an object given to an LLM (``get_llm(spec, budget=Budget(5.0, ledger))``, or the ``budget_usd`` and
+``budget_ledger`` of a run mode); nothing here reads the environment except :func:`price_override`, the model
+setting ``RPA_PRICE_IN``/``RPA_PRICE_OUT`` (dollars per million input and output tokens, both or neither), which the
+factory reads like ``RPA_LLM_MODEL``. A ledger (a JSON file holding what the run has spent) lets the notebooks of one
+``reproduce`` run, each in its own kernel, share one budget; without one a budget counts for its process.
 
 Before each backend round trip an LLM *holds* the request's estimated cost (:func:`estimate_tokens`: about
 :data:`CHARS_PER_TOKEN` characters a token in, the request's ``max_tokens`` out, an upper bound); when the spent
@@ -72,10 +72,9 @@ def model_price(model: str) -> Price | None:
     return price_override() or price_for(model)
 
 
-def budget_limit() -> float | None:
-    """``RPA_BUDGET_USD`` in dollars, or None when unset."""
-    raw = setting("RPA_BUDGET_USD")
-    return None if raw is None else _dollars("RPA_BUDGET_USD", raw)
+def dollars(name: str, raw: str | float) -> float:
+    """A non-negative dollar amount read from a setting called ``name``; ValueError naming it otherwise."""
+    return _dollars(name, str(raw))
 
 
 def _tokens(chars: int) -> int:
@@ -187,20 +186,22 @@ _SHARED: dict[tuple[float, str | None], Budget] = {}
 _SHARED_LOCK = threading.Lock()
 
 
-def budget_for(llm) -> Budget | None:
-    """The budget that limits ``llm``: None without ``RPA_BUDGET_USD``, or for a free backend with no price;
-    one :class:`Budget` per limit and ledger in a process, shared by its LLMs. An LLM with no known price under a
-    budget is refused (LLMFatalError naming the model and what to set)."""
-    limit = budget_limit()
-    if limit is None or (llm.price is None and llm.backend in FREE_BACKENDS):
+def shared_budget(limit: float, ledger: str | Path | None = None) -> Budget:
+    """The one :class:`Budget` of a process for ``limit`` and ``ledger``, shared by the LLMs given it."""
+    key = (float(limit), str(ledger) if ledger else None)
+    with _SHARED_LOCK:
+        if key not in _SHARED:
+            _SHARED[key] = Budget(float(limit), Path(ledger) if ledger else None)
+        return _SHARED[key]
+
+
+def check_priced(llm, budget: Budget | None) -> Budget | None:
+    """The budget that limits ``llm``: None when there is none, or for a free backend with no price. An LLM with
+    no known price under a budget is refused (LLMFatalError naming the model and what to set)."""
+    if budget is None or (llm.price is None and llm.backend in FREE_BACKENDS):
         return None
     if llm.price is None:
         raise LLMFatalError(
-            f"RPA_BUDGET_USD is {usd(limit)} but the price of model {llm.model_id!r} is unknown: set RPA_PRICE_IN and "
-            "RPA_PRICE_OUT (dollars per million input / output tokens) or unset the budget")
-    ledger = setting("RPA_BUDGET_LEDGER")
-    key = (limit, ledger)
-    with _SHARED_LOCK:
-        if key not in _SHARED:
-            _SHARED[key] = Budget(limit, Path(ledger) if ledger else None)
-        return _SHARED[key]
+            f"the budget is {usd(budget.limit)} but the price of model {llm.model_id!r} is unknown: set RPA_PRICE_IN "
+            "and RPA_PRICE_OUT (dollars per million input / output tokens) or unset the budget")
+    return budget

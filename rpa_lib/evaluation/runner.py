@@ -29,6 +29,7 @@ from typing import Any
 import pandas as pd
 
 from rpa_lib.data import Dataset, Questionnaire
+from rpa_lib.llm.plan import acting_for
 from rpa_lib.methods.base import ContextItem, Response
 
 OK, UNPARSED, FAILED = "ok", "unparsed", "failed"  # the status of a verdict row
@@ -82,7 +83,15 @@ def run_jobs(method, jobs: Iterable[Job], *, step: str = "respond", llm=None, de
         raise ValueError(f"step must be 'respond' or 'context', not {step!r}")
     jobs = list(jobs)
     fn = method.respond if step == "respond" else method.context
-    outcomes = (llm or method.llm).map(lambda job: fn(job.character, job.question), jobs,
+
+    def answer(job: Job):
+        token = acting_for.set(job.character)  # a dry run records whom each call is for (rpa_lib.llm.plan)
+        try:
+            return fn(job.character, job.question)
+        finally:
+            acting_for.reset(token)
+
+    outcomes = (llm or method.llm).map(answer, jobs,
                                        desc=desc or f"{method.name} · {step}", workers=workers, progress=progress)
     rows = []
     for job, out in zip(jobs, outcomes, strict=True):

@@ -1,0 +1,115 @@
+"""The experiment object of a notebook: built from its parameters, it hands out the models and the dataset and
+owns the outputs, so a notebook's setup is one line. ``ex = Experiment("04_personality", globals())``.
+
+It gives out, each built on first use and once:
+
+- ``ex.llm``: the role-play LLM (``llm``), ``ex.judge``: the judge (``evaluator_llm``, else ``RPA_JUDGE_MODEL``,
+  else the role-play LLM's settings), ``ex.gs_llm``: the LLM that runs Guided Selection and the Attribute Extractor
+  (``gs_llm``; None: the role-play LLM itself), ``ex.rater(spec)``: further judge-role LLMs (a rater panel);
+- ``ex.dataset`` and ``ex.characters`` (the ``characters`` parameter resolved), ``ex.embedder``: the retrieval
+  embedder's label;
+- ``ex.figures`` and ``ex.results``: the output folders; ``ex.models()``: the label columns of a CSV;
+  ``ex.record(name, **fields)``: the run record with the parameters and the usage of every LLM handed out;
+  ``ex.check(rows, what)``: the failure policy (``max_failed_share``).
+
+Run modes come in as the declared ``run_mode`` parameter (``reproduce`` passes it: a dry run's plan file, a budget)
+and wrap every LLM handed out (:class:`rpa_lib.llm.RunMode`). This module reads no environment variable of its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from rpa_lib.data import Dataset
+from rpa_lib.evaluation.runner import check_failures
+from rpa_lib.llm import LLM, RunMode, get_llm, judge_llm
+from rpa_lib.report import notebook_parameters, output_dirs, run_label, save_run_record
+from rpa_lib.retrieval import persona_embedder
+
+
+class Experiment:
+    """One notebook run: ``Experiment(notebook, globals())``; ``notebook`` names ``notebooks/<notebook>.ipynb``,
+    whose ``parameters`` cell says which of ``namespace``'s names are parameters."""
+
+    def __init__(self, notebook: str, namespace: Mapping[str, Any]):
+        self.notebook = notebook
+        self.parameters = notebook_parameters(notebook, dict(namespace))
+        get = self.parameters.get
+        self.figures, self.results = output_dirs(namespace.get("figures_dir"), namespace.get("results_dir"))
+        self.mode = RunMode.of(get("run_mode"))
+        self.dataset = Dataset(get("data_dir"))
+        self.characters = self.dataset.characters(get("characters")) if "characters" in self.parameters else []
+        self.max_failed_share = float(get("max_failed_share") or 0.0)
+        self._handed: dict[str, LLM] = {}
+
+    def __repr__(self) -> str:
+        return f"Experiment({self.notebook!r}, {len(self.characters)} character(s), mode={self.mode})"
+
+    # ---- models ----------------------------------------------------------------------------------------------
+
+    def _hand(self, role: str, llm: LLM) -> LLM:
+        self._handed[role] = llm
+        return llm
+
+    @cached_property
+    def llm(self) -> LLM:
+        """The role-play LLM (``llm``; None: the environment, else the embedded model)."""
+        return self._hand("llm", get_llm(self.parameters.get("llm"), mode=self.mode))
+
+    @cached_property
+    def judge(self) -> LLM:
+        """The judge (``evaluator_llm``; None: ``RPA_JUDGE_MODEL``, else the role-play LLM's settings)."""
+        return self._hand("judge", judge_llm(self.parameters.get("evaluator_llm"), default=self.parameters.get("llm"),
+                                             mode=self.mode))
+
+    @cached_property
+    def gs_llm(self) -> LLM:
+        """The LLM of Guided Selection and the Attribute Extractor (``gs_llm``; None: the role-play LLM)."""
+        spec = self.parameters.get("gs_llm")
+        return self.llm if spec is None else self._hand("gs_llm", get_llm(spec, mode=self.mode))
+
+    def rater(self, spec: str | None) -> LLM:
+        """A judge-role LLM for ``spec`` (None: :attr:`judge`), e.g. one of a rater panel."""
+        if spec is None:
+            return self.judge
+        return self._hand(f"rater {spec}", judge_llm(spec, mode=self.mode))
+
+    @cached_property
+    def embedder(self) -> str:
+        """The retrieval embedder's label (``embedder``), as every CSV names it."""
+        name = self.parameters.get("embedder", "minilm")
+        return persona_embedder(self.dataset.persona(self.characters[0]), name).label
+
+    def models(self, *, judged: bool = False, embedder: bool = True) -> dict[str, str]:
+        """The label columns of a CSV: the role-play LLM, the embedder, and the judge when ``judged``."""
+        out = {"llm": self.llm.label}
+        if embedder:
+            out["embedder"] = self.embedder
+        if judged:
+            out["judge"] = self.judge.label
+        return out
+
+    def label(self) -> str:
+        """``LLM: ... | embedder: ...`` for captions."""
+        return run_label(self.llm.label, self.embedder if "embedder" in self.parameters else None)
+
+    # ---- outputs ---------------------------------------------------------------------------------------------
+
+    def usage(self) -> dict[str, dict]:
+        """The usage record of every LLM handed out, by role."""
+        return {role: llm.usage.to_dict() for role, llm in self._handed.items()}
+
+    def record(self, name: str, **fields: Any) -> Path:
+        """``results/<name>.run.json``: the parameters, the models by role, their usage, then ``fields``."""
+        models = {role: llm.label for role, llm in self._handed.items()}
+        return save_run_record(name, self.results, parameters=self.parameters, models=models, usage_by_role=self.usage(),
+                               characters=self.characters, **fields)
+
+    def check(self, rows: pd.DataFrame, what: str, max_share: float | None = None) -> None:
+        """The failure policy: :func:`~rpa_lib.evaluation.runner.check_failures` with ``max_failed_share``."""
+        check_failures(rows, what, self.max_failed_share if max_share is None else max_share)
