@@ -59,7 +59,7 @@ def _grounding(args) -> int:
             continue
         words = [f"{w} (reviewed: {f.reviewed[w]})" if w in f.reviewed else w for w in f.words]
         print(f"{f.path}:{f.qa.line}: {f.qa.id}: {'; '.join(words)}")
-    for p in report.file_problems + [p for p in report.problems() if "is not flagged" in p]:
+    for p in report.file_problems + report.stale_problems():
         print(p)
     print(report.summary())
     return 1 if report.problems() else 0

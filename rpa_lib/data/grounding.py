@@ -121,8 +121,10 @@ never next none only onto other others ours over same says said shall she'd she'
 still such take takes taken than that that's their theirs them themselves then there these they this those though
 through thus till together took toward towards under unless until upon very want wanted wants well went were what
 when where whether which while whom whose will with within without would your yours yourself also later often
-usually once almost already quite rather really whole first last also
+usually once almost already quite rather really whole first last aren't can't couldn't didn't doesn't don't hadn't
+hasn't haven't isn't shouldn't wasn't weren't won't wouldn't
 """.split()) | frozenset(NUMBER_WORDS)
+_LETTERS = re.compile(r"[^\W\d_]+(?:['\-][^\W\d_]+)*")  # a word in any script, with inner ' and -
 _MIN_LETTERS = 4
 
 
@@ -156,29 +158,37 @@ def stem(word: str) -> str:
     return w
 
 
-def _words(text: str) -> list[str]:
-    """Words of ``text``, hyphenated ones split (``first-class`` -> ``first``, ``class``)."""
-    return [w for m in _WORD.finditer(text) for w in m.group().split("-") if w]
+def _words(text: str) -> list[tuple[str, int]]:
+    """``(word, start)`` for each word of ``text``, hyphenated ones split (``first-class`` -> ``first``, ``class``),
+    in any script (``Äußerst`` is one word)."""
+    out = []
+    for m in _LETTERS.finditer(text):
+        start = m.start()
+        for part in m.group().split("-"):
+            out.append((part, start))
+            start += len(part) + 1
+    return out
 
 
 def stems(text: str) -> set[str]:
     """The stems of every word of ``text`` (a persona, evidence): :func:`stem`."""
-    return {stem(w) for w in _words(text)}
+    return {stem(w) for w, _ in _words(text)}
 
 
 def content_words(text: str, names: set[str] | frozenset[str] = frozenset()) -> list[tuple[str, str]]:
     """``(word, stem)`` for each content word of ``text`` in order, once a stem, lower-cased: at least 4 letters,
-    not a stop word, not a proper name (a word the name check covers: capitalised inside a sentence, or one of
-    ``names``). ``content_words("Then Frieren gave Fern a staff.") == [("staff", "staff")]``"""
-    skip = {_stem(w) for w, first in _capitalised(text) if not first or _stem(w) in names}
+    not a stop word, not a proper name (the name check's business: a capitalised word inside a sentence, or one of
+    ``names`` at its start). ``content_words("Then Frieren gave Fern a staff.") == [("staff", "staff")]``"""
     out: dict[str, str] = {}
-    for m in _WORD.finditer(text):
-        if _stem(m.group()) in skip:
+    for m in _LETTERS.finditer(text):
+        word = m.group()
+        if word[0].isupper() and (not _starts_sentence(text, m.start()) or _stem(word) in names):
             continue
-        for w in m.group().split("-"):
-            low = w.lower()
-            if len(re.sub(r"'s?$", "", low)) >= _MIN_LETTERS and low not in STOP_WORDS:
-                out.setdefault(stem(low), re.sub(r"'s?$", "", low))
+        for part in word.split("-"):
+            low = part.lower()
+            bare = re.sub(r"'s?$", "", low)
+            if len(bare) >= _MIN_LETTERS and low not in STOP_WORDS and bare not in STOP_WORDS:
+                out.setdefault(stem(bare), bare)
     return [(w, s) for s, w in out.items()]
 
 
