@@ -96,8 +96,10 @@ def test_dataset_statistics(fixture_data):
 def test_evidence_not_found_verbatim(data_copy):
     path = edit_qa(data_copy, 3, evidence=["I believe a promise to strangers weighs more than gold."])
     problems = validate(data_copy, full=False)
-    assert len(problems) == 1
+    assert len(problems) == 2
     assert problems[0].startswith(f"{path}:3: evidence of {ADA}-03 not found verbatim in persona.md")
+    # and the answer's "friends" is now in no evidence string ("much" is a stop word; tests/test_grounding.py)
+    assert problems[1].startswith(f"{path}:3: the answer of {ADA}-03 uses 'friends': persona words")
 
 
 def test_bad_json_line(data_copy):

@@ -217,6 +217,12 @@ def test_qa_scaffold_keeps_only_verbatim_evidence_and_promotes_only_reviewed_row
     lines = [json.loads(line) for line in ds.qa_path("tove-marsh").read_text().splitlines()]
     assert [q["id"] for q in lines] == ["tove-marsh-01", "tove-marsh-04"]
     assert [q.id for q in ds.qa("tove-marsh")] == ["tove-marsh-01", "tove-marsh-04"]
+    # The fake answer "Runs a ferry." uses persona words its evidence (the first sentence of a passage) lacks: the
+    # content-word check flags them until a person reviews them (data/README.md, "Validation").
+    flagged = [p.split(": ", 1)[1].split(":")[0] for p in validate(ds, ["tove-marsh"], full=False)]
+    assert flagged == ["the answer of tove-marsh-01 uses 'runs'", "the answer of tove-marsh-04 uses 'runs', 'ferry'"]
+    ds.grounding_reviewed_path.write_text("id,word,reason\ntove-marsh-01,runs,checked\ntove-marsh-04,runs,checked\n"
+                                          "tove-marsh-04,ferry,checked\n")
     assert validate(ds, ["tove-marsh"], full=False) == []
 
     # A second scaffold run appends after the existing ids and keeps the person's review.

@@ -2,6 +2,9 @@
 
 - ``validate [--character SLUG] [--data-dir DIR] [--no-counts]``: check every file of a dataset, print each
   problem with its file and line, exit 1 when there is any.
+- ``grounding [--character SLUG] [--data-dir DIR] [--unreviewed] [--csv]``: the content-word grounding check, pair
+  by pair (each flagged word, with its review if ``grounding_reviewed.csv`` has one) and a summary; ``--csv`` prints
+  the unreviewed flags as rows to review and add to that file. Exits 1 when a flag is unreviewed or a row is stale.
 - ``new-character SLUG --name NAME --work WORK --from FILE``: import a Markdown, plain-text or MediaWiki XML
   document as a new character (:mod:`rpa_lib.data.importer`).
 - ``qa-scaffold SLUG`` and ``qa-promote SLUG``: LLM-proposed QA pairs for review, then the reviewed ones into
@@ -15,11 +18,12 @@ Bad input exits 2 with the error (naming the file and the problem) on stderr.
 from __future__ import annotations
 
 import argparse
+import csv
 import sys
 from pathlib import Path
 
 from rpa_lib.data.dataset import Dataset
-from rpa_lib.data.validate import validate
+from rpa_lib.data.validate import grounding_report, validate
 from rpa_lib.errors import DataError
 
 
@@ -36,8 +40,29 @@ def _validate(args) -> int:
             print(", ".join(f"{k.replace('_', ' ')} {v:,}" for k, v in structure_figures(ds, args.character).items()))
         except DataError as e:  # a new character without reviewed QA pairs yet: no figures, not a problem
             print(f"(no dataset figures: {e})")
+    print(grounding_report(ds, args.character).summary())
     print(f"{'FAILED' if problems else 'OK'}: {len(slugs)} character(s) checked in {ds.root}, {len(problems)} problem(s)")
     return 1 if problems else 0
+
+
+def _grounding(args) -> int:
+    report = grounding_report(Dataset(args.data_dir), args.character)
+    if args.csv:
+        writer = csv.writer(sys.stdout, lineterminator="\n")
+        for f in report.flagged:
+            for word in f.unreviewed:
+                writer.writerow([f.qa.id, word, ""])
+        print(report.summary(), file=sys.stderr)
+        return 1 if report.problems() else 0
+    for f in report.flagged:
+        if args.unreviewed and not f.unreviewed:
+            continue
+        words = [f"{w} (reviewed: {f.reviewed[w]})" if w in f.reviewed else w for w in f.words]
+        print(f"{f.path}:{f.qa.line}: {f.qa.id}: {'; '.join(words)}")
+    for p in report.file_problems + report.stale_problems():
+        print(p)
+    print(report.summary())
+    return 1 if report.problems() else 0
 
 
 def _new_character(args) -> int:
@@ -110,6 +135,10 @@ def main(argv: list[str] | None = None) -> int:
     v = command("validate", _validate, "check every file of the dataset")
     v.add_argument("--character", action="append", help="check only this character (repeatable)")
     v.add_argument("--no-counts", action="store_true", help="skip dataset-wide counts (for small sets, new characters)")
+    g = command("grounding", _grounding, "the content-word grounding check, pair by pair, with a summary")
+    g.add_argument("--character", action="append", help="check only this character (repeatable)")
+    g.add_argument("--unreviewed", action="store_true", help="list only pairs with an unreviewed word")
+    g.add_argument("--csv", action="store_true", help="print the unreviewed flags as id,word,reason rows (reason empty)")
     n = command("new-character", _new_character, "import a document as a new character")
     n.add_argument("slug", help="lowercase, hyphenated, e.g. tove-marsh")
     n.add_argument("--name", required=True, help="the character's name (the persona's title)")

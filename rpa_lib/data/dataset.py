@@ -57,6 +57,11 @@ class Dataset:
         own = self.root / "paper_results"
         return own if own.is_dir() else paths.PAPER_RESULTS_DIR
 
+    @property
+    def grounding_reviewed_path(self) -> Path:
+        """``<root>/grounding_reviewed.csv``: answer words the content-word grounding check flags, reviewed."""
+        return self.root / "grounding_reviewed.csv"
+
     def persona_path(self, slug: str) -> Path:
         return self.characters_dir / slug / "persona.md"
 

@@ -18,6 +18,7 @@ from rpa_lib.persona import ATTRIBUTES, read_text
 QUESTIONNAIRE_ITEMS = {"mbti": (60, 15), "bigfive": (120, 24)}  # name -> (items, items per dimension)
 TYPE_PATTERNS = {"mbti": re.compile(r"^[EI][SN][TF][JP]$"), "sloan": re.compile(r"^[SR][LC][OU][AE][IN]$")}
 LABEL_COLUMNS = ["slug", "name", "work", "mbti", "sloan"]
+REVIEWED_COLUMNS = ["id", "word", "reason"]
 Problems = list[tuple[int | None, str]]
 
 
@@ -86,6 +87,33 @@ def read_labels(path: Path) -> tuple[list[dict[str, str]], Problems]:
             if row[kind] and not pattern.match(row[kind]):
                 problems.append((lineno, f"{kind} {row[kind]!r} of {row['slug']!r} is not a valid type"))
         rows.append(row)
+    return rows, problems
+
+
+def read_grounding_reviewed(path: Path) -> tuple[list[dict[str, str | int]], Problems]:
+    """Rows of ``grounding_reviewed.csv`` (``id, word, reason``: a word of pair ``id``'s answer that the content-word
+    check flags, reviewed as a paraphrase or as not a fact of the persona), each with its ``line``, and every
+    problem: the header, an empty field, a row given twice. A missing file has no rows and no problems."""
+    if not path.is_file():
+        return [], []
+    try:
+        text = read_text(path)
+    except DataError as e:
+        return [], [(e.line, e.problem)]
+    reader = csv.DictReader(text.splitlines())
+    if reader.fieldnames != REVIEWED_COLUMNS:
+        return [], [(1, f"header must be {','.join(REVIEWED_COLUMNS)}, found {','.join(reader.fieldnames or [])}")]
+    rows, problems, seen = [], [], {}
+    for lineno, row in enumerate(reader, start=2):
+        if any(not (row.get(k) or "").strip() for k in REVIEWED_COLUMNS):
+            problems.append((lineno, "id, word and reason must all be filled in"))
+            continue
+        key = (row["id"].strip(), row["word"].strip().lower())
+        if key in seen:
+            problems.append((lineno, f"{key[0]} {key[1]!r} is listed twice (first at line {seen[key]})"))
+            continue
+        seen[key] = lineno
+        rows.append({"id": key[0], "word": key[1], "reason": row["reason"].strip(), "line": lineno})
     return rows, problems
 
 

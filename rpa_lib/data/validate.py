@@ -1,6 +1,8 @@
 """Check a whole dataset and report every problem as ``file[:line]: problem``: the persona structure, QA pairs
 (schema, counts, every ``evidence`` found verbatim in its persona, every number and proper name of an answer found
-in its evidence: :mod:`rpa_lib.data.grounding`), labels and questionnaires.
+in its evidence: :mod:`rpa_lib.data.grounding`), labels and questionnaires. The content-word grounding check
+(:func:`grounding_report`) is part of it: every word it flags must be fixed in the evidence or recorded as reviewed
+in ``grounding_reviewed.csv``.
 
 ``full`` adds the dataset-wide counts of CharacterRAG-EN (30 QA a character, 5 per attribute, sizes, item counts);
 test fixtures pass ``full=False``. Loading one file and raising on its first problem is
@@ -11,11 +13,13 @@ from __future__ import annotations
 
 import statistics
 from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from rpa_lib.data.dataset import Dataset, as_dataset
-from rpa_lib.data.grounding import persona_names, ungrounded
-from rpa_lib.data.readers import QUESTIONNAIRE_ITEMS, read_labels, read_qa, read_questionnaire
+from rpa_lib.data.grounding import persona_names, stem, stems, ungrounded, unsupported_words
+from rpa_lib.data.readers import QUESTIONNAIRE_ITEMS, read_grounding_reviewed, read_labels, read_qa, read_questionnaire
+from rpa_lib.data.records import QA
 from rpa_lib.errors import DataError
 from rpa_lib.persona import ATTRIBUTES, Persona
 
@@ -88,7 +92,99 @@ def validate(data_dir: Dataset | str | Path | None = None, characters: list[str]
         if full:
             out += [f"{ds.questionnaire_path(name)}: missing" for name in QUESTIONNAIRE_ITEMS
                     if not ds.questionnaire_path(name).is_file()]
-    return out
+    return out + grounding_report(ds, characters).problems()
+
+
+@dataclass
+class FlaggedPair:
+    """One QA pair with content words the grounding check flags: ``words`` in answer order, ``reviewed`` the ones
+    recorded in ``grounding_reviewed.csv`` (word -> reason)."""
+    qa: QA
+    path: Path
+    words: list[str]
+    reviewed: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def unreviewed(self) -> list[str]:
+        return [w for w in self.words if w not in self.reviewed]
+
+
+@dataclass
+class GroundingReport:
+    """The content-word check (:func:`rpa_lib.data.grounding.unsupported_words`) over a dataset: the flagged
+    pairs, the reviewed rows that match no flag (stale: the evidence now holds the word, or the answer changed),
+    and the problems of the reviewed file itself."""
+    reviewed_path: Path
+    characters: int = 0
+    pairs: int = 0
+    flagged: list[FlaggedPair] = field(default_factory=list)
+    stale: list[dict] = field(default_factory=list)
+    file_problems: list[str] = field(default_factory=list)
+
+    def counts(self) -> dict[str, int]:
+        unreviewed = [f for f in self.flagged if f.unreviewed]
+        return {"pairs flagged": len(self.flagged), "words flagged": sum(len(f.words) for f in self.flagged),
+                "words reviewed": sum(len(f.reviewed) for f in self.flagged),
+                "pairs unreviewed": len(unreviewed), "words unreviewed": sum(len(f.unreviewed) for f in unreviewed),
+                "stale rows": len(self.stale)}
+
+    def summary(self) -> str:
+        c = self.counts()
+        return (f"content-word check: {self.characters} character(s), {self.pairs} pairs; {c['pairs flagged']} pairs "
+                f"flagged with {c['words flagged']} words, {c['words reviewed']} reviewed in {self.reviewed_path.name}; "
+                f"unreviewed: {c['words unreviewed']} words in {c['pairs unreviewed']} pairs; "
+                f"stale rows: {c['stale rows']}")
+
+    def problems(self) -> list[str]:
+        out = list(self.file_problems)
+        for f in self.flagged:
+            if f.unreviewed:
+                out.append(f"{f.path}:{f.qa.line}: the answer of {f.qa.id} uses {', '.join(map(repr, f.unreviewed))}: "
+                           f"persona words in no evidence string (add the persona sentence that says it, or review the "
+                           f"word in {self.reviewed_path.name})")
+        return out + self.stale_problems()
+
+    def stale_problems(self) -> list[str]:
+        return [f"{self.reviewed_path}:{r['line']}: {r['id']} {r['word']!r} is not flagged (no such pair, or its evidence "
+                f"or answer changed): remove the row" for r in self.stale]
+
+
+def grounding_report(data_dir: Dataset | str | Path | None = None,
+                     characters: list[str] | None = None) -> GroundingReport:
+    """Run the content-word check on every QA pair (both sets) of ``characters`` (None: all) and match the flags
+    with ``grounding_reviewed.csv``. A character whose persona or QA file does not load is skipped (the validator
+    reports it); reviewed rows of characters not checked are ignored."""
+    ds = as_dataset(data_dir)
+    slugs = characters or ds.slugs()
+    report = GroundingReport(ds.grounding_reviewed_path)
+    rows, problems = read_grounding_reviewed(report.reviewed_path)
+    report.file_problems = _located(report.reviewed_path, problems)
+    checked_ids: set[str] = set()
+    for slug in slugs:
+        try:
+            persona = ds.persona(slug)
+        except DataError:
+            continue
+        items, _ = read_qa(ds.qa_path(slug))  # its problems are the validator's to report
+        if not items:
+            continue
+        report.characters += 1
+        report.pairs += len(items)
+        checked_ids |= {q.id for q in items}
+        words, names, (name, work) = stems(persona.source), persona_names(persona.source), _profile(ds, slug, persona)
+        for qa in items:
+            flagged = unsupported_words(qa.answer, qa.evidence, " ".join([qa.question, name, work]), words, names)
+            if flagged:
+                report.flagged.append(FlaggedPair(qa, ds.qa_path(slug), flagged))
+    by_pair = {f.qa.id: f for f in report.flagged}
+    for row in rows:
+        pair = by_pair.get(row["id"])
+        match = [w for w in pair.words if stem(w) == stem(row["word"])] if pair else []
+        if match:
+            pair.reviewed[match[0]] = row["reason"]
+        elif characters is None or row["id"] in checked_ids or row["id"].rsplit("-", 1)[0] in slugs:
+            report.stale.append(row)  # rows of characters not checked (validate --character) are left alone
+    return report
 
 
 def _profile(ds: Dataset, slug: str, persona: Persona) -> tuple[str, str]:
