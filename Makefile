@@ -59,8 +59,9 @@ git-filter: ## git strips outputs, execution counts and widget state from notebo
 reproduce: $(STAMP) ## run every numbered notebook headlessly (figures/, results/)
 	$(PY) -m rpa_lib.reproduce --profile $(PROFILE) $(if $(FORCE),--force)
 
-test: $(STAMP) ## lint and run the offline test suite
+test: $(STAMP) ## lint, check the import layers (pyproject.toml) and run the offline test suite
 	$(PY) -m ruff check rpa_lib tests notebooks
+	$(VENV)/bin/lint-imports
 	$(PY) -m pytest
 
 lab: $(STAMP) git-filter ## JupyterLab on the repository, at notebooks/ (figures and tables go to results/scratch/)

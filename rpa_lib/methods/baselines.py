@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rpa_lib.evaluation.metrics.retrieval import within_budget as metrics_within_budget
 from rpa_lib.methods.base import AnswerSettings, Context, ContextItem, Method, RetrievalSettings, chunk_items
 from rpa_lib.methods.registry import register
+from rpa_lib.text import within_budget as texts_within_budget
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,7 @@ class NaiveRAGSettings(RetrievalSettings):
 def within_budget(chunks, budget: int) -> list[ContextItem]:
     """``knowledge`` items of the ranked ``chunks`` whose texts add up to ``budget`` characters: whole chunks while
     they fit, then the next one cut at its last space within the rest, and no more (dropped when the rest
-    holds no whole word): :func:`rpa_lib.evaluation.metrics.within_budget`, cut at a word instead of a character.
+    holds no whole word): :func:`rpa_lib.text.within_budget`, cut at a word instead of a character.
 
     >>> from rpa_lib.splitters import Chunk
     >>> c = [Chunk(f"x:acts:{i}", "x", "acts", t, t, (), 0, len(t)) for i, t in enumerate(["aaaa bbbb", "cc dd ee"])]
@@ -43,7 +43,7 @@ def within_budget(chunks, budget: int) -> list[ContextItem]:
     ['aaaa bbbb', 'cc dd']
     """
     chunks = list(chunks)
-    texts = metrics_within_budget([c.text for c in chunks], budget, prefix=_word_prefix)
+    texts = texts_within_budget([c.text for c in chunks], budget, prefix=_word_prefix)
     items = [ContextItem.of_chunk("knowledge", c) for c in chunks[:len(texts)]]
     if texts and texts[-1] != chunks[len(texts) - 1].text:  # the last one was cut
         last = items.pop()

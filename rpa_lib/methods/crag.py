@@ -71,6 +71,7 @@ from rpa_lib.methods.crag_prompts import (
     keywords_messages,
 )
 from rpa_lib.methods.registry import register
+from rpa_lib.text import segmenter
 
 CORRECT, INCORRECT, AMBIGUOUS = "correct", "incorrect", "ambiguous"
 ROUTES = (CORRECT, AMBIGUOUS, INCORRECT)
@@ -151,9 +152,7 @@ def sentence_groups(text: str, size: int) -> list[tuple[int, int]]:
 
 @functools.lru_cache(maxsize=4096)  # the same chunks come back for many questions; pysbd was a third of a query
 def _sentence_groups(text: str, size: int) -> tuple[tuple[int, int], ...]:
-    import pysbd
-
-    spans = pysbd.Segmenter(language="en", clean=False, char_span=True).segment(text)
+    spans = segmenter("en", spans=True).segment(text)
     return tuple((spans[i].start, spans[min(i + size, len(spans)) - 1].end) for i in range(0, len(spans), size))
 
 

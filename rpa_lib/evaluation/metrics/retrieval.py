@@ -12,8 +12,8 @@ chunk (one chunk, not the concatenation, so a sentence cut in two by a chunk bou
   released code).
 - :func:`eir`: words of the found gold sentences over all words of the retrieved chunks (RAGEval's equation 2 and
   its four sentence-level steps).
-- :func:`within_budget`: the ranked chunks cut to a context budget (characters or tokens), so splitters whose
-  chunks differ in size are compared on the same amount of retrieved text rather than the same k.
+- :func:`within_budget` (from :mod:`rpa_lib.text`): the ranked chunks cut to a context budget (characters or
+  tokens), so splitters whose chunks differ in size are compared on the same amount of retrieved text.
 
 Not done here: no retrieval, no embedding, no LLM; no fuzzy or semantic matching (a paraphrased sentence is not
 found); words are whitespace tokens, so languages written without spaces (RAGEval counts Chinese by character)
@@ -23,8 +23,10 @@ are not supported.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from functools import lru_cache
+
+from rpa_lib.text import segmenter, within_budget  # noqa: F401  (within_budget: re-exported)
 
 UNITS = ("sentence", "reference")
 
@@ -32,13 +34,6 @@ UNITS = ("sentence", "reference")
 def normalize(text: str) -> str:
     """Collapse every run of whitespace into one space and strip. ``normalize(" a\\n b ")`` -> ``"a b"``"""
     return " ".join(text.split())
-
-
-@lru_cache(maxsize=8)
-def _segmenter(language: str):
-    import pysbd
-
-    return pysbd.Segmenter(language=language, clean=False)
 
 
 def split_sentences(text: str, language: str = "en") -> list[str]:
@@ -51,7 +46,7 @@ def split_sentences(text: str, language: str = "en") -> list[str]:
 @lru_cache(maxsize=1 << 16)
 def _sentences(text: str, language: str) -> tuple[str, ...]:
     """Memoised: Table 1's evidence recall splits each question's evidence once per splitter x embedder x k."""
-    sentences = (normalize(s) for s in _segmenter(language).segment(normalize(text))) if text.strip() else ()
+    sentences = (normalize(s) for s in segmenter(language).segment(normalize(text))) if text.strip() else ()
     return tuple(s for s in sentences if s)
 
 
@@ -116,28 +111,3 @@ def eir(gold: str | Sequence[str], retrieved: str | Sequence[str], *, language: 
     matched = sum(len(s.split()) for s in _gold_sentences(_as_list(gold, "gold evidence"), language)
                   if _found(s, chunks))
     return matched / total
-
-
-def within_budget(ranked: Sequence[str], budget: int, length: Callable[[str], int] = len,
-                  prefix: Callable[[str, int], str] | None = None) -> list[str]:
-    """The top-ranked chunk texts until ``budget`` is spent, **the last chunk counted in part**: whole chunks
-    while they fit, then the first one that does not fit cut to its first ``budget - spent`` units (characters
-    by default; pass ``length`` and ``prefix`` to count tokens), and nothing after it. So every splitter is given
-    exactly ``min(budget, total length)`` units, and a sentence counts as retrieved only if it lies whole in the
-    part that fits. Overlapping chunks spend the budget on their shared text twice, as a prompt would.
-    ``within_budget(["abcd", "efgh", "ij"], 6)`` -> ``["abcd", "ef"]``"""
-    if budget < 0:
-        raise ValueError(f"budget must be >= 0, got {budget}")
-    prefix = prefix or (lambda text, n: text[:n])
-    out, spent = [], 0
-    for text in _as_list(ranked, "retrieved chunks"):
-        if spent >= budget:
-            break
-        size = length(text)
-        if spent + size <= budget:
-            out.append(text)
-            spent += size
-        else:
-            out.append(prefix(text, budget - spent))
-            break
-    return out
