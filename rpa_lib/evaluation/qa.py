@@ -40,26 +40,16 @@ from rpa_lib.evaluation.metrics.agreement import kendall_tau
 from rpa_lib.evaluation.metrics.keypoints import KeypointScores, average_keypoint_scores, keypoint_scores
 from rpa_lib.evaluation.runner import Job, answer_tasks, qa_jobs, questionnaire_jobs, run_verdicts
 from rpa_lib.methods.base import Method
+from rpa_lib.methods.registry import paper_name
 from rpa_lib.report import caption_line, plural
 
 QA_TASK = "CharacterRAG"
 QUESTIONNAIRE_TASKS = {"mbti": "MBTI", "bigfive": "BFI"}
-# our method names -> the names of AMADEUS Table 6 (methods it does not have keep their own name)
-PAPER_METHODS = {"no_rag": "w/o RAG", "naive_rag": "Naive RAG", "lightrag": "LightRAG", "crag": "CRAG",
-                 "amadeus": "AMADEUS"}
 METRICS = ("acc", "acc_l", "hs")
 VERDICT_COLUMNS = ["task", "method", "character", "question_id", "attribute", "metric", "answer", "value", "status",
                    "problem", "error", "judge"]
 LABEL_COLUMNS = ["task", "method", "character", "question_id", "attribute", "kp", "key_point", "label", "status",
                  "problem", "error", "judge"]
-
-
-def paper_name(method: str) -> str:
-    """The method's name in AMADEUS Table 6; a variant's label (``paper_name("naive_rag_budget") == "Naive RAG
-    (budget-matched)"``); else the name itself. ``paper_name("no_rag") == "w/o RAG"``"""
-    from rpa_lib.methods.registry import VARIANTS
-
-    return PAPER_METHODS.get(method) or (VARIANTS[method].label if method in VARIANTS else method)
 
 
 def has_context(method: Method) -> bool:

@@ -36,6 +36,7 @@ from rpa_lib.methods.registry import (
     build_methods,
     method_class,
     method_label,
+    paper_name,
     register,
     setting_names,
 )
@@ -44,5 +45,5 @@ __all__ = ["METHODS", "VARIANTS", "NaiveRAGSettings", "method_label", "Amadeus",
            "CragSettings", "Method", "RoleRAG", "RoleRAGSettings",
            "LightRAG", "LightRAGSettings", "close_lightrag",
            "NaiveRAG", "NoRAG", "Response", "RetrievalSettings", "Selection", "build_method", "build_methods",
-           "guided_selection", "method_class", "register",
+           "guided_selection", "method_class", "paper_name", "register",
            "setting_names"]

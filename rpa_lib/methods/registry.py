@@ -43,13 +43,22 @@ VARIANTS: dict[str, Variant] = {
     "naive_rag_vanilla": Variant("naive_rag", (("splitter", "vanilla"),), "Naive RAG (Vanilla)"),
     "naive_rag_budget": Variant("naive_rag", (), "Naive RAG (budget-matched)", requires=("budget_chars",)),
 }
+# the one table of method names: ours (tables, figures, the explorer) and, where the paper has the method, the name
+# AMADEUS Table 6 prints
 LABELS = {"no_rag": "No RAG", "naive_rag": "Naive RAG", "amadeus": "AMADEUS", "crag": "CRAG-offline",
           "lightrag": "LightRAG", "rolerag": "RoleRAG"}
+PAPER_NAMES = {"no_rag": "w/o RAG", "naive_rag": "Naive RAG", "lightrag": "LightRAG", "crag": "CRAG",
+               "amadeus": "AMADEUS"}
 
 
 def method_label(name: str) -> str:
     """How a table names a method or variant. ``method_label("naive_rag_budget") == "Naive RAG (budget-matched)"``"""
     return VARIANTS[name].label if name in VARIANTS else LABELS.get(name, name)
+
+
+def paper_name(name: str) -> str:
+    """The method's name in AMADEUS Table 6, else :func:`method_label`. ``paper_name("no_rag") == "w/o RAG"``"""
+    return PAPER_NAMES.get(name) or method_label(name)
 
 
 def register(cls: type[Method]) -> type[Method]:
