@@ -123,3 +123,11 @@ def test_missing_paper_weights_are_one_error_naming_model_key_and_command(monkey
                                           tmp_path / "plan.jsonl")
     assert params == {"embedders": ["minilm", "stand-in:qwen3-0.6b"], "run_mode": {"plan_file": str(tmp_path / "plan.jsonl")}}
     embeddings.clear_caches()
+
+
+def test_every_profile_gives_the_charactercraft_judge_references_on_pers_emo_dec_only():
+    """CharacterCraft's Table 6 judges Pers, Emo and Dec with and without a reference; every profile asks the same."""
+    for path in sorted(paths.PROFILES_DIR.glob("*.yaml")):
+        profile = yaml.safe_load(path.read_text())
+        given = ((profile.get("notebooks") or {}).get("07_judge_agreement") or {}).get("reference_dimensions")
+        assert given in (None, ["pers", "emo", "dec"]), f"{path.name}: reference_dimensions {given}"

@@ -93,6 +93,41 @@ def test_hs_sees_the_context_and_gold_the_method_had(ds):
     assert "Ada keeps the lighthouse on Varholm." in seen[1] and "Correct answer" not in seen[1]
 
 
+def test_hs_of_two_methods_is_judged_against_the_same_reference_passages(ds):
+    """With references, AMADEUS (whose context holds AE's inferred attributes) and Naive RAG are judged against
+    the same persona paragraphs: the evidence's paragraph for a QA question, one fixed retriever's chunks for an
+    interview question; never against the method's own context."""
+    from rpa_lib.evaluation.qa import hs_references
+
+    seen = []
+
+    def rule(kind, messages, spec):
+        seen.append(messages[-1]["content"])
+        return "2"
+
+    gold = gold_answers(ds, ["ada-lindqvist"])
+    qa = gold["ada-lindqvist", "ada-lindqvist-01"]
+    inferred = [{"role": "attribute", "text": "An inference an LLM wrote.", "chunk_ids": [], "label": "Belief and Value"}]
+    rows = [answer_row("naive_rag"), {**answer_row("amadeus"), "context": inferred},
+            answer_row("naive_rag", qid="E1", task="BFI", attribute=None),
+            {**answer_row("amadeus", qid="E1", task="BFI", attribute=None), "context": inferred}]
+    answers = pd.DataFrame(rows).assign(question=["Where?", "Where?", "I like order.", "I like order."])
+    refs = hs_references(ds, answers, gold, k=2, embedder="hash-64")
+    paragraph = next(p.text for p in ds.persona("ada-lindqvist").paragraphs if qa.evidence[0] in " ".join(p.text.split()))
+    assert [i["text"] for i in refs["ada-lindqvist", "ada-lindqvist-01"]] == [paragraph]
+    assert len(refs["ada-lindqvist", "E1"]) == 2
+    judge_answers(answers, FakeLLM(rule=rule, label="j"), {"ada-lindqvist": "Ada"}, gold, references=refs,
+                  metrics=["hs"], progress=False)
+    by_question: dict[str, list[str]] = {}  # the judge runs in threads: group its prompts by question
+    for text in seen:
+        by_question.setdefault("Where?" if "Where?" in text else "order", []).append(text.split("Question asked")[0])
+    qa_passages, interview_passages = by_question["Where?"], by_question["order"]
+    assert len(qa_passages) == len(interview_passages) == 2  # one HS prompt per method
+    assert len(set(qa_passages)) == len(set(interview_passages)) == 1 and qa_passages[0] != interview_passages[0]
+    assert all("the reference" in p and "inference an LLM wrote" not in p for p in qa_passages + interview_passages)
+    assert qa.evidence[0] in " ".join(qa_passages[0].split())
+
+
 # ---- missing values and failures -----------------------------------------------------------------------------
 
 
@@ -328,3 +363,30 @@ def test_notebook_05_is_in_every_profile():
     for profile in ("quick", "paper", "smoke"):
         assert "05_qa_evaluation" in reproduce.load_profile(profile)["notebooks"], profile
     assert (paths.NOTEBOOKS_DIR / "05_qa_evaluation.ipynb").is_file()
+
+
+def test_the_budget_control_is_matched_task_by_task(ds):
+    """Interview HS rows get Naive RAG at AMADEUS's mean context on the interviews, QA rows at its mean on QA."""
+    from rpa_lib.evaluation.context import matched_budget
+    from rpa_lib.evaluation.qa import answer_budget_control
+
+    chars = ds.characters(None)
+    llm = FakeLLM(label="agent")
+    amadeus = build_methods(["amadeus"], llm, dataset=ds, embedder="hash-64", k=2, max_tokens=16,
+                            max_iterations=4, extract_format="text")
+    tasks = task_jobs(ds, chars, 2, {"mbti": 4})
+    answers, _ = answer_all(amadeus, tasks, llm=llm, progress=False)
+    built = []
+
+    def control(chars_budget):
+        built.append(chars_budget)
+        return build_methods(["naive_rag_budget"], llm, dataset=ds, embedder="hash-64", max_tokens=16,
+                             per_method={"naive_rag_budget": {"budget_chars": chars_budget}})[0]
+
+    rows, timing, budgets = answer_budget_control(answers, tasks, control, llm=llm)
+    expected = {t: matched_budget(answers[answers.task == t], "amadeus") for t in tasks}
+    assert budgets == expected and built == list(expected.values())
+    assert rows.groupby("task").size().to_dict() == {t: len(j) for t, j in tasks.items()}
+    assert set(rows.method) == {"naive_rag_budget"} and timing.task.tolist() == list(tasks)
+    given, _, fixed = answer_budget_control(answers, tasks, control, given=500, llm=llm)
+    assert fixed == {t: 500 for t in tasks} and len(given) == len(rows)

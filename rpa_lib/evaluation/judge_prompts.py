@@ -106,7 +106,8 @@ def acc_l_messages(name: str, question: str, gold: str, reply: str) -> list[dict
     ]
 
 
-def hs_messages(name: str, question: str, context: Sequence[dict], reply: str, gold: str | None = None) -> list[dict]:
+def hs_messages(name: str, question: str, context: Sequence[dict], reply: str, gold: str | None = None, *,
+                reference: bool = False) -> list[dict]:
     """HS, the Hallucination Score (AMADEUS: "close to 1 when the response faithfully reflects only the facts
     contained in the chunks or answer without distortion or addition"), 1-10 with :data:`HS_ANCHORS`.
 
@@ -114,9 +115,11 @@ def hs_messages(name: str, question: str, context: Sequence[dict], reply: str, g
     ``run_jobs`` row's items) and, for a QA question, the correct answer (``gold``; None for an interview
     question, whose reply is judged against the passages alone). Only claims of fact count: the character's
     tone, greetings and feelings are no hallucination, and a preference that follows from the passages is
-    supported."""
+    supported. With ``reference``, ``context`` is a reference from the persona shared by every method, and the
+    judge is told so instead."""
     sources = "the passages or the correct answer" if gold is not None else "the passages"
-    shown = f"Passages the agent was given:\n{passages_text(context) or '(none)'}\n\n"
+    heading = f"Passages from {name}'s persona (the reference)" if reference else "Passages the agent was given"
+    shown = f"{heading}:\n{passages_text(context) or '(none)'}\n\n"
     if gold is not None:
         shown += f"Correct answer (it describes {name} in the third person): {_one_line(gold)}\n"
     return [

@@ -109,12 +109,16 @@ def judge_acc_l(judge, name: str, question: str, gold: str, reply: str) -> Verdi
     return choose_verdict(judge, "acc_l", acc_l_messages(name, question, gold, reply), SCALE_OPTIONS)
 
 
-def judge_hs(judge, name: str, question: str, context: Sequence[dict], reply: str, gold: str | None = None) -> Verdict:
-    """HS: 1-10, 1 when the response states only facts of the ``context`` it was given (and of ``gold``, for a
-    QA question; None for an interview question). A response without context gets no HS: ValueError."""
+def judge_hs(judge, name: str, question: str, context: Sequence[dict], reply: str, gold: str | None = None, *,
+             reference: bool = False) -> Verdict:
+    """HS: 1-10, 1 when the response states only facts of the passages (and of ``gold``, for a QA question;
+    None for an interview question). The passages are ``context``: the method's own (``reference=False``) or one
+    reference shared by every method (``reference=True``, :func:`rpa_lib.evaluation.qa.hs_references`). No
+    passages: ValueError."""
     if not context:
-        raise ValueError("HS needs the context the method used; a method without retrieved context gets no HS")
-    return choose_verdict(judge, "hs", hs_messages(name, question, context, reply, gold), SCALE_OPTIONS)
+        raise ValueError("HS needs passages to judge against; a method without retrieved context gets no HS")
+    return choose_verdict(judge, "hs", hs_messages(name, question, context, reply, gold, reference=reference),
+                          SCALE_OPTIONS)
 
 
 def label_keypoint(judge, name: str, question: str, key_point: str, reply: str) -> Verdict:

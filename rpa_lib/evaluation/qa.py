@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from rpa_lib.data import QA, Dataset
+from rpa_lib.evaluation.context import matched_budget
 from rpa_lib.evaluation.judges import FAILED, OK, UNPARSED, judge_acc, judge_acc_l, judge_hs, label_keypoint
 from rpa_lib.evaluation.metrics.agreement import kendall_tau
 from rpa_lib.evaluation.metrics.keypoints import KeypointScores, average_keypoint_scores, keypoint_scores
@@ -100,6 +101,24 @@ def answer_all(methods: Sequence[Method], tasks: dict[str, list[Job]], *, llm=No
                         workers=workers, progress=progress)
 
 
+def answer_budget_control(answers: pd.DataFrame, tasks: dict[str, list[Job]], control, *, given: int | None = None,
+                          method: str = "amadeus", llm=None) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, int]]:
+    """The budget-matched control on each task at ``method``'s mean context on that same task (interview HS rows
+    are matched to the interview budget, QA rows to the QA budget), or at ``given`` characters everywhere.
+    ``control(budget_chars)`` builds the control method. Returns its rows, timing rows and the budget per task."""
+    rows, timing, budgets = [], [], {}
+    for task, jobs in tasks.items():
+        done = answers[(answers.task == task) & answers.error.isna()]
+        if not given and not (done.method == method).any():
+            continue  # the method was not run on this task: nothing to match
+        budgets[task] = given or matched_budget(done, method)
+        more, more_timing = answer_all([control(budgets[task])], {task: jobs}, llm=llm)
+        rows.append(more)
+        timing.append(more_timing)
+    return (pd.concat(rows, ignore_index=True) if rows else answers.iloc[:0],
+            pd.concat(timing, ignore_index=True) if timing else pd.DataFrame(), budgets)
+
+
 def answer_summary(answers: pd.DataFrame) -> pd.DataFrame:
     """Per task and method: answers, failed, mean reply length, context items and chunk ids per answer, LLM
     calls and how many the cache served."""
@@ -147,11 +166,51 @@ def verdict_jobs(answers: pd.DataFrame, gold: dict[tuple[str, str], QA], metrics
     return jobs
 
 
+HS_REFERENCE = ("HS judged for every method against one reference: for a QA question the persona paragraphs that "
+                "hold its evidence, for an interview question the top {k} ACTS chunks of {embedder} for it; never "
+                "against a method's own context or text an LLM wrote")
+
+
+def _reference_item(label: str, text: str) -> dict:
+    return {"role": "reference", "label": label, "text": text}
+
+
+def hs_references(dataset: Dataset, answers: pd.DataFrame, gold: dict[tuple[str, str], QA], *, k: int = 3,
+                  embedder: str = "minilm") -> dict[tuple[str, str], list[dict]]:
+    """The one reference every method's reply to a question is judged against for HS (:data:`HS_REFERENCE`):
+    ``{(character, question id): [reference items]}``. A QA question's reference is each persona paragraph that
+    holds one of its evidence strings, whole (the evidence with the text around it); an interview question has
+    no evidence, so its reference is the top ``k`` ACTS chunks of one fixed retriever (``embedder``), the same for
+    every method. Never the method's own context, and never text an LLM wrote (AE's attributes, other
+    characters' paragraphs)."""
+    from rpa_lib.retrieval import retriever
+
+    refs: dict[tuple[str, str], list[dict]] = {}
+    for r in _answered(answers):
+        key = (r["character"], r["question_id"])
+        if key in refs:
+            continue
+        qa = gold.get(key) if r.get("task") == QA_TASK else None
+        if qa is not None:
+            paragraphs = dataset.persona(r["character"]).paragraphs
+            flat = [(p, " ".join(p.text.split())) for p in paragraphs]
+            held = [p for p, text in flat if any(" ".join(e.split()) in text for e in qa.evidence)]
+            refs[key] = [_reference_item(" > ".join(p.headings[1:]), p.text) for p in dict.fromkeys(held)]
+        else:
+            hits = retriever(r["character"], "acts", embedder, dataset).search(r["question"], k)
+            refs[key] = [_reference_item(" > ".join(h.chunk.headings[1:]) if h.chunk.headings else "", h.chunk.text)
+                         for h in hits]
+    return refs
+
+
 def judge_answers(answers: pd.DataFrame, judge, names: dict[str, str], gold: dict[tuple[str, str], QA], *,
-                  metrics: Sequence[str] = METRICS, workers: int | None = None, progress: bool = True) -> pd.DataFrame:
+                  references: dict[tuple[str, str], list[dict]] | None = None, metrics: Sequence[str] = METRICS,
+                  workers: int | None = None, progress: bool = True) -> pd.DataFrame:
     """One verdict row per (response, metric) of :func:`verdict_jobs` (columns :data:`VERDICT_COLUMNS`).
-    ``gold``: ``{(character, question id): QA}``; ``names``: ``{slug: name}``. A verdict the judge gave in no
-    allowed form is ``unparsed`` (NaN value); a judge call that failed is ``failed`` with its error."""
+    ``gold``: ``{(character, question id): QA}``; ``names``: ``{slug: name}``; ``references``: what HS is judged
+    against (:func:`hs_references`: one reference per question for every method; None: each method's own
+    context, as the paper's prompt reads). A verdict the judge gave in no allowed form is ``unparsed`` (NaN
+    value); a judge call that failed is ``failed`` with its error."""
     def run(job):
         r, metric = job
         name = names.get(r["character"], r["character"])
@@ -161,7 +220,10 @@ def judge_answers(answers: pd.DataFrame, judge, names: dict[str, str], gold: dic
             return judge_acc(judge, name, r["question"], qa.answer, reply)
         if metric == "acc_l":
             return judge_acc_l(judge, name, r["question"], qa.answer, reply)
-        return judge_hs(judge, name, r["question"], r["context"], reply, qa.answer if qa else None)
+        if references is None:
+            return judge_hs(judge, name, r["question"], r["context"], reply, qa.answer if qa else None)
+        return judge_hs(judge, name, r["question"], references[(r["character"], r["question_id"])], reply,
+                        qa.answer if qa else None, reference=True)
 
     def describe(job) -> dict:
         r, metric = job
