@@ -107,8 +107,8 @@ class Experiment:
     def record(self, name: str, **fields: Any) -> Path:
         """``results/<name>.run.json``: the parameters, the models by role, their usage, then ``fields``."""
         models = {role: llm.label for role, llm in self._handed.items()}
-        return save_run_record(name, self.results, parameters=self.parameters, models=models, usage_by_role=self.usage(),
-                               characters=self.characters, **fields)
+        return save_run_record(name, self.results, parameters=self.parameters,
+                               **{"models": models, "usage_by_role": self.usage(), "characters": self.characters, **fields})
 
     def check(self, rows: pd.DataFrame, what: str, max_share: float | None = None) -> None:
         """The failure policy: :func:`~rpa_lib.evaluation.runner.check_failures` with ``max_failed_share``."""

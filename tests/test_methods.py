@@ -197,6 +197,7 @@ def test_chunk_usage_statistics():
     ])
     stats = usage_stats(used, {"c": 8}).iloc[0]
     assert stats.chunks_used == 4 and stats.usage_rate == 0.5 and stats.gs_failure_rate == 0.5 and stats.failed_items == 1
+    assert stats.ceiling_rate == 5 / 8  # 5 chunks shown over the answered questions: at most 5 of 8 distinct
     freqs = duplication_frequencies(used, {"c": 8}).set_index("chunk").uses.to_dict()
     assert freqs == {"a": 1, "b": 2, "c": 1, "d": 1}
 
@@ -215,6 +216,21 @@ def test_used_chunks_records_failed_items_and_reads_roles():
     assert "judge exploded" in bad.error and bad.chunks == []
     everything = used_chunks(m, jobs[:1])  # every role: the top-1 knowledge chunk is among the top K+1 fallback
     assert set(everything.chunks[0]) == set(ok.chunks)
+
+
+def test_a_chunk_cut_to_a_few_words_by_a_budget_is_not_counted_as_used():
+    """The budget-matched control ends on a chunk cut at the budget: below MIN_USED_CHARS of its text reached the
+    LLM, so usage does not count it; every whole chunk counts."""
+    from rpa_lib.evaluation.chunk_usage import MIN_USED_CHARS
+
+    m = make("naive_rag", FakeLLM(cache=False), embedder="hash-64", k=2)
+    ranked = m.search("ada-lindqvist", "the lighthouse", 3)
+    budget = len(ranked[0].text) + len(ranked[1].text) + 80  # two whole chunks and 80 characters of a third
+    control = make("naive_rag_budget", FakeLLM(cache=False), embedder="hash-64", budget_chars=budget)
+    used = used_chunks(control, [Job("ada-lindqvist", "q1", "the lighthouse")])
+    shown = [i for i in used.context[0] if i["chunk_ids"]]
+    assert len(shown) == 3 and len(shown[2]["text"]) < MIN_USED_CHARS < len(ranked[2].text)
+    assert used.chunks[0] == [ranked[0].id, ranked[1].id]
 
 
 def test_run_jobs_keeps_one_row_per_job_with_failures_and_meta():

@@ -7,7 +7,12 @@ For a character and a question set:
 - duplication frequencies: for each chunk, in how many of the questions it was used.
 
 What counts as "used" is read from each job's context items (``roles`` picks which: e.g. ``["selected"]`` for
-the chunks GS chose); no method class is consulted and no reply is generated (the runner stops at ``context``).
+the chunks GS chose); no reply is generated (the runner stops at ``context``). A chunk counts as used only when
+at least :data:`MIN_USED_CHARS` characters of its text (or all of it, for a shorter chunk) reached the LLM: a
+budget-matched Naive RAG that ends on a chunk cut to a few words has not used that chunk. Beside each rate,
+``ceiling_rate`` is the most a method could reach with the chunks it showed (distinct chunks cannot exceed the
+chunks shown per question times the questions): a rate at its ceiling says the question set, not the method,
+set the number.
 
 :data:`COMPARISONS` names the two set-ups Table 3 can compare Naive RAG and AMADEUS in, both on the one ACTS pool
 (the paper applies ACTS to Naive RAG): ``equal`` (the same budget K, each counted on everything that reaches its
@@ -26,6 +31,8 @@ import pandas as pd
 
 from rpa_lib.evaluation.runner import Job, chunk_ids, run_jobs
 from rpa_lib.methods.registry import build_method
+
+MIN_USED_CHARS = 200  # characters of a chunk's text that must reach the LLM for the chunk to count as used
 
 
 @dataclass(frozen=True)
@@ -59,16 +66,27 @@ def comparison_methods(name: str, llm, dataset, **amadeus_settings):
     return (naive, None), (amadeus, list(c.amadeus_roles) if c.amadeus_roles else None)
 
 
-def used_chunks(method, jobs: list[Job], *, roles: list[str] | None = None, llm=None, desc: str = "chunks") -> pd.DataFrame:
-    """One row per job: the chunk ids of the context items of ``roles`` (None: every role), every context item
-    that reached the LLM (``context``, whatever ``roles`` counts), GS's outcome where the method reports one, and
-    the error of a failed job (kept, never dropped)."""
+def counted_items(items: list[dict], method, character: str, min_chars: int = MIN_USED_CHARS) -> list[dict]:
+    """The context items whose persona chunk reached the LLM with at least ``min_chars`` characters of its text
+    (or all of it, for a chunk shorter than that); items without a chunk are kept (they add no chunk id)."""
+    chunks = method.retriever(character)._by_id
+    def full(item: dict) -> int:
+        return max((len(chunks[c].text) for c in item.get("chunk_ids") or () if c in chunks), default=0)
+    return [i for i in items if len(i.get("text") or "") >= min(min_chars, full(i))]
+
+
+def used_chunks(method, jobs: list[Job], *, roles: list[str] | None = None, llm=None, desc: str = "chunks",
+                min_chars: int = MIN_USED_CHARS) -> pd.DataFrame:
+    """One row per job: the chunk ids of the context items of ``roles`` (None: every role) that count as used
+    (:func:`counted_items`), every context item that reached the LLM (``context``, whatever ``roles`` counts),
+    GS's outcome where the method reports one, and the error of a failed job (kept, never dropped)."""
     rows = run_jobs(method, jobs, step="context", llm=llm, desc=desc)
     out = []
     for r in rows.to_dict("records"):
         ok = pd.isna(r["error"])
         details = r["details"] if ok else {}
-        chunks = chunk_ids(r["context"], *(roles or ())) if ok else []
+        counted = counted_items(r["context"], method, r["character"], min_chars) if ok else []
+        chunks = chunk_ids(counted, *(roles or ())) if ok else []
         row = {"method": r["method"], "character": r["character"], "question_id": r["question_id"],
                "question": r["question"], "chunks": chunks, "context": r["context"] if ok else None,
                "gs_failed": details.get("gs_failed"),
@@ -80,16 +98,19 @@ def used_chunks(method, jobs: list[Job], *, roles: list[str] | None = None, llm=
 
 
 def usage_stats(used: pd.DataFrame, n_chunks: dict[str, int]) -> pd.DataFrame:
-    """Per (method, character): chunks, chunks used, usage rate, GS failure rate, failed items."""
+    """Per (method, character): chunks, chunks used, usage rate, its ceiling (the chunks shown over all questions,
+    at most every chunk, over the character's chunks), GS failure rate, failed items."""
     rows = []
     for (method, character), g in used.groupby(["method", "character"], sort=False):
         ok = g[g.error.isna()]
         distinct = {c for chunks in ok.chunks for c in chunks}
+        shown = sum(len(chunks) for chunks in ok.chunks)
         gs = ok.gs_failed.dropna()
         rows.append({"method": method, "character": character, "questions": len(ok), "failed_items": len(g) - len(ok),
                      "chunks": n_chunks[character], "chunks_used": len(distinct),
                      "usage_rate": len(distinct) / n_chunks[character],
-                     "gs_failure_rate": float(gs.mean()) if len(gs) else None})
+                     "gs_failure_rate": float(gs.mean()) if len(gs) else None,
+                     "ceiling_rate": min(shown, n_chunks[character]) / n_chunks[character]})
     return pd.DataFrame(rows)
 
 
