@@ -1,8 +1,9 @@
 """Split a persona into chunks: Vanilla, ATS and ACTS (AMADEUS Eq. 3-5, "Adaptive Context-aware Text Splitter").
 
 - ``vanilla``: one fixed chunk length and overlap for every character (default 500 / 100 characters), over the
-  whole document: its chunks may cut across sections, and such a chunk carries only the heading path its
-  paragraphs share (e.g. ``Frieren > Activity``). That is the conventional splitting the paper compares with.
+  whole document as it is written, heading lines included: its chunks may cut across sections, and a chunk that
+  does holds the heading lines between its paragraphs, as the document does (its ``headings`` are the path its
+  paragraphs share, e.g. ``Frieren > Activity``). That is the conventional splitting the paper compares with.
 - ``ats``: l_max = the character's longest paragraph (Eq. 3), overlap l_o = l_max / 2, so short paragraphs merge
   into one chunk and consecutive chunks overlap (Adaptive Text Splitter).
 - ``acts``: ATS, and each chunk's hierarchical context H_i (its heading path) is put in front of its text (Eq. 5).
@@ -114,12 +115,14 @@ def split(persona: Persona, splitter: str = "acts", *, length: int | None = None
     units = [persona.paragraphs] if scope == "document" else [list(sec.paragraphs) for sec in persona.sections]
     chunks: list[Chunk] = []
     for paragraphs in units:
-        # The paragraphs joined by exactly one blank line; `spans` maps offsets back to the source.
-        body_text, spans, at = "", [], 0
-        for par in paragraphs:
-            spans.append((at, par.start))
-            body_text += ("\n\n" if body_text else "") + par.text
-            at = len(body_text) + 2
+        if scope == "document":  # the document as it is, heading lines included, from its first paragraph on
+            body_text, spans = persona.source[paragraphs[0].start:paragraphs[-1].end], [(0, paragraphs[0].start)]
+        else:  # the section's paragraphs joined by exactly one blank line; `spans` maps offsets back to the source
+            body_text, spans, at = "", [], 0
+            for par in paragraphs:
+                spans.append((at, par.start))
+                body_text += ("\n\n" if body_text else "") + par.text
+                at = len(body_text) + 2
         cursor, norm_starts = 0, [span[0] for span in spans]
         par_starts, par_ends = [p.start for p in paragraphs], [p.end for p in paragraphs]
         for piece in text_splitter.split_text(body_text):
@@ -132,10 +135,12 @@ def split(persona: Persona, splitter: str = "acts", *, length: int | None = None
             # the paragraphs the chunk overlaps (p.start < end and p.end > start), found by bisection: a persona
             # of a million characters has thousands of paragraphs, and a scan per chunk would be quadratic
             overlapping = paragraphs[bisect_right(par_ends, start):bisect_left(par_starts, end)]
+            if not overlapping:  # heading lines alone, between two paragraphs that fill chunks of their own
+                continue
             headings = _shared_path([p.headings for p in overlapping])
-            # Inside one section the body is the source slice; across sections the slice would also hold the
-            # heading lines between paragraphs, so the body is the paragraphs' text as the splitter measured it.
-            body = persona.source[start:end] if scope == "section" else piece
+            # The body is the source slice: inside a section its paragraphs; across sections also the heading lines
+            # between them, as the document has them (the splitter measured the same text).
+            body = persona.source[start:end]
             chunks.append(Chunk(
                 id=f"{persona.slug}:{splitter}:{len(chunks):04d}", character=persona.slug, splitter=splitter,
                 text=f"{heading_path(headings)}\n{body}" if s.with_context else body,
