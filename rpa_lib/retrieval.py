@@ -83,9 +83,19 @@ class Retriever:
         return self.search_many([query], k)[0]
 
     def search_many(self, queries: list[str], k: int = 5) -> list[list[Hit]]:
+        """:meth:`search` for each query. A query whose vector is all zeros (TF-IDF: no word of it is in the
+        persona's vocabulary) ties every chunk at 0: it gets the first ``k`` chunks in document order, never an
+        arbitrary index order (:func:`zero_queries` counts such queries)."""
         vectors = embed(self.embedder, queries, kind="query")
         ids, scores = self.index.search(vectors, k)
-        return [[Hit(self._by_id[i], float(s)) for i, s in zip(row, srow, strict=True)] for row, srow in zip(ids, scores, strict=True)]
+        first = [c.id for c in self.chunks[:k]]
+        return [[Hit(self._by_id[i], float(s)) for i, s in zip(row, srow, strict=True)] if vector.any()
+                else [Hit(self._by_id[i], 0.0) for i in first]
+                for row, srow, vector in zip(ids, scores, vectors, strict=True)]
+
+    def zero_queries(self, queries: list[str]) -> list[bool]:
+        """For each of ``queries``: is its vector all zeros (its ranking the document-order tie-break)?"""
+        return [not v.any() for v in embed(self.embedder, queries, kind="query")]
 
     def vectors(self) -> np.ndarray:
         return embed(self.embedder, [c.text for c in self.chunks])

@@ -27,8 +27,10 @@ from rpa_lib.splitters import SPLITTER_NAMES
 
 def retrieved_scores(dataset: Dataset, characters: list[str], splitters: list[str], embedders: list[str],
                      k: int = 5, qa_set: str = "paper") -> pd.DataFrame:
-    """One row per retrieved chunk: character, splitter, embedder, question id, rank, score, for the questions of
-    one QA set (``"paper"``, the headline set, or ``"multi"``, reported apart)."""
+    """One row per retrieved chunk: character, splitter, embedder, question id, rank, score, and ``zero_query``
+    (the question's vector is all zeros, so its chunks are the document-order tie-break of
+    :meth:`~rpa_lib.retrieval.Retriever.search_many`), for the questions of one QA set (``"paper"``, the headline
+    set, or ``"multi"``, reported apart)."""
     rows = []
     jobs = [(e, s, c) for e in embedders for s in splitters for c in characters]
     for emb, splitter, slug in tqdm(jobs, desc="retrieving", unit="index"):
@@ -36,9 +38,11 @@ def retrieved_scores(dataset: Dataset, characters: list[str], splitters: list[st
         qa = dataset.qa(slug, qa_set)
         if not qa:
             continue
-        for item, hits in zip(qa, index.search_many([q.question for q in qa], k), strict=True):
+        questions = [q.question for q in qa]
+        for item, hits, zero in zip(qa, index.search_many(questions, k), index.zero_queries(questions), strict=True):
             rows += [{"character": slug, "splitter": splitter, "embedder": index.embedder.label, "question": item.id,
-                      "rank": r, "score": h.score, "chunk": h.chunk.id} for r, h in enumerate(hits, start=1)]
+                      "rank": r, "score": h.score, "chunk": h.chunk.id, "zero_query": zero}
+                     for r, h in enumerate(hits, start=1)]
     return pd.DataFrame(rows)
 
 
