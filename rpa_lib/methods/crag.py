@@ -40,6 +40,15 @@ It is **not** a web search, and every table must say so: :attr:`Crag.label` read
   better), in reading order (departures: a cap that keeps the context near Naive RAG's, a floor so that a strip
   the evaluator rejects is never shown, and reading order so that recomposed text reads as written).
 
+- Documents evaluated: CRAG's evaluator scores the top 10 retrieved documents; ours the top ``k`` chunks of the
+  shared pool (3 or 5 in our profiles), so the persona side sees fewer passages (departure, for equal context).
+- Search results: CRAG keeps web pages as whole paragraphs in its default scripts; ours cuts the BM25 paragraphs
+  into the same sentence strips as the persona chunks and refines them (departure).
+- Corpus: the ``pooled`` corpus (default) holds every persona's paragraphs, **this character's own included**, so
+  the ambiguous and incorrect routes can bring back the character's own text (unchunked, outside the ACTS pool)
+  as well as other characters'; ``others`` leaves the character's own out and ``none`` searches nothing. The
+  label and :func:`departures` name the corpus in use.
+
 Context items: ``knowledge`` (refined strips of this character's chunks, with their chunk ids) and ``external``
 (refined search strips, prefixed with the name of the character whose persona they come from; chunk ids only
 when that is this character: the chunks of this method's splitter that hold the strip). Details: ``route``,
@@ -278,6 +287,9 @@ class Crag(Method):
         return Context(items, calls, details)
 
 
+OWN_INCLUDED = " (this character's own included)"
+
+
 def departures(settings: CragSettings) -> str:
     """One line for a caption: how this CRAG departs from the original (see the module docstring).
 
@@ -289,7 +301,9 @@ def departures(settings: CragSettings) -> str:
     return (f"CRAG-offline departs from CRAG: {evaluator}; thresholds {settings.upper:g} / {settings.lower:g}, not tuned "
             f"per dataset; strips of {settings.strip_sentences} sentences, at most {settings.max_strips} per source scoring "
             f"above {settings.strip_threshold:g}, in reading order (CRAG: top 10 internal / 5 web strips by score); "
-            f"BM25 over personas ({settings.corpus}) instead of web search")
+            f"the top {settings.k} chunks evaluated (CRAG: 10 documents); BM25 over {CORPUS_WORDS[settings.corpus]}"
+            f"{OWN_INCLUDED if settings.corpus == 'pooled' else ''} instead of web search, its "
+            "paragraphs cut into strips (CRAG keeps web pages whole)")
 
 
 def route_counts(rows: pd.DataFrame) -> pd.DataFrame:
