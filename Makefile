@@ -60,7 +60,7 @@ reproduce: $(STAMP) ## run every numbered notebook headlessly (figures/, results
 	$(PY) -m rpa_lib.reproduce --profile $(PROFILE) $(if $(FORCE),--force)
 
 test: $(STAMP) ## lint, check the import layers (pyproject.toml) and run the offline test suite
-	$(PY) -m ruff check rpa_lib tests notebooks
+	$(PY) -m ruff check rpa_lib tests notebooks benchmarks
 	$(VENV)/bin/lint-imports
 	$(PY) -m pytest
 
@@ -80,9 +80,9 @@ validate: $(STAMP) ## check every file of data/
 	$(PY) -m rpa_lib.data validate
 
 bench: $(STAMP) ## print the index, LLM-layer and Guided Selection benchmarks
-	$(PY) -m rpa_lib.bench index
-	$(PY) -m rpa_lib.bench llm
-	$(PY) -m rpa_lib.bench gs
+	$(PY) -m benchmarks index
+	$(PY) -m benchmarks llm
+	$(PY) -m benchmarks gs
 
 clean: ## remove caches and executed notebooks (keeps .venv, figures and tables)
 	rm -rf results/cache results/notebooks .pytest_cache .ruff_cache

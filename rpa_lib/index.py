@@ -8,14 +8,14 @@ changed embedder, splitter or persona can never silently reuse a stale index. A 
 another dimension than the index's is a ValueError, never a call into hnswlib (which would read out of bounds).
 
 Defaults (M=32, ef_construction=200, ef=128, single-threaded build with a fixed seed) give the exact top-k at
-the size of one character (hundreds to a few thousand chunks); ``python -m rpa_lib.bench index`` measures
+the size of one character (hundreds to a few thousand chunks); ``python -m benchmarks index`` measures
 recall at larger sizes. This module does not embed (see ``embeddings``).
 
 Updates in place: given ``embed_fn`` (vectors for a list of texts), :func:`build_or_load` matches the new chunks
 to the saved ones by text, marks the slots of removed or changed chunks deleted (hnswlib ``mark_deleted``) and
 adds only the new texts (``add_items``), instead of rebuilding; the chunk ids of kept slots are renamed to the
 new ones. It rebuilds instead, and logs why, when the split settings changed (an ATS/ACTS l_max) or most chunks
-changed. What happened is in ``index.change``. ``python -m rpa_lib.bench update`` times one update.
+changed. What happened is in ``index.change``. ``python -m benchmarks update`` times one update.
 """
 
 from __future__ import annotations

@@ -1,12 +1,12 @@
-"""``python -m rpa_lib.bench methods`` on the fixture dataset: per-question and indexing costs, the fake's rule,
+"""``python -m benchmarks methods`` on the fixture dataset: per-question and indexing costs, the fake's rule,
 the table, and the command line."""
 
 from __future__ import annotations
 
 import os
 
-from rpa_lib.bench.__main__ import main as bench_main
-from rpa_lib.bench.methods import FIXTURE_DATA, bench_rule, command, run, summary
+from benchmarks.__main__ import main as bench_main
+from benchmarks.methods import FIXTURE_DATA, bench_rule, command, run, summary
 from rpa_lib.data import Dataset
 from rpa_lib.llm.answers import schema_error
 from rpa_lib.methods.rolerag_prompts import ANALYSIS_SCHEMA, EXTRACT_SCHEMA, MERGE_SCHEMA, extract_messages

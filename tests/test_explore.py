@@ -106,7 +106,7 @@ def test_an_interrupt_ends_a_cell_with_one_line(capsys):
 
 
 def test_a_configured_server_is_offered_and_answers(dataset, monkeypatch):
-    from rpa_lib.bench.mock_server import MockServer
+    from benchmarks.mock_server import MockServer
     from rpa_lib.explore import llm_choices
 
     with MockServer() as server:

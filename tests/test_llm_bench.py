@@ -1,8 +1,8 @@
-"""The LLM benchmark runs end to end on a small scale (the full one is ``python -m rpa_lib.bench llm``)."""
+"""The LLM benchmark runs end to end on a small scale (the full one is ``python -m benchmarks llm``)."""
 
 from __future__ import annotations
 
-from rpa_lib.bench import llm as bench_llm
+from benchmarks import llm as bench_llm
 
 
 def test_bench_llm_small(tmp_path, capsys):

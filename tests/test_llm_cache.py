@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from rpa_lib.bench.mock_server import MockServer
+from benchmarks.mock_server import MockServer
 from rpa_lib.llm import Cache, FakeLLM, LLMError, get_llm
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rpa_lib.bench.mock_server import MockServer
+from benchmarks.mock_server import MockServer
 from rpa_lib.llm import FakeLLM, LLMError, RetryPolicy, get_llm
 
 

@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from rpa_lib.bench.mock_server import MockServer
+from benchmarks.mock_server import MockServer
 from rpa_lib.llm import FakeLLM, LLMError, LLMFatalError, RetryPolicy, Transient, get_llm
 
 FAST = RetryPolicy(attempts=4, base_delay=0.001, max_delay=0.001)

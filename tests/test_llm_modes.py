@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from rpa_lib.bench.mock_server import MockServer
+from benchmarks.mock_server import MockServer
 from rpa_lib.llm import LLMFatalError, RetryPolicy, clear_caches, get_llm, judge_llm
 from rpa_lib.llm.answers import example_instruction
 

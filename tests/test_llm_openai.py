@@ -9,7 +9,7 @@ from email.utils import formatdate
 
 import pytest
 
-from rpa_lib.bench.mock_server import FAULTS, MockServer
+from benchmarks.mock_server import FAULTS, MockServer
 from rpa_lib.llm import LLMError, LLMFatalError, RetryPolicy, get_llm
 from rpa_lib.llm.openai_backend import public_url, retry_after
 

@@ -10,7 +10,7 @@ import traceback
 
 import pytest
 
-from rpa_lib.bench.mock_server import MockServer
+from benchmarks.mock_server import MockServer
 from rpa_lib.llm import LLMError, LLMFatalError, RetryPolicy, get_llm, save_usage
 
 KEY, WRONG = "sk-test-SECRET123", "sk-test-WRONG456"

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from rpa_lib.bench.mock_server import MockServer
+from benchmarks.mock_server import MockServer
 from rpa_lib.llm import LLMError, RetryPolicy, get_llm
 from rpa_lib.llm.config import DEFAULT_TIMEOUT, request_timeout
 

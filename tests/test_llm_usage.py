@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from rpa_lib.bench.mock_server import MockServer
+from benchmarks.mock_server import MockServer
 from rpa_lib.llm import PRICES, FakeLLM, LLMError, RetryPolicy, get_llm, save_usage
 from rpa_lib.llm.usage import Price, Usage, price_for
 

@@ -16,8 +16,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from benchmarks.mock_server import MockServer
 from rpa_lib import paths
-from rpa_lib.bench.mock_server import MockServer
 from rpa_lib.llm import PRICES, FakeLLM, LLMFatalError, RetryPolicy, get_llm
 from rpa_lib.llm.base import Request
 from rpa_lib.llm.budget import Budget, BudgetExceeded, estimate_tokens, model_price

@@ -185,7 +185,7 @@ def test_command_line_add_and_delete(tove, capsys):
 
 
 def test_the_update_benchmark_runs_on_a_small_generated_persona(fixture_characters_dir, tmp_path, capsys):
-    from rpa_lib.bench.update import big_persona, main
+    from benchmarks.update import big_persona, main
 
     text, chars, used = big_persona(fixture_characters_dir, 10_000)
     assert used == 2 and chars >= 10_000 and "### Ada Lindqvist, copy 2" in text

@@ -42,7 +42,7 @@ from typing import Generic, TypeVar
 
 T = TypeVar("T")
 MAX_THREADS = 32  # judge calls in flight at once, at most, per walk
-MARGIN = 0.8  # look-ahead as a share of the expected need (AdaptiveWindow); see `python -m rpa_lib.bench gs`
+MARGIN = 0.8  # look-ahead as a share of the expected need (AdaptiveWindow); see `python -m benchmarks gs`
 
 
 @dataclass

@@ -12,7 +12,7 @@ model (to test that clients scrub the one and stop at the other). ``rejects`` (`
 ``"json_object_schema"``, ``"json_object"``, ``"logprobs"``) are answered as llama.cpp's server answers a
 ``response_format`` it cannot serve: a 500 whose body is a request-validation error. It counts requests and faults and keeps every
 request's body and headers; ``GET /v1/mock/stats`` returns the counts, for a server run in another process
-(``python -m rpa_lib.bench.mock_server --answer MODULE:FUNCTION``, as the benchmarks do, so that its CPU time does not
+(``python -m benchmarks.mock_server --answer MODULE:FUNCTION``, as the benchmarks do, so that its CPU time does not
 compete with the client's threads for one interpreter).
 
 It does not stream, tokenize like a real model, or implement any endpoint but chat completions and models.
@@ -252,7 +252,7 @@ def _handler(server: MockServer) -> type[BaseHTTPRequestHandler]:
 
 
 def load_answer(spec: str) -> Answer:
-    """The function named ``"package.module:function"``. ``load_answer("rpa_lib.bench.mock_server:default_answer")``"""
+    """The function named ``"package.module:function"``. ``load_answer("benchmarks.mock_server:default_answer")``"""
     import importlib
 
     module, _, name = spec.partition(":")
@@ -262,11 +262,11 @@ def load_answer(spec: str) -> Answer:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m rpa_lib.bench.mock_server --port 8765``: serve until interrupted (dry runs of whole profiles). The first
+    """``python -m benchmarks.mock_server --port 8765``: serve until interrupted (dry runs of whole profiles). The first
     line printed names the URL (``--port 0``: a free port)."""
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m rpa_lib.bench.mock_server", description=main.__doc__)
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.mock_server", description=main.__doc__)
     parser.add_argument("--port", type=int, default=8765)
     parser.add_argument("--latency", type=float, default=0.0, help="seconds per request")
     parser.add_argument("--answer", default=None, help="MODULE:FUNCTION answering each request body")

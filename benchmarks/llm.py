@@ -1,9 +1,9 @@
 """Benchmark the LLM client layer against the mock OpenAI-compatible server: concurrency, cache, fault recovery.
 
-``python -m rpa_lib.bench llm`` prints a Markdown table and writes it to ``results/bench_llm.md``.
+``python -m benchmarks llm`` prints a Markdown table and writes it to ``results/bench_llm.md``.
 
 The same ``--calls`` chat calls (default 200, distinct prompts) go through the real ``openai`` client to a
-:class:`~rpa_lib.bench.mock_server.MockServer` answering after ``--latency`` seconds (default 0.1): once at each concurrency
+:class:`~benchmarks.mock_server.MockServer` answering after ``--latency`` seconds (default 0.1): once at each concurrency
 in ``--workers`` (1, 4, 16; a fresh cache each time, so every call reaches the server), then again on the last
 run's cache (all hits), then with ``--fault-rate`` (20%) of server requests faulted (429 with Retry-After,
 500, hang past the client timeout, malformed body, empty choices, dropped connection) at the highest
@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from rpa_lib.bench.mock_server import MockServer
+from benchmarks.mock_server import MockServer
 from rpa_lib.llm import LLMError, RetryPolicy, get_llm
 
 BENCH_RETRY = RetryPolicy(attempts=10, base_delay=0.02, max_delay=0.2)
@@ -71,7 +71,7 @@ def _table(rows: list[dict], reference: list) -> str:
 def main(argv: list[str] | None = None) -> int:
     from rpa_lib.paths import RESULTS_DIR
 
-    parser = argparse.ArgumentParser(prog="python -m rpa_lib.bench llm", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m benchmarks llm", description=__doc__.split("\n")[0])
     parser.add_argument("--calls", type=int, default=200)
     parser.add_argument("--latency", type=float, default=0.1, help="server seconds per request")
     parser.add_argument("--workers", default="1,4,16", help="comma-separated concurrency levels")

@@ -1,4 +1,4 @@
-"""Dispatch ``python -m rpa_lib.bench NAME [args]`` to ``rpa_lib.bench.NAME.main(args)``.
+"""Dispatch ``python -m benchmarks NAME [args]`` to ``benchmarks.NAME.main(args)``.
 
 Only the named benchmark is imported, so one that is missing or broken does not stop the others.
 """
@@ -8,12 +8,12 @@ from __future__ import annotations
 import importlib
 import sys
 
-BENCHMARKS = ("index", "llm", "gs", "methods", "update", "engines")  # each is rpa_lib/bench/<name>.py
+BENCHMARKS = ("index", "llm", "gs", "methods", "update", "engines")  # each is benchmarks/<name>.py
 
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else list(argv)
-    usage = "usage: python -m rpa_lib.bench {" + "|".join(BENCHMARKS) + "} [args]  (NAME --help for its options)"
+    usage = "usage: python -m benchmarks {" + "|".join(BENCHMARKS) + "} [args]  (NAME --help for its options)"
     if not args or args[0] in ("-h", "--help"):
         print(usage)
         return 0 if args else 2
@@ -21,7 +21,7 @@ def main(argv: list[str] | None = None) -> int:
     if name not in BENCHMARKS:
         print(f"unknown benchmark {name!r}\n{usage}", file=sys.stderr)
         return 2
-    module_name = f"rpa_lib.bench.{name}"
+    module_name = f"benchmarks.{name}"
     try:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as e:

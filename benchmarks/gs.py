@@ -1,4 +1,4 @@
-"""``python -m rpa_lib.bench gs``: Guided Selection, sequential (window 1) against the speculation policies.
+"""``python -m benchmarks gs``: Guided Selection, sequential (window 1) against the speculation policies.
 
 Real ACTS chunks of a few characters (all-MiniLM-L6-v2 retrieval), MBTI interview questions as queries, and a
 judge served by the mock OpenAI-compatible server with 100 ms latency per call through the real HTTP client
@@ -47,7 +47,7 @@ def judge_rule(body: dict) -> str:
 def judge_server(latency: float, yes_percent: int = 12) -> Iterator[tuple[str, Callable[[], int]]]:
     """``(base_url, requests)``: the mock server answering with :func:`judge_rule` (``yes_percent`` % yes) in a
     child process, and a function returning how many chat requests it has received."""
-    proc = subprocess.Popen([sys.executable, "-m", "rpa_lib.bench.mock_server", "--port", "0", "--latency", str(latency),
+    proc = subprocess.Popen([sys.executable, "-m", "benchmarks.mock_server", "--port", "0", "--latency", str(latency),
                              "--answer", f"{__name__}:judge_rule"], stdout=subprocess.PIPE, text=True,
                             env={**os.environ, YES_PERCENT: str(yes_percent)})
     try:
@@ -106,7 +106,7 @@ def table(results: list[dict]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m rpa_lib.bench gs", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m benchmarks gs", description=__doc__.split("\n")[0])
     parser.add_argument("--characters", default="frieren,light-yagami,yui-hirasawa")
     parser.add_argument("--questions", type=int, default=8, help="MBTI questions per character")
     parser.add_argument("--windows", default="1,4,8,adaptive,adaptive:1",

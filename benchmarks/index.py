@@ -1,6 +1,6 @@
 """Benchmark the hnswlib index of :mod:`rpa_lib.index` against exact search at 1K, 10K and 100K vectors.
 
-``python -m rpa_lib.bench index`` prints a Markdown table and writes it to ``results/bench_index.md``.
+``python -m benchmarks index`` prints a Markdown table and writes it to ``results/bench_index.md``.
 
 The vectors have the structure of real sentence embeddings, not of uniform random ones. They start from the
 all-MiniLM-L6-v2 embeddings (384-d) of the corpus's own chunks: every character in ``data/characters`` whose
@@ -236,7 +236,7 @@ def character_row(corpus: Corpus, params: HnswParams = DEFAULTS) -> tuple[dict, 
 def main(argv: list[str] | None = None) -> int:
     from rpa_lib.paths import RESULTS_DIR
 
-    parser = argparse.ArgumentParser(prog="python -m rpa_lib.bench index", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m benchmarks index", description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", default=",".join(map(str, SIZES)), help="comma-separated index sizes")
     parser.add_argument("--queries", type=int, default=200, help="number of queries")
     parser.add_argument("--threads", type=int, default=2, help="threads for the builds at those sizes")
@@ -278,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
         + (f" (at {worst})." if worst else "."),
         f"Machine: {os.cpu_count()} CPUs, load average {load_before:.1f} before and {os.getloadavg()[0]:.1f} after "
         f"(other processes share the CPUs, so timings are indicative); hnswlib {version('hnswlib')}, numpy "
-        f"{np.__version__}, seed {args.seed}. Command: `python -m rpa_lib.bench index`.",
+        f"{np.__version__}, seed {args.seed}. Command: `python -m benchmarks index`.",
     ]
     notes += [f"Skipped (did not parse): {s}" for s in corpus.skipped]
     text = table(rows, p.ef) + "\n\n" + "\n\n".join(notes) + "\n"
