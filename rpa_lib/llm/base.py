@@ -32,7 +32,7 @@ from rpa_lib.llm.answers import match_option, parse_structured
 from rpa_lib.llm.cache import open_cache, request_key
 from rpa_lib.llm.concurrency import run_map
 from rpa_lib.llm.reply import LLMError, LLMFatalError, Outcome, Raw, Reply
-from rpa_lib.llm.retry import RetryPolicy, Transient, call_with_retries
+from rpa_lib.llm.retry import Exhausted, RetryPolicy, Transient, call_with_retries
 from rpa_lib.llm.usage import Price, Usage
 from rpa_lib.run.budget import budget_for, price_override
 
@@ -264,7 +264,7 @@ class LLM:
         def attempt() -> Raw:
             try:
                 return hook(req)
-            except Transient:
+            except (Transient, Exhausted):
                 raise
             except LLMError as exc:  # already ours and scrubbed: name the call, keep the class
                 error: LLMError = type(exc)(f"{what}: {self._scrub(str(exc))}")

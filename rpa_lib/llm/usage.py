@@ -82,9 +82,10 @@ class Usage:
             self.prompt_tokens += prompt_tokens
             self.completion_tokens += completion_tokens
 
-    def record_retry(self) -> None:
+    def record_retry(self, n: int = 1) -> None:
+        """``n`` retried faults (a client's retries of one request are recorded together)."""
         with self._lock:
-            self.retries += 1
+            self.retries += n
 
     def record_mode(self, kind: str, mode: str) -> None:
         with self._lock:
