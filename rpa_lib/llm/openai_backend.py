@@ -326,8 +326,8 @@ class OpenAILLM(LLM):
         choice, raw = self._create(messages, max_tokens=max_tokens, logprobs=True, top_logprobs=20,
                                    **self._common(req))
         raw.scores = answers.first_token_scores(getattr(getattr(choice, "logprobs", None), "content", None), options)
-        if answers.match_option(raw.text, options) is None and raw.scores:
-            raw.text = max(raw.scores, key=raw.scores.__getitem__)
+        if answers.match_option(raw.text, options) is None and raw.scores:  # counted as coerced, never as the model's
+            raw.text, raw.coerced = max(raw.scores, key=raw.scores.__getitem__), True
         return raw
 
     def _structured(self, req: Request) -> Raw:

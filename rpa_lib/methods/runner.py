@@ -32,7 +32,7 @@ from rpa_lib.data import Dataset, Questionnaire
 from rpa_lib.methods.base import ContextItem, Response
 
 OK, UNPARSED, FAILED = "ok", "unparsed", "failed"  # the status of a verdict row
-VERDICT_FIELDS = ["answer", "value", "status", "problem", "error"]
+VERDICT_FIELDS = ["answer", "value", "status", "problem", "error", "coerced"]
 COLUMNS = ["method", "character", "question_id", "question", "reply", "context", "chunk_ids", "details", "llm_calls",
            "cached_calls", "seconds", "error"]
 
@@ -144,20 +144,23 @@ def run_verdicts(judge, jobs: Iterable, verdict: Callable[[Any], Any], describe:
                  progress: bool = True) -> pd.DataFrame:
     """``verdict(job)`` for every job, through ``judge.map`` (its concurrency, progress bar and cache): one row
     per job, in job order: ``describe(job)`` (what was judged), then :data:`VERDICT_FIELDS`. A verdict with a
-    ``status`` (a :class:`~rpa_lib.evaluation.judges.Verdict`) gives its ``answer``, ``value``, ``status`` and
-    ``problem``; any other return value is the ``value`` (status :data:`OK`); a job that raised is
-    :data:`FAILED`, value NaN, with its ``error``. ``columns``: the frame's columns (when there may be no job)."""
+    ``status`` (a :class:`~rpa_lib.evaluation.judges.Verdict`) gives its ``answer``, ``value``, ``status``,
+    ``problem`` and ``coerced`` (its option was taken from logprobs, the reply matching none); any other return
+    value is the ``value`` (status :data:`OK`); a job that raised is :data:`FAILED`, value NaN, with its
+    ``error``. ``columns``: the frame's columns (when there may be no job)."""
     jobs = list(jobs)
     outcomes = judge.map(verdict, jobs, desc=desc, workers=workers, progress=progress) if jobs else []
     rows = []
     for o in outcomes:
         v = o.value
         if not o.ok:
-            fields = {"answer": None, "value": math.nan, "status": FAILED, "problem": None, "error": o.error}
+            fields = {"answer": None, "value": math.nan, "status": FAILED, "problem": None, "error": o.error,
+                      "coerced": False}
         elif hasattr(v, "status"):
-            fields = {"answer": v.answer, "value": v.value, "status": v.status, "problem": v.problem, "error": None}
+            fields = {"answer": v.answer, "value": v.value, "status": v.status, "problem": v.problem, "error": None,
+                      "coerced": bool(getattr(v, "coerced", False))}
         else:
-            fields = {"answer": None, "value": v, "status": OK, "problem": None, "error": None}
+            fields = {"answer": None, "value": v, "status": OK, "problem": None, "error": None, "coerced": False}
         rows.append({**describe(o.item), **fields})
     return pd.DataFrame(rows, columns=list(columns) if columns else None)
 
