@@ -197,21 +197,36 @@ def failed_items(**parts: pd.DataFrame | None) -> pd.DataFrame:
 
 def check_failures(rows: pd.DataFrame, what: str, max_share: float = 0.0) -> None:
     """Raise :class:`FailedItems` when the share of ``rows`` with an ``error`` is above ``max_share`` (default 0:
-    any failure fails the run), naming ``what``, the count and the first error. ``rows`` may be a run's rows or
-    :func:`failed_items`' listing (every row a failure: any row raises, with the count per part). Call it after
-    what completed was saved: a table is never computed from failed items as if they were answers."""
+    any failure fails the run), naming ``what``, the count, the first error and the failed items (the first
+    :data:`NAMED`). ``rows`` may be a run's rows or :func:`failed_items`' listing (every row a failure: any row
+    raises, with the count per part). Call it after what completed was saved, and before anything is computed
+    from the rows (a budget matched to them, a table): a table is never computed from failed items as if they
+    were answers, and a failure is reported as itself, not as what it broke further on."""
     failed = failures(rows)
     if "part" in rows.columns and "where" in rows.columns:  # a listing of failures
         if len(failed):
             counts = ", ".join(f"{n} {part}" for part, n in failed.part.value_counts(sort=False).items())
             first = failed.iloc[0]
+            named = [f"{r['part']} {r['where']}" for r in failed.to_dict("records")]
             raise FailedItems(f"{what}: {len(failed)} item(s) failed ({counts}); first: {first['part']} "
-                              f"{first['where']}: {first['error']}")
+                              f"{first['where']}: {first['error']}{_named(named)}")
         return
     if len(rows) and len(failed) / len(rows) > max_share:
         first = failed.iloc[0]
+        named = [_where(r) for r in failed.to_dict("records")]
         raise FailedItems(f"{what}: {len(failed)} of {len(rows)} item(s) failed (allowed share {max_share:g}); "
-                          f"first: {_where(first.to_dict())}: {first['error']}")
+                          f"first: {_where(first.to_dict())}: {first['error']}{_named(named)}")
+
+
+NAMED = 10  # failed items a FailedItems message names
+
+
+def _named(items: list[str]) -> str:
+    """``"; failed items: a, b (3 more)"`` when there is more than the first to name, else ``""``."""
+    if len(items) < 2:
+        return ""
+    more = f" ({len(items) - NAMED} more)" if len(items) > NAMED else ""
+    return f"; failed items: {', '.join(items[:NAMED])}{more}"
 
 
 def index_costs(methods: Iterable, characters: list[str]) -> pd.DataFrame:
