@@ -131,15 +131,16 @@ class Usage:
                 "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
                 "wall_seconds": round(self.wall_seconds, 3), "call_seconds": round(self.call_seconds, 3),
             }
+            replies = {kind: list(counts) for kind, counts in self.replies.items()}
         out["cost_usd"] = None if self.cost_usd is None else round(self.cost_usd, 6)
         out["prices_as_of"] = PRICES_AS_OF if self.price is not None else None
         if self.modes:  # an OpenAI-compatible server: how choices and JSON objects were asked for
             out["modes"] = dict(self.modes)
-        if self.replies:  # per kind: replies from the model, how many were invalid, the valid share, how many coerced
+        if replies:  # per kind: replies from the model, how many were invalid, the valid share, how many coerced
             out["replies"] = {kind: {"replies": n, "invalid": bad, "valid_share": round(1 - bad / n, 4),
                                      "coerced": coerced}
-                              for kind, (n, bad, coerced) in sorted(self.replies.items())}
-        out["coerced"] = sum(c[2] for c in self.replies.values())
+                              for kind, (n, bad, coerced) in sorted(replies.items())}
+        out["coerced"] = sum(c[2] for c in replies.values())
         return out
 
     def summary(self) -> str:
