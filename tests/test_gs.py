@@ -16,7 +16,9 @@ from rpa_lib.methods.gs import AdaptiveWindow, guided_selection, parse_window
 
 
 def sequential_reference(ranked, judge, n, k):
-    """Algorithm 1, written as plainly as possible: (selected, failed, examined)."""
+    """Algorithm 1, written as plainly as possible: (selected, failed, examined); N = 0 is GS off, not a failure."""
+    if n == 0:
+        return [], False, 0
     slot, t = [], 0
     for c in ranked[:n]:
         if len(slot) >= k:

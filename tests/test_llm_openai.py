@@ -6,12 +6,13 @@ from __future__ import annotations
 import json
 import time
 from email.utils import formatdate
+from types import SimpleNamespace
 
 import pytest
 
 from benchmarks.mock_server import FAULTS, MockServer
 from rpa_lib.llm import LLMError, LLMFatalError, RetryPolicy, get_llm
-from rpa_lib.llm.openai_backend import public_url, retry_after
+from rpa_lib.llm.openai_backend import _client_class, public_url
 
 FAST = RetryPolicy(attempts=4, base_delay=0.001, max_delay=0.001)
 SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer", "minimum": 1}},
@@ -95,8 +96,12 @@ def test_every_fault_kind_is_retried(fault):
         llm = client(server, timeout=0.3)
         reply = llm.chat(user("Question 7"))
         assert reply.text == "echo: Question 7"
-        assert server.requests == 3 and server.served[fault] == 2  # the openai client itself never retried
+        assert server.requests == 3 and server.served[fault] == 2  # one retry layer: never both retrying a fault
         assert llm.usage.retries == 2 and llm.usage.requests == 1
+        # transport faults are the openai client's retries (the retry count it sends); a 200 it accepts whose body
+        # is malformed or holds no choices is retried by our layer, each a fresh request of the client
+        by_client = fault not in ("malformed", "empty")
+        assert [h.get("x-stainless-retry-count") for h in server.headers] == (["0", "1", "2"] if by_client else ["0"] * 3)
 
 
 def test_gives_up_after_the_limit_naming_the_item():
@@ -123,10 +128,23 @@ def test_client_errors_are_not_retried():
         assert llm.usage.retries == 0 and "sk-wrong-key" not in str(err.value)
 
 
+def test_the_client_waits_our_policy_after_its_own_reading_of_retry_after():
+    import httpx2
+
+    client = _client_class()(api_key="sk-x", base_url="http://127.0.0.1:9/v1", max_retries=3)
+    client.retry_policy = RetryPolicy(base_delay=1.0, max_delay=4.0, jitter=0.0)
+    options = SimpleNamespace(get_max_retries=lambda default: default)
+
+    def wait(remaining: int, headers: dict | None = None) -> float:
+        return client._calculate_retry_timeout(remaining, options, httpx2.Headers(headers) if headers else None)
+
+    assert [wait(3), wait(2), wait(1)] == [1.0, 2.0, 4.0]  # retries 1, 2, 3: the policy's backoff
+    assert wait(3, {"retry-after-ms": "1500"}) == 1.5 and wait(3, {"retry-after": "3"}) == 3.0
+    assert 8 < wait(3, {"retry-after": formatdate(time.time() + 10, usegmt=True)}) <= 10
+    assert wait(3, {"retry-after": "soon"}) == 1.0 and wait(3, {"retry-after": "0"}) == 1.0
+
+
 def test_helpers():
-    assert retry_after({"retry-after-ms": "1500"}) == 1.5 and retry_after({"retry-after": "2"}) == 2.0
-    assert 8 < retry_after({"retry-after": formatdate(time.time() + 10, usegmt=True)}) <= 10
-    assert retry_after({}) is None and retry_after({"retry-after": "soon"}) is None
     assert public_url("http://user:pw@127.0.0.1:8000/v1?key=secret#x") == "http://127.0.0.1:8000/v1"
     policy = RetryPolicy(base_delay=1.0, max_delay=4.0, jitter=0.5)
     assert 0.5 <= policy.delay(1) <= 1.0 and 2.0 <= policy.delay(5) <= 4.0

@@ -75,7 +75,7 @@ def character_profile(dataset: Dataset, slug: str, max_chars: int = 700) -> str:
 # ---- the judge ------------------------------------------------------------------------------------------------
 
 VERDICT_COLUMNS = ["reply_id", "character", "qa_id", "rung", "mode", "dimension", "reference_shown", "answer", "value",
-                   "status", "problem", "error", "judge"]
+                   "status", "problem", "error", "judge", "coerced"]
 
 
 def judge_jobs(ladder: pd.DataFrame, reference_dimensions: Sequence[str], modes: Sequence[str] = MODES) -> list[tuple]:

@@ -25,6 +25,8 @@ from collections.abc import Iterable
 
 import pandas as pd
 
+from rpa_lib.evaluation.runner import check_failures
+
 TOKENIZER = "all-MiniLM-L6-v2 WordPiece"
 CONTEXT_COLUMNS = ("context_chars", "context_tokens", "context_items")
 _TOKENIZER = None
@@ -118,9 +120,14 @@ def context_sizes(rows: pd.DataFrame, by: Iterable[str] = ("method",), *, tokens
 
 
 def matched_budget(rows: pd.DataFrame, method: str = "amadeus") -> int:
-    """The mean context characters per question of ``method``'s rows (without error), rounded: the
-    ``budget_chars`` that gives Naive RAG as much context as that method showed. ValueError when it has no rows."""
-    sizes = context_sizes(rows[rows.method == method], tokens=False)
+    """The mean context characters per question of ``method``'s rows without error, rounded: the
+    ``budget_chars`` that gives Naive RAG as much context as that method showed. When none was answered:
+    :class:`~rpa_lib.methods.FailedItems` naming its failed rows and their cause, else ValueError (no rows)."""
+    mine = rows[rows.method == method]
+    answered = mine[mine.error.isna()] if "error" in mine else mine
+    if answered.empty and len(mine):  # every row failed: say why, not that there is nothing to measure
+        check_failures(mine, f"matching a budget to {method!r}")
+    sizes = context_sizes(answered, tokens=False)
     if sizes.empty:
         raise ValueError(f"no answered rows of {method!r} to match a budget to; run it first")
     return max(1, round(sizes.context_chars.iloc[0]))

@@ -37,12 +37,7 @@ from rpa_lib.evaluation.judge_prompts import (
 )
 from rpa_lib.evaluation.known_quality import CHECKS
 from rpa_lib.evaluation.runner import FAILED, OK, UNPARSED, run_verdicts  # noqa: F401  (the statuses, re-exported)
-from rpa_lib.llm import LLMError, LLMFatalError, judge_llm  # noqa: F401  (judge_llm: re-exported)
-
-# What the LLM layer says when a model answered every attempt but never with an allowed option / valid JSON
-# (rpa_lib.llm.base): the judge's verdict is unparseable, which is a counted missing value, not a fault.
-_NO_VALID_ANSWER = ("no allowed answer", "no valid JSON object", "empty reply")
-
+from rpa_lib.llm import LLMError, LLMNoValidAnswer, judge_llm  # noqa: F401  (judge_llm: re-exported)
 
 # ---- the judge LLM ---------------------------------------------------------------------------------------------
 
@@ -60,20 +55,22 @@ def judge_id(judge) -> str:
 class Verdict:
     """One judge verdict. ``answer``: the option's meaning (``"yes"``, ``"7"``, ``"covered"``), None when the
     judge's answer could not be parsed; ``value``: its number (1/0 for ACC, 1-10 for a scale; NaN when unparsed
-    or, for key-point labels, always); ``problem``: why it is unparsed."""
+    or, for key-point labels, always); ``problem``: why it is unparsed; ``coerced``: the judge's reply matched no
+    option and the LLM layer took the option of the highest score (logprobs mode) in its place: a verdict, counted
+    apart beside the unparsed ones."""
 
     metric: str
     answer: str | None
     value: float
     status: str  # "ok" | "unparsed"
     problem: str | None = None
+    coerced: bool = False
 
 
 def unparseable(error: BaseException) -> bool:
     """Is this LLM error the judge's answer being unparseable (no allowed option or valid JSON after the
-    re-asks), as opposed to a fault that no answer came back from?"""
-    return (isinstance(error, LLMError) and not isinstance(error, LLMFatalError)
-            and any(s in str(error) for s in _NO_VALID_ANSWER))
+    re-asks: :class:`~rpa_lib.llm.LLMNoValidAnswer`), as opposed to a fault that no answer came back from?"""
+    return isinstance(error, LLMNoValidAnswer)
 
 
 def choose_or_unparsed(judge, metric: str, messages: list[dict], options: dict[str, object]):
@@ -95,8 +92,8 @@ def choose_verdict(judge, metric: str, messages: list[dict], options: dict[str, 
         return reply
     meaning = options[reply.text]
     if isinstance(meaning, str):
-        return Verdict(metric, meaning, math.nan, OK)
-    return Verdict(metric, reply.text, float(meaning), OK)
+        return Verdict(metric, meaning, math.nan, OK, coerced=reply.coerced)
+    return Verdict(metric, reply.text, float(meaning), OK, coerced=reply.coerced)
 
 
 def judge_acc(judge, name: str, question: str, gold: str, reply: str) -> Verdict:
@@ -140,7 +137,7 @@ def _judge_case(judge, case: dict) -> Verdict:
 
 
 CHECK_COLUMNS = ["item", "character", "qa_id", "attribute", "case", "metric", "reply", "answer", "value", "status",
-                 "problem", "error", "judge"]
+                 "problem", "error", "judge", "coerced"]
 
 
 def judge_check(cases: list[dict], judge, *, workers: int | None = None,
@@ -149,8 +146,9 @@ def judge_check(cases: list[dict], judge, *, workers: int | None = None,
     ``(verdicts, agreement)``: one row per case with the judge's answer, value, status and error; and one row per
     check of :data:`~rpa_lib.evaluation.known_quality.CHECKS` with the cases it has, how many the judge got right
     (``agree``), how many it could not decide (a verdict unparseable or failed, never counted as agreement or
-    disagreement) and ``agreement`` = agree / decided. A pair check (ACC_L, HS) agrees when the first value is
-    strictly above the second."""
+    disagreement) and ``agreement`` = agree / decided; ``coerced``: of the decided cases, those with a verdict the
+    LLM layer coerced from logprobs (the judge's reply matched no option). A pair check (ACC_L, HS) agrees when the
+    first value is strictly above the second."""
     verdicts = run_verdicts(
         judge, cases, lambda case: _judge_case(judge, case),
         lambda case: {**{k: case[k] for k in CHECK_COLUMNS[:7]}, "judge": judge.label},
@@ -159,10 +157,18 @@ def judge_check(cases: list[dict], judge, *, workers: int | None = None,
 
 
 def check_agreement(verdicts: pd.DataFrame) -> pd.DataFrame:
-    """The agreement table of :func:`judge_check` from its verdict rows (see there)."""
+    """The agreement table of :func:`judge_check` from its verdict rows (see there; rows saved before the
+    ``coerced`` column count none coerced)."""
+    def rows(item, metric, case):
+        return verdicts[(verdicts.item == item) & (verdicts.metric == metric) & (verdicts.case == case)]
+
     def value(item, metric, case):
-        hit = verdicts[(verdicts.item == item) & (verdicts.metric == metric) & (verdicts.case == case)]
+        hit = rows(item, metric, case)
         return (float(hit.value.iloc[0]) if hit.status.iloc[0] == OK else None) if len(hit) else "absent"
+
+    def coerced(item, metric, case) -> bool:
+        hit = rows(item, metric, case) if case is not None and "coerced" in verdicts else []
+        return bool(len(hit)) and bool(hit.coerced.iloc[0])
 
     pairs = {"acc: gold answer": ("acc", "gold", None), "acc: another character's answer": ("acc", "other", None),
              "acc: denial of the gold answer": ("acc", "denial", None),
@@ -172,7 +178,7 @@ def check_agreement(verdicts: pd.DataFrame) -> pd.DataFrame:
     items = list(dict.fromkeys(verdicts.item)) if len(verdicts) else []
     for check, (metric, first, second) in pairs.items():
         expected = CHECKS[check][1]
-        cases = agree = undecided = 0
+        cases = agree = undecided = forced = 0
         for item in items:
             a = value(item, metric, first)
             b = value(item, metric, second) if second else None
@@ -181,21 +187,23 @@ def check_agreement(verdicts: pd.DataFrame) -> pd.DataFrame:
             cases += 1
             if a is None or (second and b is None):
                 undecided += 1
-            elif second:
-                agree += a > b
             else:
-                agree += a == (1.0 if expected == "yes" else 0.0)
+                agree += a > b if second else a == (1.0 if expected == "yes" else 0.0)
+                forced += coerced(item, metric, first) or coerced(item, metric, second)
         decided = cases - undecided
         out.append({"check": check, "metric": metric, "expected": expected, "cases": cases, "agree": agree,
                     "undecided": undecided, "agreement": agree / decided if decided else np.nan,
-                    "what": CHECKS[check][2]})
+                    "what": CHECKS[check][2], "coerced": forced})
     return pd.DataFrame(out)
 
 
 def check_summary(agreement: pd.DataFrame) -> str:
-    """One line for captions: ``"judge check: acc: gold answer 5/6, ..."`` (agree / decided, undecided noted)."""
+    """One line for captions: ``"judge check: acc: gold answer 5/6, ..."`` (agree / decided; undecided and
+    coerced noted)."""
     parts = []
     for r in agreement.itertuples():
         decided = r.cases - r.undecided
-        parts.append(f"{r.check} {r.agree}/{decided}" + (f" ({r.undecided} undecided)" if r.undecided else ""))
+        notes = [f"{r.undecided} undecided"] if r.undecided else []
+        notes += [f"{r.coerced} coerced"] if getattr(r, "coerced", 0) else []
+        parts.append(f"{r.check} {r.agree}/{decided}" + (f" ({', '.join(notes)})" if notes else ""))
     return "judge check: " + "; ".join(parts)

@@ -48,9 +48,9 @@ QA_TASK = "CharacterRAG"
 QUESTIONNAIRE_TASKS = {"mbti": "MBTI", "bigfive": "BFI"}
 METRICS = ("acc", "acc_l", "hs")
 VERDICT_COLUMNS = ["task", "method", "character", "question_id", "attribute", "metric", "answer", "value", "status",
-                   "problem", "error", "judge"]
+                   "problem", "error", "judge", "coerced"]
 LABEL_COLUMNS = ["task", "method", "character", "question_id", "attribute", "kp", "key_point", "label", "status",
-                 "problem", "error", "judge"]
+                 "problem", "error", "judge", "coerced"]
 
 
 def has_context(method: Method) -> bool:
@@ -108,10 +108,10 @@ def answer_budget_control(answers: pd.DataFrame, tasks: dict[str, list[Job]], co
     ``control(budget_chars)`` builds the control method. Returns its rows, timing rows and the budget per task."""
     rows, timing, budgets = [], [], {}
     for task, jobs in tasks.items():
-        done = answers[(answers.task == task) & answers.error.isna()]
-        if not given and not (done.method == method).any():
+        rows_of_task = answers[answers.task == task]
+        if not given and not (rows_of_task.method == method).any():
             continue  # the method was not run on this task: nothing to match
-        budgets[task] = given or matched_budget(done, method)
+        budgets[task] = given or matched_budget(rows_of_task, method)  # none answered: FailedItems names why
         more, more_timing = answer_all([control(budgets[task])], {task: jobs}, llm=llm)
         rows.append(more)
         timing.append(more_timing)
@@ -263,6 +263,11 @@ def label_answers(answers: pd.DataFrame, keypoints: pd.DataFrame, judge, names: 
 # ---- 3. tables -----------------------------------------------------------------------------------------------
 
 
+def _coerced(verdicts: pd.DataFrame) -> int:
+    """How many of these verdict rows were coerced from logprobs (rows saved before the column: none)."""
+    return int(verdicts.coerced.fillna(False).astype(bool).sum()) if "coerced" in verdicts else 0
+
+
 def _mean(values: pd.Series) -> float:
     return float(values.mean()) if len(values) else np.nan
 
@@ -272,7 +277,8 @@ def table6(answers: pd.DataFrame, verdicts: pd.DataFrame, llm: str, judge: str) 
     responses judged to contain the answer; a fraction, the paper prints a percentage), ``acc_l`` and ``hs``
     (means of the parsed verdicts; HS NaN, the paper's "-", for a method without context), and what each
     rests on: ``answers``, ``failed_answers`` (jobs that failed: never judged), ``n_<metric>`` (parsed
-    verdicts), ``unparsed_<metric>`` and ``failed_<metric>`` (judge calls that failed)."""
+    verdicts), ``unparsed_<metric>`` and ``failed_<metric>`` (judge calls that failed); last, ``coerced_<metric>``:
+    parsed verdicts whose option the LLM layer took from logprobs because the judge's reply matched none."""
     out = []
     for (task, method), group in answers.groupby(["task", "method"], sort=False):
         v = verdicts[(verdicts.task == task) & (verdicts.method == method)]
@@ -284,9 +290,10 @@ def table6(answers: pd.DataFrame, verdicts: pd.DataFrame, llm: str, judge: str) 
             row[m] = _mean(ok)
             row[f"n_{m}"], row[f"unparsed_{m}"] = len(ok), int((vm.status == UNPARSED).sum())
             row[f"failed_{m}"] = int((vm.status == FAILED).sum())
+            row[f"coerced_{m}"] = _coerced(vm)
         out.append(row)
     cols = ["task", "method", "paper_method", "llm", "judge", "answers", "failed_answers", *METRICS,
-            *[f"{p}_{m}" for m in METRICS for p in ("n", "unparsed", "failed")]]
+            *[f"{p}_{m}" for m in METRICS for p in ("n", "unparsed", "failed")], *[f"coerced_{m}" for m in METRICS]]
     return pd.DataFrame(out, columns=cols)
 
 
@@ -307,16 +314,18 @@ def keypoint_scores_per_response(answers: pd.DataFrame, labels: pd.DataFrame, ke
                     "attribute": _attribute(r), "keypoints": kp_count.get((r["character"], r["question_id"]), 0),
                     "judged": s.judged, "unparsed": s.unparsed, "failed": int((mine.status == FAILED).sum()),
                     "job_failed": not _ok(r.get("error")), "completeness": s.completeness,
-                    "hallucination": s.hallucination, "irrelevance": s.irrelevance})
+                    "hallucination": s.hallucination, "irrelevance": s.irrelevance, "coerced": _coerced(done)})
     return pd.DataFrame(out, columns=["method", "character", "question_id", "attribute", "keypoints", "judged", "unparsed",
-                                      "failed", "job_failed", "completeness", "hallucination", "irrelevance"])
+                                      "failed", "job_failed", "completeness", "hallucination", "irrelevance",
+                                      "coerced"])
 
 
 def keypoint_table(per_response: pd.DataFrame, llm: str, judge: str) -> pd.DataFrame:
     """RAGEval's Completeness, Hallucination and Irrelevance per method (:func:`~rpa_lib.evaluation.metrics.
     keypoints.average_keypoint_scores`: the mean over responses with a judged key point), with the counts behind
     them: ``responses``, ``scored``, ``without_keypoints`` (answered, but the gold answer has no key point),
-    ``unparsed_labels``, ``failed_labels`` and ``failed_answers``."""
+    ``unparsed_labels``, ``failed_labels`` and ``failed_answers``; last, ``coerced_labels`` (judged labels the LLM
+    layer took from logprobs, the judge's reply matching no label)."""
     out = []
     for method, group in per_response.groupby("method", sort=False):
         answered = group[~group.job_failed]
@@ -325,7 +334,8 @@ def keypoint_table(per_response: pd.DataFrame, llm: str, judge: str) -> pd.DataF
                     "completeness": avg.completeness, "hallucination": avg.hallucination,
                     "irrelevance": avg.irrelevance, "responses": len(group), "scored": avg.scored,
                     "without_keypoints": int((answered.keypoints == 0).sum()), "unparsed_labels": avg.unparsed,
-                    "failed_labels": int(group.failed.sum()), "failed_answers": int(group.job_failed.sum())})
+                    "failed_labels": int(group.failed.sum()), "failed_answers": int(group.job_failed.sum()),
+                    "coerced_labels": int(group.coerced.sum()) if "coerced" in group else 0})
     return pd.DataFrame(out)
 
 
@@ -336,7 +346,8 @@ def _scores(per_response: pd.DataFrame) -> list[KeypointScores]:
 
 def attribute_breakdown(verdicts: pd.DataFrame, per_response: pd.DataFrame | None = None) -> pd.DataFrame:
     """Per method and QA attribute (Demographic Information ... Social Relationships): ACC, ACC_L and, when the
-    key-point scores are given, Completeness; with ``n`` (parsed ACC verdicts) and ``unparsed`` (ACC)."""
+    key-point scores are given, Completeness; with ``n`` (parsed ACC verdicts), ``unparsed`` (ACC) and, last,
+    ``coerced`` (ACC verdicts taken from logprobs)."""
     v = verdicts[verdicts.task == QA_TASK]
     out = []
     for (method, attribute), group in v.groupby(["method", "attribute"], sort=False):
@@ -347,6 +358,7 @@ def attribute_breakdown(verdicts: pd.DataFrame, per_response: pd.DataFrame | Non
         if per_response is not None:
             kp = per_response[(per_response.method == method) & (per_response.attribute == attribute)]
             row["completeness"] = _mean(kp.completeness.dropna())
+        row["coerced"] = _coerced(ok[ok.metric == "acc"])
         out.append(row)
     return pd.DataFrame(out)
 

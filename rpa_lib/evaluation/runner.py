@@ -33,7 +33,7 @@ from rpa_lib.llm.plan import acting_for
 from rpa_lib.methods.base import ContextItem, Response
 
 OK, UNPARSED, FAILED = "ok", "unparsed", "failed"  # the status of a verdict row
-VERDICT_FIELDS = ["answer", "value", "status", "problem", "error"]
+VERDICT_FIELDS = ["answer", "value", "status", "problem", "error", "coerced"]
 COLUMNS = ["method", "character", "question_id", "question", "reply", "context", "chunk_ids", "details", "llm_calls",
            "cached_calls", "seconds", "error"]
 
@@ -153,20 +153,23 @@ def run_verdicts(judge, jobs: Iterable, verdict: Callable[[Any], Any], describe:
                  progress: bool = True) -> pd.DataFrame:
     """``verdict(job)`` for every job, through ``judge.map`` (its concurrency, progress bar and cache): one row
     per job, in job order: ``describe(job)`` (what was judged), then :data:`VERDICT_FIELDS`. A verdict with a
-    ``status`` (a :class:`~rpa_lib.evaluation.judges.Verdict`) gives its ``answer``, ``value``, ``status`` and
-    ``problem``; any other return value is the ``value`` (status :data:`OK`); a job that raised is
-    :data:`FAILED`, value NaN, with its ``error``. ``columns``: the frame's columns (when there may be no job)."""
+    ``status`` (a :class:`~rpa_lib.evaluation.judges.Verdict`) gives its ``answer``, ``value``, ``status``,
+    ``problem`` and ``coerced`` (its option was taken from logprobs, the reply matching none); any other return
+    value is the ``value`` (status :data:`OK`); a job that raised is :data:`FAILED`, value NaN, with its
+    ``error``. ``columns``: the frame's columns (when there may be no job)."""
     jobs = list(jobs)
     outcomes = judge.map(verdict, jobs, desc=desc, workers=workers, progress=progress) if jobs else []
     rows = []
     for o in outcomes:
         v = o.value
         if not o.ok:
-            fields = {"answer": None, "value": math.nan, "status": FAILED, "problem": None, "error": o.error}
+            fields = {"answer": None, "value": math.nan, "status": FAILED, "problem": None, "error": o.error,
+                      "coerced": False}
         elif hasattr(v, "status"):
-            fields = {"answer": v.answer, "value": v.value, "status": v.status, "problem": v.problem, "error": None}
+            fields = {"answer": v.answer, "value": v.value, "status": v.status, "problem": v.problem, "error": None,
+                      "coerced": bool(getattr(v, "coerced", False))}
         else:
-            fields = {"answer": None, "value": v, "status": OK, "problem": None, "error": None}
+            fields = {"answer": None, "value": v, "status": OK, "problem": None, "error": None, "coerced": False}
         rows.append({**describe(o.item), **fields})
     return pd.DataFrame(rows, columns=list(columns) if columns else None)
 
@@ -203,21 +206,36 @@ def failed_items(**parts: pd.DataFrame | None) -> pd.DataFrame:
 
 def check_failures(rows: pd.DataFrame, what: str, max_share: float = 0.0) -> None:
     """Raise :class:`FailedItems` when the share of ``rows`` with an ``error`` is above ``max_share`` (default 0:
-    any failure fails the run), naming ``what``, the count and the first error. ``rows`` may be a run's rows or
-    :func:`failed_items`' listing (every row a failure: any row raises, with the count per part). Call it after
-    what completed was saved: a table is never computed from failed items as if they were answers."""
+    any failure fails the run), naming ``what``, the count, the first error and the failed items (the first
+    :data:`NAMED`). ``rows`` may be a run's rows or :func:`failed_items`' listing (every row a failure: any row
+    raises, with the count per part). Call it after what completed was saved, and before anything is computed
+    from the rows (a budget matched to them, a table): a table is never computed from failed items as if they
+    were answers, and a failure is reported as itself, not as what it broke further on."""
     failed = failures(rows)
     if "part" in rows.columns and "where" in rows.columns:  # a listing of failures
         if len(failed):
             counts = ", ".join(f"{n} {part}" for part, n in failed.part.value_counts(sort=False).items())
             first = failed.iloc[0]
+            named = [f"{r['part']} {r['where']}" for r in failed.to_dict("records")]
             raise FailedItems(f"{what}: {len(failed)} item(s) failed ({counts}); first: {first['part']} "
-                              f"{first['where']}: {first['error']}")
+                              f"{first['where']}: {first['error']}{_named(named)}")
         return
     if len(rows) and len(failed) / len(rows) > max_share:
         first = failed.iloc[0]
+        named = [_where(r) for r in failed.to_dict("records")]
         raise FailedItems(f"{what}: {len(failed)} of {len(rows)} item(s) failed (allowed share {max_share:g}); "
-                          f"first: {_where(first.to_dict())}: {first['error']}")
+                          f"first: {_where(first.to_dict())}: {first['error']}{_named(named)}")
+
+
+NAMED = 10  # failed items a FailedItems message names
+
+
+def _named(items: list[str]) -> str:
+    """``"; failed items: a, b (3 more)"`` when there is more than the first to name, else ``""``."""
+    if len(items) < 2:
+        return ""
+    more = f" ({len(items) - NAMED} more)" if len(items) > NAMED else ""
+    return f"; failed items: {', '.join(items[:NAMED])}{more}"
 
 
 def index_costs(methods: Iterable, characters: list[str]) -> pd.DataFrame:

@@ -18,7 +18,7 @@ from rpa_lib.llm.factory import RunMode, get_llm, judge_llm
 from rpa_lib.llm.fake import FakeLLM
 from rpa_lib.llm.local import LocalLLM
 from rpa_lib.llm.openai_backend import OpenAILLM
-from rpa_lib.llm.reply import LLMError, LLMFatalError, Outcome, Reply
+from rpa_lib.llm.reply import LLMError, LLMFatalError, LLMNoValidAnswer, Outcome, Reply
 from rpa_lib.llm.retry import RetryPolicy, Transient
 from rpa_lib.llm.usage import PRICES, PRICES_AS_OF, Usage, save_usage
 
@@ -32,6 +32,7 @@ def clear_caches() -> None:
     _modes.clear()
 
 
-__all__ = ["LLM", "Budget", "BudgetExceeded", "Cache", "FakeLLM", "LLMError", "LLMFatalError", "LocalLLM", "OpenAILLM",
-           "Outcome", "PRICES", "PRICES_AS_OF", "Reply", "RetryPolicy", "RunMode", "Transient", "Usage", "clear_caches",
+__all__ = ["LLM", "Budget", "BudgetExceeded", "Cache", "FakeLLM", "LLMError", "LLMFatalError", "LLMNoValidAnswer",
+           "LocalLLM", "OpenAILLM", "Outcome", "PRICES", "PRICES_AS_OF", "Reply", "RetryPolicy", "RunMode", "Transient",
+           "Usage", "clear_caches",
            "get_llm", "judge_llm", "save_usage"]

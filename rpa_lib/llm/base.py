@@ -32,8 +32,8 @@ from rpa_lib.llm.answers import match_option, parse_structured
 from rpa_lib.llm.budget import Budget, check_priced, price_override
 from rpa_lib.llm.cache import open_cache, request_key
 from rpa_lib.llm.concurrency import run_map
-from rpa_lib.llm.reply import LLMError, LLMFatalError, Outcome, Raw, Reply
-from rpa_lib.llm.retry import RetryPolicy, Transient, call_with_retries
+from rpa_lib.llm.reply import LLMError, LLMFatalError, LLMNoValidAnswer, Outcome, Raw, Reply
+from rpa_lib.llm.retry import Exhausted, RetryPolicy, Transient, call_with_retries
 from rpa_lib.llm.usage import Price, Usage
 
 _ROLES = ("system", "user", "assistant")
@@ -109,9 +109,13 @@ class _NoValidAnswer(Exception):
         self.problem, self.text, self.attempts = problem, text, attempts
 
 
-def _failure(what: str, problem: str, *, cached: bool) -> LLMError:
-    error = LLMError(f"{what}: {problem}")
+def _failure(what: str, problem: str, *, cached: bool, spent: _Spent | None = None,
+             seconds: float = 0.0) -> LLMNoValidAnswer:
+    error = LLMNoValidAnswer(f"{what}: {problem}")
     error.cached = cached
+    if spent is not None:  # what the attempts cost, for the caller's trace
+        error.prompt_tokens, error.completion_tokens = spent.prompt_tokens, spent.completion_tokens
+    error.seconds = seconds
     return error
 
 
@@ -231,11 +235,11 @@ class LLM:
                 end = time.monotonic()
                 self._usage.record_call(start, end, cached=True)
                 return Reply(hit["text"], hit.get("data"), True, 0, 0, end - start, req.kind, self.model_id,
-                             hit.get("scores"))
+                             hit.get("scores"), bool(hit.get("coerced")))
             miss = self._cache.get(self._failed(fields)[1])
             if miss is not None and miss.get("attempts", 0) >= attempts:
                 self._usage.record_call(start, time.monotonic(), cached=True, error=True)
-                raise _failure(what, miss["error"], cached=True)
+                raise _failure(what, miss["error"], cached=True, seconds=time.monotonic() - start)
         spent = _Spent()
         failure: _NoValidAnswer | None = None
         try:
@@ -254,11 +258,13 @@ class LLM:
                 failed_fields, failed_key = self._failed(fields)
                 self._cache.put(failed_key, failed_fields, {"error": failure.problem, "text": failure.text,
                                                             "attempts": failure.attempts, **tokens})
-            raise _failure(what, failure.problem, cached=False)
+            raise _failure(what, failure.problem, cached=False, spent=spent, seconds=end - start)
         reply = Reply(answer["text"], answer.get("data"), False, spent.prompt_tokens, spent.completion_tokens,
-                      end - start, req.kind, self.model_id, answer.get("scores"))
+                      end - start, req.kind, self.model_id, answer.get("scores"), bool(answer.get("coerced")))
         if self._cache is not None:
-            self._cache.put(key, fields, {"text": reply.text, "data": reply.data, "scores": reply.scores, **tokens})
+            coerced = {"coerced": True} if reply.coerced else {}  # entries of replies that matched stay as they were
+            self._cache.put(key, fields, {"text": reply.text, "data": reply.data, "scores": reply.scores, **coerced,
+                                          **tokens})
         self._usage.record_call(start, end)
         return reply
 
@@ -270,7 +276,7 @@ class LLM:
         def attempt() -> Raw:
             try:
                 return hook(req)
-            except Transient:
+            except (Transient, Exhausted):
                 raise
             except LLMError as exc:  # already ours and scrubbed: name the call, keep the class
                 error: LLMError = type(exc)(f"{what}: {self._scrub(str(exc))}")
@@ -308,9 +314,9 @@ class LLM:
         for attempt in range(max_retries + 1):
             raw = self._round_trip(self._choose, asked, what, spent)
             choice = match_option(raw.text, req.options or [])
-            self._usage.record_reply("choose", choice is not None)
+            self._usage.record_reply("choose", choice is not None, coerced=raw.coerced and choice is not None)
             if choice is not None:
-                return {"text": choice, "scores": raw.scores}
+                return {"text": choice, "scores": raw.scores, "coerced": raw.coerced}
             problem = f"{raw.text[:80]!r} is not one of {req.options!r}"
             if attempt < max_retries:
                 self._usage.record_reask()

@@ -3,11 +3,17 @@
 OpenAI itself (``gpt-4.1`` ...) or a self-hosted server (vLLM, Ollama, llama.cpp server, LM Studio) at ``base_url``.
 One ``openai.OpenAI`` client per backend object, built lazily on the first call (the API key is looked up then:
 explicit argument, environment, ``.env``), over an ``httpx2`` client with room for 256 connections (more than any
-``max_workers`` we use) and the request timeout. The client's own retries are off (``max_retries=0``): our ``retry``
-module is the only retry layer.
+``max_workers`` we use) and the request timeout.
 
-Faults. 429, 408, 409 and 5xx (with ``Retry-After``), timeouts, dropped connections and malformed or empty bodies
-are ``Transient``: retried. 401 (credentials refused), 403 (permission), 404 (unknown model or endpoint), a 400
+Faults. The client retries what it knows to be transport faults: 429, 408, 409 and 5xx (honouring ``Retry-After``
+as it reads it; one over two minutes is not retried, as it decides), timeouts and dropped connections, up to
+``retry.attempts`` tries in all (its ``max_retries``), waiting :meth:`~rpa_lib.llm.retry.RetryPolicy.delay`
+between them (the one change to the client, through its ``_calculate_retry_timeout`` hook, so that
+``worst_case_seconds`` holds and tests can wait milliseconds); a server's capability answer (below) is not retried.
+When it gives up, the call fails (:class:`~rpa_lib.llm.retry.Exhausted`, never retried again). What it cannot see,
+a 200 whose body is malformed or holds no choices, is ``Transient``: retried by our ``retry`` module. Every retry,
+the client's or ours, is counted in ``usage.retries`` (the client's from the ``x-stainless-retry-count`` it sends).
+401 (credentials refused), 403 (permission), 404 (unknown model or endpoint), a 400
 saying the model does not exist, and a missing API key are :class:`LLMFatalError`: never retried, ``LLM.map``
 stops at the first, and the message names the model and the server. Other HTTP errors fail the call at once.
 
@@ -37,12 +43,12 @@ never retried. Every mode is validated by ``base``. This module does not stream,
 from __future__ import annotations
 
 import base64
+import functools
+import json
 import logging
 import math
 import re
 import threading
-import time
-from email.utils import parsedate_to_datetime
 from typing import Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
@@ -50,7 +56,7 @@ from rpa_lib.llm import answers, modes
 from rpa_lib.llm.base import LLM, Request, sample_seed
 from rpa_lib.llm.config import request_timeout, setting
 from rpa_lib.llm.reply import LLMFatalError, Raw
-from rpa_lib.llm.retry import Transient
+from rpa_lib.llm.retry import Exhausted, RetryPolicy, Transient
 from rpa_lib.llm.usage import price_for
 
 log = logging.getLogger("rpa_lib.llm")
@@ -87,25 +93,43 @@ def url_secrets(url: str) -> list[str]:
     return [f for f in forms if len(f) > 3]
 
 
-def retry_after(headers: Any) -> float | None:
-    """Seconds asked for by ``retry-after-ms`` or ``retry-after`` (seconds or an HTTP date), else None; fed to our
-    retry layer (the package reads them only for its own retries, which are off)."""
-    if headers is None:
-        return None
-    for name, scale in (("retry-after-ms", 1e-3), ("retry-after", 1.0)):
-        value = headers.get(name)
-        if value is None:
-            continue
-        try:
-            seconds = float(value) * scale
-        except ValueError:
-            try:
-                seconds = parsedate_to_datetime(value).timestamp() - time.time()
-            except (TypeError, ValueError):
-                continue
-        if math.isfinite(seconds):
-            return max(0.0, seconds)
-    return None
+def _retries_taken(request: Any) -> int:
+    """How many times the ``openai`` client had retried when it sent ``request`` (the header it sends), else 0."""
+    try:
+        return int(request.headers.get("x-stainless-retry-count", 0))
+    except (AttributeError, TypeError, ValueError):
+        return 0
+
+
+@functools.cache
+def _client_class() -> type:
+    """``openai.OpenAI`` that waits ``retry_policy.delay(n, Retry-After)`` before its n-th retry instead of its own
+    fixed schedule (0.5 s x 2^(n-1), at most 8 s), and does not retry a capability answer (a 500 whose body says the
+    ``response_format`` or ``logprobs`` asked for is invalid: llama.cpp's server). Which faults to retry, how often
+    (``max_retries``) and the ``Retry-After`` it reads (``retry-after-ms``, ``retry-after`` in seconds or as a date)
+    stay the client's. Built on first use: importing this module imports no ``openai``."""
+    import openai
+
+    class Client(openai.OpenAI):
+        retry_policy = RetryPolicy()
+
+        def _calculate_retry_timeout(self, remaining_retries: int, options: Any, response_headers: Any = None) -> float:
+            retry = options.get_max_retries(self.max_retries) - remaining_retries + 1  # 1 before the first retry
+            asked = self._parse_retry_after_header(response_headers)
+            return self.retry_policy.delay(retry, asked if asked is not None and math.isfinite(asked) and asked > 0
+                                           else None)
+
+        def _should_retry(self, response: Any) -> bool:
+            if response.status_code == 500:
+                try:
+                    params = json.loads(response.request.content or b"{}")
+                except (ValueError, AttributeError):
+                    params = {}
+                if isinstance(params, dict) and modes.is_rejection(500, _error_detail(response), params):
+                    return False
+            return super()._should_retry(response)
+
+    return Client
 
 
 def _choice_schema(options: list[str]) -> dict:
@@ -169,7 +193,6 @@ class OpenAILLM(LLM):
         with self._client_lock:
             if self._client is None:
                 import httpx2
-                import openai
 
                 key = setting("OPENAI_API_KEY", self._explicit_key)
                 if key is None and not self._self_hosted:
@@ -186,10 +209,12 @@ class OpenAILLM(LLM):
                 http = httpx2.Client(timeout=self.timeout, limits=httpx2.Limits(
                     max_connections=MAX_CONNECTIONS, max_keepalive_connections=64))
                 # self-hosted servers usually ignore the key but the package wants one
-                client = openai.OpenAI(api_key=key or "not-needed", base_url=self.base_url, timeout=self.timeout,
-                                       max_retries=0, default_headers=headers, http_client=http)
+                client = _client_class()(api_key=key or "not-needed", base_url=self.base_url, timeout=self.timeout,
+                                         max_retries=self.retry.attempts - 1, default_headers=headers,
+                                         http_client=http)
+                client.retry_policy = self.retry
                 if self._self_hosted:
-                    self._check_served(client)
+                    self._check_served(client.with_options(max_retries=0))
                 self._client = client
             return self._client
 
@@ -207,37 +232,45 @@ class OpenAILLM(LLM):
             raise LLMFatalError(f"model {self.model!r} is not served at {self.base_url}; it serves "
                                 f"{', '.join(map(repr, served[:10]))}: check RPA_LLM_MODEL (or RPA_JUDGE_MODEL)")
 
-    def _status_failure(self, status: int, detail: str, headers: Any = None) -> Exception:
-        """Our exception for an HTTP error status: Transient, LLMFatalError or RuntimeError, its message scrubbed."""
+    def _status_failure(self, status: int, detail: str, attempts: int = 1) -> Exception:
+        """Our exception for an HTTP error status after ``attempts`` tries: Exhausted (a status the client retries),
+        LLMFatalError or RuntimeError, its message scrubbed."""
         message = self._scrub(f"HTTP {status}: {detail}")
         if status in _RETRY_STATUS or status >= 500:
-            return Transient(message, retry_after(headers))
+            return Exhausted(message, attempts)
         if status in _FATAL_STATUS or (status == 400 and _NO_MODEL.search(detail)):
             hint = _FATAL_STATUS.get(status, _FATAL_STATUS[404])
             return LLMFatalError(f"{message} -- {hint} ({self._where()})")
         return RuntimeError(message)
 
     def _create(self, messages: list[dict], **params: Any) -> tuple[Any, Raw]:
-        """One request; the first choice and its text, or Transient / LLMFatalError / RuntimeError /
-        :class:`modes.Rejected` (the server cannot serve the ``response_format`` or ``logprobs`` asked for)."""
+        """One request, with the client's retries of transport faults; the first choice and its text, or
+        Transient (a malformed or empty body) / Exhausted / LLMFatalError / RuntimeError / :class:`modes.Rejected`
+        (the server cannot serve the ``response_format`` or ``logprobs`` asked for)."""
         client = self._openai()
         import openai
 
         failure: Exception | None = None
         try:
-            completion = client.chat.completions.create(model=self.model, messages=messages, **params)
-        except openai.APITimeoutError:
-            failure = Transient(f"timed out after {self.timeout:g} s (RPA_LLM_TIMEOUT); a call gives up after at "
-                                f"most {self.worst_case_seconds:g} s ({self.retry.attempts} attempts and backoff)")
+            response = client.chat.completions.with_raw_response.create(model=self.model, messages=messages, **params)
+            self._usage.record_retry(response.retries_taken)
+            completion = response.parse()
+        except openai.APITimeoutError as exc:
+            attempts = self._attempts(exc.request)
+            failure = Exhausted(f"timed out after {self.timeout:g} s (RPA_LLM_TIMEOUT); a call gives up after at "
+                                f"most {self.worst_case_seconds:g} s ({self.retry.attempts} attempts and backoff)",
+                                attempts)
         except openai.APIConnectionError as exc:  # refused, reset, dropped mid-body: a restarting server comes back
             cause = exc.__cause__ or exc
-            failure = Transient(self._scrub(f"connection failed: {type(cause).__name__}: {cause}"))
+            attempts = self._attempts(exc.request)
+            failure = Exhausted(self._scrub(f"connection failed: {type(cause).__name__}: {cause}"), attempts)
         except openai.APIStatusError as exc:
+            attempts = self._attempts(exc.response.request)
             detail = _error_detail(exc.response)
             if modes.is_rejection(exc.status_code, detail, params):
                 failure = modes.Rejected(self._scrub(f"HTTP {exc.status_code}: {detail}"))
             else:
-                failure = self._status_failure(exc.status_code, detail, exc.response.headers)
+                failure = self._status_failure(exc.status_code, detail, attempts)
         except openai.APIResponseValidationError:
             failure = Transient("malformed response body")
         except (ValueError, openai.OpenAIError) as exc:  # a body that is not JSON; anything else of the package
@@ -252,6 +285,12 @@ class OpenAILLM(LLM):
         raw = Raw(content if isinstance(content, str) else "", int(getattr(usage, "prompt_tokens", 0) or 0),
                   int(getattr(usage, "completion_tokens", 0) or 0))
         return choices[0], raw
+
+    def _attempts(self, request: Any) -> int:
+        """Tries the client made of the request it gave up on (its retries recorded in the usage)."""
+        retries = _retries_taken(request)
+        self._usage.record_retry(retries)
+        return retries + 1
 
     def _common(self, req: Request) -> dict:
         return {"seed": sample_seed(req.seed, req.sample), "temperature": req.temperature}
@@ -287,8 +326,8 @@ class OpenAILLM(LLM):
         choice, raw = self._create(messages, max_tokens=max_tokens, logprobs=True, top_logprobs=20,
                                    **self._common(req))
         raw.scores = answers.first_token_scores(getattr(getattr(choice, "logprobs", None), "content", None), options)
-        if answers.match_option(raw.text, options) is None and raw.scores:
-            raw.text = max(raw.scores, key=raw.scores.__getitem__)
+        if answers.match_option(raw.text, options) is None and raw.scores:  # counted as coerced, never as the model's
+            raw.text, raw.coerced = max(raw.scores, key=raw.scores.__getitem__), True
         return raw
 
     def _structured(self, req: Request) -> Raw:

@@ -1,5 +1,5 @@
-"""The records every LLM call returns or raises: ``Reply``, ``Outcome``, ``LLMError``, ``LLMFatalError`` and the
-backend-level ``Raw``.
+"""The records every LLM call returns or raises: ``Reply``, ``Outcome``, ``LLMError``, ``LLMFatalError``,
+``LLMNoValidAnswer`` and the backend-level ``Raw``.
 
 Plain data only: no I/O, no backend knowledge, nothing that could hold a credential.
 """
@@ -24,6 +24,17 @@ class LLMFatalError(LLMError):
     without credentials)."""
 
 
+class LLMNoValidAnswer(LLMError):
+    """The model answered every attempt, but never validly: no allowed option, no valid JSON object, or an empty
+    chat reply after the re-asks. Its answer to the request (cached like a reply), not a fault: a judge counts it
+    as an unparseable verdict. ``prompt_tokens``, ``completion_tokens`` and ``seconds`` are what its attempts cost
+    (0 when ``cached``)."""
+
+    prompt_tokens = 0
+    completion_tokens = 0
+    seconds = 0.0
+
+
 @dataclass(frozen=True)
 class Reply:
     """What ``chat``, ``choose`` and ``structured`` return. Tokens and cost are what *this* call spent."""
@@ -37,6 +48,7 @@ class Reply:
     kind: str = "chat"  # "chat" | "choose" | "structured"
     model: str = ""  # the LLM's model_id
     scores: dict[str, float] | None = None  # choose(): log-score per option where the backend gives one
+    coerced: bool = False  # choose(): the reply matched no option; ``text`` is the option of the highest score
 
 
 @dataclass
@@ -61,3 +73,4 @@ class Raw:
     completion_tokens: int = 0
     data: dict | None = None
     scores: dict[str, float] | None = field(default=None)
+    coerced: bool = False  # the text is the top-scoring option put in place of a reply that matched none

@@ -1,8 +1,11 @@
 """Retry a backend round trip on transient faults, with exponential backoff, jitter and ``Retry-After``.
 
-A backend signals "worth trying again" (HTTP 429/5xx, timeout, dropped connection, malformed or empty body) by
-raising :class:`Transient`; anything else (an ``LLMFatalError`` among them) is not retried. After ``attempts``
-tries the last fault becomes an :class:`LLMError` naming the call. With a per-request timeout ``t``, a call that
+A backend signals "worth trying again" by raising :class:`Transient`; anything else (an ``LLMFatalError`` among
+them) is not retried. After ``attempts`` tries the last fault becomes an :class:`LLMError` naming the call. A
+backend whose client retries transport faults itself (the ``openai`` package: HTTP 408/409/429/5xx with
+``Retry-After``, timeouts, dropped connections, waiting :meth:`RetryPolicy.delay` between tries) raises
+:class:`Exhausted` when its client gave up: the same ``LLMError``, never retried again here; what is left to this
+module there is what the client cannot see, a 200 whose body is malformed or has no choices. With a per-request timeout ``t``, a call that
 meets only timeouts gives up after at most :meth:`RetryPolicy.worst_case` ``(t)`` seconds: ``attempts * t`` plus
 the longest backoff (defaults: 6 * 60 + 1 + 2 + 4 + 8 + 16 = 391 s). This module does not know about HTTP or any vendor, and does not re-ask a
 model whose answer was well-formed but wrong (that is the re-ask rule in ``base``).
@@ -29,6 +32,15 @@ class Transient(Exception):
     def __init__(self, message: str, retry_after: float | None = None):
         super().__init__(message)
         self.retry_after = retry_after
+
+
+class Exhausted(Exception):
+    """A transient fault a backend's own client already retried ``attempts`` times in all: not retried again.
+    ``Exhausted("HTTP 500: internal error", attempts=4)``"""
+
+    def __init__(self, message: str, attempts: int):
+        super().__init__(message)
+        self.attempts = attempts
 
 
 @dataclass(frozen=True)
@@ -65,10 +77,14 @@ def call_with_retries(
     on_retry: Callable[[], None] | None = None,
     sleep: Callable[[float], None] = time.sleep,
 ) -> T:
-    """``fn()``, retried on :class:`Transient` per ``policy``; then ``LLMError("<what> failed after N attempts: ...")``."""
+    """``fn()``, retried on :class:`Transient` per ``policy``; then ``LLMError("<what> failed after N attempts: ...")``
+    (at once for :class:`Exhausted`, with the attempts its client made)."""
     for attempt in range(1, policy.attempts + 1):
         try:
             return fn()
+        except Exhausted as exc:
+            error = LLMError(f"{what} failed after {exc.attempts} attempts: {exc}")
+            raise error from None  # the client's exception may hold the request (its headers): never chained
         except Transient as exc:
             if attempt >= policy.attempts:
                 raise LLMError(f"{what} failed after {attempt} attempts: {exc}") from exc

@@ -62,7 +62,7 @@ class Usage:
             self.prompt_tokens = self.completion_tokens = 0
             self.call_seconds = 0.0
             self.modes: dict[str, str] = {}  # "choose" / "structured" -> the mode the server was asked in
-            self.replies: dict[str, list[int]] = {}  # "choose" / "structured" -> [replies, of them invalid]
+            self.replies: dict[str, list[int]] = {}  # "choose" / "structured" -> [replies, invalid, coerced]
             self._first: float | None = None
             self._last: float | None = None
 
@@ -82,20 +82,30 @@ class Usage:
             self.prompt_tokens += prompt_tokens
             self.completion_tokens += completion_tokens
 
-    def record_retry(self) -> None:
+    def record_retry(self, n: int = 1) -> None:
+        """``n`` retried faults (a client's retries of one request are recorded together)."""
         with self._lock:
-            self.retries += 1
+            self.retries += n
 
     def record_mode(self, kind: str, mode: str) -> None:
         with self._lock:
             self.modes[kind] = mode
 
-    def record_reply(self, kind: str, valid: bool) -> None:
-        """One reply to a choice or a structured request, and whether it was of the asked shape (before any re-ask)."""
+    def record_reply(self, kind: str, valid: bool, *, coerced: bool = False) -> None:
+        """One reply to a choice or a structured request, and whether it was of the asked shape (before any re-ask);
+        ``coerced``: it matched no option and the backend put the top-scoring option in its place (logprobs mode),
+        counted apart, never as invalid or as a model's own valid answer."""
         with self._lock:
-            counts = self.replies.setdefault(kind, [0, 0])
+            counts = self.replies.setdefault(kind, [0, 0, 0])
             counts[0] += 1
             counts[1] += not valid
+            counts[2] += coerced
+
+    @property
+    def coerced(self) -> int:
+        """Replies coerced from logprobs to an option (see :meth:`record_reply`)."""
+        with self._lock:
+            return sum(c[2] for c in self.replies.values())
 
     def record_reask(self) -> None:
         with self._lock:
@@ -121,13 +131,16 @@ class Usage:
                 "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
                 "wall_seconds": round(self.wall_seconds, 3), "call_seconds": round(self.call_seconds, 3),
             }
+            replies = {kind: list(counts) for kind, counts in self.replies.items()}
         out["cost_usd"] = None if self.cost_usd is None else round(self.cost_usd, 6)
         out["prices_as_of"] = PRICES_AS_OF if self.price is not None else None
         if self.modes:  # an OpenAI-compatible server: how choices and JSON objects were asked for
             out["modes"] = dict(self.modes)
-        if self.replies:  # per kind: replies from the model, how many were invalid, the valid share
-            out["replies"] = {kind: {"replies": n, "invalid": bad, "valid_share": round(1 - bad / n, 4)}
-                              for kind, (n, bad) in sorted(self.replies.items())}
+        if replies:  # per kind: replies from the model, how many were invalid, the valid share, how many coerced
+            out["replies"] = {kind: {"replies": n, "invalid": bad, "valid_share": round(1 - bad / n, 4),
+                                     "coerced": coerced}
+                              for kind, (n, bad, coerced) in sorted(replies.items())}
+        out["coerced"] = sum(c[2] for c in replies.values())
         return out
 
     def summary(self) -> str:
@@ -136,7 +149,9 @@ class Usage:
         cost = "cost unknown" if d["cost_usd"] is None else f"~${d['cost_usd']:.4f} (prices of {PRICES_AS_OF})"
         return (f"{d['label'] or d['model']}: {d['calls']} calls ({d['cache_hits']} cached, {d['errors']} failed), "
                 f"{d['prompt_tokens']:,} prompt + {d['completion_tokens']:,} completion tokens, "
-                f"{d['retries']} retries, {d['reasks']} re-asks, {d['wall_seconds']:.1f} s, {cost}")
+                f"{d['retries']} retries, {d['reasks']} re-asks, "
+                + (f"{d['coerced']} choices coerced from logprobs, " if d["coerced"] else "")
+                + f"{d['wall_seconds']:.1f} s, {cost}")
 
     def __repr__(self) -> str:
         return f"Usage({self.summary()})"

@@ -7,18 +7,22 @@ chunks and attributes as the character's attributes. Paper settings are the defa
 
 When AE cannot get valid JSON from the LLM after ``extract_retries`` re-asks (a very small local model), it asks
 for each attribute in one free-text sentence instead; the failed structured call and the fallback calls are both
-in the trace. ``extract=False`` stops after GS (chunk statistics need no attributes).
+in the trace, each with the tokens it spent (the failed call's re-asks included). ``extract=False`` stops after
+GS (chunk statistics need no attributes).
+
+The trace holds every judge call GS paid for: the examined chunks' calls (``judge``) in walk order, then the
+speculative ones the look-ahead sent past the stop (``judge-speculative``; one that raised is there as failed).
 
 Context items: ``knowledge`` (top-k), ``attribute`` (one per AE attribute, with the selected chunks' ids) and
 ``selected`` (GS's slot, or its top K+1 fallback). Each chunk is shown once: a GS-selected chunk that is also
 among the top-k appears only as ``selected`` (so the knowledge block then holds fewer than k chunks). Details:
-``gs_failed``, ``examined``, ``speculative``, ``attributes``, ``selected_in_top_k`` (how many selected chunks
-were among the top-k), ``extract_fallback``.
+``gs_failed``, ``examined``, ``speculative``, ``speculative_errors``, ``attributes``, ``selected_in_top_k`` (how
+many selected chunks were among the top-k), ``extract_fallback``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from rpa_lib.llm import LLMError
@@ -33,6 +37,13 @@ from rpa_lib.methods.prompts import (
     judge_messages,
 )
 from rpa_lib.methods.registry import register
+
+
+def failed_call(purpose: str, kind: str, error: LLMError) -> Call:
+    """The trace of a call that raised: what it spent where the error says (a model that never answered validly,
+    :class:`~rpa_lib.llm.LLMNoValidAnswer`, re-asks included), else nothing known."""
+    return Call(purpose, kind, bool(getattr(error, "cached", False)), getattr(error, "prompt_tokens", 0),
+                getattr(error, "completion_tokens", 0), round(getattr(error, "seconds", 0.0), 3), f"failed: {error}")
 
 
 @dataclass(frozen=True)
@@ -73,20 +84,28 @@ class Amadeus(Method):
         self.window = parse_window(self.settings.window or max(1, min(4, getattr(llm, "max_workers", 1))))
 
     def select(self, character: str, question: str) -> tuple[Selection, list[Call]]:
-        """Guided Selection alone: the selection and the trace of the judge calls the walk examined."""
+        """Guided Selection alone: the selection and the trace of every judge call the walk paid for: those of
+        the examined chunks (``judge``), then the speculative ones (``judge-speculative``)."""
         s = self.settings
         name, work = self.profile(character)
         ranked = self.search(character, question, max(s.max_iterations, s.slot_size + 1))
         calls: dict[str, Call] = {}
 
         def judge(chunk) -> bool:
-            reply = self.llm.choose(judge_messages(name, work, question, chunk), JUDGE_OPTIONS)
+            try:
+                reply = self.llm.choose(judge_messages(name, work, question, chunk), JUDGE_OPTIONS)
+            except LLMError as e:  # in the trace with what it spent; raised (a speculative one is only counted)
+                calls[chunk.id] = failed_call("judge", "choose", e)
+                raise
             calls[chunk.id] = self.trace("judge", reply)
             return reply.text == "yes"
 
         selection = guided_selection(ranked, judge, s.max_iterations, s.slot_size, self.window)
-        examined = [calls[c.id] for c in ranked[:selection.examined] if c.id in calls]
-        return selection, examined
+        walked = ranked[:selection.examined]
+        ahead = ranked[selection.examined:selection.examined + selection.speculative]
+        trace = [calls[c.id] for c in walked if c.id in calls]
+        trace += [replace(calls[c.id], purpose="judge-speculative") for c in ahead if c.id in calls]
+        return selection, trace
 
     def attributes(self, character: str, question: str, chunks) -> tuple[dict[str, str], list[Call]]:
         """The Attribute Extractor: {"Belief and Value": ..., "Psychological Traits": ...} from the chunks, as
@@ -101,7 +120,7 @@ class Amadeus(Method):
                 return ({label: str(reply.data.get(key, "")).strip() for key, label in AE_KEYS.items()},
                         [self.trace("extract", reply)])
             except LLMError as e:
-                calls.append(Call("extract", "structured", False, 0, 0, 0.0, f"failed: {e}"))
+                calls.append(failed_call("extract", "structured", e))
         attributes = {}
         for label in AE_KEYS.values():
             text = self.llm.chat(extract_text_messages(name, work, question, chunks, label), max_tokens=60)
@@ -125,5 +144,5 @@ class Amadeus(Method):
                  *(ContextItem("attribute", text, sources, label) for label, text in attributes.items()),
                  *chunk_items("selected", selection.selected)]
         details = {"gs_failed": selection.failed, "examined": selection.examined, "speculative": selection.speculative,
-                   "attributes": attributes, "selected_in_top_k": len(repeated), "extract_fallback": self.settings.extract_format == "json" and any(c.purpose == "extract-text" for c in calls)}
+                   "speculative_errors": selection.speculative_errors, "attributes": attributes, "selected_in_top_k": len(repeated), "extract_fallback": self.settings.extract_format == "json" and any(c.purpose == "extract-text" for c in calls)}
         return Context(items, calls, details)

@@ -3,6 +3,7 @@
 Walk the chunks in descending similarity to the query; ask ``judge(chunk)`` whether the character's attributes
 regarding the query can be inferred from it; keep it when yes; stop once the slot holds ``slot_size`` (K)
 chunks or ``max_iterations`` (N) chunks were examined. An empty slot is a GS failure: return the top K+1.
+``max_iterations=0`` turns GS off: nothing is examined or selected, and that is not a failure (no walk ran).
 
 Speculation hides the latency of a remote judge: upcoming chunks are judged concurrently (threads), ahead of
 the walk, and the walk still returns exactly what the sequential algorithm returns, because verdicts are
@@ -23,9 +24,11 @@ counted in ``examined`` (only in ``speculative``) and never affecting the result
 The walk goes in rounds: send the calls the policy asks for, then take their verdicts in order (until the stop),
 then ask the policy again, so later calls use what earlier ones said. Which calls are sent depends on the
 verdicts alone, never on timing, and every call sent runs to its end, past the stop too (cancelling calls not
-yet started would save little and depend on timing). So the cost of a walk is reproducible, and a re-run on a
-warm reply cache sends no call at all (with a shared :class:`AdaptiveWindow`: when the walks run in the same
-order). Up to ``MAX_THREADS`` calls run at once. ``Selection.round_trips`` counts the rounds: the latency-bound
+yet started would save little and depend on timing); the walk returns when they have, so that whoever keeps the
+trace of its calls has every call it paid for. A speculative call that raised is logged and counted
+(``Selection.speculative_errors``), never raised: its verdict was not needed. So the cost of a walk is
+reproducible, and a re-run on a warm reply cache sends no call at all (with a shared :class:`AdaptiveWindow`:
+when the walks run in the same order). Up to ``MAX_THREADS`` calls run at once. ``Selection.round_trips`` counts the rounds: the latency-bound
 steps of a walk whose calls are not cached (the sequential walk has one per chunk).
 
 This module knows nothing about LLMs or prompts; ``amadeus`` builds the judge.
@@ -33,6 +36,7 @@ This module knows nothing about LLMs or prompts; ``amadeus`` builds the judge.
 
 from __future__ import annotations
 
+import logging
 import math
 import threading
 from collections.abc import Callable, Sequence
@@ -41,6 +45,7 @@ from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
+log = logging.getLogger("rpa_lib.methods")
 MAX_THREADS = 32  # judge calls in flight at once, at most, per walk
 MARGIN = 0.8  # look-ahead as a share of the expected need (AdaptiveWindow); see `python -m benchmarks gs`
 
@@ -51,8 +56,9 @@ class Selection(Generic[T]):
     failed: bool  # the slot stayed empty: ``selected`` is the top K+1 by similarity
     examined: int  # chunks the sequential algorithm asked the judge about (t in Algorithm 1)
     verdicts: list[bool] = field(default_factory=list)  # the judge's answers, in order, for those chunks
-    speculative: int = 0  # extra judge calls made ahead and discarded
+    speculative: int = 0  # extra judge calls made ahead and discarded (spent all the same)
     round_trips: int = 0  # rounds of concurrent calls, each one latency (the sequential walk: one per chunk)
+    speculative_errors: int = 0  # speculative calls that raised (logged; their verdicts were not needed)
 
 
 class AdaptiveWindow:
@@ -141,10 +147,12 @@ def guided_selection(ranked_chunks: Sequence[T], judge: Callable[[T], bool], max
     if max_iterations < 0 or slot_size < 1:
         raise ValueError(f"need max_iterations >= 0, slot_size >= 1 (got {max_iterations}, {slot_size})")
     policy = parse_window(window)
+    if max_iterations == 0:  # GS off: no walk, so no failure and no fallback
+        return Selection([], False, 0)
     limit = min(max_iterations, len(ranked_chunks))
     slot: list[T] = []
     verdicts: list[bool] = []
-    speculative = round_trips = 0
+    speculative = round_trips = speculative_errors = 0
     if isinstance(policy, int) and policy == 1:
         for chunk in ranked_chunks[:limit]:
             if len(slot) >= slot_size:
@@ -183,12 +191,20 @@ def guided_selection(ranked_chunks: Sequence[T], judge: Callable[[T], bool], max
                 while t < launched and len(slot) < slot_size:  # ... take their verdicts in order, until the stop
                     consume(bool(futures[t].result()))  # an error on a chunk the walk asks about propagates
         finally:
-            # Calls past the stop finish in the background (so that the cache holds them for a re-run, which then
-            # sends the same calls): spent, never counted as examined.
+            # Calls past the stop run to their end (so that the cache holds them for a re-run, which then sends the
+            # same calls), and the walk waits for them, so that they are in the caller's trace: spent, never
+            # counted as examined.
             speculative = launched - t
-            pool.shutdown(wait=False)
+            pool.shutdown(wait=True)
+        for j in range(t, launched):  # (an error on a chunk the walk asked about was raised above)
+            error = futures[j].exception()
+            if error is not None:
+                speculative_errors += 1
+                log.warning("Guided Selection: a speculative judge call (chunk %d) raised %s: %s; its verdict was "
+                            "not needed", j, type(error).__name__, error)
         if isinstance(policy, AdaptiveWindow):
             policy.observe(verdicts)
     if not slot:
-        return Selection(list(ranked_chunks[:slot_size + 1]), True, len(verdicts), verdicts, speculative, round_trips)
-    return Selection(slot, False, len(verdicts), verdicts, speculative, round_trips)
+        return Selection(list(ranked_chunks[:slot_size + 1]), True, len(verdicts), verdicts, speculative, round_trips,
+                         speculative_errors)
+    return Selection(slot, False, len(verdicts), verdicts, speculative, round_trips, speculative_errors)

@@ -1,0 +1,208 @@
+"""Honest accounting: every paid call is in its row's trace (Guided Selection's speculative calls too, labelled, and
+an exception in one logged and counted), a choice coerced from logprobs is counted as coerced (usage, verdicts,
+judge check, tables), "no valid answer" is its own exception carrying what its attempts spent, ``max_iterations=0``
+is not a GS failure, and failed items are named with their cause before a budget is matched to the rest."""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from rpa_lib.bench.mock_server import MockServer
+
+from rpa_lib.evaluation.chunk_usage import used_chunks
+from rpa_lib.evaluation.context import matched_budget
+from rpa_lib.evaluation.judges import Verdict, check_agreement, check_summary, judge_acc, unparseable
+from rpa_lib.evaluation.qa import table6
+from rpa_lib.evaluation.runner import FailedItems, Job, run_verdicts
+from rpa_lib.llm import FakeLLM, LLMError, LLMNoValidAnswer, RetryPolicy, get_llm
+from rpa_lib.methods import build_method
+from rpa_lib.methods.gs import guided_selection
+
+FIXTURES = Path(__file__).parent / "fixtures" / "data"
+NOTEBOOKS = Path(__file__).parent.parent / "notebooks"
+ADA = "ada-lindqvist"
+STORM = "What did you do when the storm broke the lamp's lens?"
+FAST = RetryPolicy(attempts=3, base_delay=0.001, max_delay=0.001)
+
+
+def user(text: str) -> list[dict]:
+    return [{"role": "user", "content": text}]
+
+
+def judging(answer, *, slow_no: float = 0.0, structured=None) -> FakeLLM:
+    """A fake whose GS judge says yes to the Winter Storm chunks and ``answer(prompt)`` (default "no") to the
+    others, ``slow_no`` seconds late (so speculative calls are still running when the walk stops)."""
+    def rule(kind, messages, spec):
+        last = messages[-1]["content"]
+        if kind == "choose":
+            if "Winter Storm" in last:
+                return "yes"
+            time.sleep(slow_no)
+            return answer(last)
+        if kind == "structured":
+            return structured if structured is not None else {"belief_and_value": "duty", "psychological_traits": "calm"}
+        return "a reply"
+    return FakeLLM(rule, cache=False)
+
+
+def amadeus(llm, **settings):
+    return build_method("amadeus", llm, dataset=FIXTURES, embedder="hash-64", **settings)
+
+
+def totals(calls) -> tuple[int, int, int]:
+    return len(calls), sum(c.prompt_tokens for c in calls), sum(c.completion_tokens for c in calls)
+
+
+def usage_totals(llm) -> tuple[int, int, int]:
+    u = llm.usage
+    return u.calls, u.prompt_tokens, u.completion_tokens
+
+
+# ---- every paid call in the row's trace ------------------------------------------------------------------------
+
+
+def test_a_gs_walk_with_speculative_calls_traces_every_paid_call():
+    llm = judging(lambda prompt: "no", slow_no=0.2)
+    r = amadeus(llm, window=8, slot_size=2).respond(ADA, STORM)
+    purposes = [c.purpose for c in r.calls]
+    assert r.details["examined"] == 2 and r.details["speculative"] == 6 and r.details["speculative_errors"] == 0
+    assert purposes == ["judge"] * 2 + ["judge-speculative"] * 6 + ["extract", "respond"]
+    assert all(c.output == "no" for c in r.calls if c.purpose == "judge-speculative")  # they had finished
+    assert totals(r.calls) == usage_totals(llm) and llm.usage.calls == 10  # the trace is the usage record
+
+
+def test_an_exception_in_a_speculative_call_is_logged_counted_and_in_the_trace(caplog):
+    caplog.set_level(logging.WARNING, logger="rpa_lib.methods")
+    probe = amadeus(FakeLLM(), window=8, slot_size=2)
+    past_the_stop = probe.search(ADA, STORM, 30)[4].text  # the walk stops after the two storm chunks, 0 and 1
+
+    def answer(prompt):
+        if past_the_stop in prompt:
+            raise RuntimeError("judge server down")
+        return "no"
+
+    llm = judging(answer)
+    r = amadeus(llm, window=8, slot_size=2).respond(ADA, STORM)
+    assert r.details["speculative_errors"] == 1 and not r.details["gs_failed"]
+    failed = [c for c in r.calls if c.output.startswith("failed")]
+    assert [c.purpose for c in failed] == ["judge-speculative"] and "judge server down" in failed[0].output
+    assert "speculative judge call" in caplog.text and "judge server down" in caplog.text
+    assert totals(r.calls) == usage_totals(llm) and llm.usage.errors == 1
+
+    def judge(chunk):  # the walk itself: counted, logged, never raised
+        if chunk == "e":
+            raise RuntimeError("boom")
+        return chunk in "ab"
+    sel = guided_selection(list("abcdef"), judge, window=6)
+    assert sel.selected == ["a", "b"] and sel.speculative == 4 and sel.speculative_errors == 1
+
+
+def test_the_attribute_extractors_reasks_carry_their_tokens():
+    llm = judging(lambda prompt: "no", structured={"wrong": 1})  # never valid JSON: re-asked, then free text
+    r = amadeus(llm, window=1, extract_retries=2).respond(ADA, STORM)
+    extract = next(c for c in r.calls if c.purpose == "extract")
+    assert extract.output.startswith("failed") and extract.prompt_tokens > 0 and extract.completion_tokens > 0
+    assert llm.usage.reasks == 2 and totals(r.calls) == usage_totals(llm)
+
+
+def test_max_iterations_zero_is_gs_off_not_a_gs_failure():
+    llm = judging(lambda prompt: "no")
+    r = amadeus(llm, max_iterations=0).context(ADA, STORM)
+    assert r.details["gs_failed"] is False and r.details["examined"] == 0
+    assert not [i for i in r.items if i.role == "selected"] and "judge" not in [c.purpose for c in r.calls]
+    assert guided_selection([1, 2, 3], lambda c: True, max_iterations=0).selected == []
+
+
+# ---- "no valid answer" is a typed exception -------------------------------------------------------------------
+
+
+def test_no_valid_answer_is_its_own_exception_with_what_it_spent(tmp_path):
+    llm = FakeLLM(lambda kind, messages, spec: "maybe", cache=tmp_path / "llm.sqlite")
+    with pytest.raises(LLMNoValidAnswer, match="no allowed answer after 3 attempts") as first:
+        llm.choose(user("Is Ada calm?"), ["yes", "no"])
+    assert not first.value.cached and first.value.prompt_tokens == llm.usage.prompt_tokens > 0
+    assert first.value.completion_tokens == 3  # "maybe", three times
+    with pytest.raises(LLMNoValidAnswer) as again:  # the cached outcome: the same class, nothing spent
+        llm.choose(user("Is Ada calm?"), ["yes", "no"])
+    assert again.value.cached and again.value.prompt_tokens == 0
+    assert unparseable(first.value)
+    # the type decides, not the text: a fault whose message happens to read alike is a fault
+    assert not unparseable(LLMError("choose call 'x': no allowed answer after 3 attempts"))
+
+
+# ---- a coerced choice is counted as coerced ---------------------------------------------------------------------
+
+
+def test_a_choice_coerced_from_logprobs_is_counted_as_coerced(tmp_path):
+    with MockServer(lambda body: "Y hard to say") as server:  # matches no option; its first token begins "yes"
+        llm = get_llm("openai:small", base_url=server.base_url, api_key="sk-test", cache=tmp_path / "llm.sqlite",
+                      retry=FAST, choose_mode="logprobs")
+        reply = llm.choose(user("Is Ada calm?"), ["yes", "no"])
+        assert reply.text == "yes" and reply.coerced and reply.scores["yes"] > reply.scores["no"]
+        usage = llm.usage.to_dict()
+        assert usage["coerced"] == 1 and usage["replies"]["choose"] == {"replies": 1, "invalid": 0,
+                                                                        "valid_share": 1.0, "coerced": 1}
+        assert "1 choices coerced from logprobs" in llm.usage.summary()
+        again = llm.choose(user("Is Ada calm?"), ["yes", "no"])
+        assert again.cached and again.coerced  # the cache keeps what the reply was
+        verdict = judge_acc(llm, "Ada", "Is Ada calm?", "yes", "She is calm.")
+        assert verdict.status == "ok" and verdict.value == 1.0 and verdict.coerced
+    with MockServer(lambda body: "yes") as server:  # a reply that matches is the model's own answer
+        plain = get_llm("openai:small", base_url=server.base_url, api_key="sk-test", cache=False, retry=FAST,
+                        choose_mode="logprobs")
+        assert not plain.choose(user("Is Ada calm?"), ["yes", "no"]).coerced and plain.usage.coerced == 0
+    record = json.loads(json.dumps(usage))  # as a run record saves it
+    assert record["coerced"] == 1
+
+
+def test_coerced_verdicts_are_counted_in_the_verdict_rows_the_judge_check_and_table6():
+    verdicts = {("acc", "gold"): Verdict("acc", "yes", 1.0, "ok", coerced=True),
+                ("acc", "other"): Verdict("acc", "no", 0.0, "ok"),
+                ("acc", "denial"): Verdict("acc", None, math.nan, "unparsed", "no allowed answer")}
+    cases = [{"item": 1, "character": ADA, "qa_id": "q1", "attribute": "Activity", "case": case, "metric": metric,
+              "reply": "..."} for metric, case in verdicts]
+    rows = run_verdicts(FakeLLM(), cases, lambda c: verdicts[(c["metric"], c["case"])], lambda c: dict(c),
+                        progress=False)
+    assert rows.coerced.tolist() == [True, False, False] and rows.status.tolist() == ["ok", "ok", "unparsed"]
+    agreement = check_agreement(rows).set_index("check")
+    assert agreement.loc["acc: gold answer", "coerced"] == 1 and agreement.loc["acc: gold answer", "agree"] == 1
+    assert agreement.loc["acc: another character's answer", "coerced"] == 0
+    assert "acc: gold answer 1/1 (1 coerced)" in check_summary(agreement.reset_index())
+    old = check_agreement(rows.drop(columns="coerced"))  # verdict rows saved before the column: none coerced
+    assert old.coerced.sum() == 0 and old.agree.tolist() == agreement.agree.tolist()
+
+    answers = pd.DataFrame([{"task": "CharacterRAG", "method": "amadeus", "error": None}] * 2)
+    judged = pd.DataFrame({"task": "CharacterRAG", "method": "amadeus", "metric": "acc", "value": [1.0, math.nan],
+                           "status": ["ok", "unparsed"], "coerced": [True, False]})
+    t6 = table6(answers, judged, "llm", "judge")
+    assert t6.loc[0, ["n_acc", "unparsed_acc", "coerced_acc"]].tolist() == [1, 1, 1]
+    assert list(t6.columns[-3:]) == ["coerced_acc", "coerced_acc_l", "coerced_hs"]  # new columns, after the old
+    assert table6(answers, judged.drop(columns="coerced"), "llm", "judge").coerced_acc.tolist() == [0]
+
+
+# ---- failed items named before anything is computed from the rest ----------------------------------------------
+
+
+def test_a_judge_that_never_answers_validly_is_named_as_the_cause_not_the_budget():
+    never = FakeLLM(lambda kind, messages, spec: "perhaps")  # a judge that never answers "yes" or "no"
+    jobs = [Job(ADA, "q1", STORM), Job(ADA, "q2", "Do you like parties?")]
+    rows = used_chunks(amadeus(never, max_iterations=6), jobs, desc="GS")
+    assert rows.error.notna().all()
+    with pytest.raises(FailedItems, match=r"2 of 2 item\(s\) failed.*no allowed answer after 3 attempts.*"
+                                          r"failed items: amadeus ada-lindqvist q1, amadeus ada-lindqvist q2"):
+        matched_budget(rows, "amadeus")
+    with pytest.raises(ValueError, match="no answered rows of 'amadeus'"):  # no rows at all: nothing to name
+        matched_budget(rows.iloc[0:0], "amadeus")
+
+
+@pytest.mark.parametrize("notebook", ["03_chunk_usage", "04_personality"])
+def test_notebooks_check_failures_before_matching_a_budget(notebook):
+    nb = json.loads((NOTEBOOKS / f"{notebook}.ipynb").read_text(encoding="utf-8"))
+    code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
+    assert code.index("check_failures(") < code.index("matched_budget(")
