@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from rpa_lib.bench.mock_server import MockServer
 
+from benchmarks.mock_server import MockServer
 from rpa_lib.evaluation.chunk_usage import used_chunks
 from rpa_lib.evaluation.context import matched_budget
 from rpa_lib.evaluation.judges import Verdict, check_agreement, check_summary, judge_acc, unparseable
@@ -205,4 +205,4 @@ def test_a_judge_that_never_answers_validly_is_named_as_the_cause_not_the_budget
 def test_notebooks_check_failures_before_matching_a_budget(notebook):
     nb = json.loads((NOTEBOOKS / f"{notebook}.ipynb").read_text(encoding="utf-8"))
     code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
-    assert code.index("check_failures(") < code.index("matched_budget(")
+    assert code.index('ex.check(') < code.index("matched_budget(")  # the experiment's failure policy
