@@ -71,7 +71,7 @@ class Experiment:
     def gs_llm(self) -> LLM:
         """The LLM of Guided Selection and the Attribute Extractor (``gs_llm``; None: the role-play LLM)."""
         spec = self.parameters.get("gs_llm")
-        return self.llm if spec is None else self._hand("gs_llm", get_llm(spec, mode=self.mode))
+        return self.llm if spec is None else self._hand("gs_llm", get_llm(spec, role="gs", mode=self.mode))
 
     def rater(self, spec: str | None) -> LLM:
         """A judge-role LLM for ``spec`` (None: :attr:`judge`), e.g. one of a rater panel."""
@@ -88,6 +88,8 @@ class Experiment:
     def models(self, *, judged: bool = False, embedder: bool = True) -> dict[str, str]:
         """The label columns of a CSV: the role-play LLM, the embedder, and the judge when ``judged``."""
         out = {"llm": self.llm.label}
+        if self.parameters.get("gs_llm") is not None:  # GS and AE on their own LLM: named beside the role-play LLM
+            out["gs_llm"] = self.gs_llm.label
         if embedder:
             out["embedder"] = self.embedder
         if judged:
@@ -95,8 +97,11 @@ class Experiment:
         return out
 
     def label(self) -> str:
-        """``LLM: ... | embedder: ...`` for captions."""
-        return run_label(self.llm.label, self.embedder if "embedder" in self.parameters else None)
+        """``LLM: ... | embedder: ...`` (and ``GS and AE: ...`` when they run on their own LLM) for captions."""
+        label = run_label(self.llm.label, self.embedder if "embedder" in self.parameters else None)
+        if self.parameters.get("gs_llm") is not None:
+            label += f" | GS and AE: {self.gs_llm.label}"
+        return label
 
     # ---- outputs ---------------------------------------------------------------------------------------------
 

@@ -34,7 +34,10 @@ PAPER = {
     "naive_rag_splitter": ("acts", "We apply the ACTS to the conventional Naive RAG"),
     "embedders": ({"BAAI/bge-m3", "Qwen/Qwen3-Embedding-0.6B", "intfloat/multilingual-e5-large-instruct"},
                   "three different embedding models: ... BGE-M3, Qwen3-0.6B, and mE5 large-instruct"),
-    "judge": ("gpt-4.1", "GS and AE using GPT-4.1; Tables 4-5 'using the GPT-4.1 setting'"),
+    "gs_llm": ("openai:gpt-4.1-2025-04-14",
+               'We implement Guided Selection (GS) and Attribute Extractor (AE) using GPT-4.1 ("gpt-4.1-2025-04-14")'),
+    # the paper names no judge for ACC_L and HS: ours is a choice, the same snapshot, stated in the profile
+    "judge": ("gpt-4.1-2025-04-14", "not stated by the paper (our choice; Tables 4-5 say 'using the GPT-4.1 setting')"),
     "table4_5_methods": ({"crag", "lightrag", "amadeus"}, "Tables 4 and 5: CRAG, LightRAG, AMADEUS"),
     "table6_methods": ({"no_rag", "naive_rag", "crag", "lightrag", "amadeus"},
                        "Table 6: w/o RAG, Naive RAG, CRAG, LightRAG, AMADEUS"),
@@ -91,6 +94,7 @@ def test_the_paper_profile_names_the_papers_embedders_and_one_fixed_judge(profil
     assert {KNOWN_MODELS[e][0] for e in table1} == PAPER["embedders"][0]
     assert profile["defaults"]["embedder"] in PAPER_EMBEDDERS  # retrieval too, not MiniLM
     assert profile["env"]["RPA_JUDGE_MODEL"] == PAPER["judge"][0]  # one judge for every role-play LLM
+    assert profile["defaults"]["gs_llm"] == PAPER["gs_llm"][0]  # GS and AE on their own role, as the paper runs them
     assert profile["env"]["RPA_JUDGE_BASE_URL"].startswith("https://api.openai.com")
     for name in ("04_personality", "05_qa_evaluation", "06_human_evaluation", "07_judge_agreement"):
         assert nb(profile, name).get("evaluator_llm") is None, f"{name}: an evaluator_llm here would pin the judge"
@@ -131,3 +135,22 @@ def test_every_profile_gives_the_charactercraft_judge_references_on_pers_emo_dec
         profile = yaml.safe_load(path.read_text())
         given = ((profile.get("notebooks") or {}).get("07_judge_agreement") or {}).get("reference_dimensions")
         assert given in (None, ["pers", "emo", "dec"]), f"{path.name}: reference_dimensions {given}"
+
+
+def test_the_paper_profile_runs_gs_and_ae_on_their_own_llm_role(profile, monkeypatch):
+    """GS and AE on the paper's GPT-4.1 snapshot whatever the role-play LLM: the profile's gs_llm is built for the
+    "gs" role (OpenAI's API, not the role-play LLM's server), and AMADEUS sends its judge and extractor calls to it
+    and only the answer to the role-play LLM."""
+    from rpa_lib.evaluation.runner import Job, run_jobs
+    from rpa_lib.llm import get_llm
+
+    monkeypatch.setenv("RPA_LLM_BASE_URL", "http://127.0.0.1:9/v1")  # a local server for the role-play LLM
+    gs = get_llm(profile["defaults"]["gs_llm"], role="gs", cache=False)
+    assert gs.model_id == "gpt-4.1-2025-04-14" and gs.base_url != "http://127.0.0.1:9/v1"
+
+    agent, selector = FakeLLM(label="role-play"), FakeLLM(label="gs-and-ae")
+    amadeus = build_methods(["naive_rag", "amadeus"], agent, gs_llm=selector, dataset=Dataset(paths.ROOT / "tests" / "fixtures" / "data"),
+                            embedder="hash-64", max_iterations=4, extract_format="text")[1]
+    rows = run_jobs(amadeus, [Job("ada-lindqvist", "q1", "What keeps you awake at night?")], progress=False)
+    assert rows.error.isna().all() and agent.usage.calls == 1  # the answer
+    assert selector.usage.calls >= 3  # the GS judge calls and the two AE attributes

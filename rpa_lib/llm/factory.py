@@ -8,6 +8,9 @@ folder), ``"llamacpp"`` / ``"llamacpp:/path/model.gguf"`` (the same GGUF on llam
 - role ``"llm"`` (the role-play LLM): ``RPA_LLM_MODEL``, ``RPA_LLM_BASE_URL``, ``OPENAI_API_KEY``,
   ``RPA_LLM_CHOOSE_MODE``, ``RPA_LLM_STRUCTURED_MODE``. With no spec and no ``RPA_LLM_MODEL``: OpenAI when an API
   key is configured, else the embedded local model.
+- role ``"gs"`` (the LLM of Guided Selection and the Attribute Extractor, e.g. the paper's
+  ``openai:gpt-4.1-2025-04-14``): an explicit spec at ``RPA_GS_BASE_URL`` (else OpenAI's API, never the role-play
+  LLM's server) with ``RPA_GS_API_KEY`` (else ``OPENAI_API_KEY``); no spec: the role-play LLM's settings.
 - role ``"judge"``: an explicit spec is built as for the role-play LLM; else ``RPA_JUDGE_MODEL`` with
   ``RPA_JUDGE_BASE_URL`` (an OpenAI-compatible server; else ``RPA_LLM_BASE_URL``), ``RPA_JUDGE_API_KEY`` (else
   ``OPENAI_API_KEY``), ``RPA_JUDGE_CHOOSE_MODE``, ``RPA_JUDGE_STRUCTURED_MODE``; with no ``RPA_JUDGE_MODEL``, the
@@ -29,7 +32,7 @@ from rpa_lib.llm.budget import dollars, shared_budget
 from rpa_lib.llm.config import setting
 from rpa_lib.llm.plan import PlanLLM
 
-ROLES = {"llm": "RPA_LLM", "judge": "RPA_JUDGE"}
+ROLES = {"llm": "RPA_LLM", "judge": "RPA_JUDGE", "gs": "RPA_GS"}
 
 
 @dataclass(frozen=True)
@@ -92,6 +95,9 @@ def get_llm(spec: str | None = None, *, role: str = "llm", default: str | None =
             return mode.wrap(_build(model, "RPA_JUDGE", url or setting("RPA_LLM_BASE_URL"),
                                     setting("RPA_JUDGE_API_KEY", api_key), common))
         spec = default
+    if role == "gs" and spec:  # GS and AE's own LLM: its own server, never the role-play LLM's by accident
+        return mode.wrap(_build(spec, "RPA_GS", setting("RPA_GS_BASE_URL", base_url),
+                                setting("RPA_GS_API_KEY", api_key), common))
     spec = spec or setting("RPA_LLM_MODEL")
     url = setting("RPA_LLM_BASE_URL", base_url)
     if spec is None:

@@ -77,11 +77,18 @@ class Amadeus(Method):
     name = "amadeus"
     Settings = AmadeusSettings
 
+    gs_llm = None  # the LLM of GS and AE (build_method's gs_llm); None: the role-play LLM
+
     def __init__(self, llm, settings=None, dataset=None):
         super().__init__(llm, settings, dataset)
         # Speculative judging only pays where calls run concurrently (remote APIs); a local model runs one at a time.
         # One policy object per method: an adaptive window learns the judge's yes-rate across walks.
         self.window = parse_window(self.settings.window or max(1, min(4, getattr(llm, "max_workers", 1))))
+
+    @property
+    def selector(self):
+        """The LLM that runs Guided Selection and the Attribute Extractor: ``gs_llm``, else the role-play LLM."""
+        return self.gs_llm or self.llm
 
     def select(self, character: str, question: str) -> tuple[Selection, list[Call]]:
         """Guided Selection alone: the selection and the trace of every judge call the walk paid for: those of
@@ -93,7 +100,7 @@ class Amadeus(Method):
 
         def judge(chunk) -> bool:
             try:
-                reply = self.llm.choose(judge_messages(name, work, question, chunk), JUDGE_OPTIONS)
+                reply = self.selector.choose(judge_messages(name, work, question, chunk), JUDGE_OPTIONS)
             except LLMError as e:  # in the trace with what it spent; raised (a speculative one is only counted)
                 calls[chunk.id] = failed_call("judge", "choose", e)
                 raise
@@ -115,7 +122,7 @@ class Amadeus(Method):
         calls = []
         if self.settings.extract_format == "json":
             try:
-                reply = self.llm.structured(extract_messages(name, work, question, chunks), AE_SCHEMA, max_tokens=200,
+                reply = self.selector.structured(extract_messages(name, work, question, chunks), AE_SCHEMA, max_tokens=200,
                                             max_retries=self.settings.extract_retries)
                 return ({label: str(reply.data.get(key, "")).strip() for key, label in AE_KEYS.items()},
                         [self.trace("extract", reply)])
@@ -123,7 +130,7 @@ class Amadeus(Method):
                 calls.append(failed_call("extract", "structured", e))
         attributes = {}
         for label in AE_KEYS.values():
-            text = self.llm.chat(extract_text_messages(name, work, question, chunks, label), max_tokens=60)
+            text = self.selector.chat(extract_text_messages(name, work, question, chunks, label), max_tokens=60)
             attributes[label] = text.text.strip()
             calls.append(self.trace("extract-text", text))
         return attributes, calls

@@ -83,9 +83,11 @@ def setting_names(name: str) -> list[str]:
     return sorted(f.name for f in fields(method_class(name).Settings))
 
 
-def build_method(name: str, llm=None, *, dataset=None, **settings) -> Method:
+def build_method(name: str, llm=None, *, dataset=None, gs_llm=None, **settings) -> Method:
     """A registered method with its settings; an unknown setting is a ValueError naming the valid ones.
-    ``llm`` defaults to ``get_llm()``; ``dataset`` (a :class:`rpa_lib.data.Dataset` or a folder) to ``data/``."""
+    ``llm`` defaults to ``get_llm()``; ``dataset`` (a :class:`rpa_lib.data.Dataset` or a folder) to ``data/``;
+    ``gs_llm``: the LLM of Guided Selection and the Attribute Extractor, for a method that has them (AMADEUS; the
+    paper runs them on GPT-4.1 whatever the role-play LLM); None: the role-play LLM."""
     from rpa_lib.data import as_dataset
 
     cls = method_class(name)
@@ -104,17 +106,22 @@ def build_method(name: str, llm=None, *, dataset=None, **settings) -> Method:
 
         llm = get_llm()
     method = cls(llm, cls.Settings(**settings), as_dataset(dataset))
+    if gs_llm is not None:
+        if not hasattr(method, "gs_llm"):
+            raise ValueError(f"method {name!r} has no Guided Selection or Attribute Extractor to give gs_llm")
+        method.gs_llm = gs_llm
     if name in VARIANTS:
         method.name = name  # its rows and table entries are its own
     return method
 
 
 def build_methods(names: list[str], llm=None, *, dataset=None, per_method: dict[str, dict] | None = None,
-                  **settings) -> list[Method]:
+                  gs_llm=None, **settings) -> list[Method]:
     """Several methods sharing one set of run settings: each setting goes to every method that declares it
     (``k`` to Naive RAG and AMADEUS, not to no RAG); a setting that none of them declares is an error, so a
     typo never passes silently. ``None`` values mean "the method's default". ``per_method`` adds or overrides
-    settings of one method (``{"lightrag": {"max_gleaning": 0}}``); a method it names must be among ``names``."""
+    settings of one method (``{"lightrag": {"max_gleaning": 0}}``); a method it names must be among ``names``.
+    ``gs_llm`` goes to the methods that run Guided Selection and the Attribute Extractor."""
     if isinstance(names, str):
         raise ValueError(f"methods must be a list of names, e.g. [{names!r}]")
     per_method = per_method or {}
@@ -129,4 +136,5 @@ def build_methods(names: list[str], llm=None, *, dataset=None, per_method: dict[
         raise ValueError(f"no method of {', '.join(names)} has the setting(s) {', '.join(map(repr, stray))}; "
                          f"their settings: {', '.join(valid)}")
     shared = {n: {k: v for k, v in settings.items() if k in declared[n] and v is not None} for n in names}
-    return [build_method(n, llm, dataset=dataset, **{**shared[n], **per_method.get(n, {})}) for n in names]
+    return [build_method(n, llm, dataset=dataset, gs_llm=gs_llm if hasattr(method_class(n), "gs_llm") else None,
+                         **{**shared[n], **per_method.get(n, {})}) for n in names]
