@@ -22,7 +22,7 @@ from typing import Any
 # parameters that may be None ("all", "the environment"), by the name every notebook uses for them, whatever their default
 NONE_DEFAULTS = {"characters": "list[str] | None", "data_dir": "str | None", "figures_dir": "str | None",
                  "results_dir": "str | None", "llm": "str | None", "evaluator_llm": "str | None",
-                 "gs_llm": "str | None",
+                 "gs_llm": "str | None", "multi_questions": "int | None",
                  "qa_questions": "int | None", "mbti_questions": "int | None", "mbti_items": "int | None",
                  "bigfive_items": "int | None", "questions_per_character": "int | None", "window": "int | str | None"}
 _SIMPLE = {"int": int, "float": (int, float), "str": str, "bool": bool, "dict": dict, "None": type(None),

@@ -390,3 +390,16 @@ def test_the_budget_control_is_matched_task_by_task(ds):
     assert set(rows.method) == {"naive_rag_budget"} and timing.task.tolist() == list(tasks)
     given, _, fixed = answer_budget_control(answers, tasks, control, given=500, llm=llm)
     assert fixed == {t: 500 for t in tasks} and len(given) == len(rows)
+
+
+def test_the_multi_paragraph_set_is_a_task_of_its_own_with_gold_answers():
+    """Table 6 reports the multi-paragraph pairs apart ("CharacterRAG (multi)"), judged like the paper set."""
+    from rpa_lib.evaluation.qa import MULTI_TASK, verdict_jobs
+
+    real = Dataset()
+    tasks = task_jobs(real, ["frieren"], 2, multi_questions=2)
+    assert list(tasks) == [QA_TASK, MULTI_TASK] and [len(j) for j in tasks.values()] == [2, 2]
+    assert all(j.meta["set"] == "multi" for j in tasks[MULTI_TASK]) and list(task_jobs(real, ["frieren"], 2)) == [QA_TASK]
+    rows = pd.DataFrame([{**answer_row("naive_rag", "frieren", j.id, task=MULTI_TASK)} for j in tasks[MULTI_TASK]])
+    assert sorted(m for _, m in verdict_jobs(rows, gold_answers(real, ["frieren"]))) == ["acc", "acc", "acc_l", "acc_l",
+                                                                                          "hs", "hs"]

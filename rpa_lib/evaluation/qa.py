@@ -45,6 +45,8 @@ from rpa_lib.methods.registry import paper_name
 from rpa_lib.report import caption_line, plural
 
 QA_TASK = "CharacterRAG"
+MULTI_TASK = "CharacterRAG (multi)"  # the multi-paragraph pairs: written to favour a splitter that keeps a subsection
+QA_TASKS = (QA_TASK, MULTI_TASK)     # together, so reported as a task of their own, never pooled with the paper set
 QUESTIONNAIRE_TASKS = {"mbti": "MBTI", "bigfive": "BFI"}
 METRICS = ("acc", "acc_l", "hs")
 VERDICT_COLUMNS = ["task", "method", "character", "question_id", "attribute", "metric", "answer", "value", "status",
@@ -63,8 +65,8 @@ def has_context(method: Method) -> bool:
 
 
 def gold_answers(dataset: Dataset, characters: list[str]) -> dict[tuple[str, str], QA]:
-    """``{(character, question id): QA}`` of the characters' QA pairs."""
-    return {(c, q.id): q for c in characters for q in dataset.qa(c)}
+    """``{(character, question id): QA}`` of the characters' QA pairs, both sets."""
+    return {(c, q.id): q for c in characters for q in dataset.qa(c, "all")}
 
 
 def qa_items(dataset: Dataset, characters: list[str], per_character: int | None = None) -> list[tuple[str, QA]]:
@@ -74,11 +76,14 @@ def qa_items(dataset: Dataset, characters: list[str], per_character: int | None 
 
 
 def task_jobs(dataset: Dataset, characters: list[str], qa_questions: int | None = None,
-              questionnaires: dict[str, int | None] | None = None) -> dict[str, list[Job]]:
+              questionnaires: dict[str, int | None] | None = None, multi_questions: int | None = 0) -> dict[str, list[Job]]:
     """The jobs of each task: ``CharacterRAG`` (``qa_questions`` per character, spread over the six
-    attributes; None: all), then one task per questionnaire in ``questionnaires`` (name -> items, None: all;
+    attributes; None: all), ``CharacterRAG (multi)`` (``multi_questions`` multi-paragraph pairs per character; 0:
+    none, None: all), then one task per questionnaire in ``questionnaires`` (name -> items, None: all;
     ``{"mbti": 8, "bigfive": 10}``), named as in Table 6 (MBTI, BFI)."""
     tasks = {QA_TASK: qa_jobs(dataset, characters, qa_questions)}
+    if multi_questions != 0:
+        tasks[MULTI_TASK] = qa_jobs(dataset, characters, multi_questions, set="multi")
     for name, items in (questionnaires or {}).items():
         tasks[QUESTIONNAIRE_TASKS.get(name, name)] = questionnaire_jobs(dataset.questionnaire(name, items), characters)
     return tasks
@@ -92,7 +97,7 @@ def answer_all(methods: Sequence[Method], tasks: dict[str, list[Job]], *, llm=No
     included) is rewritten after each block, so completed work is never lost. Returns the rows and one timing
     row per (task, method)."""
     def skip(task: str, method: Method) -> str | None:
-        return "not interviewed: no context, so no HS" if task != QA_TASK and not has_context(method) else None
+        return "not interviewed: no context, so no HS" if task not in QA_TASKS and not has_context(method) else None
 
     def save(rows: pd.DataFrame) -> None:
         rows.to_json(save_to, orient="records", lines=True, force_ascii=False)
@@ -159,7 +164,7 @@ def verdict_jobs(answers: pd.DataFrame, gold: dict[tuple[str, str], QA], metrics
         raise ValueError(f"unknown metric(s) {sorted(unknown)}; known: {', '.join(METRICS)}")
     jobs = []
     for r in _answered(answers):
-        has_gold = (r["character"], r["question_id"]) in gold and r.get("task") == QA_TASK
+        has_gold = (r["character"], r["question_id"]) in gold and r.get("task") in QA_TASKS
         for m in metrics:
             if (m in ("acc", "acc_l") and has_gold) or (m == "hs" and r.get("context")):
                 jobs.append((r, m))
@@ -190,7 +195,7 @@ def hs_references(dataset: Dataset, answers: pd.DataFrame, gold: dict[tuple[str,
         key = (r["character"], r["question_id"])
         if key in refs:
             continue
-        qa = gold.get(key) if r.get("task") == QA_TASK else None
+        qa = gold.get(key) if r.get("task") in QA_TASKS else None
         if qa is not None:
             paragraphs = dataset.persona(r["character"]).paragraphs
             flat = [(p, " ".join(p.text.split())) for p in paragraphs]
@@ -214,7 +219,7 @@ def judge_answers(answers: pd.DataFrame, judge, names: dict[str, str], gold: dic
     def run(job):
         r, metric = job
         name = names.get(r["character"], r["character"])
-        qa = gold.get((r["character"], r["question_id"])) if r.get("task") == QA_TASK else None
+        qa = gold.get((r["character"], r["question_id"])) if r.get("task") in QA_TASKS else None
         reply = r["reply"] or ""
         if metric == "acc":
             return judge_acc(judge, name, r["question"], qa.answer, reply)
