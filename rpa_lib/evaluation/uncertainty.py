@@ -5,18 +5,21 @@ A table builder (Table 1, 3, 4-5 summaries, 6, key points, evidence recall, Tabl
 columns ``v_low`` and ``v_high`` (a 95% cluster bootstrap over characters), with ``n_characters`` and
 ``interval_note`` (why an interval is NaN: "1 character: no cluster interval"). :func:`interval_caption` is the
 sentence a caption adds. :func:`paired_table` is the paired comparison written beside a table
-(``<table>_paired.csv``), from :mod:`rpa_lib.evaluation.outcomes`.
+(``<table>_paired.csv``, by :func:`save_paired`), from :mod:`rpa_lib.evaluation.outcomes`.
 
-It computes no score of its own (the builders do) and writes no file.
+It computes no score of its own (the builders do); only :func:`save_paired` writes, to the folder it is given.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from rpa_lib.evaluation.metrics.intervals import BOOTSTRAP, cluster_bootstrap
-from rpa_lib.evaluation.outcomes import compare
+from rpa_lib.evaluation.outcomes import LABELS, compare
+from rpa_lib.report import save_table
 
 PAIRED_COLUMNS = ["table", "task", "outcome", "method", "reference", "score_method", "score_reference", "difference",
                   "diff_low", "diff_high", "n_pairs", "n_characters", "only_method", "only_reference", "test_item",
@@ -58,7 +61,8 @@ def merge_intervals(table: pd.DataFrame, intervals: pd.DataFrame, keys: list[str
 def interval_caption(n_characters, unit: str = "characters") -> str:
     """The sentence a caption adds: the interval's method and unit of resampling, and what a one-character run
     shows. ``interval_caption(1)`` ends with "1 character: no cluster interval (NaN)"."""
-    n = int(np.nanmax(np.atleast_1d(n_characters))) if np.size(n_characters) else 0
+    values = pd.to_numeric(pd.Series(np.atleast_1d(n_characters)), errors="coerce").dropna()
+    n = int(values.max()) if len(values) else 0
     text = f"95% intervals (_low, _high): {BOOTSTRAP.replace('characters', unit)}"
     if n <= 1:
         return text + "; 1 character: no cluster interval (NaN)"
@@ -81,3 +85,19 @@ PAIRED_CAPTION = ("Paired comparisons, each method minus its reference (AMADEUS;
                   "against its budget-matched control) on the same characters and items: difference with its 95% "
                   "cluster bootstrap over characters; item-level exact McNemar (0/1) or Wilcoxon signed-rank "
                   "(ratings); character-level sign test; Holm-adjusted within the table.")
+
+
+def save_paired(outcomes: pd.DataFrame, results_dir: Path, models: dict | None = None, note: str = "") -> dict:
+    """``<table>_paired.csv`` and ``.tex`` for each table of ``outcomes`` (:func:`paired_table`), the caption
+    naming the tests and the interval (:data:`PAIRED_CAPTION`) and ``note`` (the run's label line); the model
+    labels go to the CSV (``models``: :func:`rpa_lib.report.with_models`'s). Returns ``{table: paths}``."""
+    written = {}
+    for table, rows in outcomes.groupby("table", sort=False):
+        paired = paired_table(rows)
+        labels = {c: paired[c].dropna().iloc[0] for c in LABELS if c in paired and paired[c].notna().any()}
+        shown = paired.drop(columns=[c for c in LABELS if c in paired])
+        chars = int(paired.n_characters.max()) if len(paired) else 0
+        caption = f"{PAIRED_CAPTION} {interval_caption(chars)}. {note}".strip()
+        written[table] = save_table(shown, f"{table}_paired", results_dir, caption=caption,
+                                    models={**labels, **(models or {})} or None)
+    return written
