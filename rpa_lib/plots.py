@@ -311,3 +311,40 @@ def agreement_figure(agree: pd.DataFrame, means: pd.DataFrame, paper: pd.DataFra
     fig.suptitle(f"CharacterCraft Table 6 on our data\n{label}", y=1.04, fontsize=9)
     fig.tight_layout()
     return fig
+
+
+VERDICT_COLORS = {"supported": "#55A868", "contradicted": "#C44E52", "not distinguishable": "#8c8c8c",
+                  "not testable": "#ffffff", "mixed": "#CCB974"}
+
+
+def _verdict_color(v: str) -> str:
+    return next((c for k, c in VERDICT_COLORS.items() if str(v).startswith(k)), "#ffffff")
+
+
+def claims_figure(claims: pd.DataFrame, label: str):
+    """The paper's claims as a forest plot: per claim the difference in the claim's favour (method minus
+    reference, sign flipped where lower is better) with its 95% interval, from the paper's printed evidence
+    (squares) and from this run (circles), filled by verdict; a claim with neither is listed without a point.
+    ``claims``: :func:`rpa_lib.evaluation.claims.claims_table`."""
+    fig, ax = plt.subplots(figsize=(9, 0.42 * len(claims) + 1.6))
+    y = np.arange(len(claims))[::-1]
+    for (col, marker, dy, who) in (("paper", "s", 0.15, "paper's printed evidence"), ("ours", "o", -0.15, "this run")):
+        d = claims[f"{col}_difference"].astype(float) * claims.direction
+        a, b = (claims[f"{col}_{end}"].astype(float) * claims.direction for end in ("low", "high"))
+        for yi, di, low, high, v in zip(y, d, np.fmin(a, b), np.fmax(a, b), claims[f"{col}_verdict"]):
+            if np.isnan(di):
+                continue
+            if not (np.isnan(low) or np.isnan(high)):
+                ax.plot([low, high], [yi + dy] * 2, color="black", lw=1)
+            ax.plot(di, yi + dy, marker=marker, ms=7, mfc=_verdict_color(v), mec="black", ls="none")
+        ax.plot([], [], marker=marker, mfc="white", mec="black", ls="none", label=who)
+    for k, c in VERDICT_COLORS.items():
+        ax.plot([], [], marker="o", mfc=c, mec="black", ls="none", label=k)
+    ax.axvline(0, color="grey", lw=0.8, ls=":")
+    ax.set_yticks(y, [f"{r.claim_id}: {r.claim[:60]}{'...' if len(r.claim) > 60 else ''}" for r in claims.itertuples()],
+                  fontsize=7)
+    ax.set_xlabel("difference in the claim's favour (95% interval: characters resampled)", fontsize=8)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
+    ax.set_title(f"AMADEUS claims re-tested (fill: verdict; no point: nothing to test)\n{label}", fontsize=9)
+    fig.tight_layout()
+    return fig
