@@ -25,7 +25,7 @@ def test_table6_printed_allows_what_the_issue_says():
 
 def test_claims_table_on_a_tiny_run(tmp_path):
     rows = []
-    for i, char in enumerate(["a", "b", "c"]):
+    for char in ["a", "b", "c"]:
         for q in range(4):
             for method, right in (("amadeus", 1), ("naive_rag", int(q < 2))):
                 rows.append({"task": "CharacterRAG", "method": method, "character": char, "question_id": f"{char}{q}",

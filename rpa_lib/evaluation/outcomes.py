@@ -186,9 +186,12 @@ def _keys(df: pd.DataFrame) -> list[str]:
     return ["table", "task", "outcome", *[c for c in LABELS if df[c].notna().any()]]
 
 
-def _binary(values) -> bool:
-    v = pd.Series(values).dropna()
-    return len(v) > 0 and bool(v.isin([0.0, 1.0]).all())
+# 0/1 outcomes (exact McNemar, Clopper-Pearson); every other outcome is a rating or a measurement
+BINARY = {"acc", "dimension_correct", "gs_failed", "all_found"}
+
+
+def _binary(outcome: str) -> bool:
+    return outcome in BINARY
 
 
 def summarize(outcomes: pd.DataFrame) -> pd.DataFrame:
@@ -203,7 +206,7 @@ def summarize(outcomes: pd.DataFrame) -> pd.DataFrame:
         row = dict(zip([*_keys(outcomes), "method"], key, strict=True))
         row.update(score=ci.estimate, ci_low=ci.low, ci_high=ci.high, interval=BOOTSTRAP, note=ci.reason,
                    n_items=ci.n_items, n_failed=int(g.value.isna().sum()), n_characters=ci.n_clusters)
-        if _binary(g.value):
+        if _binary(row["outcome"]):
             v = g.value.dropna()
             ex = clopper_pearson(int(v.sum()), len(v))
             row.update(exact_low=ex.low, exact_high=ex.high, exact_interval=EXACT)
@@ -219,18 +222,19 @@ def default_pairs(table: str, methods: list[str]) -> list[tuple[str, str]]:
     return pairs + [(m, r) for m, r in EXTRA_PAIRS if m in methods and r in methods]
 
 
-def paired_difference(a: pd.DataFrame, b: pd.DataFrame) -> dict:
-    """The paired comparison of two methods' outcomes on the same (character, item)s: ``a`` minus ``b``."""
+def paired_difference(a: pd.DataFrame, b: pd.DataFrame, binary: bool) -> dict:
+    """The paired comparison of two methods' outcomes on the same (character, item)s: ``a`` minus ``b``;
+    ``binary``: 0/1 outcomes (McNemar at items), else Wilcoxon. No character with a nonzero mean difference: the
+    sign test's p is 1."""
     both = a.merge(b, on=["character", "item"], suffixes=("_a", "_b")).dropna(subset=["value_a", "value_b"])
     diff = both.value_a - both.value_b
     ci = cluster_bootstrap(diff, both.character)
-    binary = _binary(pd.concat([both.value_a, both.value_b]))
     per_char = diff.groupby(both.character).mean()
     better, worse, p_char = sign_test(per_char)
     out = {"score_method": both.value_a.mean(), "score_reference": both.value_b.mean(), "difference": ci.estimate,
            "diff_low": ci.low, "diff_high": ci.high, "note": ci.reason, "n_pairs": len(both),
            "n_characters": ci.n_clusters, "characters_better": better, "characters_worse": worse,
-           "p_character": p_char if better + worse else np.nan, "test_character": CHARACTER_TEST}
+           "p_character": p_char if len(both) else np.nan, "test_character": CHARACTER_TEST}
     if binary:
         b_, c_ = int(((both.value_a == 1) & (both.value_b == 0)).sum()), int(((both.value_a == 0) & (both.value_b == 1)).sum())
         out.update(only_method=b_, only_reference=c_, p_item=mcnemar_exact(b_, c_) if len(both) else np.nan)
@@ -254,7 +258,8 @@ def compare(outcomes: pd.DataFrame, pairs: dict[str, list[tuple[str, str]]] | No
             a, b = g[g.method == method], g[g.method == ref]
             if len(a) and len(b):
                 rows.append({**dict(zip(_keys(outcomes), key, strict=True)), "method": method, "reference": ref,
-                             **paired_difference(a[["character", "item", "value"]], b[["character", "item", "value"]])})
+                             **paired_difference(a[["character", "item", "value"]], b[["character", "item", "value"]],
+                                                   _binary(key[2]))})
     out = pd.DataFrame(rows)
     if out.empty:
         return out
