@@ -259,11 +259,11 @@ def _ours(claim: Claim, paired: pd.DataFrame, summary: pd.DataFrame, run: dict) 
 
 
 def run_labels(outcomes: pd.DataFrame) -> dict:
-    """The role-play LLM and embedder of the committed results (the first label found)."""
+    """The role-play LLM, judge and embedder of the committed results (the first label found; "" if none)."""
     def first(col):
         v = outcomes[col].dropna() if col in outcomes else pd.Series(dtype=object)
         return str(v.iloc[0]) if len(v) else ""
-    return {"llm": first("llm"), "embedder": first("embedder")}
+    return {"llm": first("llm"), "judge": first("judge"), "embedder": first("embedder")}
 
 
 def claims_table(results_dir: Path, dataset: Dataset | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:

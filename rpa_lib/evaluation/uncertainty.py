@@ -89,15 +89,14 @@ PAIRED_CAPTION = ("Paired comparisons, each method minus its reference (AMADEUS;
 
 def save_paired(outcomes: pd.DataFrame, results_dir: Path, models: dict | None = None, note: str = "") -> dict:
     """``<table>_paired.csv`` and ``.tex`` for each table of ``outcomes`` (:func:`paired_table`), the caption
-    naming the tests and the interval (:data:`PAIRED_CAPTION`) and ``note`` (the run's label line); the model
-    labels go to the CSV (``models``: :func:`rpa_lib.report.with_models`'s). Returns ``{table: paths}``."""
+    naming the tests and the interval (:data:`PAIRED_CAPTION`) and ``note`` (the run's label line); the
+    outcomes' own model labels are kept per row, ``models`` (:func:`rpa_lib.report.with_models`'s) fills those
+    they lack. Returns ``{table: paths}``."""
     written = {}
     for table, rows in outcomes.groupby("table", sort=False):
         paired = paired_table(rows)
-        labels = {c: paired[c].dropna().iloc[0] for c in LABELS if c in paired and paired[c].notna().any()}
-        shown = paired.drop(columns=[c for c in LABELS if c in paired])
         chars = int(paired.n_characters.max()) if len(paired) else 0
         caption = f"{PAIRED_CAPTION} {interval_caption(chars)}. {note}".strip()
-        written[table] = save_table(shown, f"{table}_paired", results_dir, caption=caption,
-                                    models={**labels, **(models or {})} or None)
+        written[table] = save_table(paired, f"{table}_paired", results_dir, caption=caption,
+                                    models={k: v for k, v in (models or {}).items() if k in LABELS} or None)
     return written
