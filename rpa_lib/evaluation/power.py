@@ -83,8 +83,9 @@ def needed_table(alpha: float = ALPHA, power: float = POWER) -> pd.DataFrame:
 
 def profile_sizes(profile: dict, dataset: Dataset | None = None) -> Sizes:
     """The sizes a reproduce profile runs (``notebooks.05_qa_evaluation`` characters and ``qa_questions``,
-    ``notebooks.04_personality`` characters); a None or missing value means all of the dataset's."""
-    ds = as_dataset(dataset)
+    ``notebooks.04_personality`` characters); a None or missing value means all of the dataset's (``dataset``,
+    else the profile's ``defaults.data_dir``, else the repository's)."""
+    ds = as_dataset(dataset if dataset is not None else (profile.get("defaults") or {}).get("data_dir"))
     nbs = profile.get("notebooks") or {}
     qa, pers = nbs.get("05_qa_evaluation") or {}, nbs.get("04_personality") or {}
     every = ds.characters(None)
