@@ -80,3 +80,18 @@ def test_default_pairs():
         ("no_rag", "amadeus"), ("naive_rag", "amadeus"), ("naive_rag_budget", "amadeus"), ("naive_rag", "naive_rag_budget")]
     assert default_pairs("table1_similarity", ["Vanilla", "ATS", "ACTS"]) == [("Vanilla", "ACTS"), ("ATS", "ACTS")]
     assert default_pairs("table6_roleplay", ["no_rag"]) == []
+
+
+def test_budget_and_keypoint_adapters():
+    from rpa_lib.evaluation.outcomes import budget_outcomes, keypoint_outcomes
+
+    budgets = pd.DataFrame({"embedder": "e", "splitter": ["vanilla", "acts"] * 2, "character": ["a", "a", "b", "b"],
+                            "question": ["q1", "q1", "q2", "q2"], "set": "paper", "unit": "characters", "budget": 500,
+                            "recall": [0.5, 1.0, 0.0, 1.0], "all_found": [False, True, False, True]})
+    got = compare(budget_outcomes(budgets)).set_index("outcome")
+    assert got.method["recall"] == "Vanilla" and got.reference["recall"] == "ACTS"
+    assert got.difference["recall"] == -0.75 and (got.only_method["all_found"], got.only_reference["all_found"]) == (0, 2)
+    per = pd.DataFrame({"method": "amadeus", "character": ["a", "b"], "question_id": ["q1", "q2"], "judged": [1, 0],
+                        "job_failed": False, "completeness": [1.0, 0.0], "hallucination": 0.0, "irrelevance": 0.0})
+    kp = keypoint_outcomes(per)
+    assert kp[kp.outcome == "completeness"].value.tolist()[0] == 1.0 and kp.value.isna().sum() == 3  # q2: no judged key point

@@ -33,6 +33,7 @@ from rpa_lib.evaluation.metrics.intervals import (
     sign_test,
     wilcoxon_signed_rank,
 )
+from rpa_lib.splitters import SPLITTER_NAMES
 
 LABELS = ["llm", "judge", "embedder"]
 COLUMNS = ["table", "task", "method", "character", "item", "outcome", "value", *LABELS]
@@ -41,7 +42,7 @@ PERSONALITY = {"mbti": ("table4_mbti", "MBTI", ["EI", "SN", "TF", "JP"]),
                "bigfive": ("table5_sloan", "SLOAN", ["EXT", "NEU", "CON", "AGR", "OPE"])}
 REFERENCE = "amadeus"
 # tables whose comparisons are between splitters, not methods: the reference is ACTS
-SPLITTER_TABLES = {"table1_similarity", "evidence_recall"}
+SPLITTER_TABLES = {"table1_similarity", "evidence_recall", "evidence_recall_budget"}
 EXTRA_PAIRS = [("naive_rag", "naive_rag_budget")]  # (method, its reference) beside "each method against AMADEUS"
 ITEM_TESTS = {True: "exact McNemar (items)", False: "Wilcoxon signed-rank (items)"}
 CHARACTER_TEST = "sign test (per-character mean differences)"
@@ -142,6 +143,29 @@ def evidence_recall_outcomes(per_character: pd.DataFrame) -> pd.DataFrame:
     return _frame(long, table="evidence_recall")
 
 
+def budget_outcomes(scores: pd.DataFrame) -> pd.DataFrame:
+    """Evidence recall at equal context budgets, per question (:func:`rpa_lib.evaluation.evidence.budget_scores`
+    rows): the task is ``"<qa set>, <budget> <unit>"``, the method the splitter, outcomes ``recall`` and
+    ``all_found`` (0/1)."""
+    d = scores.assign(task=scores.set + ", " + scores.budget.astype(str) + " " + scores.unit,
+                      method=scores.splitter.map(SPLITTER_NAMES).fillna(scores.splitter), item=scores.question,
+                      all_found=scores.all_found.astype(float))
+    long = d.melt(id_vars=["task", "method", "character", "item", "embedder"], value_vars=["recall", "all_found"],
+                  var_name="outcome", value_name="value")
+    return _frame(long, table="evidence_recall_budget")
+
+
+def keypoint_outcomes(per_response: pd.DataFrame) -> pd.DataFrame:
+    """RAGEval key points per QA response (``results/qa_keypoint_scores.csv``): completeness, hallucination and
+    irrelevance of each response with a judged key point (the others keep a NaN row)."""
+    d = per_response.assign(task="CharacterRAG", item=per_response.question_id)
+    scored = ~d.job_failed.astype(bool) & (d.judged > 0)
+    long = d.melt(id_vars=["task", "method", "character", "item", *[c for c in LABELS if c in d]],
+                  value_vars=["completeness", "hallucination", "irrelevance"], var_name="outcome", value_name="value")
+    long.loc[~np.tile(scored.to_numpy(), 3), "value"] = np.nan
+    return _frame(long, table="qa_keypoints")
+
+
 def human_outcomes(ratings: pd.DataFrame, samples: pd.DataFrame) -> pd.DataFrame:
     """Table 2: one rating per sample (the mean over raters) from ``human_eval/llm_ratings_*.csv`` (or people's
     sheets in the same shape), the character from ``human_eval/samples_*.csv``; the method is who rated."""
@@ -160,6 +184,8 @@ def load_outcomes(results_dir: Path, labels: pd.DataFrame | None = None) -> pd.D
     parts = []
     if (r / "qa_verdicts.csv").is_file():
         parts.append(qa_outcomes(pd.read_csv(r / "qa_verdicts.csv")))
+    if (r / "qa_keypoint_scores.csv").is_file():
+        parts.append(keypoint_outcomes(pd.read_csv(r / "qa_keypoint_scores.csv")))
     if (r / "personality_types.csv").is_file():
         parts.append(personality_outcomes(pd.read_csv(r / "personality_types.csv"), labels))
     if (r / "personality_ratings.csv").is_file():
