@@ -95,3 +95,13 @@ def test_budget_and_keypoint_adapters():
                         "job_failed": False, "completeness": [1.0, 0.0], "hallucination": 0.0, "irrelevance": 0.0})
     kp = keypoint_outcomes(per)
     assert kp[kp.outcome == "completeness"].value.tolist()[0] == 1.0 and kp.value.isna().sum() == 3  # q2: no judged key point
+
+
+def test_repeats_are_averaged_per_item_before_pairing():
+    v = verdicts()
+    again = v.assign(value=1.0 - v.value.fillna(0))  # a second run that flips every answer
+    out = qa_outcomes(pd.concat([v, again], ignore_index=True))
+    s = summarize(out).set_index("method")
+    assert s.n_repeats["amadeus"] == 2 and s.score["amadeus"] == 0.5
+    row = compare(out).set_index(["method", "reference"]).loc[("naive_rag", "amadeus")]
+    assert row.n_pairs == 4 and row.difference == 0 and row.test_item == "Wilcoxon signed-rank (items)"

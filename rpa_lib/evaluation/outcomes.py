@@ -5,7 +5,10 @@ The format (:data:`COLUMNS`): one row per ``(table, task, method, character, ite
 question id (Table 6 ACC, ACC_L, HS), a questionnaire dimension (Tables 4-5: 1 when the predicted letter is the
 true one), a rating unit or a human-evaluation sample (Likert), or ``"all"`` where the committed file holds one
 number per character (Table 1's mean similarity, evidence recall, chunk usage rate). A failed item keeps its row
-with a NaN value, so counts show it; intervals use the values.
+with a NaN value, so counts show it; intervals use the values. Repeated runs (the same item answered again, with
+another seed) are more rows of the same (character, item): the cluster bootstrap resamples characters with all
+their repeats, so run-to-run variance is in the interval (``n_repeats``), and a paired comparison pairs each item's
+mean over its repeats (tested with Wilcoxon, as the means are no longer 0/1).
 
 The adapters turn the committed per-item files into this format (each takes the file's DataFrame, so a test or a
 notebook can pass its own). :func:`summarize` gives each (table, task, outcome, method) its score and 95% interval
@@ -231,7 +234,8 @@ def summarize(outcomes: pd.DataFrame) -> pd.DataFrame:
         ci = cluster_bootstrap(g.value, g.character)
         row = dict(zip([*_keys(outcomes), "method"], key, strict=True))
         row.update(score=ci.estimate, ci_low=ci.low, ci_high=ci.high, interval=BOOTSTRAP, note=ci.reason,
-                   n_items=ci.n_items, n_failed=int(g.value.isna().sum()), n_characters=ci.n_clusters)
+                   n_items=ci.n_items, n_failed=int(g.value.isna().sum()), n_characters=ci.n_clusters,
+                   n_repeats=int(g.groupby(["character", "item"]).size().max()))
         if _binary(row["outcome"]):
             v = g.value.dropna()
             ex = clopper_pearson(int(v.sum()), len(v))
@@ -248,10 +252,17 @@ def default_pairs(table: str, methods: list[str]) -> list[tuple[str, str]]:
     return pairs + [(m, r) for m, r in EXTRA_PAIRS if m in methods and r in methods]
 
 
+def _item_means(d: pd.DataFrame) -> pd.DataFrame:
+    return d.groupby(["character", "item"], sort=False, as_index=False).value.mean()
+
+
 def paired_difference(a: pd.DataFrame, b: pd.DataFrame, binary: bool) -> dict:
     """The paired comparison of two methods' outcomes on the same (character, item)s: ``a`` minus ``b``;
     ``binary``: 0/1 outcomes (McNemar at items), else Wilcoxon. No character with a nonzero mean difference: the
     sign test's p is 1."""
+    if a.duplicated(["character", "item"]).any() or b.duplicated(["character", "item"]).any():
+        # repeated runs: each item's mean over its repeats, so run-to-run noise is in the pairs (no longer 0/1)
+        a, b, binary = _item_means(a), _item_means(b), False
     both = a.merge(b, on=["character", "item"], suffixes=("_a", "_b")).dropna(subset=["value_a", "value_b"])
     diff = both.value_a - both.value_b
     ci = cluster_bootstrap(diff, both.character)
