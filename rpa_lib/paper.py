@@ -18,7 +18,9 @@ import pandas as pd
 
 from rpa_lib.data import Dataset, Questionnaire, as_dataset
 from rpa_lib.data.readers import QUESTIONNAIRE_ITEMS
+from rpa_lib.evaluation.metrics.intervals import clopper_pearson
 from rpa_lib.evaluation.personality import type_scores
+from rpa_lib.evaluation.uncertainty import interval_columns, merge_intervals
 
 PAPER_CHARACTERS = 15
 PAPER_LLM = "GPT-4.1"
@@ -85,16 +87,22 @@ def splitter_ordering(side: pd.DataFrame) -> pd.DataFrame:
 def table3_beside_paper(stats: pd.DataFrame, method: str = "amadeus", baseline: str = "naive_rag") -> pd.DataFrame:
     """Average chunk usage rate and GS failure of ``method`` per question set (per-character ``usage_stats``
     with a ``question_set`` column), the baseline's usage rate beside it, then the paper's rows (its Naive RAG
-    rate is printed for MBTI only, in Figure 1)."""
-    avg = stats.groupby(["question_set", "method"], sort=False).agg(chunk_usage_rate=("usage_rate", "mean"),
-                                                                     gs_failure_rate=("gs_failure_rate", "mean")).reset_index()
+    rate is printed for MBTI only, in Figure 1). Our rates have 95% intervals (``_low``, ``_high``): a bootstrap
+    of the per-character rates, characters resampled (``n_characters``, ``interval_note``); the paper's none."""
+    keys = ["question_set", "method"]
+    avg = stats.groupby(keys, sort=False).agg(chunk_usage_rate=("usage_rate", "mean"),
+                                              gs_failure_rate=("gs_failure_rate", "mean")).reset_index()
+    per_char = stats.rename(columns={"usage_rate": "chunk_usage_rate", "gs_failure_rate": "gs_failure_rate"})
+    avg = merge_intervals(avg, interval_columns(per_char, keys, ["chunk_usage_rate", "gs_failure_rate"]), keys)
     ours = avg[avg.method == method].drop(columns="method").assign(source="ours")
     ours["naive_rag_usage_rate"] = ours.question_set.map(avg[avg.method == baseline].set_index("question_set").chunk_usage_rate)
     paper = paper_table("table3_chunk_usage").assign(source=f"AMADEUS paper ({PAPER_LLM})")
     figure1 = paper_table("figure1_chunk_usage").set_index("method").avg_chunk_usage_rate
     paper["naive_rag_usage_rate"] = paper.question_set.map({"MBTI": figure1["Naive RAG"]})
     return pd.concat([ours, paper], ignore_index=True)[["source", "question_set", "chunk_usage_rate", "gs_failure_rate",
-                                                        "naive_rag_usage_rate"]]
+                                                        "naive_rag_usage_rate", "chunk_usage_rate_low",
+                                                        "chunk_usage_rate_high", "gs_failure_rate_low",
+                                                        "gs_failure_rate_high", "n_characters", "interval_note"]]
 
 
 def figure1_paper_rates() -> dict[str, float]:
@@ -127,13 +135,25 @@ def _cell(predicted: str, misses) -> str:
     return f"{predicted} ({-int(misses)})"
 
 
+def letter_interval(characters: list[str], predicted: list[str], truth: list[str]) -> dict:
+    """The 95% interval of the letter accuracy of Tables 4-5 (``accuracy_low``, ``accuracy_high``): a cluster
+    bootstrap over characters of the 0/1 letter outcomes (a tie "-" a miss), with ``n_characters`` and
+    ``interval_note`` ("1 character: no cluster interval")."""
+    rows = pd.DataFrame([{"character": c, "accuracy": float(i < len(p) and p[i] == t[i])}
+                         for c, p, t in zip(characters, predicted, truth, strict=True) for i in range(len(t))])
+    if rows.empty:
+        return {"accuracy_low": np.nan, "accuracy_high": np.nan, "n_characters": 0, "interval_note": "no characters"}
+    return interval_columns(rows, [], ["accuracy"]).iloc[0].to_dict()
+
+
 def personality_beside_paper(types: pd.DataFrame, questionnaire: Questionnaire, dataset: Dataset,
                              characters: list[str], methods: list[str], run: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Table 4 (``mbti``) or 5 (``bigfive``): per character our predicted type with its missed letters for each
     method, the paper's columns for the same characters, and the truth; then Accuracy and Avg F1 rows.
     ``types``: :func:`~rpa_lib.evaluation.personality.predicted_types` with ``truth`` and ``misses``.
     ``run``: the run's ``llm``, ``embedder`` and ``scoring`` labels. Returns ``(table, summary)``; the summary
-    has our scores, the paper's recomputed on these characters and the paper's as printed (15 characters)."""
+    has our scores, the paper's recomputed on these characters and the paper's as printed (15 characters), the
+    first two with the 95% interval of the letter accuracy (:func:`letter_interval`)."""
     qname = questionnaire.name
     column, paper_name, _ = PERSONALITY_TABLES[qname]
     labels = {r["slug"]: r for r in dataset.labels()}
@@ -160,6 +180,7 @@ def personality_beside_paper(types: pd.DataFrame, questionnaire: Questionnaire, 
         summary.append({"source": "ours", "llm": run["llm"], "embedder": run["embedder"], "scoring": run["scoring"],
                         "items": len(questionnaire.items), "method": m, "characters": len(characters),
                         **{k: got[k] for k in ("accuracy", "avg_f1", "full_type_accuracy")},
+                        **letter_interval(list(o.index), list(o.predicted), list(o.truth)),
                         "failed_units": int(o.n_failed.sum())})
     printed = paper_table(f"{paper_name}_summary").set_index("method")
     for p in paper_cols:
@@ -167,19 +188,29 @@ def personality_beside_paper(types: pd.DataFrame, questionnaire: Questionnaire, 
         acc[f"paper {p}"], f1[f"paper {p}"] = f"{got['accuracy']:.2%}", f"{got['avg_f1']:.4f}"
         summary.append({"source": "paper, recomputed on these characters", "llm": PAPER_LLM, "embedder": "not stated",
                         "items": PAPER_ITEMS[qname], "method": p, "characters": len(paper),
-                        **{k: got[k] for k in ("accuracy", "avg_f1", "full_type_accuracy")}})
+                        **{k: got[k] for k in ("accuracy", "avg_f1", "full_type_accuracy")},
+                        **letter_interval(list(paper.index), list(paper[p]), list(paper.GT))})
+    full = paper_table(paper_name)
     for p in paper_cols:
+        ci = letter_interval(list(full.character), list(full[p]), list(full.GT))
         summary.append({"source": "paper, as printed", "llm": PAPER_LLM, "embedder": "not stated",
                         "items": PAPER_ITEMS[qname], "method": p, "characters": PAPER_CHARACTERS,
-                        "accuracy": printed.accuracy[p], "avg_f1": printed.avg_f1[p]})
+                        "accuracy": printed.accuracy[p], "avg_f1": printed.avg_f1[p], **ci,
+                        "interval_note": "interval ours, from the printed per-character types (all characters)"})
     table = pd.DataFrame(rows + [{**acc, "GT": "-"}, {**f1, "GT": "-"}])
     return table, pd.DataFrame(summary)
+
+
+def _exact(share: float, n: int) -> dict:
+    ci = clopper_pearson(round(share * n), n)
+    return {"accuracy_low": ci.low, "accuracy_high": ci.high}
 
 
 def per_dimension_accuracy(types: pd.DataFrame, questionnaires: list[Questionnaire], dataset: Dataset,
                            characters: list[str], methods: list[str]) -> pd.DataFrame:
     """Per questionnaire, dimension and method: the share of characters with the right letter and the
-    dimension's F1, for our methods and the paper's AMADEUS column on the same characters."""
+    dimension's F1, for our methods and the paper's AMADEUS column on the same characters; the share with its
+    95% Clopper-Pearson interval (``accuracy_low``, ``accuracy_high``: characters are the independent units)."""
     names = dataset.names()
     out = []
     for q in questionnaires:
@@ -193,7 +224,7 @@ def per_dimension_accuracy(types: pd.DataFrame, questionnaires: list[Questionnai
         for label, frame in sources:
             got = type_scores(list(frame.predicted), list(frame.truth))
             out += [{"questionnaire": q.name, "dimension": d, "method": label, "accuracy": a, "f1": f,
-                     "characters": len(frame)}
+                     "characters": len(frame), **_exact(a, len(frame))}
                     for d, a, f in zip(dims, got["accuracy_per_position"], got["f1_per_position"], strict=True)]
     return pd.DataFrame(out)
 
@@ -211,6 +242,15 @@ def _num(value) -> str:
     return "-" if pd.isna(value) else f"{value:.2f}"
 
 
+def _ci(row, metric: str) -> str:
+    low, high = row.get(f"{metric}_low"), row.get(f"{metric}_high")
+    if pd.isna(row.get(metric)):
+        return "-"
+    if pd.isna(low) or pd.isna(high):
+        return "1 character: none" if row.get("n_characters") == 1 else "-"
+    return f"[{low:.2%}, {high:.2%}]"
+
+
 def table6_beside_paper(ours: pd.DataFrame, dataset: Dataset | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """AMADEUS Table 6 with this run's columns beside the paper's three LLMs. ``ours``:
     :func:`rpa_lib.evaluation.qa.table6` (``paper_method``, ``task``, ``llm``, ``acc``, ``acc_l``, ``hs``, ``n_acc``,
@@ -218,12 +258,14 @@ def table6_beside_paper(ours: pd.DataFrame, dataset: Dataset | None = None) -> t
 
     Returns ``(table, long)``. ``table``: one row per (method, task), tasks in the paper's order and methods in
     its order within a task (ours that it lacks after them), and for each source ("ours" with its LLM, then each
-    of the paper's LLMs) the columns ACC (a percentage), ACC_L and HS as printed, "-" where there is no value.
+    of the paper's LLMs) the columns ACC (a percentage), ACC_L and HS as printed, "-" where there is no value, and
+    for ours the 95% interval of ACC when ``ours`` has ``acc_low``/``acc_high`` (:func:`rpa_lib.evaluation.qa.table6`).
     ``long``: the same numbers, one row per (source, llm, method, task), ACC as a fraction, for CSVs and figures."""
     paper = paper_table("table6_roleplay", dataset).assign(source="AMADEUS paper")
     mine = ours.assign(source="ours", method=ours.paper_method)
     cols = ["source", "llm", "method", "task", "acc", "acc_l", "hs"]
-    long = pd.concat([mine[[*cols, "n_acc", "n_hs"]], paper[cols]], ignore_index=True)
+    ci_cols = [c for c in mine.columns if c.endswith(("_low", "_high")) or c in ("n_characters", "interval_note")]
+    long = pd.concat([mine[[*cols, "n_acc", "n_hs", *ci_cols]], paper[cols]], ignore_index=True)
     methods = list(dict.fromkeys([*paper.method, *mine.method]))
     tasks = [t for t in TABLE6_TASKS if t in set(long.task)] + sorted(set(long.task) - set(TABLE6_TASKS))
     keys = [(m, t) for t in tasks for m in methods if ((long.method == m) & (long.task == t)).any()]
@@ -238,6 +280,8 @@ def table6_beside_paper(ours: pd.DataFrame, dataset: Dataset | None = None) -> t
             row[f"{head} ACC"] = _pct(got.acc) if got is not None else "-"
             row[f"{head} ACC_L"] = _num(got.acc_l) if got is not None else "-"
             row[f"{head} HS"] = _num(got.hs) if got is not None else "-"
+            if source == "ours" and "acc_low" in long:  # our 95% interval of ACC (characters resampled)
+                row[f"{head} ACC 95% CI"] = _ci(got, "acc") if got is not None else "-"
         rows.append(row)
     return pd.DataFrame(rows), long
 
@@ -253,8 +297,8 @@ def table2_beside_paper(ours: pd.DataFrame, dataset: Dataset | None = None) -> p
     alpha; its rows get Feldt's 95% interval computed here from the printed alpha with n = 30 and k = 11."""
     from rpa_lib.evaluation.metrics.agreement import feldt_interval
 
-    cols = ["task", "source", "samples", "raters", "mu", "sigma", "median", "cronbach_alpha", "alpha_low",
-            "alpha_high", "krippendorff_alpha"]
+    cols = ["task", "source", "samples", "raters", "mu", "mu_low", "mu_high", "sigma", "median", "cronbach_alpha",
+            "alpha_low", "alpha_high", "krippendorff_alpha", "n_characters", "interval_note"]
     paper = paper_table("table2_human_eval", dataset).assign(
         source=f"AMADEUS paper ({PAPER_TABLE2_RATERS} human raters; interval ours, from the printed alpha)",
         samples=PAPER_TABLE2_SAMPLES, raters=PAPER_TABLE2_RATERS)

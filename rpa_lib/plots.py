@@ -55,6 +55,27 @@ def dataset_figure(per_char: pd.DataFrame, per_par: pd.DataFrame):
     return fig
 
 
+def error_bars(ax, x, frame: pd.DataFrame, column: str, **style) -> None:
+    """Draw ``frame``'s 95% interval of ``column`` (``<column>_low``, ``<column>_high``) at ``x`` as error bars,
+    where those columns exist and are not NaN (a one-character run has none: nothing is drawn)."""
+    lo, hi = f"{column}_low", f"{column}_high"
+    if lo not in frame or hi not in frame:
+        return
+    x = np.asarray(x, dtype=float)
+    v, low, high = (pd.to_numeric(frame[c], errors="coerce").to_numpy(dtype=float) for c in (column, lo, hi))
+    ok = ~(np.isnan(low) | np.isnan(high) | np.isnan(v))
+    if ok.any():
+        ax.errorbar(x[ok], v[ok], yerr=[v[ok] - low[ok], high[ok] - v[ok]], fmt="none", ecolor="black", elinewidth=0.8,
+                    capsize=2, **style)
+
+
+def interval_text(value: float, low: float, high: float, fmt: str = "{:.3f}") -> str:
+    """``"0.750 [0.500, 1.000]"``, or the value alone when the interval is NaN."""
+    if pd.isna(low) or pd.isna(high):
+        return fmt.format(value)
+    return f"{fmt.format(value)} [{fmt.format(low)}, {fmt.format(high)}]"
+
+
 def similarity_figure(scores: pd.DataFrame, table: pd.DataFrame, splitters: list[str], k: int, characters: int,
                       questions: int):
     """Table 1 as violins: the similarity of retrieved chunks per splitter, one panel per embedder, each
@@ -70,13 +91,15 @@ def similarity_figure(scores: pd.DataFrame, table: pd.DataFrame, splitters: list
         rows = table[table.embedder == emb].set_index("splitter")
         for i, s in enumerate(splitters, start=1):
             r = rows.loc[SPLITTER_NAMES.get(s, s)]
-            ax.text(i, ax.get_ylim()[1], f"Σμ={r.sum_mu:.3f}\nΣσ²={r.sum_var:.4f}\nΣσ²_q={r.sum_var_q:.4f}",
-                    ha="center", va="top", fontsize=7)
+            mu = interval_text(r.sum_mu, r.get("sum_mu_low"), r.get("sum_mu_high"), "{:.2f}")
+            var = interval_text(r.sum_var, r.get("sum_var_low"), r.get("sum_var_high"), "{:.3f}")
+            ax.text(i, ax.get_ylim()[1], f"Σμ={mu}\nΣσ²={var}\nΣσ²_q={r.sum_var_q:.4f}",
+                    ha="center", va="top", fontsize=6)
         ax.set_xticks(range(1, len(splitters) + 1), [SPLITTER_NAMES.get(s, s) for s in splitters], fontsize=8)
         ax.set_title(emb)
         ax.set_ylabel(f"cosine similarity of top-{k} chunks")
     fig.suptitle(f"Similarity of the top-{k} retrieved chunks to {questions} QA questions of {characters} character{'s' * (characters != 1)} "
-                 "(embedder per panel; sums over characters as in Table 1)", y=1.02)
+                 "(embedder per panel; sums over characters as in Table 1;\n[95% interval: cluster bootstrap over characters])", y=1.04)
     fig.tight_layout()
     return fig
 
@@ -89,13 +112,14 @@ def evidence_recall_figure(table: pd.DataFrame, characters: int, questions: int,
     for ax, emb in zip(axes[0], labels):
         for splitter, g in table[table.embedder == emb].groupby("splitter", sort=False):
             ax.plot(g.k, g.recall, marker="o", label=splitter, color=colors.get(splitter, "#55A868"))
+            error_bars(ax, g.k, g, "recall", color=colors.get(splitter, "#55A868"))
             ax.plot(g.k, g.all_found, marker=".", ls=":", color=colors.get(splitter, "#55A868"))
         ax.set_xticks(sorted(table.k.unique()))
         ax.set_xlabel("k (chunks retrieved)")
         ax.set_title(emb)
         ax.set_ylim(0, 1.02)
         ax.grid(alpha=0.3)
-    axes[0][0].set_ylabel("evidence recall (solid); all evidence found (dotted)")
+    axes[0][0].set_ylabel("evidence recall (solid, 95% interval: characters resampled);\nall evidence found (dotted)")
     axes[0][-1].legend(fontsize=8, loc="lower right")
     fig.suptitle(f"Evidence recall of retrieval, {questions} QA questions ({qa_set} set) of {characters} "
                  f"character{'s' * (characters != 1)} (no LLM)", y=1.02)
@@ -118,11 +142,12 @@ def budget_recall_figure(table: pd.DataFrame, characters: int, questions: int, t
                 dashed = "(document)" in splitter
                 ax.plot(g.budget_last_chunk_cut, g.recall, marker="o", ls="--" if dashed else "-", label=splitter,
                         color=colors.get(splitter, "#55A868"))
+                error_bars(ax, g.budget_last_chunk_cut, g, "recall")
             ax.set_xlabel(f"context budget ({unit}{', ' + tokenizer if unit == 'tokens' else ''}; last chunk cut)")
             ax.set_title(emb)
             ax.set_ylim(0, 1.02)
             ax.grid(alpha=0.3)
-        row[0].set_ylabel("evidence recall")
+        row[0].set_ylabel("evidence recall (95% interval:\ncharacters resampled)")
     axes[0][-1].legend(fontsize=8, loc="lower right")
     fig.suptitle(f"Evidence recall at equal context budgets, {questions} QA questions ({qa_set} set) of {characters} "
                  f"character{'s' * (characters != 1)} (no LLM)", y=1.01)
@@ -166,11 +191,12 @@ def personality_figure(per_dim: pd.DataFrame, types: pd.DataFrame, characters: i
                           color=colors.get(m, "#55A868"), edgecolor="black", hatch="//" if m.startswith("paper") else None,
                           linewidth=0.6)
             ax.bar_label(bars, fmt="%.2g", fontsize=7, padding=1)
+            error_bars(ax, x + (i - (len(shown) - 1) / 2) * width, v, "accuracy")
         ours = types[types.questionnaire == qname].predicted.str.cat()
         undecided = (ours.count("-") + ours.count("?")) / max(len(ours), 1)
         ax.set_xticks(x, list(dict.fromkeys(d.dimension)))
         ax.set_ylim(0, 1.1)
-        ax.set_ylabel("share of characters with the right letter")
+        ax.set_ylabel("share of characters with the right letter\n(bars: 95% exact binomial interval)")
         ax.set_title(f"{title}; our undecided letters: {undecided:.0%}", fontsize=10)
         ax.axhline(0.5, color="grey", lw=0.6, ls=":")
     axes[1].legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, frameon=False)
@@ -200,6 +226,9 @@ def qa_figure(long: pd.DataFrame, breakdown: pd.DataFrame, label: str):
             bars = ax.bar(x + (i - (len(groups) - 1) / 2) * width, v.fillna(0), width, color=color, edgecolor="black",
                           linewidth=0.6, hatch=None if ours else "//", label=f"ours ({llm})" if ours else f"paper, {llm}")
             ax.bar_label(bars, labels=["-" if pd.isna(a) else f"{a:.2g}" for a in v], fontsize=6, padding=1)
+            if ours:  # our 95% interval: characters resampled (none with one character)
+                error_bars(ax, x + (i - (len(groups) - 1) / 2) * width,
+                           qa[(qa.source == source) & (qa.llm == llm)].set_index("method").reindex(methods), metric)
         ax.set_xticks(x, methods, fontsize=8)
         ax.set_ylim(0, top)
         ax.set_title(title, fontsize=10)
@@ -222,8 +251,9 @@ def qa_figure(long: pd.DataFrame, breakdown: pd.DataFrame, label: str):
     return fig
 
 
-def table2_figure(long: pd.DataFrame, label: str):
-    """AMADEUS Table 2's ratings: per task, each rater's count of each rating 1-5 (stacked), and the task's mean."""
+def table2_figure(long: pd.DataFrame, label: str, intervals: dict | None = None):
+    """AMADEUS Table 2's ratings: per task, each rater's count of each rating 1-5 (stacked), and the task's mean
+    with its 95% interval when ``intervals`` gives one (``{task: (low, high)}``)."""
     tasks = [t for t in ("BFI", "MBTI") if t in set(long.task)] + sorted(set(long.task) - {"BFI", "MBTI"})
     fig, axes = plt.subplots(1, max(1, len(tasks)), figsize=(6 * max(1, len(tasks)), 4.2), squeeze=False)
     colors = plt.cm.RdYlGn(np.linspace(0.1, 0.9, 5))
@@ -235,7 +265,8 @@ def table2_figure(long: pd.DataFrame, label: str):
             ax.barh(counts.index, counts[rating], left=left, color=color, label=f"{rating:.0f}")
             left += counts[rating].to_numpy()
         mean = long[long.task == task].rating.mean()
-        ax.set_title(f"{task}: mean rating {mean:.2f}")
+        ci = intervals.get(task, (np.nan, np.nan)) if intervals else (np.nan, np.nan)
+        ax.set_title(f"{task}: mean rating {interval_text(mean, *ci, '{:.2f}')}")
         ax.set_xlabel("samples")
     axes[0][-1].legend(title="rating", fontsize=8, loc="lower right")
     fig.suptitle(f"AMADEUS Table 2 ratings per rater\n{label}", y=1.04, fontsize=9)
@@ -278,5 +309,42 @@ def agreement_figure(agree: pd.DataFrame, means: pd.DataFrame, paper: pd.DataFra
     ax.set_title("judge's mean score per rung (with reference)")
     fig.colorbar(im, ax=ax, fraction=0.04)
     fig.suptitle(f"CharacterCraft Table 6 on our data\n{label}", y=1.04, fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+VERDICT_COLORS = {"supported": "#55A868", "contradicted": "#C44E52", "not distinguishable": "#8c8c8c",
+                  "not testable": "#ffffff", "mixed": "#CCB974"}
+
+
+def _verdict_color(v: str) -> str:
+    return next((c for k, c in VERDICT_COLORS.items() if str(v).startswith(k)), "#ffffff")
+
+
+def claims_figure(claims: pd.DataFrame, label: str):
+    """The paper's claims as a forest plot: per claim the difference in the claim's favour (method minus
+    reference, sign flipped where lower is better) with its 95% interval, from the paper's printed evidence
+    (squares) and from this run (circles), filled by verdict; a claim with neither is listed without a point.
+    ``claims``: :func:`rpa_lib.evaluation.claims.claims_table`."""
+    fig, ax = plt.subplots(figsize=(9, 0.42 * len(claims) + 1.6))
+    y = np.arange(len(claims))[::-1]
+    for (col, marker, dy, who) in (("paper", "s", 0.15, "paper's printed evidence"), ("ours", "o", -0.15, "this run")):
+        d = claims[f"{col}_difference"].astype(float) * claims.direction
+        a, b = (claims[f"{col}_{end}"].astype(float) * claims.direction for end in ("low", "high"))
+        for yi, di, low, high, v in zip(y, d, np.fmin(a, b), np.fmax(a, b), claims[f"{col}_verdict"]):
+            if np.isnan(di):
+                continue
+            if not (np.isnan(low) or np.isnan(high)):
+                ax.plot([low, high], [yi + dy] * 2, color="black", lw=1)
+            ax.plot(di, yi + dy, marker=marker, ms=7, mfc=_verdict_color(v), mec="black", ls="none")
+        ax.plot([], [], marker=marker, mfc="white", mec="black", ls="none", label=who)
+    for k, c in VERDICT_COLORS.items():
+        ax.plot([], [], marker="o", mfc=c, mec="black", ls="none", label=k)
+    ax.axvline(0, color="grey", lw=0.8, ls=":")
+    ax.set_yticks(y, [f"{r.claim_id}: {r.claim[:60]}{'...' if len(r.claim) > 60 else ''}" for r in claims.itertuples()],
+                  fontsize=7)
+    ax.set_xlabel("difference in the claim's favour (95% interval: characters resampled)", fontsize=8)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
+    ax.set_title(f"AMADEUS claims re-tested (fill: verdict; no point: nothing to test)\n{label}", fontsize=9)
     fig.tight_layout()
     return fig

@@ -138,7 +138,9 @@ def test_smoke_dataset_outputs(smoke):
 def test_smoke_similarity_outputs(smoke):
     out, _ = smoke
     table = pd.read_csv(out / "results" / "table1_similarity.csv")
-    assert table.columns.tolist() == ["splitter", "embedder", "sum_mu", "sum_var", "sum_var_q"]
+    assert table.columns.tolist()[:5] == ["splitter", "embedder", "sum_mu", "sum_var", "sum_var_q"]
+    assert {"sum_mu_low", "sum_mu_high", "n_characters", "interval_note"} <= set(table.columns)  # 95% intervals
+    assert (table.sum_mu_low <= table.sum_mu).all() and (table.sum_mu <= table.sum_mu_high).all()
     assert len(table) == 3 * 2
     assert sorted(table.splitter.unique()) == ["ACTS", "ATS", "Vanilla"]
     assert sorted(table.embedder.unique()) == ["TF-IDF", "hash-64"]

@@ -54,6 +54,9 @@ REQUIRED = [
     ("table2_*", {"llm"}),
     # 07: CharacterCraft's judge agreement
     ("charactercraft_*", {"judge"}),
+    # 08: the paper's claims re-tested: its printed Tables 4-5 (GPT-4.1), then this run's results
+    ("claims_paper_*", {"llm"}),
+    ("claims*", {"llm", "embedder"}),
 ]
 
 

@@ -33,6 +33,7 @@ from tqdm.auto import tqdm
 from rpa_lib.data import Dataset
 from rpa_lib.evaluation.context import TOKENIZER, wordpiece_tokenizer
 from rpa_lib.evaluation.metrics import eir, evidence_recall, within_budget
+from rpa_lib.evaluation.uncertainty import interval_columns, merge_intervals
 from rpa_lib.persona import heading_path
 from rpa_lib.retrieval import retriever
 from rpa_lib.splitters import SPLITTER_NAMES, overlap_chars, settings_for, split
@@ -111,12 +112,15 @@ def evidence_scores(dataset: Dataset, characters: list[str], splitters: list[str
 def evidence_table(scores: pd.DataFrame, by_character: bool = False) -> pd.DataFrame:
     """Means over questions per (embedder, splitter, set, k), and per character when ``by_character``: recall, the
     share of questions with all their evidence found, EIR on bodies and with context, the characters retrieved,
-    and the questions."""
+    and the questions; over characters, recall, all_found and eir_body with their 95% interval (``_low``,
+    ``_high``: cluster bootstrap, characters resampled, ``n_characters``, ``interval_note``)."""
     keys = ["embedder", "splitter", "set", *(["character"] if by_character else []), "k"]
     t = scores.groupby(keys, sort=False).agg(recall=("recall", "mean"), all_found=("all_found", "mean"),
                                              eir_body=("eir_body", "mean"), eir_context=("eir_context", "mean"),
                                              context_chars=("context_chars", "mean"),
                                              questions=("question", "size")).reset_index()
+    if not by_character:  # 95% intervals of recall, all_found and EIR: questions clustered by character
+        t = _with_intervals(t, scores, keys, ["recall", "all_found", "eir_body"])
     t["splitter"] = t["splitter"].map(SPLITTER_NAMES).fillna(t["splitter"])
     return t
 
@@ -146,15 +150,23 @@ def budget_scores(dataset: Dataset, characters: list[str], splitters: list[str],
     return out
 
 
+def _with_intervals(table: pd.DataFrame, scores: pd.DataFrame, keys: list[str], columns: list[str]) -> pd.DataFrame:
+    """``table`` with ``<col>_low``/``<col>_high``: the 95% cluster bootstrap over characters of each mean."""
+    rows = scores.assign(**{c: scores[c].astype(float) for c in columns})
+    return merge_intervals(table, interval_columns(rows, keys, columns), keys)
+
+
 def budget_table(scores: pd.DataFrame) -> pd.DataFrame:
     """Means over questions per (embedder, splitter, set, unit, budget): recall, all_found, eir, the chunks (the cut
-    last one included) and characters given, and the questions. The budget column is named
+    last one included) and characters given, and the questions; recall, all_found and eir with their 95% interval
+    (``_low``, ``_high``: cluster bootstrap, characters resampled). The budget column is named
     ``budget_last_chunk_cut``: the last chunk is counted in part, cut to the budget left."""
     keys = ["embedder", "splitter", "set", "unit", "budget"]
     t = scores.groupby(keys, sort=False).agg(recall=("recall", "mean"), all_found=("all_found", "mean"),
                                              eir=("eir", "mean"), chunks=("chunks", "mean"),
                                              context_chars=("context_chars", "mean"),
                                              questions=("question", "size")).reset_index()
+    t = _with_intervals(t, scores, keys, ["recall", "all_found", "eir"])
     t["splitter"] = t["splitter"].map(SPLITTER_NAMES).fillna(t["splitter"])
     return t.rename(columns={"budget": "budget_last_chunk_cut"})
 

@@ -47,6 +47,7 @@ from rpa_lib.evaluation.judges import judge_id
 from rpa_lib.evaluation.metrics.agreement import cronbach_alpha, krippendorff_alpha, likert_summary
 from rpa_lib.evaluation.runner import Job, chunk_ids, run_verdicts
 from rpa_lib.evaluation.sheets import SAMPLE_COLUMNS, export_sheets, merge_sheets
+from rpa_lib.evaluation.uncertainty import interval_columns
 from rpa_lib.report import caption_line, plural
 
 TASKS = {"mbti": "MBTI", "bigfive": "BFI"}  # questionnaire -> Table 2's task name
@@ -284,7 +285,8 @@ def table2(ratings: pd.DataFrame, samples: pd.DataFrame, source: str) -> pd.Data
     """Table 2 per task (MBTI, BFI as the samples hold them): ``samples``, ``raters``, ``ratings`` (that entered),
     ``mu``, ``sigma``, ``median`` (the caption's E(E(S)), E(sigma(S)), E(Mdn(S)); sigma with ddof 1),
     ``cronbach_alpha`` with ``alpha_low``/``alpha_high`` (Feldt, 95%, pairwise over missing ratings),
-    ``krippendorff_alpha`` (ordinal, values 1-5), ``source`` and ``note`` (why a value is undefined)."""
+    ``krippendorff_alpha`` (ordinal, values 1-5), ``source`` and ``note`` (why a value is undefined); ``mu_low``,
+    ``mu_high`` (95%, characters resampled), ``n_characters`` and ``interval_note``."""
     out = []
     for task in [t for t in ("BFI", "MBTI") if t in set(samples.task)] + sorted(set(samples.task) - {"BFI", "MBTI"}):
         ids = samples.sample_id[samples.task == task]
@@ -299,8 +301,19 @@ def table2(ratings: pd.DataFrame, samples: pd.DataFrame, source: str) -> pd.Data
                     "sigma": summary.sigma if summary else np.nan, "median": summary.median if summary else np.nan,
                     "cronbach_alpha": a, "alpha_low": low, "alpha_high": high,
                     "krippendorff_alpha": np.nan if kripp is None else kripp,
-                    "note": "; ".join(n for n in (n1, n2, n3) if n) or None})
+                    "note": "; ".join(n for n in (n1, n2, n3) if n) or None,
+                    **_mean_interval(table, samples)})
     return pd.DataFrame(out)
+
+
+def _mean_interval(table: pd.DataFrame, samples: pd.DataFrame) -> dict:
+    """The 95% interval of the mean rating (``mu_low``, ``mu_high``): a cluster bootstrap over characters of the
+    per-sample mean ratings (``n_characters``, ``interval_note``)."""
+    per = pd.DataFrame({"mu": table.mean(axis=1), "character": samples.set_index("sample_id").reindex(table.index)
+                        .get("slug", pd.Series(index=table.index, dtype=object)).to_numpy()})
+    if per.empty:
+        return {"mu_low": np.nan, "mu_high": np.nan, "n_characters": 0, "interval_note": "no samples"}
+    return interval_columns(per.dropna(subset=["mu"]).fillna({"character": "?"}), [], ["mu"]).iloc[0].to_dict()
 
 
 def ratings_long(ratings: pd.DataFrame, samples: pd.DataFrame, source: str) -> pd.DataFrame:

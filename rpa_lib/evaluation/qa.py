@@ -40,6 +40,7 @@ from rpa_lib.evaluation.judges import FAILED, OK, UNPARSED, judge_acc, judge_acc
 from rpa_lib.evaluation.metrics.agreement import kendall_tau
 from rpa_lib.evaluation.metrics.keypoints import KeypointScores, average_keypoint_scores, keypoint_scores
 from rpa_lib.evaluation.runner import Job, answer_tasks, qa_jobs, questionnaire_jobs, run_verdicts
+from rpa_lib.evaluation.uncertainty import interval_columns, merge_intervals
 from rpa_lib.methods.base import Method
 from rpa_lib.methods.registry import paper_name
 from rpa_lib.report import caption_line, plural
@@ -49,6 +50,7 @@ MULTI_TASK = "CharacterRAG (multi)"  # the multi-paragraph pairs: written to fav
 QA_TASKS = (QA_TASK, MULTI_TASK)     # together, so reported as a task of their own, never pooled with the paper set
 QUESTIONNAIRE_TASKS = {"mbti": "MBTI", "bigfive": "BFI"}
 METRICS = ("acc", "acc_l", "hs")
+KEYPOINT_METRICS = ("completeness", "hallucination", "irrelevance")
 VERDICT_COLUMNS = ["task", "method", "character", "question_id", "attribute", "metric", "answer", "value", "status",
                    "problem", "error", "judge", "coerced"]
 LABEL_COLUMNS = ["task", "method", "character", "question_id", "attribute", "kp", "key_point", "label", "status",
@@ -282,8 +284,10 @@ def table6(answers: pd.DataFrame, verdicts: pd.DataFrame, llm: str, judge: str) 
     responses judged to contain the answer; a fraction, the paper prints a percentage), ``acc_l`` and ``hs``
     (means of the parsed verdicts; HS NaN, the paper's "-", for a method without context), and what each
     rests on: ``answers``, ``failed_answers`` (jobs that failed: never judged), ``n_<metric>`` (parsed
-    verdicts), ``unparsed_<metric>`` and ``failed_<metric>`` (judge calls that failed); last, ``coerced_<metric>``:
-    parsed verdicts whose option the LLM layer took from logprobs because the judge's reply matched none."""
+    verdicts), ``unparsed_<metric>`` and ``failed_<metric>`` (judge calls that failed); ``coerced_<metric>``:
+    parsed verdicts whose option the LLM layer took from logprobs because the judge's reply matched none; and each
+    metric's 95% interval ``<metric>_low``/``<metric>_high`` (cluster bootstrap over characters, questions
+    clustered by character; ``n_characters``, ``interval_note``: "1 character: no cluster interval")."""
     out = []
     for (task, method), group in answers.groupby(["task", "method"], sort=False):
         v = verdicts[(verdicts.task == task) & (verdicts.method == method)]
@@ -299,7 +303,13 @@ def table6(answers: pd.DataFrame, verdicts: pd.DataFrame, llm: str, judge: str) 
         out.append(row)
     cols = ["task", "method", "paper_method", "llm", "judge", "answers", "failed_answers", *METRICS,
             *[f"{p}_{m}" for m in METRICS for p in ("n", "unparsed", "failed")], *[f"coerced_{m}" for m in METRICS]]
-    return pd.DataFrame(out, columns=cols)
+    table = pd.DataFrame(out, columns=cols)
+    ok = verdicts[verdicts.status == OK]
+    if ok.empty:
+        return table
+    wide = ok.pivot_table(index=["task", "method", "character", "question_id"], columns="metric", values="value",
+                          aggfunc="first").reset_index().reindex(columns=["task", "method", "character", *METRICS])
+    return merge_intervals(table, interval_columns(wide, ["task", "method"], list(METRICS)), ["task", "method"])
 
 
 def keypoint_scores_per_response(answers: pd.DataFrame, labels: pd.DataFrame, keypoints: pd.DataFrame) -> pd.DataFrame:
@@ -329,8 +339,9 @@ def keypoint_table(per_response: pd.DataFrame, llm: str, judge: str) -> pd.DataF
     """RAGEval's Completeness, Hallucination and Irrelevance per method (:func:`~rpa_lib.evaluation.metrics.
     keypoints.average_keypoint_scores`: the mean over responses with a judged key point), with the counts behind
     them: ``responses``, ``scored``, ``without_keypoints`` (answered, but the gold answer has no key point),
-    ``unparsed_labels``, ``failed_labels`` and ``failed_answers``; last, ``coerced_labels`` (judged labels the LLM
-    layer took from logprobs, the judge's reply matching no label)."""
+    ``unparsed_labels``, ``failed_labels`` and ``failed_answers``; ``coerced_labels`` (judged labels the LLM
+    layer took from logprobs, the judge's reply matching no label); each metric's 95% interval (``_low``,
+    ``_high``: cluster bootstrap over characters of the scored responses)."""
     out = []
     for method, group in per_response.groupby("method", sort=False):
         answered = group[~group.job_failed]
@@ -341,7 +352,11 @@ def keypoint_table(per_response: pd.DataFrame, llm: str, judge: str) -> pd.DataF
                     "without_keypoints": int((answered.keypoints == 0).sum()), "unparsed_labels": avg.unparsed,
                     "failed_labels": int(group.failed.sum()), "failed_answers": int(group.job_failed.sum()),
                     "coerced_labels": int(group.coerced.sum()) if "coerced" in group else 0})
-    return pd.DataFrame(out)
+    table = pd.DataFrame(out)
+    scored = per_response[~per_response.job_failed & (per_response.judged > 0)]
+    if table.empty or scored.empty:
+        return table
+    return merge_intervals(table, interval_columns(scored, ["method"], list(KEYPOINT_METRICS)), ["method"])
 
 
 def _scores(per_response: pd.DataFrame) -> list[KeypointScores]:

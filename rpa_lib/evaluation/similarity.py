@@ -21,6 +21,7 @@ from tqdm.auto import tqdm
 
 from rpa_lib.data import Dataset
 from rpa_lib.embeddings import truncation
+from rpa_lib.evaluation.uncertainty import interval_columns, merge_intervals
 from rpa_lib.retrieval import retriever
 from rpa_lib.splitters import SPLITTER_NAMES
 
@@ -58,11 +59,17 @@ def per_character(scores: pd.DataFrame) -> pd.DataFrame:
 
 def similarity_table(per_char: pd.DataFrame) -> pd.DataFrame:
     """Table 1: sums over characters of mu and of both readings of sigma^2 (columns ``splitter, embedder,
-    sum_mu, sum_var`` (all retrieved scores), ``sum_var_q`` (question means), ``characters``)."""
-    t = per_char.groupby(["splitter", "embedder"], sort=False).agg(sum_mu=("mu", "sum"), sum_var=("var", "sum"),
-                                                                   sum_var_q=("var_q", "sum"),
-                                                                   characters=("character", "nunique"))
+    sum_mu, sum_var`` (all retrieved scores), ``sum_var_q`` (question means), ``characters``), each sum with its
+    95% interval (``sum_mu_low``, ``sum_mu_high``, ...: the number of characters times the cluster bootstrap of the
+    per-character mean, characters resampled; ``interval_note``)."""
+    keys = ["splitter", "embedder"]
+    t = per_char.groupby(keys, sort=False).agg(sum_mu=("mu", "sum"), sum_var=("var", "sum"),
+                                               sum_var_q=("var_q", "sum"), characters=("character", "nunique"))
     t = t.reset_index()
+    n = per_char.character.nunique()
+    ci = interval_columns(per_char.rename(columns={"mu": "sum_mu", "var": "sum_var", "var_q": "sum_var_q"}), keys,
+                          ["sum_mu", "sum_var", "sum_var_q"], scale=n)
+    t = merge_intervals(t, ci, keys)
     t["splitter"] = t["splitter"].map(SPLITTER_NAMES).fillna(t["splitter"])
     return t
 

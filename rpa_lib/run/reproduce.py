@@ -244,6 +244,7 @@ def plan(profile_name: str = "quick", only: list[str] | None = None, workers: in
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
+    from rpa_lib.evaluation.power import power_text, profile_sizes
     from rpa_lib.llm.budget import usd
     from rpa_lib.run.plan import PER_CHARACTER, SAMPLE_CHARACTERS, plan_rows, plan_table, plan_total, read_plan
 
@@ -305,6 +306,7 @@ def plan(profile_name: str = "quick", only: list[str] | None = None, workers: in
         verdict = ("unknown (a model has no price)" if cost is None else
                    f"the estimate ${cost:,.2f} is {'within' if cost <= limit else 'OVER'} it")
         print(f"budget: {usd(limit)} (RPA_BUDGET_USD or budget_usd); {verdict}")
+    print(power_text(profile_sizes(profile)))  # what differences these sizes can detect (issue 28)
     print(f"plan made in {time.perf_counter() - start_all:.1f} s")
     return rows
 

@@ -1,0 +1,300 @@
+"""The AMADEUS paper's empirical claims, each re-tested on the paper's printed numbers and on this repository's
+committed results, with a verdict in words.
+
+For each claim (:data:`CLAIMS`): (a) what the printed evidence allows: Tables 4-5 print per-character types, so a
+paired test per dimension (exact McNemar) and per character (sign test) is possible; Table 6 prints only
+proportions of 450 questions, so only the discordant questions they imply, the smallest paired p those allow and an
+unpaired two-proportion test; Tables 1 and 3 print sums and averages, so nothing can be tested. (b) This run's
+evidence: the paired comparison of :func:`rpa_lib.evaluation.outcomes.compare` on the committed per-item files.
+(c) A verdict, from the test at the independent unit (characters): supported, contradicted, not distinguishable
+from noise at this n, or not testable (and why).
+
+It makes no LLM call and reads files only in :func:`claims_table` (the folder it is given).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from rpa_lib.data import Dataset, as_dataset
+from rpa_lib.evaluation.metrics.agreement import feldt_interval
+from rpa_lib.evaluation.metrics.intervals import (
+    ALPHA,
+    clopper_pearson,
+    holm,
+    smallest_exact_p,
+    two_proportion_test,
+)
+from rpa_lib.evaluation.outcomes import compare, load_outcomes, paper_personality_outcomes
+
+PAPER_QUESTIONS = 450  # Table 6: 15 characters x 30 CharacterRAG questions
+PAPER_CHARACTERS = 15
+NO_LLM = {"table1_similarity", "evidence_recall"}  # tables whose numbers no LLM produced
+SUPPORTED, CONTRADICTED, NOISE = "supported", "contradicted", "not distinguishable from noise at this n"
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One claim: where the paper makes it, its words, and how to test it. ``table``/``outcome``/``task``/
+    ``method``/``reference`` select the paired comparison (``method`` better than ``reference``;
+    ``higher_is_better`` False for HS and variance)."""
+
+    id: str
+    source: str
+    claim: str
+    table: str
+    outcome: str
+    task: str | None
+    method: str
+    reference: str
+    higher_is_better: bool = True
+
+
+CLAIMS = [
+    Claim("T1-mu", "Table 1", "ACTS gives a higher mean similarity than Vanilla (every embedder)",
+          "table1_similarity", "mu", None, "ACTS", "Vanilla"),
+    Claim("T1-var", "Table 1", "ACTS gives a lower variance of similarity than Vanilla (every embedder)",
+          "table1_similarity", "var", None, "ACTS", "Vanilla", higher_is_better=False),
+    Claim("T2", "Table 2", "Human raters find GS/AE's inferences reasonable (mean near 4) and agree (Cronbach's alpha > 0.8)",
+          "table2_human_eval", "rating", None, "", ""),
+    Claim("T3-usage", "Table 3 / Figure 1", "GS uses more of the persona's chunks than Naive RAG on MBTI questions "
+          "(43.84% vs 34.93%)", "table3_chunk_usage", "usage_rate", "MBTI", "amadeus", "naive_rag"),
+    Claim("T3-failure", "Table 3", "GS fails rarely (25.11% of CharacterRAG and 15.33% of MBTI questions)",
+          "table3_chunk_usage", "gs_failed", None, "amadeus", ""),
+    Claim("T4-crag", "Table 4", "AMADEUS predicts MBTI types better than CRAG", "table4_mbti", "dimension_correct",
+          "MBTI", "amadeus", "crag"),
+    Claim("T4-lightrag", "Table 4", "AMADEUS predicts MBTI types better than LightRAG", "table4_mbti",
+          "dimension_correct", "MBTI", "amadeus", "lightrag"),
+    Claim("T5-crag", "Table 5", "AMADEUS predicts SLOAN types better than CRAG", "table5_sloan", "dimension_correct",
+          "SLOAN", "amadeus", "crag"),
+    Claim("T5-lightrag", "Table 5", "AMADEUS predicts SLOAN types better than LightRAG", "table5_sloan",
+          "dimension_correct", "SLOAN", "amadeus", "lightrag"),
+    Claim("T4-lightrag-worst", "Table 4", "LightRAG is the worst on personality: MBTI below CRAG", "table4_mbti",
+          "dimension_correct", "MBTI", "crag", "lightrag"),
+    Claim("T5-lightrag-worst", "Table 5", "LightRAG is the worst on personality: SLOAN below CRAG", "table5_sloan",
+          "dimension_correct", "SLOAN", "crag", "lightrag"),
+    Claim("T6-acc-naive", "Table 6", "AMADEUS is more accurate (ACC) than Naive RAG on CharacterRAG, for every LLM",
+          "table6_roleplay", "acc", "CharacterRAG", "amadeus", "naive_rag"),
+    Claim("T6-acc-crag", "Table 6", "AMADEUS is more accurate (ACC) than CRAG on CharacterRAG, for every LLM",
+          "table6_roleplay", "acc", "CharacterRAG", "amadeus", "crag"),
+    Claim("T6-acc-lightrag", "Table 6", "LightRAG is ill-suited: far less accurate (ACC) than AMADEUS",
+          "table6_roleplay", "acc", "CharacterRAG", "amadeus", "lightrag"),
+    Claim("T6-hs", "Table 6", "AMADEUS has the lowest hallucination score (HS) on CharacterRAG (vs Naive RAG)",
+          "table6_roleplay", "hs", "CharacterRAG", "amadeus", "naive_rag", higher_is_better=False),
+]
+PAPER_NAMES = {"amadeus": "AMADEUS", "crag": "CRAG", "lightrag": "LightRAG", "naive_rag": "Naive RAG",
+               "no_rag": "w/o RAG"}
+
+
+def verdict(p: float, favours: bool, n_characters: int, why_not: str = "") -> str:
+    """The verdict in words from the test at the independent unit: ``why_not`` (not testable), one character
+    (not testable), p < 0.05 in the claim's direction (supported) or against it (contradicted), else noise."""
+    if why_not:
+        return f"not testable: {why_not}"
+    if n_characters <= 1:
+        return "not testable with this run: 1 character"
+    if pd.isna(p):
+        return "not testable: no paired outcome"
+    if p < ALPHA:
+        return SUPPORTED if favours else CONTRADICTED
+    if n_characters < 6:
+        return NOISE + f" ({n_characters} characters: a sign test cannot reach p < 0.05 below 6)"
+    return NOISE
+
+
+# ---- (a) the paper's printed evidence ---------------------------------------------------------------------------
+
+
+def _chars(n) -> str:
+    return f"{int(n)} character" + ("s" if int(n) != 1 else "")
+
+
+def _p(value: float) -> str:
+    return "-" if pd.isna(value) else (f"{value:.2g}" if value < 0.001 else f"{value:.3f}")
+
+
+def paper_personality_tests(dataset: Dataset | None = None) -> pd.DataFrame:
+    """Tables 4-5 as printed, every claim's pair on the 15 characters' types: discordant dimensions, exact McNemar,
+    characters better/worse, sign test, and Holm's adjustment over the claims of this family."""
+    parts = []
+    for questionnaire, name in (("mbti", "table4_mbti"), ("bigfive", "table5_sloan")):
+        out = paper_personality_outcomes(as_dataset(dataset).paper_table(name), questionnaire)
+        pairs = [(PAPER_NAMES[c.method], PAPER_NAMES[c.reference]) for c in CLAIMS if c.table == name]
+        parts.append(compare(out, {f"{name} (paper)": pairs}).assign(table=name))
+    tests = pd.concat(parts, ignore_index=True)
+    tests["p_item_holm"], tests["p_character_holm"] = holm(tests.p_item), holm(tests.p_character)
+    return tests
+
+
+def table6_printed(method: str, reference: str, outcome: str = "acc", dataset: Dataset | None = None) -> pd.DataFrame:
+    """What Table 6's printed proportions of 450 questions allow, per LLM: the questions each method answered
+    (rounded), the fewest discordant questions that difference implies, the smallest two-sided paired p those can
+    give (all discordant one way), and the unpaired two-proportion test (ignores the pairing: conservative)."""
+    t6 = as_dataset(dataset).paper_table("table6_roleplay")
+    t6 = t6[t6.task == "CharacterRAG"]
+    rows = []
+    for llm, g in t6.groupby("llm", sort=False):
+        g = g.set_index("method")
+        if method not in g.index or reference not in g.index or pd.isna(g.loc[method, outcome]):
+            continue
+        a, b = g.loc[method, outcome], g.loc[reference, outcome]
+        if outcome != "acc":
+            rows.append({"llm": llm, "method": a, "reference": b, "difference": a - b})
+            continue
+        ka, kb = round(a * PAPER_QUESTIONS), round(b * PAPER_QUESTIONS)
+        rows.append({"llm": llm, "method": a, "reference": b, "k_method": ka, "k_reference": kb,
+                     "difference": (ka - kb) / PAPER_QUESTIONS, "min_discordant": abs(ka - kb),
+                     "smallest_paired_p": smallest_exact_p(abs(ka - kb)),
+                     "unpaired_p": two_proportion_test(ka, PAPER_QUESTIONS, kb, PAPER_QUESTIONS)})
+    return pd.DataFrame(rows)
+
+
+def _paper_evidence(claim: Claim, personality: pd.DataFrame, dataset: Dataset | None) -> dict:
+    paper = as_dataset(dataset).paper_table
+    if claim.table in ("table4_mbti", "table5_sloan"):
+        r = personality[(personality.table == claim.table) & (personality.method == PAPER_NAMES[claim.method])
+                        & (personality.reference == PAPER_NAMES[claim.reference])].iloc[0]
+        favours = r.difference > 0
+        text = (f"{r.only_method} vs {r.only_reference} discordant dimensions of {r.n_pairs} (exact McNemar p = "
+                f"{_p(r.p_item)}, Holm {_p(r.p_item_holm)}); by character {r.characters_better} better, "
+                f"{r.characters_worse} worse (sign test p = {_p(r.p_character)})")
+        return {"paper_evidence": text, "paper_difference": r.difference, "paper_low": r.diff_low,
+                "paper_high": r.diff_high, "paper_p_item": r.p_item, "paper_p_character": r.p_character,
+                "paper_verdict": verdict(r.p_character, favours, PAPER_CHARACTERS)
+                + (f" (dimension-level p = {_p(r.p_item)} treats the {r.n_pairs} dimensions as independent)"
+                   if r.p_item < ALPHA <= r.p_character else "")}
+    if claim.table == "table6_roleplay":
+        t = table6_printed(PAPER_NAMES[claim.method], PAPER_NAMES[claim.reference], claim.outcome, dataset)
+        if claim.outcome != "acc":
+            diffs = "; ".join(f"{r.llm} {r.method:.2f} vs {r.reference:.2f}" for r in t.itertuples())
+            return {"paper_evidence": f"printed means only ({diffs}); no spread, no per-question scores",
+                    "paper_verdict": "not testable: the paper prints means without spread or per-question scores"}
+        text = "; ".join(f"{r.llm}: {r.k_method} vs {r.k_reference} of 450, >= {r.min_discordant} discordant, smallest "
+                         f"paired p {_p(r.smallest_paired_p)}, unpaired p {_p(r.unpaired_p)}" for r in t.itertuples())
+        worst = t.unpaired_p.max()
+        favours = bool((t.difference > 0).all())
+        v = verdict(worst, favours, PAPER_CHARACTERS)
+        if v == NOISE:
+            v += " (no per-question outcomes: no paired test; unpaired p >= 0.05 for some LLM"
+            v += (", and " + ", ".join(t.llm[t.smallest_paired_p >= ALPHA]) + " can never reach p < 0.05 paired)"
+                  if (t.smallest_paired_p >= ALPHA).any() else ")")
+        return {"paper_evidence": text, "paper_difference": t.difference.min(), "paper_p_item": worst,
+                "paper_verdict": v}
+    if claim.table == "table1_similarity":
+        t1 = paper("table1_similarity")
+        col = "sum_mu" if claim.outcome == "mu" else "sum_var"
+        wide = t1.pivot(index="embedder", columns="splitter", values=col)
+        better = (wide[claim.method] > wide[claim.reference]) if claim.higher_is_better else (
+            wide[claim.method] < wide[claim.reference])
+        ats = (wide["ATS"] > wide["Vanilla"]) if claim.higher_is_better else (wide["ATS"] < wide["Vanilla"])
+        text = (f"printed sums over 15 characters only: {claim.method} {'>' if claim.higher_is_better else '<'} "
+                f"{claim.reference} for {int(better.sum())} of {len(better)} embedders; ATS beats Vanilla for "
+                f"{int(ats.sum())} of {len(ats)} (against: {', '.join(wide.index[~ats]) or 'none'})")
+        return {"paper_evidence": text, "paper_verdict": "not testable: the paper prints sums over characters, "
+                "no per-character or per-question scores (and 3 embedders can give a sign test p >= 0.25 at best)"}
+    if claim.table == "table2_human_eval":
+        t2 = paper("table2_human_eval")
+        lows = [feldt_interval(a, 30, 11)[0] for a in t2.cronbach_alpha]
+        text = "; ".join(f"{r.task}: mu {r.mu:.2f}, alpha {r.cronbach_alpha:.3f} (Feldt 95% low {lo:.3f})"
+                         for r, lo in zip(t2.itertuples(), lows, strict=True))
+        ok = all(lo > 0.7 for lo in lows)
+        return {"paper_evidence": text + "; no per-sample ratings, so no interval of mu",
+                "paper_verdict": ("supported for alpha > 0.7 (Feldt lower bounds); alpha > 0.8 not distinguishable from "
+                                  "noise at 30 samples; mu near 4 not testable (no spread per sample)") if ok else NOISE}
+    if claim.id == "T3-failure":
+        t3 = paper("table3_chunk_usage").set_index("question_set")
+        n = {"CharacterRAG": PAPER_QUESTIONS, "MBTI": 60 * PAPER_CHARACTERS}
+        cis = {q: clopper_pearson(round(t3.gs_failure_rate[q] * n[q]), n[q]) for q in n}
+        text = "; ".join(f"{q}: {ci.estimate:.2%} of {n[q]} [{ci.low:.2%}, {ci.high:.2%}] (questions as independent)"
+                         for q, ci in cis.items())
+        return {"paper_evidence": text, "paper_verdict": "not testable: 'rarely' has no threshold; one question in "
+                "four to seven fails (exact intervals, questions treated as independent)"}
+    return {"paper_evidence": "printed averages only (Figure 1: 34.93% vs 43.84%); no per-character rates",
+            "paper_verdict": "not testable: no per-character rates printed"}
+
+
+# ---- (b) this repository's evidence -----------------------------------------------------------------------------
+
+
+def _ours(claim: Claim, paired: pd.DataFrame, summary: pd.DataFrame, run: dict) -> dict:
+    if not claim.reference:  # a level, not a comparison
+        s = summary[(summary.table == claim.table) & (summary.outcome == claim.outcome)
+                    & ((summary.method == claim.method) if claim.method else True)]
+        if s.empty:
+            return {"ours_evidence": "-", "ours_verdict": "not testable with this run: no per-item outcomes"}
+        text = "; ".join(f"{r.task}: {r.score:.3g} [{_p(r.ci_low)}, {_p(r.ci_high)}] ({r.n_items} items, "
+                         f"{_chars(r.n_characters)})" for r in s.itertuples())
+        return {"ours_evidence": text, "ours_n_characters": int(s.n_characters.max()),
+                "ours_verdict": "not testable: a level without a threshold; see the interval"
+                + (f" ({run['llm']})" if run.get("llm") else "")}
+    names = {claim.method.lower(), claim.reference.lower()}
+    hit = paired[(paired.table == claim.table) & (paired.outcome == claim.outcome)
+                 & ((paired.task == claim.task) if claim.task else True)
+                 & paired.method.str.lower().isin(names) & paired.reference.str.lower().isin(names)]
+    if hit.empty:
+        return {"ours_evidence": "-", "ours_verdict": f"not testable with this run: {claim.method} or "
+                f"{claim.reference} not run in this profile"}
+    rows, verdicts, first = [], [], {}
+    for r in hit.itertuples():
+        sign = 1 if r.method.lower() == claim.method.lower() else -1  # the claim's method minus its reference
+        diff, low, high = sign * r.difference, *sorted((sign * r.diff_low, sign * r.diff_high))
+        favours = diff > 0 if claim.higher_is_better else diff < 0
+        label = r.task if claim.task is None else r.embedder if isinstance(getattr(r, "embedder", None), str) else ""
+        rows.append(f"{label + ': ' if label else ''}{claim.method} - {claim.reference} = {diff + 0.0:+.3g} "
+                    f"[{_p(low)}, {_p(high)}], {r.n_pairs} pairs, {_chars(r.n_characters)}, item p "
+                    f"{_p(r.p_item)} ({r.test_item.split(' (')[0]}), character p {_p(r.p_character)}")
+        verdicts.append((label, verdict(r.p_character, favours, r.n_characters)))
+        first = first if rows[1:] else {"ours_difference": diff, "ours_low": low, "ours_high": high, "ours_p_item": r.p_item,
+                 "ours_p_character": r.p_character, "ours_n_characters": r.n_characters}
+    plain = {v for _, v in verdicts}
+    v = plain.pop() if len(plain) == 1 else "mixed: " + "; ".join(f"{k}: {v}" if k else v for k, v in verdicts)
+    if claim.table in NO_LLM:
+        caveat = f" (embedders {', '.join(hit.task)}; not the paper's; no LLM)"
+    else:
+        caveat = f" ({run['llm']}, {run['embedder']})" if run.get("llm") else ""
+    return {"ours_evidence": "; ".join(rows), **first, "ours_verdict": v + caveat}
+
+
+def run_labels(outcomes: pd.DataFrame) -> dict:
+    """The role-play LLM, judge and embedder of the committed results (the first label found; "" if none)."""
+    def first(col):
+        v = outcomes[col].dropna() if col in outcomes else pd.Series(dtype=object)
+        return str(v.iloc[0]) if len(v) else ""
+    return {"llm": first("llm"), "judge": first("judge"), "embedder": first("embedder")}
+
+
+def claims_table(results_dir: Path, dataset: Dataset | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """One row per claim of :data:`CLAIMS`: the claim, (a) the paper's printed evidence re-tested and its verdict,
+    (b) this run's paired evidence from the per-item files of ``results_dir`` and its verdict. Returns
+    ``(claims, paired)``, ``paired`` every comparison of the committed results (``compare``)."""
+    from rpa_lib.evaluation.outcomes import summarize
+
+    ds = as_dataset(dataset)
+    labels = pd.read_csv(ds.root / "labels.csv") if (ds.root / "labels.csv").is_file() else None
+    outcomes = load_outcomes(results_dir, labels)
+    paired = compare(outcomes) if len(outcomes) else pd.DataFrame()
+    summary = summarize(outcomes) if len(outcomes) else pd.DataFrame()
+    personality = paper_personality_tests(ds)
+    run = run_labels(outcomes)
+    rows = []
+    for c in CLAIMS:
+        row = {"claim_id": c.id, "source": c.source, "claim": c.claim, "direction": 1 if c.higher_is_better else -1,
+               **_paper_evidence(c, personality, ds)}
+        row.update(_ours(c, paired, summary, run) if len(outcomes) else
+                   {"ours_evidence": "-", "ours_verdict": "not testable with this run: no committed per-item files"})
+        rows.append(row)
+    cols = ["claim_id", "source", "claim", "paper_evidence", "paper_verdict", "ours_evidence", "ours_verdict",
+            "paper_difference", "paper_low", "paper_high", "paper_p_item", "paper_p_character", "ours_difference",
+            "ours_low", "ours_high", "ours_p_item", "ours_p_character", "ours_n_characters", "direction"]
+    return pd.DataFrame(rows).reindex(columns=cols), paired
+
+
+def verdict_counts(claims: pd.DataFrame) -> pd.DataFrame:
+    """How many claims get each verdict (the words before any parenthesis), paper and ours side by side."""
+    def short(v):
+        return str(v).split(" (")[0].split(":")[0]
+    return pd.DataFrame({"paper": claims.paper_verdict.map(short).value_counts(),
+                         "ours": claims.ours_verdict.map(short).value_counts()}).fillna(0).astype(int)

@@ -1,0 +1,121 @@
+"""How much data a claim needs: minimum detectable differences (MDE) at a run's sizes, and the sizes needed to
+detect the AMADEUS paper's printed differences (80% power, two-sided alpha 0.05, paired designs).
+
+Paired 0/1 outcomes (ACC of Table 6; a questionnaire dimension right or wrong in Tables 4-5) use Connor's
+normal approximation for McNemar's test (:func:`~rpa_lib.evaluation.metrics.intervals.n_paired_binary`). It needs
+the share of discordant pairs psi; two bounds are given: **independent errors** (psi = p1 (1 - p2) + p2 (1 - p1)
+for two methods right with probabilities p1, p2: the pessimistic end) and **one-way** (psi = |delta|: every
+discordant pair favours one method, the optimistic end); where the paper's per-character types give the observed
+psi (Tables 4-5), that is used. The pairs are treated as independent: clustering by character makes the real
+requirement larger (a design effect), so these are lower bounds for a character-clustered design.
+
+It reads no results: sizes come from a profile's parameters (:func:`profile_sizes`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import pandas as pd
+
+from rpa_lib.data import Dataset, as_dataset
+from rpa_lib.evaluation.metrics.intervals import ALPHA, POWER, mde_paired_binary, n_paired_binary
+
+# The paper's printed levels and differences (GPT-4.1): Table 6 ACC of AMADEUS vs Naive RAG (417 vs 411 of 450);
+# Tables 4-5 AMADEUS vs CRAG, discordant dimensions from the printed types (MBTI 16 vs 5 of 60, SLOAN 10 vs 6 of 75).
+PAPER_ACC = 0.9267
+PRINTED = [  # (comparison, outcome, unit, delta, observed discordant share or None, level p1, p2, units per character)
+    ("ACC, AMADEUS vs Naive RAG (GPT-4.1, Table 6)", "acc", "questions", 6 / 450, None, 0.9267, 0.9133, "questions"),
+    ("MBTI dimensions, AMADEUS vs CRAG (Table 4)", "dimension_correct", "dimensions", 11 / 60, 21 / 60, 0.85, 0.6667, "mbti"),
+    ("SLOAN dimensions, AMADEUS vs CRAG (Table 5)", "dimension_correct", "dimensions", 4 / 75, 16 / 75, 0.8133, 0.76, "sloan"),
+]
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """A run's sizes: characters and questions per character of Table 6, characters of Tables 4-5 and the
+    dimensions each questionnaire scores per character."""
+
+    qa_characters: int = 15
+    questions_per_character: int = 30
+    personality_characters: int = 15
+    mbti_dimensions: int = 4
+    sloan_dimensions: int = 5
+
+
+def _independent(p1: float, p2: float) -> float:
+    return p1 * (1 - p2) + p2 * (1 - p1)
+
+
+def mde_table(sizes: Sizes, alpha: float = ALPHA, power: float = POWER) -> pd.DataFrame:
+    """The MDE (an absolute difference in the share right) of ACC and of MBTI/SLOAN dimension accuracy at
+    ``sizes``, with independent errors at the paper's levels (pessimistic) and with the paper's observed
+    discordance where it printed the pairs."""
+    rows = []
+    for name, pairs, p, observed in (
+            ("ACC (Table 6)", sizes.qa_characters * sizes.questions_per_character, PAPER_ACC, None),
+            ("MBTI dimension accuracy (Table 4)", sizes.personality_characters * sizes.mbti_dimensions, 0.85, 21 / 60),
+            ("SLOAN dimension accuracy (Table 5)", sizes.personality_characters * sizes.sloan_dimensions, 0.8133, 16 / 75)):
+        psi = _independent(p, p)
+        rows.append({"outcome": name, "pairs": pairs, "level": p,
+                     "mde_independent_errors": mde_paired_binary(pairs, psi, alpha, power),
+                     "mde_observed_discordance": mde_paired_binary(pairs, observed, alpha, power) if observed else math.nan})
+    return pd.DataFrame(rows)
+
+
+def needed_table(alpha: float = ALPHA, power: float = POWER) -> pd.DataFrame:
+    """Pairs (questions or dimensions) and characters needed to detect each printed difference of :data:`PRINTED`:
+    one-way (optimistic), observed discordance (Tables 4-5) and independent errors (pessimistic)."""
+    per_char = {"questions": 30, "mbti": 4, "sloan": 5}
+    rows = []
+    for name, _, unit, delta, observed, p1, p2, per in PRINTED:
+        n_one = n_paired_binary(delta, abs(delta), alpha, power)
+        n_obs = n_paired_binary(delta, observed, alpha, power) if observed else math.nan
+        n_ind = n_paired_binary(delta, _independent(p1, p2), alpha, power)
+        rows.append({"comparison": name, "difference": delta, "unit": unit,
+                     "n_one_way": n_one, "n_observed": n_obs, "n_independent": n_ind,
+                     "characters_one_way": math.ceil(n_one / per_char[per]),
+                     "characters_observed": math.ceil(n_obs / per_char[per]) if observed else math.nan,
+                     "characters_independent": math.ceil(n_ind / per_char[per])})
+    return pd.DataFrame(rows)
+
+
+def profile_sizes(profile: dict, dataset: Dataset | None = None) -> Sizes:
+    """The sizes a reproduce profile runs (``notebooks.05_qa_evaluation`` characters and ``qa_questions``,
+    ``notebooks.04_personality`` characters); a None or missing value means all of the dataset's (``dataset``,
+    else the profile's ``defaults.data_dir``, else the repository's)."""
+    ds = as_dataset(dataset if dataset is not None else (profile.get("defaults") or {}).get("data_dir"))
+    nbs = profile.get("notebooks") or {}
+    qa, pers = nbs.get("05_qa_evaluation") or {}, nbs.get("04_personality") or {}
+    every = ds.characters(None)
+    qa_chars = ds.characters(qa.get("characters")) if qa.get("characters") else every
+    per_char = min(len(ds.qa(s)) for s in qa_chars) if qa_chars else 0
+    questions = min(per_char, qa["qa_questions"]) if qa.get("qa_questions") else per_char
+    pers_chars = pers.get("characters") or every
+    return Sizes(len(qa_chars), questions, len(pers_chars))
+
+
+def power_text(sizes: Sizes, alpha: float = ALPHA, power: float = POWER) -> str:
+    """The plan's section: MDEs at these sizes and the sizes the paper's printed differences need."""
+    mde = mde_table(sizes, alpha, power)
+    need = needed_table(alpha, power)
+    lines = [f"power (paired, two-sided alpha {alpha}, {power:.0%} power; items as independent units, a lower bound "
+             f"under clustering by character): {sizes.qa_characters} characters x {sizes.questions_per_character} "
+             f"questions for Table 6, {sizes.personality_characters} character(s) for Tables 4-5"]
+    for r in mde.itertuples():
+        obs = f", {r.mde_observed_discordance:.3f} at the paper's discordance" if not math.isnan(
+            r.mde_observed_discordance) else ""
+        if math.isnan(r.mde_independent_errors):
+            lines.append(f"  MDE {r.outcome}: none with {r.pairs} pairs (no difference is detectable at these sizes)")
+            continue
+        lines.append(f"  MDE {r.outcome}: {r.mde_independent_errors:.3f} with {r.pairs} pairs (independent errors at "
+                     f"{r.level:.2f}{obs})")
+    lines.append("  needed for the paper's printed differences (pairs; characters):")
+    for r in need.itertuples():
+        obs = (f", {r.n_observed:,.0f} at its discordance ({r.characters_observed:,.0f})"
+               if not math.isnan(r.n_observed) else "")
+        lines.append(f"    {r.comparison}, difference {r.difference:.3f}: {r.n_one_way:,.0f} {r.unit} if every "
+                     f"discordant pair favours one side ({r.characters_one_way:,.0f} characters){obs}, "
+                     f"{r.n_independent:,.0f} with independent errors ({r.characters_independent:,.0f})")
+    return "\n".join(lines)
