@@ -179,10 +179,12 @@ def test_coerced_verdicts_are_counted_in_the_verdict_rows_the_judge_check_and_ta
 
     answers = pd.DataFrame([{"task": "CharacterRAG", "method": "amadeus", "error": None}] * 2)
     judged = pd.DataFrame({"task": "CharacterRAG", "method": "amadeus", "metric": "acc", "value": [1.0, math.nan],
-                           "status": ["ok", "unparsed"], "coerced": [True, False]})
+                           "status": ["ok", "unparsed"], "coerced": [True, False], "character": ADA,
+                           "question_id": ["q1", "q2"]})
     t6 = table6(answers, judged, "llm", "judge")
     assert t6.loc[0, ["n_acc", "unparsed_acc", "coerced_acc"]].tolist() == [1, 1, 1]
-    assert list(t6.columns[-3:]) == ["coerced_acc", "coerced_acc_l", "coerced_hs"]  # new columns, after the old
+    counts = list(t6.columns[t6.columns.get_loc("failed_hs") + 1:][:3])
+    assert counts == ["coerced_acc", "coerced_acc_l", "coerced_hs"]  # new columns, after the old counts
     assert table6(answers, judged.drop(columns="coerced"), "llm", "judge").coerced_acc.tolist() == [0]
 
 
