@@ -84,25 +84,41 @@ def splitter_ordering(side: pd.DataFrame) -> pd.DataFrame:
 # ---- Table 3 ------------------------------------------------------------------------------------------------
 
 
-def table3_beside_paper(stats: pd.DataFrame, method: str = "amadeus", baseline: str = "naive_rag") -> pd.DataFrame:
+def table3_beside_paper(stats: pd.DataFrame, sizes: pd.DataFrame | None = None, method: str = "amadeus",
+                        baseline: str = "naive_rag", control: str = "naive_rag_budget") -> pd.DataFrame:
     """Average chunk usage rate and GS failure of ``method`` per question set (per-character ``usage_stats``
-    with a ``question_set`` column), the baseline's usage rate beside it, then the paper's rows (its Naive RAG
-    rate is printed for MBTI only, in Figure 1). Our rates have 95% intervals (``_low``, ``_high``): a bootstrap
-    of the per-character rates, characters resampled (``n_characters``, ``interval_note``); the paper's none."""
+    with a ``question_set`` column), the baseline's and the budget-matched ``control``'s usage rates beside it,
+    each rate with its ceiling (the chunks shown over a character's chunks: :func:`~rpa_lib.evaluation.chunk_usage.
+    usage_stats`), then the paper's rows (its Naive RAG rate is printed for MBTI only, in Figure 1). ``sizes``
+    (:func:`~rpa_lib.evaluation.context.context_sizes` by question set and method) adds the context characters and
+    tokens each method put before its LLM. Our rates have 95% intervals (``_low``, ``_high``): a bootstrap of the
+    per-character rates, characters resampled (``n_characters``, ``interval_note``); the paper's none."""
     keys = ["question_set", "method"]
+    stats = stats if "ceiling_rate" in stats else stats.assign(ceiling_rate=np.nan)
     avg = stats.groupby(keys, sort=False).agg(chunk_usage_rate=("usage_rate", "mean"),
-                                              gs_failure_rate=("gs_failure_rate", "mean")).reset_index()
+                                              gs_failure_rate=("gs_failure_rate", "mean"),
+                                              ceiling_rate=("ceiling_rate", "mean")).reset_index()
     per_char = stats.rename(columns={"usage_rate": "chunk_usage_rate", "gs_failure_rate": "gs_failure_rate"})
     avg = merge_intervals(avg, interval_columns(per_char, keys, ["chunk_usage_rate", "gs_failure_rate"]), keys)
     ours = avg[avg.method == method].drop(columns="method").assign(source="ours")
-    ours["naive_rag_usage_rate"] = ours.question_set.map(avg[avg.method == baseline].set_index("question_set").chunk_usage_rate)
+    by_set = {m: g.set_index("question_set") for m, g in avg.groupby("method", sort=False)}
+    context = {m: g.set_index("question_set") for m, g in sizes.groupby("method", sort=False)} if sizes is not None else {}
+    columns = ["source", "question_set", "chunk_usage_rate", "ceiling_rate", "gs_failure_rate"]
+    for m, prefix in ((method, ""), (baseline, f"{baseline}_"), (control, f"{control}_")):
+        if m != method and m in by_set:
+            for col in ("usage_rate", "ceiling_rate"):
+                ours[prefix + col] = ours.question_set.map(by_set[m][col if col == "ceiling_rate" else "chunk_usage_rate"])
+                columns.append(prefix + col)
+        if m in context:
+            for col in ("context_chars", "context_tokens"):
+                ours[prefix + col] = ours.question_set.map(context[m][col]).round(0)
+                columns.append(prefix + col)
     paper = paper_table("table3_chunk_usage").assign(source=f"AMADEUS paper ({PAPER_LLM})")
     figure1 = paper_table("figure1_chunk_usage").set_index("method").avg_chunk_usage_rate
     paper["naive_rag_usage_rate"] = paper.question_set.map({"MBTI": figure1["Naive RAG"]})
-    return pd.concat([ours, paper], ignore_index=True)[["source", "question_set", "chunk_usage_rate", "gs_failure_rate",
-                                                        "naive_rag_usage_rate", "chunk_usage_rate_low",
-                                                        "chunk_usage_rate_high", "gs_failure_rate_low",
-                                                        "gs_failure_rate_high", "n_characters", "interval_note"]]
+    columns += ["chunk_usage_rate_low", "chunk_usage_rate_high", "gs_failure_rate_low", "gs_failure_rate_high",
+                "n_characters", "interval_note"]
+    return pd.concat([ours, paper], ignore_index=True).reindex(columns=list(dict.fromkeys(columns)))
 
 
 def figure1_paper_rates() -> dict[str, float]:
@@ -282,6 +298,9 @@ def table6_beside_paper(ours: pd.DataFrame, dataset: Dataset | None = None) -> t
             row[f"{head} HS"] = _num(got.hs) if got is not None else "-"
             if source == "ours" and "acc_low" in long:  # our 95% interval of ACC (characters resampled)
                 row[f"{head} ACC 95% CI"] = _ci(got, "acc") if got is not None else "-"
+        for col in ("context_chars", "context_tokens"):  # what our method put before its LLM, per question
+            hit = mine[(mine.method == method) & (mine.task == task)]
+            row[f"ours {col}"] = hit[col].iloc[0] if col in mine and len(hit) else np.nan
         rows.append(row)
     return pd.DataFrame(rows), long
 

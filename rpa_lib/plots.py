@@ -10,10 +10,13 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from rpa_lib.methods.registry import method_label
 from rpa_lib.persona import ATTRIBUTES
 from rpa_lib.splitters import SPLITTER_NAMES
 
-METHOD_COLORS = {"no_rag": "#8c8c8c", "naive_rag": "#4C72B0", "amadeus": "#DD8452"}
+# one colour per method and variant, all distinct (a test holds them to it), so no figure draws two methods alike
+METHOD_COLORS = {"no_rag": "#8c8c8c", "naive_rag": "#4C72B0", "naive_rag_budget": "#A1C9F4", "naive_rag_vanilla": "#2F4B7C",
+                 "crag": "#55A868", "lightrag": "#8172B3", "rolerag": "#937860", "amadeus": "#DD8452"}
 SPLITTER_COLORS = {"vanilla": "#8c8c8c", "ats": "#4C72B0", "acts": "#DD8452", "vanilla-section": "#55A868",
                    "ats-document": "#8172B3", "acts-document": "#C44E52"}
 
@@ -187,9 +190,9 @@ def personality_figure(per_dim: pd.DataFrame, types: pd.DataFrame, characters: i
         x, width = np.arange(d.dimension.nunique()), 0.8 / len(shown)
         for i, m in enumerate(shown):
             v = d[d.method == m]
-            bars = ax.bar(x + (i - (len(shown) - 1) / 2) * width, v.accuracy, width, label=m,
-                          color=colors.get(m, "#55A868"), edgecolor="black", hatch="//" if m.startswith("paper") else None,
-                          linewidth=0.6)
+            bars = ax.bar(x + (i - (len(shown) - 1) / 2) * width, v.accuracy, width,
+                          label=m if m.startswith("paper") else method_label(m), color=colors.get(m, plt.cm.tab20(i)), edgecolor="black",
+                          hatch="//" if m.startswith("paper") else None, linewidth=0.6)
             ax.bar_label(bars, fmt="%.2g", fontsize=7, padding=1)
             error_bars(ax, x + (i - (len(shown) - 1) / 2) * width, v, "accuracy")
         ours = types[types.questionnaire == qname].predicted.str.cat()

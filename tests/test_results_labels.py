@@ -107,3 +107,24 @@ def test_committed_csv_carries_its_model_labels(csv):
     missing = missing_labels(csv)
     assert not missing, (f"{csv.relative_to(paths.ROOT)} lacks the model column(s) {', '.join(missing)} "
                          "(regenerate it with make reproduce once its notebook writes them)")
+
+
+def test_every_method_has_its_own_colour_in_the_figures():
+    """No figure draws two methods in one colour: every registered method and variant has a colour, all distinct."""
+    from rpa_lib.methods import METHODS, VARIANTS
+    from rpa_lib.plots import METHOD_COLORS
+
+    assert set(METHODS) | set(VARIANTS) <= set(METHOD_COLORS)
+    assert len(set(METHOD_COLORS.values())) == len(METHOD_COLORS)
+
+
+# comparison tables of methods: each shows the context every method put before its LLM, beside its scores
+CONTEXT_TABLES = ("table3_chunk_usage.csv", "table4_mbti_summary.csv", "table5_sloan_summary.csv",
+                  "table6_roleplay.csv", "table6_roleplay_counts.csv", "qa_keypoints.csv")
+
+
+@pytest.mark.parametrize("name", CONTEXT_TABLES)
+def test_committed_comparison_tables_carry_context_columns(name):
+    columns = pd.read_csv(paths.RESULTS_DIR / name, nrows=0).columns
+    assert any("context_chars" in c for c in columns) and any("context_tokens" in c for c in columns), (
+        f"results/{name} lacks the context columns (characters and tokens each method showed its LLM)")
