@@ -21,7 +21,8 @@ content is clearly closer to another attribute than to its section's (by :data:`
 a subsection of its section's title. The section's heading becomes a ``###`` subsection (unless it is the
 attribute's own name), its subsections go one level deeper, so the heading path survives as each paragraph's
 context. Text before the first heading goes to ``Demographic Information > Overview``; an infobox's fields (a
-wiki infobox, or a two-column Markdown table) to ``Demographic Information > Infobox``.
+wiki infobox, or a two-column Markdown table) to ``Demographic Information > Infobox``, except real-world fields
+(creator, first appearance, actors: :data:`REAL_WORLD_FIELDS`).
 
 An attribute with no text is a warning, not a failure: methods answer from what exists. The persona is written
 to a temporary folder, checked with :func:`rpa_lib.data.validate` (``full=False``) and only then moved into place
@@ -69,7 +70,8 @@ HEADING_TABLE: dict[str, str | None] = {
     # Psychological Traits: personality, feelings, likes and habits
     "personality": PSYCH, "traits": PSYCH, "personality traits": PSYCH, "temperament": PSYCH, "psychology": PSYCH,
     "likes": PSYCH, "dislikes": PSYCH, "likes and dislikes": PSYCH, "habits": PSYCH, "fears": PSYCH,
-    "hobbies": PSYCH, "quirks": PSYCH, "emotions": PSYCH, "character": PSYCH,
+    "hobbies": PSYCH, "quirks": PSYCH, "emotions": PSYCH, "character": PSYCH, "characterization": PSYCH,
+    "characterisation": PSYCH, "personality and traits": PSYCH,
     # Skill and Expertise: what the character can do and knows
     "abilities": SKILL, "skills": SKILL, "powers": SKILL, "powers and abilities": SKILL, "techniques": SKILL,
     "expertise": SKILL, "talents": SKILL, "knowledge": SKILL, "magic": SKILL, "equipment": SKILL,
@@ -91,6 +93,8 @@ UNKNOWN = "?"
 REAL_WORLD = "the real world"  # content placement's seventh option: dropped
 SLUG = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 NEAR_MISS = 0.85  # difflib ratio for a heading to match a table or --map entry it misspells
+REAL_WORLD_FIELDS = re.compile(r"first appearance|last appearance|created by|creator|portrayed by|voiced by|"
+                               r"played by|actor|designer|appears in|publisher|based on", re.I)  # infobox fields left out
 MOVE_MARGIN = 0.12  # cosine by which a paragraph must be closer to another attribute to leave its section
 DESCRIPTIONS = {
     DEMO: "Who the character is: their name, titles, age, birth, birthplace, home, race or species, family origin, "
@@ -291,11 +295,15 @@ def plan(doc: SourceDocument, name: str, table: dict[str, str | None] = HEADING_
         headings = "; ".join(s.title for s in headed)
         raise DataError(doc.path, None, f"--map {', '.join(map(repr, unused))} matches no heading of the document; "
                                         f"its headings: {headings}")
-    if doc.facts:
-        facts = " ".join(f"{f}: {v.rstrip('.')}." for _, f, v in doc.facts)
+    real = [(n, f) for n, f, _ in doc.facts if REAL_WORLD_FIELDS.search(f)]
+    dropped += [(n, f"infobox field {f!r} (real world)") for n, f in real]
+    kept_facts = [(n, f, v) for n, f, v in doc.facts if not REAL_WORLD_FIELDS.search(f)]
+    if kept_facts:
+        facts = " ".join(f"{f}: {v.rstrip('.')}." for _, f, v in kept_facts)
         out[DEMO].insert(0, (3, "Infobox", [facts]))
-        report.append((doc.facts[0][0], f"infobox: {len(doc.facts)} field(s) -> {DEMO} > Infobox "
-                                        f"({', '.join(f for _, f, _ in doc.facts)})"))
+        report.append((kept_facts[0][0], f"infobox: {len(kept_facts)} field(s) -> {DEMO} > Infobox "
+                                         f"({', '.join(f for _, f, _ in kept_facts)})"
+                                         + (f"; {len(real)} real-world field(s) dropped" if real else "")))
     if overview:
         out[DEMO].insert(0, (3, "Overview", overview))
     lines = [f"# {name}", ""]

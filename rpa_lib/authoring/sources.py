@@ -75,6 +75,7 @@ _ATX = re.compile(r"^(#{1,6})[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$")
 _UNDERLINE = {"=": 1, "-": 2, "~": 3}
 _NUMBERED = re.compile(r"^(\d+(?:\.\d+)*)\.?[ \t]+([A-Z][^.!?]{0,78})$")
 _LIST = re.compile(r"^[ \t]*(?:[-*+]|\d+[.)])[ \t]+(.*)$")
+_SITE_LINE = re.compile(r"^From [^.]{0,60}\b(?:Wikipedia|wiki|Wiki|encyclopedia)\b[^.]{0,60}\.?$")
 _FENCE = re.compile(r"^[ \t]*(```|~~~)")
 
 
@@ -90,6 +91,9 @@ def read_lines(path: Path, text: str, fmt: str) -> SourceDocument:
     rows: list[list[str]] = []
 
     def flush() -> None:
+        if block and _SITE_LINE.match(" ".join(block)):  # "From Wikipedia, the free encyclopedia"
+            removed.append((i - len(block), "the wiki's tagline"))
+            block.clear()
         parts = [clean_inline(" ".join(block))] if block else []
         parts += [sentence(clean_inline(i)) for i in items]
         joined = " ".join(p for p in parts if p)

@@ -199,10 +199,17 @@ def _date(args: list[str]) -> str:
 
 
 def _convert(args: list[str]) -> str:
-    """``["5", "mi", "km"]`` -> "5 mi"; ``["5", "to", "8", "mi"]`` -> "5 to 8 mi"."""
+    """The source value with its unit: ``["5", "mi", "km"]`` -> "5 mi"; ``["6", "ft", "2", "in", "m"]`` -> "6 ft 2 in";
+    ``["5", "to", "8", "mi"]`` -> "5 to 8 mi"."""
     if len(args) >= 4 and args[1] in ("-", "to", "and", "or", "by", "x", "+/-"):
         return f"{args[0]} {args[1]} {args[2]} {args[3]}"
-    return " ".join(args[:2])
+    shown = args[:2]
+    for i in range(2, len(args) - 2, 2):  # a compound value (feet and inches, stones and pounds)
+        if re.fullmatch(r"[\d.,/]+", args[i]):
+            shown += args[i:i + 2]
+        else:
+            break
+    return " ".join(shown)
 
 
 def _plain(code) -> str:
@@ -223,10 +230,12 @@ def _strip(code, line: int, doc: SourceDocument) -> str:
     what is removed noted in ``doc.removed`` and what is rendered in ``doc.rendered`` (line + offset)."""
     from mwparserfromhell.nodes import Comment, Tag, Template, Wikilink
 
-    text = str(code)
+    text, cursor = str(code), [0]  # nodes come in document order: search from the last one found
 
     def at(node) -> int:
-        offset = text.find(str(node))
+        offset = text.find(str(node), cursor[0])
+        offset = text.find(str(node)) if offset < 0 else offset
+        cursor[0] = max(offset, cursor[0])
         return line + (text.count("\n", 0, offset) if offset >= 0 else 0)
 
     for node in code.filter(recursive=True):
@@ -242,6 +251,10 @@ def _strip(code, line: int, doc: SourceDocument) -> str:
                 name = template_name(node)
                 where = at(node)
                 if name.startswith("infobox") or name.endswith("infobox"):
+                    for inner in (t for p in node.params for t in p.value.filter_templates(recursive=True)):
+                        shown = render_template(inner)
+                        doc.rendered.append((where, f"{{{{{template_name(inner)}}}}} -> {shown!r} (infobox)")) \
+                            if shown is not None else doc.removed.append((where, f"template {{{{{template_name(inner)}}}}}"))
                     for p in node.params:
                         field, value = str(p.name).strip().replace("_", " "), _plain(p.value)
                         if not value:
@@ -254,11 +267,11 @@ def _strip(code, line: int, doc: SourceDocument) -> str:
                     continue
                 shown = render_template(node)
                 if shown is None:
-                    doc.removed.append((where, f"template {{{{{name}}}}}"))
                     code.remove(node)
+                    doc.removed.append((where, f"template {{{{{name}}}}}"))
                 else:
-                    doc.rendered.append((where, f"{{{{{name}}}}} -> {shown!r}"))
                     code.replace(node, shown)
+                    doc.rendered.append((where, f"{{{{{name}}}}} -> {shown!r}"))
             elif isinstance(node, Comment):
                 code.remove(node)
             elif isinstance(node, Wikilink) and str(node.title).strip().lower().startswith(DROPPED_LINKS):
