@@ -82,7 +82,8 @@ def test_widgets_answer_on_ask(dataset):
     app = explorer(dataset, "ada-lindqvist", ["naive_rag", "amadeus"], "fake", embedder="hash-64")
     caption, controls, text, out = app.children
     assert "Dataset: the dataset in" in caption.value and "fixtures/data" in caption.value
-    _, model, (button, status) = controls.children[0].children
+    _, model, buttons = controls.children[0].children
+    button, status = buttons.children
     methods = controls.children[1]
     assert ("Naive RAG", "naive_rag") in methods.options  # display names, registry names as values
     assert model.style.description_width == "initial"
