@@ -446,7 +446,7 @@ def new_character(slug: str, source: str | Path, *, name: str | None = None, wor
 
 def report_file(source, doc: SourceDocument, done: Plan) -> str:
     """``IMPORT.md``: the source, every placement, the empty attributes, templates rendered and everything dropped."""
-    kinds = Counter(re.sub(r" '.*", "", what) for _, what in done.dropped)
+    kinds = Counter(re.sub(r" ['(].*", "", what) for _, what in done.dropped)
     out = [f"# Import report\n\nImported from `{Path(source).name}` ({doc.format}) by "
            "`python -m rpa_lib.authoring new-character`. Lines are the source file's.\n"]
     out += [f"- {n}" for n in doc.notes]

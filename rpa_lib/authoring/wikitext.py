@@ -245,7 +245,8 @@ def _strip(code, line: int, doc: SourceDocument) -> str:
                 if tag in ("table", "gallery"):
                     doc.removed.append((at(node), tag))
                 elif tag == "ref":
-                    doc.removed.append((at(node), "<ref> footnote"))
+                    inner = [f"{{{{{template_name(t)}}}}}" for t in node.contents.filter_templates()] if node.contents else []
+                    doc.removed.append((at(node), "<ref> footnote" + (f" ({', '.join(inner)})" if inner else "")))
                 code.remove(node)
             elif isinstance(node, Template):
                 name = template_name(node)
