@@ -166,3 +166,6 @@ def main(argv: list[str] | None = None) -> int:
     except (DataError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # one line, not a traceback into torch; qa-scaffold keeps its pairs on its own
+        print("interrupted: nothing more was written", file=sys.stderr)
+        return 130
