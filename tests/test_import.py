@@ -183,7 +183,7 @@ def test_the_command_line_imports_and_reports(data_copy, capsys, tmp_path):
 def question_rule(kind, messages, spec):
     """Asks about the sentence it is given: a question for every sentence but those about tea (no question:
     the row gets a placeholder)."""
-    sentence = messages[-1]["content"].split('"')[1]
+    sentence = messages[-1]["content"].rsplit('Sentence: "', 1)[1].rsplit('"', 1)[0]
     return "I like this." if "tea" in sentence else f'Question: "Is it true that {sentence[:30].lower()}?"'
 
 

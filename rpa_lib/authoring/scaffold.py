@@ -40,9 +40,10 @@ from rpa_lib.persona import ATTRIBUTES, read_text
 REVIEW_COLUMNS = ["id", "attribute", "question", "answer", "evidence_1", "evidence_2", "evidence_3", "reviewed", "note"]
 REQUIRED = ("id", "attribute", "question", "answer", "evidence_1", "reviewed")
 YES, NO = ("yes", "y", "true", "1", "x"), ("no", "n", "false", "0", "")
-PROMPT = ('Here is a sentence about {name}, from {context}:\n"{sentence}"\n'
-          "Write one short question that a user could ask {name} directly (use \"you\"), which this sentence "
-          "answers. Reply with the question only.")
+PROMPT = ("Write the question that a user would ask {name} to get this sentence as the answer. Speak to {name} "
+          "as \"you\". Reply with the question only.\n\n"
+          'Example. Sentence: "He keeps bees on the slope below the gate."\nQuestion: What do you keep below the gate?\n\n'
+          'Sentence: "{sentence}"\nQuestion:')
 PLACEHOLDER = "placeholder question (the LLM gave none): rewrite it"
 MIN_SENTENCE, MAX_SENTENCE = 30, 320  # characters of a sentence worth a question
 
@@ -100,17 +101,36 @@ def evidence_sentences(persona, attribute: str, n: int) -> list[tuple[str, str]]
     return out
 
 
-def question_from(reply: str) -> str | None:
-    """The first line of a reply that reads as a question, or None.
+_WORD = re.compile(r"[A-Za-z]{4,}")
+_COMMON = {"what", "when", "where", "which", "your", "would", "could", "about", "there", "their", "with", "have",
+           "this", "that", "from", "they", "them", "were", "tell", "like", "know", "does", "more", "than", "into"}
+
+
+def question_from(reply: str, sentence: str = "") -> str | None:
+    """The first line of a reply that reads as one question about ``sentence`` (it shares a word of four letters or
+    more with it, when given), or None.
 
     >>> question_from('Question: "Where did you grow up?"\\nBecause...'), question_from("fake reply 1a2b")
     ('Where did you grow up?', None)
+    >>> question_from("What would you like to know?", "He keeps bees on the slope.")
     """
+    words = {w.lower() for w in _WORD.findall(sentence)} - _COMMON
     for line in reply.splitlines():
         line = re.sub(r"^\W*(?:q(?:uestion)?\s*\d*\s*[:.)-])?\s*", "", line.strip(), flags=re.I).strip(" \"'*")
-        if line.endswith("?") and 8 <= len(line) <= 200:
+        if not (line.endswith("?") and line.count("?") == 1 and 8 <= len(line) <= 160):
+            continue
+        if not words or words & {w.lower() for w in _WORD.findall(line)}:
             return line
     return None
+
+
+def placeholder(context: str, sentence: str) -> str:
+    """A question to rewrite when the LLM gave none: ``placeholder("A > Infobox", "birth date: 12 March 1021.")``
+    is ``"What is your birth date?"``; otherwise it names the section."""
+    field, sep, _ = sentence.partition(": ")
+    if sep and len(field) <= 30 and context.endswith("Infobox"):
+        return f"What is your {field.lower()}?"
+    return f"What can you tell me about {context.rsplit(' > ', 1)[-1].lower()}?"
 
 
 def qa_scaffold(slug: str, llm, *, data: Dataset | str | Path | None = None, per_attribute: int = 5,
@@ -132,21 +152,21 @@ def qa_scaffold(slug: str, llm, *, data: Dataset | str | Path | None = None, per
     start = time.perf_counter()
     try:
         for done, (attribute, context, sentence) in enumerate(todo, start=1):
-            prompt = PROMPT.format(name=name, context=context.split(" > ", 1)[-1], sentence=sentence)
+            prompt = PROMPT.format(name=name, sentence=sentence)
             try:
                 reply = llm.chat([{"role": "user", "content": prompt}], max_tokens=max_tokens,
                                  name=f"qa scaffold {slug} {attribute}").text
             except Exception as e:  # an LLMError, or a fatal one: recorded, and the command exits non-zero
                 result.failed.append(f"{attribute}: {e}")
                 continue
-            question = question_from(reply)
+            question = question_from(reply, sentence)
             n = len(taken) + 1
             while f"{slug}-{n:02d}" in taken:
                 n += 1
             taken.add(f"{slug}-{n:02d}")
             note = "answer = the evidence sentence: shorten it"
             if question is None:
-                question = f"What can you tell me about {context.rsplit(' > ', 1)[-1].lower()}?"
+                question = placeholder(context, sentence)
                 note, result.placeholders = PLACEHOLDER, result.placeholders + 1
             new.append({"id": f"{slug}-{n:02d}", "attribute": attribute, "question": question, "answer": sentence,
                         "evidence_1": sentence, "reviewed": "no", "note": note})
