@@ -8,7 +8,7 @@ subsections of the attribute one level deeper, repeated until it has ``--min-cha
 (default 1,000,000). Then, per splitter:
 
 1. **full build**: split, embed every chunk with an empty embedding cache, build and save the hnswlib index;
-2. one paragraph is added at the end of a section in the middle of the document (:func:`rpa_lib.data.edit.
+2. one paragraph is added at the end of a section in the middle of the document (:func:`rpa_lib.authoring.edit.
    add_paragraph`), short enough to leave l_max as it is;
 3. **update in place**: what opening the retriever then does (parse, split, match chunks by text, embed only the new
    ones, ``mark_deleted`` + ``add_items``, save);
@@ -97,7 +97,7 @@ TEXTS = ("I still keep a small notebook of everything that happened that season,
 def run(splitter: str, embedder: str, root: Path, queries: list[str], repeats: int) -> dict:
     """Time the full build once, then ``repeats`` times: add a paragraph, update in place, rebuild into a fresh
     folder from cached embeddings, compare the two, delete the paragraph again (untimed)."""
-    from rpa_lib.data.edit import add_paragraph, delete_paragraph
+    from rpa_lib.authoring.edit import add_paragraph, delete_paragraph
     from rpa_lib.retrieval import Retriever
 
     chars = root / "characters"

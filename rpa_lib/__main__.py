@@ -3,8 +3,11 @@
 Each answer is followed by what reached the LLM (the context items by role with their persona chunk ids: knowledge,
 GS-selected passages, extracted attributes, ...), the method's details (e.g. GS failure) and the LLM calls
 (cache hits included). ``--method`` takes any registered method. ``--question`` answers one
-question and exits. The LLM comes from ``--llm`` or the environment (default: the embedded SmolLM2). A character
-imported with ``python -m rpa_lib.data new-character`` works at once; ``--data-dir`` reads another dataset folder.
+question and exits. The LLM comes from ``--llm`` or the environment (default: the embedded SmolLM2); the method's
+settings follow what the engine can do (on the embedded engine AE asks for free text, as the quick profile does).
+A character is looked up in the paper's ``data/``, then in the user's data folder (where ``python -m
+rpa_lib.authoring new-character`` puts it); ``--data-dir`` reads another dataset folder. Warnings are shown as
+one line each, and a persona with an attribute that has no text says so.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import argparse
 import sys
 import textwrap
 
+from rpa_lib.display import details_lines
 from rpa_lib.errors import DataError
 from rpa_lib.methods import METHODS
 
@@ -27,24 +31,45 @@ def show(response, width: int = 100) -> None:
         label = f" [{item.label}]" if item.label else ""
         shown = textwrap.shorten(item.text, 70) if item.role == "attribute" else source
         print(dim(f"  {item.role:<10} {shown}{label}"))
-    for key, value in response.details.items():
-        if key != "attributes":
-            print(dim(f"  {key}: {value}"))
+    for line in details_lines(response.details):
+        print(dim(f"  {line}"))
     cached = sum(c.cached for c in response.calls)
     print(dim(f"  {len(response.calls)} LLM call(s), {cached} from cache"))
 
 
+def dataset_for(character: str, data_dir: str | None):
+    """``data_dir``'s dataset, else the paper's ``data/`` when it has ``character``, else the user's data folder."""
+    from rpa_lib.data import Dataset, user_dataset
+
+    if data_dir:
+        return Dataset(data_dir)
+    paper, user = Dataset(), user_dataset()
+    return user if character not in paper.slugs() and character in user.slugs() else paper
+
+
 def chat(args) -> int:
-    from rpa_lib.data import Dataset
+    import warnings
+
+    from rpa_lib.explore import empty_attributes_note, method_settings, warning_notes
     from rpa_lib.llm import get_llm
     from rpa_lib.methods import build_method
+    from rpa_lib.methods.registry import method_label
 
-    dataset = Dataset(args.data_dir)
-    dataset.characters([args.character])  # a clear error for an unknown slug
+    dataset = dataset_for(args.character, args.data_dir)
+    try:
+        dataset.characters([args.character])  # a clear error for an unknown slug
+    except DataError as e:
+        if args.data_dir:
+            raise
+        raise DataError(e.path, None, f"{e.problem} (looked in data/ and in your data folder {user_root()})") from None
     llm = get_llm(args.llm)
-    settings = {k: v for k, v in (("embedder", args.embedder), ("k", args.k)) if v is not None}
+    settings = method_settings(args.method, llm, embedder=args.embedder, k=args.k)
     method = build_method(args.method, llm=llm, dataset=dataset, max_tokens=args.max_tokens, **settings)
-    print(f"{args.method} · {llm.label} · {method.settings}. Empty line or Ctrl-D to quit.")
+    print(f"{method_label(args.method)} · {llm.label} · {dataset.describe()} · {method.settings}. "
+          "Empty line or Ctrl-D to quit.")
+    note = empty_attributes_note(dataset, args.character)
+    if note:
+        print(f"note: {note}")
     questions = [args.question] if args.question else None
     while True:
         if questions is not None:
@@ -59,9 +84,20 @@ def chat(args) -> int:
                 break
             if not question:
                 break
-        show(method.respond(args.character, question))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            response = method.respond(args.character, question)
+        show(response)
+        for line in warning_notes(caught):
+            print(f"  {line}")
     print(f"\n{llm.usage.summary()}")
     return 0
+
+
+def user_root() -> str:
+    from rpa_lib.paths import user_data_dir
+
+    return str(user_data_dir())
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -69,8 +105,8 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     c = sub.add_parser("chat", help="talk to a character in the terminal")
     c.add_argument("--character", required=True, help="slug, e.g. frieren, or one imported with "
-                                                       "python -m rpa_lib.data new-character")
-    c.add_argument("--data-dir", help="dataset folder (default: the repository's data/)")
+                                                       "python -m rpa_lib.authoring new-character")
+    c.add_argument("--data-dir", help="dataset folder (default: data/, else your data folder user_data/)")
     c.add_argument("--method", default="amadeus", choices=list(METHODS), help="a registered method")
     c.add_argument("--llm", help="e.g. local, openai:gpt-4.1, fake (default: environment, else local)")
     c.add_argument("--embedder", help="retrieval embedder (default: the method's, minilm)")

@@ -24,6 +24,30 @@ STYLE = ("<style>.rpa-t{border-collapse:collapse;font-size:12px;margin:2px 0}"
          "white-space:pre-wrap}.rpa-muted{color:#666;font-size:11px}.rpa-error{color:#cf222e}</style>")
 
 
+def detail_text(value, width: int = 80) -> str:
+    """A method's detail as one readable line: numbers rounded, lists and dicts summarised, long text cut.
+
+    >>> detail_text([0.71234, 0.2]), detail_text({"a": 1, "b": "x"}), detail_text([{"source": "persona"}] * 3)
+    ('0.712, 0.2', 'a: 1, b: x', '3 items')
+    """
+    if isinstance(value, float):
+        return f"{value:.3g}"
+    if isinstance(value, dict):
+        text = ", ".join(f"{k}: {detail_text(v, width)}" for k, v in value.items())
+    elif isinstance(value, list | tuple):
+        if value and all(isinstance(v, dict) for v in value):
+            return f"{len(value)} items"
+        text = ", ".join(detail_text(v, width) for v in value)
+    else:
+        text = str(value)
+    return text if len(text) <= width else text[: width - 1].rstrip() + "…"
+
+
+def details_lines(details: dict, skip=("attributes",)) -> list[str]:
+    """``details`` as ``"key: value"`` lines a person reads (underscores as spaces, values via :func:`detail_text`)."""
+    return [f"{k.replace('_', ' ')}: {detail_text(v)}" for k, v in details.items() if k not in skip]
+
+
 def esc(text: object) -> str:
     return html.escape(str(text))
 
@@ -102,11 +126,11 @@ def context_html(items: Sequence, scores: dict[str, float] | None = None) -> str
 
 
 def response_html(response, *, walk: Sequence[tuple] | None = None, speculative: Sequence = (), price=None,
-                  retrieved: Sequence = ()) -> str:
-    """One method's answer: the reply, the calls line, the chunks retrieved for the question (when given), GS's
+                  retrieved: Sequence = (), label: str | None = None) -> str:
+    """One method's answer (``label``: the method's display name, else its registry name): the reply, the calls line, the chunks retrieved for the question (when given), GS's
     walk (when given), AE's attributes, the other details and the context items that reached the LLM."""
     r, d = response, response.details or {}
-    parts = [f"{STYLE}<div><b>{esc(r.method)}</b> · {esc(r.character)}</div>",
+    parts = [f"{STYLE}<div><b>{esc(label or r.method)}</b> · {esc(r.character)}</div>",
              f'<div class="rpa-reply">{esc(r.reply) or "<i>(empty reply)</i>"}</div>',
              f'<div class="rpa-muted">{esc(calls_line(r.calls, price))}</div>']
     if retrieved:
@@ -121,9 +145,9 @@ def response_html(response, *, walk: Sequence[tuple] | None = None, speculative:
     if d.get("attributes"):
         parts.append("<div><b>Attributes (AE)</b></div>" + table(["attribute", "text"], [[esc(k), fold(v, 240)] for k, v
                                                                                       in d["attributes"].items()]))
-    other = {k: v for k, v in d.items() if k not in ("attributes", "examined", "speculative", "gs_failed")}
+    other = details_lines(d, skip=("attributes", "examined", "speculative", "gs_failed"))
     if other:
-        parts.append(f'<div class="rpa-muted">{esc("; ".join(f"{k}: {v}" for k, v in other.items()))}</div>')
+        parts.append(f'<div class="rpa-muted">{"<br>".join(esc(line) for line in other)}</div>')
     scores = {h.chunk.id: h.score for h in [*retrieved, *(h for h, _ in walk or ()), *speculative]}
     parts.append(f"<div><b>Context that reached the LLM</b> ({len(r.context)} items)</div>"
                  + context_html(r.context, scores))

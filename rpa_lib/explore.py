@@ -13,7 +13,10 @@ widgets need ``ipywidgets`` (in requirements.txt); :func:`ask` and :func:`compar
 from __future__ import annotations
 
 import os
+import threading
 import time
+import warnings
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from rpa_lib import display
@@ -25,6 +28,7 @@ DEFAULT_METHODS = ("naive_rag", "amadeus")
 SETTINGS = {"k": 3, "max_iterations": 8, "slot_size": 2, "max_tokens": 96}
 # the small embedded model rarely writes valid JSON: AE asks for free text at once there (as the quick profile does)
 LOCAL_SETTINGS = {"amadeus": {"extract_format": "text"}}
+LOCAL_BACKENDS = ("local",)  # in-process engines: one call at a time, free text only
 
 
 @dataclass
@@ -38,12 +42,19 @@ class Answer:
     retrieved: list = field(default_factory=list)  # the top-k Hits of the method's retriever (its knowledge)
     error: str | None = None
     seconds: float = 0.0
+    notes: list[str] = field(default_factory=list)  # warnings raised while answering, one line each
+
+    @property
+    def label(self) -> str:
+        from rpa_lib.methods.registry import method_label
+
+        return method_label(self.method)
 
     def _repr_html_(self) -> str:
         if self.error:
-            return display.error_html(self.method, self.error)
+            return display.error_html(self.label, self.error)
         return display.response_html(self.response, walk=self.walk, speculative=self.speculative,
-                                     retrieved=self.retrieved)
+                                     retrieved=self.retrieved, label=self.label)
 
 
 def llm_choices() -> dict[str, str]:
@@ -55,15 +66,43 @@ def llm_choices() -> dict[str, str]:
     return choices
 
 
-def method_settings(name: str, llm_spec: str, **settings) -> dict:
-    """The settings of ``name`` among ``settings`` (those it declares), plus the local model's overrides."""
+def is_local(llm) -> bool:
+    """True for an in-process engine (a spec such as ``"local"`` or an LLM whose backend is one): it writes free
+    text only and answers one call at a time."""
+    backend = llm.partition(":")[0] if isinstance(llm, str) else getattr(llm, "backend", "")
+    return backend in LOCAL_BACKENDS
+
+
+def method_settings(name: str, llm, **settings) -> dict:
+    """The settings of ``name`` among ``settings`` (those it declares), plus what the engine needs: on the
+    embedded model, AE's free-text format (``llm``: a spec or an LLM). ``chat`` and the explorer both use it."""
     from rpa_lib.methods import setting_names
 
     declared = set(setting_names(name))
     chosen = {k: v for k, v in settings.items() if k in declared and v is not None}
-    if llm_spec.partition(":")[0] == "local":
+    if is_local(llm):
         chosen.update(LOCAL_SETTINGS.get(name, {}))
     return chosen
+
+
+def warning_notes(caught) -> list[str]:
+    """Caught warnings as short lines, without file paths, each once."""
+    out = []
+    for w in caught:
+        line = f"note: {w.category.__name__.replace('Warning', '').lower() or 'warning'}: {str(w.message).splitlines()[0]}"
+        if line not in out:
+            out.append(line)
+    return out
+
+
+def empty_attributes_note(dataset: Dataset, character: str) -> str | None:
+    """"no text under Belief and Value: answers come from the other attributes", or None."""
+    from rpa_lib.persona import ATTRIBUTES
+
+    persona = dataset.persona(character)
+    empty = [a for a in ATTRIBUTES if not any(p.attribute == a for p in persona.paragraphs)]
+    return f"{persona.name}'s persona has no text under {', '.join(empty)}: answers come from the other attributes" \
+        if empty else None
 
 
 def gs_walk(method, character: str, question: str, response) -> tuple[list[tuple], list]:
@@ -86,40 +125,59 @@ def retrieved(method, character: str, question: str) -> list:
 
 
 def ask(character: str, question: str, methods=DEFAULT_METHODS, llm="fake", dataset: Dataset | None = None,
-        embedder: str | None = None, **settings) -> list[Answer]:
+        embedder: str | None = None, progress=None, **settings) -> list[Answer]:
     """Each method's answer to ``question`` as ``character``; a method that fails gives an :class:`Answer` with
     its error (the others still run). ``llm``: a spec (``"local"``, ``"fake"``, ``"openai:gpt-4.1"``) or an LLM.
-    ``settings`` (k, max_iterations, slot_size, max_tokens, ...) go to the methods that declare them."""
+    Methods run side by side where the backend serves calls concurrently (a server), one after the other on an
+    in-process engine. ``progress(method, state)`` is called as each starts (``"running"``) and ends (``"done"`` or
+    ``"failed"``). ``settings`` (k, max_iterations, slot_size, max_tokens, ...) go to the methods that declare them."""
     from rpa_lib.llm import get_llm
-    from rpa_lib.methods import build_method
 
     dataset = as_dataset(dataset)
     dataset.characters([character])  # an unknown slug is a clear error
-    spec = llm if isinstance(llm, str) else getattr(llm, "backend", "")
     llm = get_llm(llm) if isinstance(llm, str) else llm
-    answers = []
-    for name in methods:
+    methods = list(methods)
+    if not methods:
+        raise ValueError("no method selected: choose one or more methods")
+
+    def one(name: str) -> Answer:
+        from rpa_lib.methods import build_method
+
+        if progress:
+            progress(name, "running")
         start = time.perf_counter()
-        try:
-            method = build_method(name, llm=llm, dataset=dataset,
-                                  **method_settings(name, spec, embedder=embedder, **settings))
-            response = method.respond(character, question)
-            walk, ahead = gs_walk(method, character, question, response) if "examined" in response.details else (None, [])
-            answers.append(Answer(name, response, walk, ahead, retrieved(method, character, question),
-                                  seconds=time.perf_counter() - start))
-        except Exception as e:  # shown in the method's column; the other methods still answer
-            answers.append(Answer(name, error=f"{type(e).__name__}: {e}", seconds=time.perf_counter() - start))
-    return answers
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                method = build_method(name, llm=llm, dataset=dataset,
+                                      **method_settings(name, llm, embedder=embedder, **settings))
+                response = method.respond(character, question)
+                walk, ahead = gs_walk(method, character, question, response) if "examined" in response.details \
+                    else (None, [])
+                answer = Answer(name, response, walk, ahead, retrieved(method, character, question))
+            except Exception as e:  # shown in the method's column; the other methods still answer
+                answer = Answer(name, error=f"{type(e).__name__}: {e}")
+        answer.seconds, answer.notes = time.perf_counter() - start, warning_notes(caught)
+        if progress:
+            progress(name, "failed" if answer.error else "done")
+        return answer
+
+    workers = 1 if is_local(llm) else min(len(methods), max(1, getattr(llm, "max_workers", 1)))
+    if workers == 1:
+        return [one(name) for name in methods]
+    with ThreadPoolExecutor(workers) as pool:
+        return list(pool.map(one, methods))
 
 
 def compare_html(answers: list[Answer], price=None) -> str:
     """The answers side by side, one column per method."""
     cols = []
     for a in answers:
-        body = (display.error_html(a.method, a.error) if a.error else
+        body = (display.error_html(a.label, a.error) if a.error else
                 display.response_html(a.response, walk=a.walk, speculative=a.speculative, price=price,
-                                       retrieved=a.retrieved))
-        cols.append(f'<div class="rpa-col" style="flex:1 1 0;min-width:320px;overflow-x:auto">{body}'
+                                      retrieved=a.retrieved, label=a.label))
+        notes = "".join(f'<div class="rpa-muted">{display.esc(n)}</div>' for n in a.notes)
+        cols.append(f'<div class="rpa-col" style="flex:1 1 0;min-width:320px;overflow-x:auto">{body}{notes}'
                     f'<div class="rpa-muted">{a.seconds:.1f} s wall</div></div>')
     return f'<div class="rpa-compare" style="display:flex;gap:16px;align-items:flex-start">{"".join(cols)}</div>'
 
@@ -143,23 +201,27 @@ def persona_html(character: str, splitter: str, dataset: Dataset | None = None, 
 def explorer(dataset: Dataset | None = None, character: str | None = None, methods=DEFAULT_METHODS,
              llm: str | None = None, question: str = "", embedder: str = "minilm"):
     """The question app: character, methods, LLM, settings and a question; "Ask" shows each method's answer in a
-    column. Returns the widget (display it, or leave it as a cell's last value)."""
+    column, and while they run, each method's state and the LLM calls made so far with the elapsed time. A line
+    above names the dataset. Returns the widget (display it, or leave it as a cell's last value)."""
     import ipywidgets as w
 
     from rpa_lib.llm import get_llm
     from rpa_lib.methods import METHODS
+    from rpa_lib.methods.registry import method_label
 
     dataset = as_dataset(dataset)
     slugs = dataset.characters()
     names = dataset.names() if dataset.has_labels() else {}
+    wide = {"description_width": "initial"}
+    caption = w.HTML(f'<div class="rpa-muted">Dataset: {display.esc(dataset.describe())}</div>')
     pick = w.Dropdown(options=[(names.get(s, s), s) for s in slugs], value=character if character in slugs else slugs[0],
-                      description="character")
-    chosen = w.SelectMultiple(options=list(METHODS), value=tuple(m for m in methods if m in METHODS), rows=6,
-                              description="methods")
+                      description="character", style=wide, layout={"width": "340px"})
+    chosen = w.SelectMultiple(options=[(method_label(m), m) for m in METHODS],
+                              value=tuple(m for m in methods if m in METHODS), rows=6, description="methods")
     choices = llm_choices()
     llm = llm or os.environ.get("RPA_LLM_MODEL") or "local"  # None: the configured LLM, else the embedded one
     model = w.Dropdown(options=[(v, k) for k, v in choices.items()], value=llm if llm in choices else "local",
-                       description="LLM")
+                       description="LLM", style=wide, layout={"width": "max-content", "min_width": "340px"})
     knobs = {k: w.BoundedIntText(value=v, min=0 if k == "k" else 1, max=4096, description=k, layout={"width": "170px"})
              for k, v in SETTINGS.items()}
     text = w.Textarea(value=question, placeholder="Ask the character a question…", layout={"width": "100%"})
@@ -169,27 +231,59 @@ def explorer(dataset: Dataset | None = None, character: str | None = None, metho
     llms: dict[str, object] = {}
 
     def run(_=None) -> None:
+        if not chosen.value:
+            status.value = '<span class="rpa-error">Select at least one method.</span>'
+            return
         if not text.value.strip():
             status.value = '<span class="rpa-error">Type a question first.</span>'
             return
         button.disabled = True
-        status.value = f"asking {len(chosen.value)} method(s) on {display.esc(choices[model.value])}…"
+        states: dict[str, tuple[str, float]] = {m: ("waiting", time.perf_counter()) for m in chosen.value}
+        start, stop = time.perf_counter(), threading.Event()
+        engine = None
+
+        def progress(method: str, state: str) -> None:
+            states[method] = (state, time.perf_counter())
+
+        def show() -> None:
+            now = time.perf_counter()
+            parts = []
+            for m, (state, since) in states.items():
+                parts.append(f"{method_label(m)}: {state}" + (f" {now - since:.0f} s" if state == "running" else ""))
+            calls = getattr(getattr(engine, "usage", None), "calls", 0) - calls_before if engine else 0
+            status.value = display.esc(f"{' · '.join(parts)} · {calls} LLM call(s) · {now - start:.0f} s elapsed")
+
+        def tick() -> None:
+            while not stop.wait(1.0):
+                show()
+
         try:
+            status.value = f"loading {display.esc(choices[model.value])}…"
             if model.value not in llms:
                 llms[model.value] = get_llm(model.value)
             engine = llms[model.value]
-            answers = ask(pick.value, text.value.strip(), chosen.value, engine, dataset, embedder,
+            calls_before = engine.usage.calls
+            ticker = threading.Thread(target=tick, daemon=True)
+            ticker.start()
+            answers = ask(pick.value, text.value.strip(), chosen.value, engine, dataset, embedder, progress=progress,
                           **{k: v.value for k, v in knobs.items()})
-            out.value = compare_html(answers, price=getattr(engine, "price", None))
-            status.value = f"done: {sum(a.seconds for a in answers):.1f} s"
+            stop.set()
+            note = empty_attributes_note(dataset, pick.value)
+            out.value = (f'<div class="rpa-muted">{display.esc(note)}</div>' if note else "") + \
+                compare_html(answers, price=getattr(engine, "price", None))
+            failed = sum(bool(a.error) for a in answers)
+            status.value = display.esc(f"done: {len(answers)} method(s) in {time.perf_counter() - start:.1f} s, "
+                                       f"{engine.usage.calls - calls_before} LLM call(s)"
+                                       + (f", {failed} failed" if failed else ""))
         except Exception as e:  # an LLM that cannot be built (no model, no key): one line, not a traceback
             status.value = f'<span class="rpa-error">{display.esc(type(e).__name__)}: {display.esc(e)}</span>'
         finally:
+            stop.set()
             button.disabled = False
 
     button.on_click(run)
     controls = w.HBox([w.VBox([pick, model, w.HBox([button, status])]), chosen, w.VBox(list(knobs.values()))])
-    return w.VBox([controls, text, out])
+    return w.VBox([caption, controls, text, out])
 
 
 def persona_browser(dataset: Dataset | None = None, character: str | None = None, limit: int = 60):

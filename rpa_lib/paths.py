@@ -1,7 +1,8 @@
 """Every path the library uses, derived from the package's location (never the working directory).
 
 A notebook, a test and papermill all see the same folders. Environment variables move the caches:
-``RPA_CACHE_DIR`` (LLM and embedding caches) and ``RPA_INDEX_DIR`` (hnswlib indexes). ``RPA_OUTPUT_DIR``
+``RPA_CACHE_DIR`` (LLM and embedding caches) and ``RPA_INDEX_DIR`` (hnswlib indexes); ``RPA_USER_DATA_DIR`` moves
+the user's own characters (:func:`user_data_dir`). ``RPA_OUTPUT_DIR``
 decides where a notebook writes its figures and tables (:func:`output_root`): ``make reproduce`` sets it to the
 repository, so only a reproduce run (or an explicit ``figures_dir``/``results_dir``) overwrites the committed
 ``figures/`` and ``results/``; a notebook run in JupyterLab writes under ``results/scratch/`` (git-ignored).
@@ -28,6 +29,13 @@ SCRATCH_DIR = RESULTS_DIR / "scratch"  # interactive runs' figures and tables (g
 def cache_dir() -> Path:
     """Where LLM and embedding caches live: ``$RPA_CACHE_DIR`` or ``results/cache``."""
     return Path(os.environ.get("RPA_CACHE_DIR") or RESULTS_DIR / "cache")
+
+
+def user_data_dir() -> Path:
+    """Where imported characters live (a dataset folder of their own, apart from the paper's ``data/``):
+    ``$RPA_USER_DATA_DIR`` or ``user_data/`` at the repository root (git-ignored). The paper's profiles, tests and
+    ``make validate`` read ``data/`` only; a notebook or command reads this folder when asked to."""
+    return Path(os.environ.get("RPA_USER_DATA_DIR") or ROOT / "user_data")
 
 
 def index_dir() -> Path:

@@ -24,6 +24,7 @@ def _isolate(mp: pytest.MonkeyPatch, root: Path) -> None:
     mp.setattr("rpa_lib.llm.config.DOTENV", root / ".env")
     mp.setenv("RPA_CACHE_DIR", str(root / "cache"))
     mp.setenv("RPA_INDEX_DIR", str(root / "indexes"))
+    mp.setenv("RPA_USER_DATA_DIR", str(root / "user_data"))  # an import never lands in the repository's user_data/
     mp.setenv("HF_HUB_OFFLINE", "1")
     mp.setenv("TRANSFORMERS_OFFLINE", "1")
 

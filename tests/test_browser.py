@@ -124,7 +124,7 @@ def test_explorer_answers_a_question_in_chromium(lab, tmp_path):
             compare = page.locator(".rpa-compare")
             compare.wait_for()
             text = compare.inner_text()
-            assert "naive_rag" in text and "amadeus" in text
+            assert "Naive RAG" in text and "AMADEUS" in text  # the methods' display names
             assert "Retrieved" in text and "Frieren" in text  # the retrieved chunks and their heading paths
             assert "Guided Selection" in text and ("kept" in text or "GS failed" in text)  # GS's verdicts
             assert text.count("fake reply") == 2  # one reply per method

@@ -10,7 +10,7 @@ import pytest
 
 PURE_MODULES = ["rpa_lib.persona", "rpa_lib.splitters", "rpa_lib.notebook_params", "rpa_lib.data.dataset",
                 "rpa_lib.methods.registry", "rpa_lib.methods.gs", "rpa_lib.methods.bm25",
-                "rpa_lib.report", "rpa_lib.methods.graph_cache"]
+                "rpa_lib.report", "rpa_lib.methods.graph_cache", "rpa_lib.display"]
 
 
 @pytest.mark.parametrize("name", PURE_MODULES)

@@ -80,11 +80,22 @@ def test_widgets_answer_on_ask(dataset):
     from rpa_lib.explore import explorer, persona_browser
 
     app = explorer(dataset, "ada-lindqvist", ["naive_rag", "amadeus"], "fake", embedder="hash-64")
-    controls, text, out = app.children
-    button = controls.children[0].children[2].children[0]
+    caption, controls, text, out = app.children
+    assert "Dataset: the dataset in" in caption.value and "fixtures/data" in caption.value
+    _, model, buttons = controls.children[0].children
+    button, status = buttons.children
+    methods = controls.children[1]
+    assert ("Naive RAG", "naive_rag") in methods.options  # display names, registry names as values
+    assert model.style.description_width == "initial"
+    assert [label for label, _ in model.options][0] == "embedded SmolLM2 (in-process)"  # whole, not cut
     text.value = QUESTION
     button.click()
     assert "rpa-compare" in out.value and out.value.count('class="rpa-reply"') == 2
+    assert "<b>Naive RAG</b>" in out.value and "<b>AMADEUS</b>" in out.value
+    assert status.value.startswith("done: 2 method(s)") and "LLM call(s)" in status.value
+    methods.value = ()
+    button.click()  # nothing selected: a message, and the answers stay
+    assert "Select at least one method" in status.value and out.value.count('class="rpa-reply"') == 2
     browser = persona_browser(dataset, "ada-lindqvist")
     assert "l_max" in browser.children[1].value
     browser.children[0].children[1].value = "vanilla"
@@ -118,3 +129,28 @@ def test_a_configured_server_is_offered_and_answers(dataset, monkeypatch):
         assert not any(a.error for a in answers), [a.error for a in answers]
         assert all(a.response.reply for a in answers) and server.requests >= 2
         assert len(answers[1].walk) == answers[1].response.details["examined"]
+
+
+def test_progress_per_method_side_by_side_on_a_server_and_readable_details(dataset):
+    from rpa_lib.display import details_lines
+    from rpa_lib.llm import FakeLLM
+
+    events = []
+    llm = FakeLLM(delay=0.2, max_workers=4)
+    answers = ask("ada-lindqvist", QUESTION, ["no_rag", "naive_rag"], llm, dataset, embedder="hash-64",
+                  progress=lambda m, state: events.append((m, state)))
+    assert sorted(events) == [("naive_rag", "done"), ("naive_rag", "running"), ("no_rag", "done"),
+                              ("no_rag", "running")]
+    assert events[:2] == [("no_rag", "running"), ("naive_rag", "running")]  # side by side: both start first
+    assert [a.label for a in answers] == ["No RAG", "Naive RAG"]
+    assert details_lines({"route": "correct", "chunk_scores": [0.71234, 0.2], "strips": [{"a": 1}] * 3}) == [
+        "route: correct", "chunk scores: 0.712, 0.2", "strips: 3 items"]
+    with pytest.raises(ValueError, match="no method selected"):
+        ask("ada-lindqvist", QUESTION, [], "fake", dataset)
+
+
+def test_the_embedded_engine_gets_free_text_ae_and_one_method_at_a_time():
+    from rpa_lib.explore import is_local, method_settings
+
+    assert method_settings("amadeus", "local") == {"extract_format": "text"}
+    assert method_settings("amadeus", "fake") == {} and not is_local("openai:gpt-4.1")

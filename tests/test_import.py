@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from rpa_lib.authoring.cli import main as authoring_cli
+from rpa_lib.authoring.importer import UNKNOWN, new_character, parse_mapping, place
+from rpa_lib.authoring.scaffold import promote, qa_scaffold, read_review
 from rpa_lib.data import Dataset, validate
 from rpa_lib.data.cli import main as data_cli
-from rpa_lib.data.importer import UNKNOWN, new_character, parse_mapping, place
-from rpa_lib.data.scaffold import promote, qa_scaffold, read_review
 from rpa_lib.errors import DataError
 from rpa_lib.llm import FakeLLM
 from rpa_lib.methods import build_method
@@ -41,12 +42,12 @@ def test_markdown_import_places_sections_validates_and_reports(data_copy):
     text = persona.source
     assert "**" not in text and "Saltgate ferry, a flat-bottomed boat" in text
     assert "painted blue" not in text and "readers think" not in text  # Trivia and the unknown section left out
-    assert done.report == [
-        "line 1: text before the first heading placed under Demographic Information > Overview",
-        "line 70: section 'Trivia' not placed: left out on purpose (its heading maps to none of the six attributes "
-        "in the table)",
-        "line 75: section 'Fan Theories' not placed: heading not in the table (map it with --map 'Fan Theories'="
-        "ATTRIBUTE, or use --classify-with-llm)"]
+    assert done.report[0] == "line 1: text before the first heading -> Demographic Information > Overview"
+    assert "line 14: 'History > Learning the river' -> Activity (with 'History')" in done.report  # every placement
+    assert done.report[-2:] == [
+        "line 70: 'Trivia' dropped (heading table: heading 'trivia')",
+        "line 75: 'Fan Theories' not placed: heading not in the table, and no content placement (--embedder none); "
+        "map it with --map 'Fan Theories'=ATTRIBUTE"]
     assert "line 75" in (data_copy / "characters" / "tove-marsh" / "IMPORT.md").read_text()
     assert ds.profile("tove-marsh") == ("Tove Marsh", "The Saltgate Ferry")
     assert ds.characters(["tove-marsh"]) == ["tove-marsh"]
@@ -63,14 +64,19 @@ def test_mediawiki_import_strips_templates_references_and_markup(data_copy):
     ds = Dataset(data_copy)
     assert validate(ds, ["wren-ashby"], full=False) == []
     text = ds.persona("wren-ashby").source
-    for gone in ("{{", "Infobox", "Chapter 1", "<ref", "[[", "'''", "Category", "wikitable", "Early sketch",
+    for gone in ("{{", "Chapter 1", "<ref", "[[", "'''", "Category", "wikitable", "Early sketch",
                  "Citation needed", "real clock"):
         assert gone not in text, gone
     assert "I came to the workshop of Master Vell when I was twelve." in text  # a piped link keeps its shown text
     assert "Cleaning and oiling pocket watches. Cutting small gears" in text  # a list becomes sentences
     assert "## Skill and Expertise\n\n### Skills\n" in text
-    assert [r.split(":")[0] for r in done.report] == ["line 14", "line 62", "line 68", "line 71", "line 74"]
-    assert "line 62: table removed" in done.report
+    assert "### Infobox" in text  # its fields are facts; its image is dropped
+    assert [r for r in done.report if "dropped" in r] == [
+        "line 68: 'Behind the scenes' dropped (heading table: heading 'behind the scenes')",
+        "line 71: 'Gallery' dropped (heading table: heading 'gallery')",
+        "line 74: 'References' dropped (heading table: heading 'references')"]
+    report = (data_copy / "characters" / "wren-ashby" / "IMPORT.md").read_text()
+    assert "- line 62: table" in report and "- line 14: infobox field 'image'" in report
     assert next(r for r in ds.labels() if r["slug"] == "wren-ashby")["mbti"] == "ENTP"
 
 
@@ -102,7 +108,7 @@ def test_an_imported_character_answers_with_amadeus_on_the_fake_backend(data_cop
     (b"# Tove\n\n## Personality\n\nKind.\n", "notes.docx", "unknown format '.docx'"),
     (b"<html><body>no</body></html>", "page.xml", "not a MediaWiki export"),
     (b"<mediawiki><page><title>A</title>", "broken.xml", "not well-formed XML"),
-    (b"# Tove\n\n## Personality\n\nKind and slow to anger.\n", "partial.md", "no section placed under 'Demographic"),
+    (b"# Tove\n\n## Trivia\n\nShe was drawn in 1962.\n", "trivia.md", "no section was placed under any attribute"),
 ])
 def test_bad_input_is_a_clear_error_and_writes_nothing(data_copy, tmp_path, content, name, problem):
     source = tmp_path / name
@@ -151,7 +157,7 @@ def test_the_table_the_map_option_and_the_optional_llm_classification(data_copy)
 
     done = new_character("tove-two", MARKDOWN, name="Tove Marsh", work="W", data=data_copy, llm=FakeLLM(rule))
     assert len(asked) == 1 and "Heading: Fan Theories" in asked[0]  # only the heading the table does not know
-    assert "line 75: section 'Fan Theories' placed by the LLM: Psychological Traits" in done.report
+    assert "line 75: 'Fan Theories' -> Psychological Traits (the LLM chose Psychological Traits)" in done.report
     assert "### Fan Theories" in Dataset(data_copy).persona("tove-two").source
 
     before = snapshot(data_copy)  # an LLM that never answers with an option: a clear error, nothing written
@@ -162,36 +168,44 @@ def test_the_table_the_map_option_and_the_optional_llm_classification(data_copy)
 
 
 def test_the_command_line_imports_and_reports(data_copy, capsys, tmp_path):
-    code = data_cli(["new-character", "wren-ashby", "--name", "Wren Ashby", "--work", "Tollbridge Tales",
-                     "--from", str(WIKI), "--data-dir", str(data_copy)])
+    code = authoring_cli(["new-character", "wren-ashby", "--name", "Wren Ashby", "--work", "Tollbridge Tales",
+                     "--from", str(WIKI), "--data-dir", str(data_copy), "--embedder", "none"])
     out = capsys.readouterr().out
-    assert code == 0 and "line 68: section 'Behind the scenes' not placed" in out and "Validated." in out
+    assert code == 0 and "line 68: 'Behind the scenes' dropped" in out and "Validated." in out
     assert data_cli(["validate", "--character", "wren-ashby", "--no-counts", "--data-dir", str(data_copy)]) == 0
     empty = tmp_path / "empty.md"
     empty.write_text("")
-    assert data_cli(["new-character", "x", "--name", "X", "--work", "W", "--from", str(empty),
+    assert authoring_cli(["new-character", "x", "--name", "X", "--work", "W", "--from", str(empty),
                      "--data-dir", str(data_copy)]) == 2
     assert f"{empty}: empty file" in capsys.readouterr().err
 
 
-def evidence_rule(kind, messages, spec):
-    """Quotes the first sentence of the first passage as evidence (found), and adds one pair whose evidence is
-    paraphrased (not found), so both paths of the check run."""
-    passage = messages[-1]["content"].split("Passages:\n", 1)[1].split("\n")[1]
-    first = passage.split(". ")[0] + ("." if ". " in passage else "")
-    return {"pairs": [{"question": "What do you do?", "answer": "Runs a ferry.", "evidence": first},
-                      {"question": "Any pets?", "answer": "A cat.", "evidence": "I have a cat called Mast."}]}
+def question_rule(kind, messages, spec):
+    """Asks about the sentence it is given: a question for every sentence but those about tea (no question:
+    the row gets a placeholder)."""
+    sentence = messages[-1]["content"].rsplit('Sentence: "', 1)[1].rsplit('"', 1)[0]
+    return "I like this." if "tea" in sentence else f'Question: "Is it true that {sentence[:30].lower()}?"'
 
 
-def test_qa_scaffold_keeps_only_verbatim_evidence_and_promotes_only_reviewed_rows(data_copy):
+def write_rows(path, table):
+    with open(path, "w", newline="") as f:
+        writer = csv.DictWriter(f, list(table[0]))
+        writer.writeheader()
+        writer.writerows(table)
+
+
+def test_qa_scaffold_asks_one_sentence_at_a_time_and_promotes_only_reviewed_rows(data_copy):
     new_character("tove-marsh", MARKDOWN, name="Tove Marsh", work="W", data=data_copy)
     ds = Dataset(data_copy)
-    result = qa_scaffold("tove-marsh", FakeLLM(evidence_rule), data=data_copy, per_attribute=2)
-    assert result.added == 6 and sum(result.dropped.values()) == 6 and not result.failed
+    result = qa_scaffold("tove-marsh", FakeLLM(question_rule), data=data_copy, per_attribute=2, progress=None)
+    assert result.added == 12 and not result.failed and not result.interrupted and result.empty == []
     rows, problems = read_review(result.path)
     assert problems == [] and {r["reviewed"] for r in rows} == {"no"}
-    assert [r["id"] for r in rows] == [f"tove-marsh-{n:02d}" for n in range(1, 7)]
-    assert all(r["evidence_1"] in ds.persona("tove-marsh").source for r in rows)
+    assert [r["id"] for r in rows] == [f"tove-marsh-{n:02d}" for n in range(1, 13)]
+    assert all(r["evidence_1"] in ds.persona("tove-marsh").source and r["answer"] == r["evidence_1"] for r in rows)
+    assert [r["attribute"] for r in rows] == [a for a in ATTRIBUTES for _ in range(2)]
+    assert all(r["question"].startswith("Is it true that") for r in rows if "tea" not in r["evidence_1"])
+    assert all(r["note"].startswith("placeholder") for r in rows if "tea" in r["evidence_1"])
     assert not ds.qa_path("tove-marsh").exists()
     with pytest.raises(DataError, match="no row is marked reviewed=yes"):
         promote("tove-marsh", data=data_copy)
@@ -201,18 +215,12 @@ def test_qa_scaffold_keeps_only_verbatim_evidence_and_promotes_only_reviewed_row
         table = list(csv.DictReader(f))
     table[0]["reviewed"], table[3]["reviewed"] = "yes", "YES"
     table[4].update(reviewed="yes", evidence_1="I love weak milky tea.")
-    with open(result.path, "w", newline="") as f:
-        writer = csv.DictWriter(f, list(table[0]))
-        writer.writeheader()
-        writer.writerows(table)
-    with pytest.raises(DataError, match=r"line 6: evidence not found verbatim"):
+    write_rows(result.path, table)
+    with pytest.raises(DataError, match=r"line 6: evidence of tove-marsh-05 not found verbatim"):
         promote("tove-marsh", data=data_copy)
     assert not ds.qa_path("tove-marsh").exists()
     table[4]["reviewed"] = "no"
-    with open(result.path, "w", newline="") as f:
-        writer = csv.DictWriter(f, list(table[0]))
-        writer.writeheader()
-        writer.writerows(table)
+    write_rows(result.path, table)
     assert promote("tove-marsh", data=data_copy)[0] == 2
     lines = [json.loads(line) for line in ds.qa_path("tove-marsh").read_text().splitlines()]
     assert [q["id"] for q in lines] == ["tove-marsh-01", "tove-marsh-04"]
@@ -226,16 +234,63 @@ def test_qa_scaffold_keeps_only_verbatim_evidence_and_promotes_only_reviewed_row
     assert validate(ds, ["tove-marsh"], full=False) == []
 
     # A second scaffold run appends after the existing ids and keeps the person's review.
-    again = qa_scaffold("tove-marsh", FakeLLM(evidence_rule), data=data_copy, per_attribute=1)
+    again = qa_scaffold("tove-marsh", FakeLLM(question_rule), data=data_copy, per_attribute=1, progress=None)
     rows = read_review(again.path)[0]
-    assert len(rows) == 12 and rows[0]["reviewed"] == "yes" and rows[-1]["id"] == "tove-marsh-12"
+    assert len(rows) == 18 and rows[0]["reviewed"] == "yes" and rows[-1]["id"] == "tove-marsh-18"
 
 
-def test_qa_scaffold_with_the_default_fake_drops_and_counts_everything(data_copy, capsys):
+def test_qa_scaffold_with_the_default_fake_writes_placeholder_rows_with_progress(data_copy, capsys):
     new_character("tove-marsh", MARKDOWN, name="Tove Marsh", work="W", data=data_copy)
-    assert data_cli(["qa-scaffold", "tove-marsh", "--llm", "fake", "--data-dir", str(data_copy)]) == 0
-    out = capsys.readouterr().out
-    assert "0 pair(s) written" in out and "6 dropped because their evidence is not verbatim" in out
+    assert authoring_cli(["qa-scaffold", "tove-marsh", "--llm", "fake", "--per-attribute", "2",
+                     "--data-dir", str(data_copy)]) == 0
+    captured = capsys.readouterr()
+    assert "12 pair(s) written" in captured.out and "12 with a placeholder question" in captured.out
+    assert "[12/12] Social Relationships" in captured.err and "left" in captured.err
+
+
+def test_qa_scaffold_stops_cleanly_on_ctrl_c_and_keeps_the_pairs_made(data_copy):
+    new_character("tove-marsh", MARKDOWN, name="Tove Marsh", work="W", data=data_copy)
+    asked = []
+
+    def rule(kind, messages, spec):
+        asked.append(1)
+        if len(asked) == 4:
+            raise KeyboardInterrupt
+        return "Where do you live?"
+
+    result = qa_scaffold("tove-marsh", FakeLLM(rule), data=data_copy, per_attribute=2, progress=None)
+    assert result.interrupted and result.added == 3 and "interrupted" in result.summary()
+    assert len(read_review(result.path)[0]) == 3
+
+
+def test_promote_reads_the_review_file_strictly_and_names_every_bad_row(data_copy):
+    new_character("tove-marsh", MARKDOWN, name="Tove Marsh", work="W", data=data_copy)
+    result = qa_scaffold("tove-marsh", FakeLLM(question_rule), data=data_copy, per_attribute=1, progress=None)
+    lines = result.path.read_text().splitlines()
+    lines[1] = lines[1].replace(",no,", ",yes,")
+    lines[2] = lines[2].replace(",no,", ",yes,").replace(",Is it", ',"Is it', 1)  # a quote never closed
+    lines[4] = lines[4] + ",extra"
+    lines[5] = ",".join(lines[5].split(",")[:3])
+    result.path.write_text("\n".join(lines) + "\n")
+    before = snapshot(data_copy)
+    with pytest.raises(DataError) as caught:
+        promote("tove-marsh", data=data_copy)
+    message = str(caught.value)
+    assert "nothing promoted" in message
+    assert "line 5: 10 field(s), the header has 9" in message and "line 6: 3 field(s), the header has 9" in message
+    assert "line 3:" in message  # the quote: a merged row or invalid CSV, named where it opens
+    assert snapshot(data_copy) == before
+
+    # A row validate would reject (an answer with a name no evidence has) is refused, named by its line.
+    result.path.unlink()
+    qa_scaffold("tove-marsh", FakeLLM(question_rule), data=data_copy, per_attribute=1, progress=None)
+    with open(result.path, newline="") as f:
+        table = list(csv.DictReader(f))
+    table[0].update(reviewed="yes", answer="Tove met Queen Ilsabet.")
+    write_rows(result.path, table)
+    with pytest.raises(DataError, match=r"line 2: the answer of tove-marsh-01 uses 'Queen', 'Ilsabet'"):
+        promote("tove-marsh", data=data_copy)
+    assert not Dataset(data_copy).qa_path("tove-marsh").exists()
 
 
 def test_chat_talks_to_an_imported_character(data_copy, capsys):
@@ -250,7 +305,7 @@ def test_chat_talks_to_an_imported_character(data_copy, capsys):
     assert "unknown character(s) 'nobody'" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("name", ["rpa_lib.data.sources", "rpa_lib.data.wikitext", "rpa_lib.data.importer"])
+@pytest.mark.parametrize("name", ["rpa_lib.authoring.sources", "rpa_lib.authoring.wikitext", "rpa_lib.authoring.document", "rpa_lib.authoring.scaffold", "rpa_lib.authoring.importer"])
 def test_the_examples_in_the_docstrings(name):
     import doctest
     import importlib

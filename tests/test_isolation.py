@@ -7,5 +7,5 @@ import os
 
 
 def test_no_rpa_or_openai_variable_leaks_in():
-    set_by_conftest = {"RPA_CACHE_DIR", "RPA_INDEX_DIR"}
+    set_by_conftest = {"RPA_CACHE_DIR", "RPA_INDEX_DIR", "RPA_USER_DATA_DIR"}
     assert {n for n in os.environ if n.startswith(("RPA_", "OPENAI_"))} == set_by_conftest

@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from rpa_lib.authoring.cli import main as authoring_cli
+from rpa_lib.authoring.edit import add_paragraph, delete_paragraph, refresh_indexes, replace_paragraph
+from rpa_lib.authoring.importer import new_character
 from rpa_lib.data import Dataset
-from rpa_lib.data.cli import main as data_cli
-from rpa_lib.data.edit import add_paragraph, delete_paragraph, refresh_indexes, replace_paragraph
-from rpa_lib.data.importer import new_character
 from rpa_lib.errors import DataError
 from rpa_lib.index import VectorIndex, exact_search
 from rpa_lib.retrieval import _RETRIEVERS, Retriever, retriever
@@ -171,15 +171,15 @@ def test_a_heading_without_text_of_its_own_gets_the_paragraph_after_its_heading_
 
 def test_command_line_add_and_delete(tove, capsys):
     retriever("tove-marsh", "vanilla", "hash-64", tove)
-    code = data_cli(["add-paragraph", "tove-marsh", "--under", "Beliefs > Fair fares", "--text", NEW,
+    code = authoring_cli(["add-paragraph", "tove-marsh", "--under", "Beliefs > Fair fares", "--text", NEW,
                      "--embedder", "hash-64", "--data-dir", str(tove.root)])
     out = capsys.readouterr().out
     assert code == 0 and "added a paragraph" in out and "vanilla index (hash-64): updated (+" in out
     assert "acts index (hash-64): built" in out  # never opened before: built once
-    code = data_cli(["delete-paragraph", "tove-marsh", "--under", "Beliefs > Fair fares", "--containing", "rope posts",
+    code = authoring_cli(["delete-paragraph", "tove-marsh", "--under", "Beliefs > Fair fares", "--containing", "rope posts",
                      "--embedder", "none", "--data-dir", str(tove.root)])
     assert code == 0 and "deleted a paragraph" in capsys.readouterr().out
-    assert data_cli(["delete-paragraph", "tove-marsh", "--under", "Beliefs > Nothing", "--index", "1",
+    assert authoring_cli(["delete-paragraph", "tove-marsh", "--under", "Beliefs > Nothing", "--index", "1",
                      "--data-dir", str(tove.root)]) == 2
     assert "no heading path 'Beliefs > Nothing'" in capsys.readouterr().err
 

@@ -31,6 +31,16 @@ class Dataset:
     def __repr__(self) -> str:
         return f"Dataset({str(self.root)!r})"
 
+    def describe(self) -> str:
+        """Which dataset this is, for a caption: ``"the paper's dataset (data/)"``, ``"your characters
+        (user_data/)"`` or the folder."""
+        here = self.root.resolve()
+        if here == paths.DATA_DIR.resolve():
+            return "the paper's dataset (data/)"
+        if here == paths.user_data_dir().resolve():
+            return f"your characters ({_short(here)}/)"
+        return f"the dataset in {_short(here)}/"
+
     def __eq__(self, other) -> bool:
         return isinstance(other, Dataset) and self.root.resolve() == other.root.resolve()
 
@@ -158,6 +168,18 @@ class Dataset:
             known = ", ".join(sorted(p.stem for p in self.paper_results_dir.glob("*.csv")))
             raise DataError(path, None, f"no transcribed paper table named {name!r}; known: {known}")
         return pd.read_csv(path)
+
+
+def _short(path: Path) -> str:
+    try:
+        return str(path.relative_to(paths.ROOT))
+    except ValueError:
+        return str(path)
+
+
+def user_dataset() -> Dataset:
+    """The user's own characters (:func:`rpa_lib.paths.user_data_dir`), where imports go by default."""
+    return Dataset(paths.user_data_dir())
 
 
 def as_dataset(data: Dataset | str | Path | None) -> Dataset:

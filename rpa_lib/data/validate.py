@@ -53,7 +53,7 @@ def validate(data_dir: Dataset | str | Path | None = None, characters: list[str]
         out += _check_persona_shape(persona, full)
         qa_path = ds.qa_path(slug)
         if not full and not qa_path.is_file():
-            continue  # a new character, imported but with no reviewed QA pairs yet (rpa_lib.data.scaffold)
+            continue  # a new character, imported but with no reviewed QA pairs yet (rpa_lib.authoring.scaffold)
         items, problems = read_qa(qa_path)
         out += _located(qa_path, problems)
         names, (name, work) = persona_names(persona.source), _profile(ds, slug, persona)
@@ -225,6 +225,24 @@ def _check_persona_shape(persona: Persona, full: bool) -> list[str]:
         subsections = {s.headings[2] for s in persona.sections if len(s.headings) > 2 and s.headings[1] == attribute}
         if full and len(subsections) < 2:
             out.append(f"{persona.path}: section {attribute!r} has {len(subsections)} '###' subsection(s), expected at least 2")
-        if not any(s.headings[1:2] == (attribute,) for s in persona.sections):
+        if full and not any(s.headings[1:2] == (attribute,) for s in persona.sections):
             out.append(f"{persona.path}: section {attribute!r} has no text")
+    return out
+
+
+def empty_attributes(data_dir: Dataset | str | Path | None, characters: list[str] | None = None) -> list[str]:
+    """A warning for each attribute with no text in each persona that parses. A user's character may lack one
+    (its source said nothing about it): methods answer from what exists, and ``validate(full=False)`` accepts it;
+    the paper's dataset (``full=True``) does not."""
+    ds = as_dataset(data_dir)
+    out = []
+    for slug in characters or ds.slugs():
+        try:
+            persona = ds.persona(slug)
+        except DataError:
+            continue  # reported by validate
+        empty = [a for a in ATTRIBUTES if not any(s.headings[1:2] == (a,) for s in persona.sections)]
+        if empty:
+            out.append(f"{persona.path}: no text under {', '.join(map(repr, empty))}: methods answer from the other "
+                       "attributes")
     return out

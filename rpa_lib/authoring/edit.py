@@ -2,7 +2,8 @@
 
 >>> # add_paragraph("tove-marsh", "History > The fog winter", "I still check the rope posts every spring.")
 
-The heading path is the persona's headings after the title (``"Activity > Journey"``; the character's name may
+The persona is in the user's data folder (:func:`rpa_lib.paths.user_data_dir`) unless ``data=`` names another. The
+heading path is the persona's headings after the title (``"Activity > Journey"``; the character's name may
 lead it, and the attribute may be left out when the rest of the path names one section). A new paragraph goes at the end of the section's own text (before its first subsection), or at
 ``position`` (1-based) among its paragraphs. The file is rewritten atomically, and the result must still parse
 (else nothing changes). :func:`refresh_indexes` then opens each (splitter, embedder) retriever, which updates the
@@ -19,9 +20,14 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from rpa_lib.data.dataset import Dataset, as_dataset
+from rpa_lib.data.dataset import Dataset, as_dataset, user_dataset
 from rpa_lib.errors import DataError
 from rpa_lib.persona import _HEADING, HEADING_SEPARATOR, Persona, parse_persona
+
+
+def _dataset(data: Dataset | str | Path | None) -> Dataset:
+    """The dataset an edit works on: ``data``, by default the user's own characters (not the paper's data/)."""
+    return user_dataset() if data is None else as_dataset(data)
 
 
 @dataclass(frozen=True)
@@ -87,7 +93,7 @@ def _clean(text: str) -> str:
 def add_paragraph(slug: str, under: str, text: str, *, position: int | None = None,
                   data: Dataset | str | Path | None = None) -> Edit:
     """Add ``text`` as one paragraph under the heading path ``under``."""
-    ds = as_dataset(data)
+    ds = _dataset(data)
     persona, text = ds.persona(slug), _clean(text)
     headings, heading_end, paragraphs = _section_span(persona, under)
     if position is not None and not 1 <= position <= len(paragraphs) + 1:
@@ -119,7 +125,7 @@ def _find(persona: Persona, under: str, index: int | None, containing: str | Non
 def delete_paragraph(slug: str, under: str, *, index: int | None = None, containing: str | None = None,
                      data: Dataset | str | Path | None = None) -> Edit:
     """Delete one paragraph under ``under``: the ``index``-th (1-based) or the one that contains ``containing``."""
-    persona = as_dataset(data).persona(slug)
+    persona = _dataset(data).persona(slug)
     headings, par = _find(persona, under, index, containing)
     if len(persona.paragraphs) == 1:
         raise ValueError("cannot delete the persona's only paragraph")
@@ -131,7 +137,7 @@ def delete_paragraph(slug: str, under: str, *, index: int | None = None, contain
 def replace_paragraph(slug: str, under: str, text: str, *, index: int | None = None, containing: str | None = None,
                       data: Dataset | str | Path | None = None) -> Edit:
     """Replace one paragraph under ``under`` (chosen as in :func:`delete_paragraph`) with ``text``."""
-    persona, text = as_dataset(data).persona(slug), _clean(text)
+    persona, text = _dataset(data).persona(slug), _clean(text)
     headings, par = _find(persona, under, index, containing)
     after = _write(persona, persona.source[: par.start] + text + persona.source[par.end:])
     return Edit(slug, "replaced", headings, par.text, persona.longest_paragraph, after.longest_paragraph)
@@ -142,5 +148,5 @@ def refresh_indexes(slug: str, *, embedder: str = "minilm", splitters=("vanilla"
     """Open the retriever of each splitter (updating or rebuilding its saved index): ``{splitter: what happened}``."""
     from rpa_lib.retrieval import retriever
 
-    ds = as_dataset(data)
+    ds = _dataset(data)
     return {s: str(retriever(slug, s, embedder, ds).change) for s in splitters}

@@ -1,4 +1,4 @@
-"""Read a user's own source document into headed sections of clean paragraphs, for :mod:`rpa_lib.data.importer`.
+"""Read a user's own source document into headed sections of clean paragraphs, for :mod:`rpa_lib.authoring.importer`.
 
 Formats, chosen by the file name's ending:
 
@@ -8,11 +8,12 @@ Formats, chosen by the file name's ending:
   sections sit under a ``===`` title as ``---`` ones do).
 
 In Markdown and plain text, a level-1 heading that is the only one is the document's title.
-- MediaWiki XML export (``.xml``): see :mod:`rpa_lib.data.wikitext` (parsed with mwparserfromhell).
+- MediaWiki XML export (``.xml``): see :mod:`rpa_lib.authoring.wikitext` (parsed with mwparserfromhell).
 
 What is removed, for Markdown and text: emphasis, links (their text is kept), images, HTML tags and comments,
-footnote markers and definitions, code blocks and tables (each table and code block is noted with its line, so
-the import report can list it). List items become sentences of one paragraph; the lines of a paragraph are
+footnote markers and definitions, a heading's ``[edit]`` link, code blocks and tables (each table and code block
+is noted with its line, so the import report can list it); a two-column table (an infobox exported as Markdown)
+becomes facts, as a wiki infobox does. List items become sentences of one paragraph; the lines of a paragraph are
 joined. Curly quotes become straight ones. Every problem that stops the import (an empty, binary or non-UTF-8
 file, an unknown format, no headings) is a :class:`~rpa_lib.errors.DataError` naming the file.
 
@@ -23,35 +24,17 @@ This module does not decide which attribute a section belongs to (``importer`` d
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 
+from rpa_lib.authoring.document import SourceDocument, SourceSection, sentence, tidy
+from rpa_lib.authoring.wikitext import read_mediawiki
 from rpa_lib.errors import DataError
 
 FORMATS = {".md": "markdown", ".markdown": "markdown", ".txt": "text", ".xml": "mediawiki"}
 
 
-@dataclass
-class SourceSection:
-    """The paragraphs under one heading of the source, up to the next heading. Level 0: text before any heading."""
-
-    level: int
-    title: str
-    line: int  # 1-based line of the heading in the source file
-    paragraphs: list[str] = field(default_factory=list)
-
-
-@dataclass
-class SourceDocument:
-    path: Path
-    format: str  # markdown | text | mediawiki
-    title: str | None  # a single level-1 heading (Markdown) or the page title (MediaWiki)
-    sections: list[SourceSection]
-    removed: list[tuple[int, str]] = field(default_factory=list)  # (line, what was removed), e.g. a table
-
-
-def read_source(path: str | Path) -> SourceDocument:
-    """The document at ``path`` as sections; DataError (naming the file) when it cannot be imported."""
+def read_text_source(path: str | Path) -> tuple[Path, str, str]:
+    """``(path, format, text)`` of a source file; DataError (naming the file) when it is no text to import."""
     path = Path(path)
     if not path.is_file():
         raise DataError(path, None, "file not found")
@@ -69,10 +52,17 @@ def read_source(path: str | Path) -> SourceDocument:
     if fmt is None:
         raise DataError(path, None, f"unknown format {path.suffix or '(no file name ending)'!r}: expected "
                                     f"{', '.join(FORMATS)} (Markdown, plain text or a MediaWiki XML export)")
-    if fmt == "mediawiki":
-        from rpa_lib.data.wikitext import read_mediawiki
+    return path, fmt, text
 
-        doc = read_mediawiki(path, text)
+
+def read_source(path: str | Path, page: str | None = None) -> SourceDocument:
+    """The document at ``path`` as sections (``page``: which page of a MediaWiki export); DataError (naming the
+    file) when it cannot be imported."""
+    path, fmt, text = read_text_source(path)
+    if page is not None and fmt != "mediawiki":
+        raise DataError(path, None, f"--page {page!r} is for a MediaWiki export; this is {fmt}")
+    if fmt == "mediawiki":
+        doc = read_mediawiki(path, text, page)
     else:
         doc = read_lines(path, text, fmt)
     if not any(s.level > 0 for s in doc.sections):
@@ -85,6 +75,7 @@ _ATX = re.compile(r"^(#{1,6})[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$")
 _UNDERLINE = {"=": 1, "-": 2, "~": 3}
 _NUMBERED = re.compile(r"^(\d+(?:\.\d+)*)\.?[ \t]+([A-Z][^.!?]{0,78})$")
 _LIST = re.compile(r"^[ \t]*(?:[-*+]|\d+[.)])[ \t]+(.*)$")
+_SITE_LINE = re.compile(r"^From [^.]{0,60}\b(?:Wikipedia|wiki|Wiki|encyclopedia)\b[^.]{0,60}\.?$")
 _FENCE = re.compile(r"^[ \t]*(```|~~~)")
 
 
@@ -96,8 +87,13 @@ def read_lines(path: Path, text: str, fmt: str) -> SourceDocument:
     block: list[str] = []  # lines of the paragraph being read
     items: list[str] = []  # list items of the paragraph being read
     fence_at = table_end = 0
+    tables: list[tuple[int, list[list[str]]]] = []  # (line, rows)
+    rows: list[list[str]] = []
 
     def flush() -> None:
+        if block and _SITE_LINE.match(" ".join(block)):  # "From Wikipedia, the free encyclopedia"
+            removed.append((i - len(block), "the wiki's tagline"))
+            block.clear()
         parts = [clean_inline(" ".join(block))] if block else []
         parts += [sentence(clean_inline(i)) for i in items]
         joined = " ".join(p for p in parts if p)
@@ -124,7 +120,7 @@ def read_lines(path: Path, text: str, fmt: str) -> SourceDocument:
         if heading:
             flush()
             level, title, underlined = heading
-            sections.append(SourceSection(level, clean_inline(title), lineno))
+            sections.append(SourceSection(level, clean_inline(re.sub(r"\[\s*edit\s*\]\s*$", "", title)), lineno))
             i += underlined  # skip the underline
             continue
         stripped = line.strip()
@@ -133,7 +129,9 @@ def read_lines(path: Path, text: str, fmt: str) -> SourceDocument:
         elif stripped.startswith("|"):
             flush()
             if table_end != lineno - 1:
-                removed.append((lineno, "table"))
+                table_at, rows = lineno, []
+                tables.append((table_at, rows))
+            rows.append([clean_inline(c) for c in stripped.strip("|").split("|")])
             table_end = lineno
         elif re.match(r"^\[\^[^\]]+\]:", stripped) or re.match(r"^\[[^\]]+\]:\s*\S+$", stripped):
             flush()  # a footnote or link definition
@@ -148,10 +146,17 @@ def read_lines(path: Path, text: str, fmt: str) -> SourceDocument:
                 flush()
             block.append(re.sub(r"^>\s?", "", stripped))
     flush()
+    facts = []
+    for at, rows in tables:  # a two-column table (an infobox turned Markdown): its rows are facts
+        rows = [r for r in rows if not all(re.fullmatch(r":?-{2,}:?", c.strip()) for c in r)]
+        if rows and all(len(r) == 2 for r in rows):
+            facts += [(at, k.rstrip(":"), v) for k, v in rows if k and v]
+        else:
+            removed.append((at, "table"))
     title = None
     if sum(s.level == 1 for s in sections) == 1 and sections[1].level == 1:
         title = sections[1].title
-    return SourceDocument(path, fmt, title, sections, removed)
+    return SourceDocument(path, fmt, title, sections, removed, facts=facts)
 
 
 def _heading(line: str, nxt: str, fmt: str, in_paragraph: bool) -> tuple[int, str, int] | None:
@@ -172,15 +177,6 @@ def _heading(line: str, nxt: str, fmt: str, in_paragraph: bool) -> tuple[int, st
     return None
 
 
-def sentence(text: str) -> str:
-    """A list item as a sentence. ``sentence("likes tea") == "likes tea."``"""
-    text = text.strip()
-    return text if not text or text[-1] in ".!?:;\"'" else text + "."
-
-
-_QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u00a0": " "})
-
-
 def clean_inline(text: str) -> str:
     """One line of Markdown as plain prose.
 
@@ -198,11 +194,3 @@ def clean_inline(text: str) -> str:
     text = re.sub(r"(\*\*|__|~~)(.+?)\1", r"\2", text)
     text = re.sub(r"(?<![\w*])[*_](?=\S)(.+?)(?<=\S)[*_](?![\w*])", r"\1", text)
     return tidy(text)
-
-
-def tidy(text: str) -> str:
-    """Straight quotes, single spaces, no space before punctuation, no empty brackets (left by removed markup)."""
-    text = text.translate(_QUOTES)
-    text = re.sub(r"\(\s*[,;]?\s*\)", "", text)
-    text = re.sub(r"\s+", " ", text).strip()
-    return re.sub(r"\s+([,.;:!?])", r"\1", text)

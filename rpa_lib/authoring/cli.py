@@ -1,0 +1,171 @@
+"""``python -m rpa_lib.authoring COMMAND``: one's own character, in the user's data folder by default
+(:func:`rpa_lib.paths.user_data_dir`: ``user_data/``, or ``$RPA_USER_DATA_DIR``; ``--data-dir`` names another).
+
+- ``new-character SLUG --work WORK --from FILE [--name NAME] [--page TITLE | --each-page | --list-pages]``: import
+  a Markdown, plain-text or MediaWiki XML document as a new character (:mod:`rpa_lib.authoring.importer`);
+  sections are placed by heading, then by content (``--embedder``, MiniLM, offline); ``--map`` overrides.
+- ``qa-scaffold SLUG`` and ``qa-promote SLUG``: LLM-proposed QA pairs for review, then the reviewed ones into
+  ``qa.jsonl`` (:mod:`rpa_lib.authoring.scaffold`).
+- ``add-paragraph SLUG --under PATH --text TEXT`` and ``delete-paragraph SLUG --under PATH (--index N |
+  --containing TEXT)``: edit a persona and update its indexes in place (:mod:`rpa_lib.authoring.edit`).
+
+Bad input exits 2 with the error (naming the file and the problem) on stderr; Ctrl-C during ``qa-scaffold``
+exits 130 after writing the pairs made so far.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from rpa_lib.data.dataset import Dataset, user_dataset
+from rpa_lib.errors import DataError
+
+
+def _dataset(args) -> Dataset:
+    return Dataset(args.data_dir) if args.data_dir else user_dataset()
+
+
+def _new_character(args) -> int:
+    from rpa_lib.authoring.importer import new_character, parse_mapping
+    from rpa_lib.authoring.sources import read_text_source
+    from rpa_lib.authoring.wikitext import export_pages
+
+    path, fmt, text = read_text_source(args.source)
+    pages = export_pages(path, text) if fmt == "mediawiki" else []
+    if args.list_pages:
+        for p in pages:
+            print(f"{p.title}  ({len(p.revisions)} revision(s))")
+        return 0 if pages else 2
+    if args.each_page and not pages:
+        raise DataError(path, None, "--each-page is for a MediaWiki export")
+    jobs = [(_slug(p.title), p.title, p.title) for p in pages] if args.each_page else \
+        [(args.slug, args.name, args.page)]
+    if not args.each_page and not args.slug:
+        raise ValueError("give the new character's SLUG (or --each-page for every page of an export)")
+    llm = None
+    if args.classify_with_llm:
+        from rpa_lib.llm import get_llm
+
+        llm = get_llm(None if args.classify_with_llm == "default" else args.classify_with_llm)
+    ds = _dataset(args)
+    for slug, name, page in jobs:
+        done = new_character(slug, args.source, name=name, work=args.work, data=ds, mapping=parse_mapping(args.map),
+                             llm=llm, embedder=None if args.embedder == "none" else args.embedder, page=page,
+                             mbti=args.mbti, sloan=args.sloan)
+        print(done.summary())
+        for note in done.notes:
+            print(f"  read: {note}")
+        for line in done.report:
+            print(f"  {line}")
+        for warning in done.warnings:
+            print(f"  warning: {warning}")
+        print(f"  Every placement, rendered template and dropped item: {done.persona_path.with_name('IMPORT.md')}")
+        where = f" --data-dir {ds.root}" if args.data_dir else ""
+        print(f"Validated. Next: python -m rpa_lib.authoring qa-scaffold {slug}{where}; "
+              f"python -m rpa_lib chat --character {slug}{where}")
+    return 0
+
+
+def _slug(title: str) -> str:
+    """``_slug("Sir Aldric of Vey") == "sir-aldric-of-vey"``"""
+    import re
+
+    return "-".join(re.sub(r"[^a-z0-9]+", " ", title.lower()).split())
+
+
+def _qa_scaffold(args) -> int:
+    from rpa_lib.authoring.scaffold import qa_scaffold
+    from rpa_lib.llm import get_llm
+
+    llm = get_llm(args.llm)
+    print(f"Proposing up to {args.per_attribute} pair(s) per attribute with {llm.label}, one short call each "
+          "(Ctrl-C stops and keeps what is done):", file=sys.stderr)
+    result = qa_scaffold(args.slug, llm, data=_dataset(args), per_attribute=args.per_attribute)
+    print(result.summary())
+    for failure in result.failed:
+        print(f"  failed: {failure}", file=sys.stderr)
+    print(f"Open {result.path} in a spreadsheet, correct the rows, set reviewed=yes, then: "
+          f"python -m rpa_lib.authoring qa-promote {args.slug}")
+    return 130 if result.interrupted else 1 if result.failed else 0
+
+
+def _qa_promote(args) -> int:
+    from rpa_lib.authoring.scaffold import promote
+
+    n, path = promote(args.slug, data=_dataset(args))
+    print(f"{n} reviewed pair(s) written to {path}")
+    return 0
+
+
+def _edit(args) -> int:
+    from rpa_lib.authoring import edit
+
+    ds = _dataset(args)
+    if args.command == "add-paragraph":
+        done = edit.add_paragraph(args.slug, args.under, args.text, position=args.position, data=ds)
+    else:
+        done = edit.delete_paragraph(args.slug, args.under, index=args.index, containing=args.containing, data=ds)
+    print(done)
+    if args.embedder != "none":
+        for splitter, change in edit.refresh_indexes(args.slug, embedder=args.embedder, data=ds).items():
+            print(f"  {splitter} index ({args.embedder}): {change}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m rpa_lib.authoring",
+                                     description="Your own character, in the user data folder (user_data/).")
+    sub = parser.add_subparsers(dest="command", required=True)
+    commands = {}
+
+    def command(name, fn, help):
+        p = sub.add_parser(name, help=help)
+        p.add_argument("--data-dir", type=Path, help="dataset folder (default: $RPA_USER_DATA_DIR, else user_data/)")
+        commands[name] = fn
+        return p
+
+    n = command("new-character", _new_character, "import a document as a new character")
+    n.add_argument("slug", nargs="?", help="lowercase, hyphenated, e.g. tove-marsh (not with --each-page)")
+    n.add_argument("--name", help="the character's name (default: the document's or page's title)")
+    n.add_argument("--work", required=True, help="the work the character is from")
+    n.add_argument("--from", dest="source", required=True, type=Path, help=".md, .markdown, .txt or MediaWiki .xml")
+    pages = n.add_mutually_exclusive_group()
+    pages.add_argument("--page", help="the page of a MediaWiki export of several (its title)")
+    pages.add_argument("--each-page", action="store_true", help="import each page of an export as its own character")
+    pages.add_argument("--list-pages", action="store_true", help="list the pages of an export and stop")
+    n.add_argument("--map", action="append", metavar="HEADING=ATTRIBUTE",
+                   help="place a heading, a subsection's too (repeatable; =none drops it)")
+    n.add_argument("--embedder", default="minilm", help="place unknown headings and mixed paragraphs by content "
+                                                        "with this embedder (default minilm, offline; none: off)")
+    n.add_argument("--classify-with-llm", nargs="?", const="default", metavar="LLM",
+                   help="let an LLM place headings the table does not know (off by default)")
+    n.add_argument("--mbti", default="", help="optional MBTI type for labels.csv")
+    n.add_argument("--sloan", default="", help="optional Big Five SLOAN type for labels.csv")
+    s = command("qa-scaffold", _qa_scaffold, "propose QA pairs for review (qa_review.csv)")
+    s.add_argument("slug")
+    s.add_argument("--llm", help="e.g. local, openai:gpt-4.1, fake (default: environment, else local)")
+    s.add_argument("--per-attribute", type=int, default=5)
+    command("qa-promote", _qa_promote, "write the reviewed rows of qa_review.csv to qa.jsonl").add_argument("slug")
+    for name, help in (("add-paragraph", "add a paragraph under a heading path"),
+                       ("delete-paragraph", "delete a paragraph under a heading path")):
+        e = command(name, _edit, help + " and update the indexes in place")
+        e.add_argument("slug")
+        e.add_argument("--under", required=True, help='heading path, e.g. "Activity > The fog winter"')
+        e.add_argument("--embedder", default="minilm", help="indexes to update (none: only edit the file)")
+        if name == "add-paragraph":
+            e.add_argument("--text", required=True)
+            e.add_argument("--position", type=int, help="1-based place among the section's paragraphs (default: last)")
+        else:
+            e.add_argument("--index", type=int, help="1-based number of the paragraph in its section")
+            e.add_argument("--containing", help="text that only the paragraph to delete contains")
+    args = parser.parse_args(argv)
+    try:
+        return commands[args.command](args)
+    except (DataError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:  # one line, not a traceback into torch; qa-scaffold keeps its pairs on its own
+        print("interrupted: nothing more was written", file=sys.stderr)
+        return 130

@@ -1,0 +1,462 @@
+"""Import a character from a user's own document: ``python -m rpa_lib.authoring new-character SLUG --name NAME
+--work WORK --from FILE`` writes ``characters/SLUG/persona.md`` in the six-attribute layout, an ``IMPORT.md`` report
+beside it, and a ``labels.csv`` row, in the user's data folder (:func:`rpa_lib.paths.user_data_dir`, never the
+paper's ``data/`` unless ``data=`` names it).
+
+How a section is placed, first rule that answers wins, each placement reported with its reason and source line:
+
+1. ``--map "HEADING=ATTRIBUTE"`` (``=none`` drops it): any heading of the document, a subsection's too, matched
+   whole or as a near miss (a misspelling); a ``--map`` that matches no heading is an error naming the headings.
+2. :data:`HEADING_TABLE`: the heading, lowercased with punctuation removed, looked up whole, then the longest
+   table key found in it as whole words ("Early life and family" -> "early life"), then a near miss
+   ("Personallity" -> "personality"). The table drops real-world material on purpose (trivia, reception,
+   "Portrayal in adaptations": ``data/README.md``'s personas hold no real-world trivia).
+3. ``llm=`` (``--classify-with-llm``, off by default): the LLM picks one of the six attributes or none.
+4. Content (``embedder=``, MiniLM by default on the command line; offline): the section's text against a
+   description of each attribute and of real-world material (:data:`DESCRIPTIONS`); the closest wins, and a
+   section closest to the real world is dropped.
+
+A subsection goes with its section unless a rule above names it on its own. With an embedder, a paragraph whose
+content is clearly closer to another attribute than to its section's (by :data:`MOVE_MARGIN`) moves there, under
+a subsection of its section's title. The section's heading becomes a ``###`` subsection (unless it is the
+attribute's own name), its subsections go one level deeper, so the heading path survives as each paragraph's
+context. Text before the first heading goes to ``Demographic Information > Overview``; an infobox's fields (a
+wiki infobox, or a two-column Markdown table) to ``Demographic Information > Infobox``, except real-world fields
+(creator, first appearance, actors: :data:`REAL_WORLD_FIELDS`).
+
+An attribute with no text is a warning, not a failure: methods answer from what exists. The persona is written
+to a temporary folder, checked with :func:`rpa_lib.data.validate` (``full=False``) and only then moved into place
+with its labels row; any failure writes nothing. Bad input is a :class:`~rpa_lib.errors.DataError` naming the
+file and the problem. This module does not rewrite prose (third person stays third person), does not write QA
+pairs (see :mod:`rpa_lib.authoring.scaffold`) and never overwrites an existing character.
+"""
+
+from __future__ import annotations
+
+import csv
+import difflib
+import io
+import os
+import re
+import shutil
+import tempfile
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rpa_lib.authoring.document import SourceDocument
+from rpa_lib.authoring.sources import read_source
+from rpa_lib.data.dataset import Dataset, as_dataset, user_dataset
+from rpa_lib.data.readers import LABEL_COLUMNS, TYPE_PATTERNS
+from rpa_lib.errors import DataError
+from rpa_lib.persona import ATTRIBUTES
+
+DEMO, ACT, BELIEF, PSYCH, SKILL, SOCIAL = ATTRIBUTES
+# Normalized heading (lowercase, words only) -> attribute; None: a kind of section the dataset leaves out.
+HEADING_TABLE: dict[str, str | None] = {
+    **{a.lower(): a for a in ATTRIBUTES},
+    # Demographic Information: who and what the character is
+    "overview": DEMO, "profile": DEMO, "introduction": DEMO, "about": DEMO, "basic information": DEMO,
+    "personal information": DEMO, "general information": DEMO, "appearance": DEMO, "physical appearance": DEMO,
+    "description": DEMO, "identity": DEMO, "demographics": DEMO, "name": DEMO, "origin": DEMO, "occupation": DEMO,
+    # Activity: what happened, in order, and daily life
+    "history": ACT, "biography": ACT, "story": ACT, "plot": ACT, "synopsis": ACT, "background": ACT,
+    "backstory": ACT, "past": ACT, "events": ACT, "timeline": ACT, "early life": ACT, "career": ACT,
+    "daily life": ACT, "routine": ACT, "daily routine": ACT, "activities": ACT, "adventures": ACT, "arc": ACT,
+    # Belief and Value: principles and what the character stands for
+    "beliefs": BELIEF, "belief": BELIEF, "values": BELIEF, "ideals": BELIEF, "principles": BELIEF,
+    "philosophy": BELIEF, "motivation": BELIEF, "motivations": BELIEF, "goals": BELIEF, "creed": BELIEF,
+    "worldview": BELIEF, "morals": BELIEF, "convictions": BELIEF,
+    # Psychological Traits: personality, feelings, likes and habits
+    "personality": PSYCH, "traits": PSYCH, "personality traits": PSYCH, "temperament": PSYCH, "psychology": PSYCH,
+    "likes": PSYCH, "dislikes": PSYCH, "likes and dislikes": PSYCH, "habits": PSYCH, "fears": PSYCH,
+    "hobbies": PSYCH, "quirks": PSYCH, "emotions": PSYCH, "character": PSYCH, "characterization": PSYCH,
+    "characterisation": PSYCH, "personality and traits": PSYCH,
+    # Skill and Expertise: what the character can do and knows
+    "abilities": SKILL, "skills": SKILL, "powers": SKILL, "powers and abilities": SKILL, "techniques": SKILL,
+    "expertise": SKILL, "talents": SKILL, "knowledge": SKILL, "magic": SKILL, "equipment": SKILL,
+    "weapons": SKILL, "spells": SKILL, "training": SKILL, "strengths and weaknesses": SKILL, "weaknesses": SKILL,
+    # Social Relationships: people
+    "relationships": SOCIAL, "relations": SOCIAL, "family": SOCIAL, "friends": SOCIAL, "allies": SOCIAL,
+    "enemies": SOCIAL, "rivals": SOCIAL, "companions": SOCIAL, "acquaintances": SOCIAL, "romance": SOCIAL,
+    # left out on purpose (data/README.md: no trivia, speculation, reception or production facts)
+    "trivia": None, "references": None, "notes": None, "footnotes": None, "sources": None, "external links": None,
+    "see also": None, "gallery": None, "reception": None, "popularity": None, "production": None,
+    "voice actors": None, "behind the scenes": None, "in other media": None, "navigation": None,
+    "speculation": None, "quotes": None, "merchandise": None, "etymology": None, "portrayal": None,
+    "portrayals": None, "portrayal in adaptations": None, "adaptations": None, "in adaptations": None,
+    "portrayal in film": None, "film adaptations": None, "cultural impact": None, "creation": None,
+    "conception": None, "development": None, "critical reception": None, "further reading": None,
+    "appearances": None, "bibliography": None, "translations": None, "names in other languages": None,
+}
+UNKNOWN = "?"
+REAL_WORLD = "the real world"  # content placement's seventh option: dropped
+SLUG = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+NEAR_MISS = 0.85  # difflib ratio for a heading to match a table or --map entry it misspells
+REAL_WORLD_FIELDS = re.compile(r"first appearance|last appearance|created by|creator|portrayed by|voiced by|"
+                               r"played by|actor|designer|appears in|publisher|based on", re.I)  # infobox fields left out
+MOVE_MARGIN = 0.12  # cosine by which a paragraph must be closer to another attribute to leave its section
+DESCRIPTIONS = {
+    DEMO: "Who the character is: their name, titles, age, birth, birthplace, home, race or species, family origin, "
+          "nationality, occupation, rank, and physical appearance such as height, hair, eyes and clothing.",
+    ACT: "What the character did and what happened to them: the events of their life in order, journeys, battles, "
+         "quests, deeds, their later years and death, and their daily routine.",
+    BELIEF: "What the character believes and values: their principles, ideals, morals, faith, convictions, oaths, "
+            "what they think is right and wrong, and the goals they live for.",
+    PSYCH: "The character's personality and inner life: temperament, moods, emotions, fears, likes and dislikes, "
+           "habits and quirks, how they behave and feel.",
+    SKILL: "What the character can do and knows: abilities, skills, powers, training, fighting techniques, weapons, "
+           "magic, crafts, languages and expertise.",
+    SOCIAL: "The character's relationships with other people: family members, parents, siblings, spouse, friends, "
+            "lovers, allies, rivals, enemies, mentors, students and companions.",
+    REAL_WORLD: "The real world outside the story: the author who created the character, books, films, television "
+                "and stage adaptations, actors who played or voiced the character, publication history, critics' "
+                "reception, fans and merchandise.",
+}
+
+
+def normalize(heading: str) -> str:
+    """``normalize("Powers & Abilities!") == "powers abilities"``"""
+    return " ".join(re.sub(r"[^a-z0-9]+", " ", heading.lower()).split())
+
+
+def lookup(heading: str, table: dict[str, str | None]) -> tuple[str | None, str] | None:
+    """``(attribute or None, how)`` for a heading the table knows (whole, by a key in it, or a near miss), else None.
+
+    >>> lookup("Personallity", HEADING_TABLE)
+    ('Psychological Traits', "near miss of 'personality'")
+    """
+    key = normalize(heading)
+    if key in table:
+        return table[key], f"heading {key!r}"
+    words = f" {key} "
+    for entry in sorted(table, key=len, reverse=True):
+        if f" {entry} " in words:
+            return table[entry], f"{entry!r} in the heading"
+    close = difflib.get_close_matches(key, list(table), n=1, cutoff=NEAR_MISS)
+    return (table[close[0]], f"near miss of {close[0]!r}") if close else None
+
+
+def place(heading: str, table: dict[str, str | None] = HEADING_TABLE) -> str | None:
+    """The attribute of a heading by the table, None (left out on purpose) or :data:`UNKNOWN`.
+
+    >>> place("Powers and Abilities"), place("Early life and family"), place("Trivia"), place("Portrayal in adaptations")
+    ('Skill and Expertise', 'Activity', None, None)
+    """
+    found = lookup(heading, table)
+    return UNKNOWN if found is None else found[0]
+
+
+class ContentPlacer:
+    """Places text by what it says: cosine similarity of its embedding to each of :data:`DESCRIPTIONS`.
+    ``ContentPlacer("minilm")``; any embedder name or :class:`~rpa_lib.embeddings.Embedder` works."""
+
+    def __init__(self, embedder="minilm"):
+        from rpa_lib.embeddings import get_embedder
+
+        self.embedder = get_embedder(embedder) if isinstance(embedder, str) else embedder
+        self.options = list(DESCRIPTIONS)
+        self._targets = self._encode(list(DESCRIPTIONS.values()))
+
+    def _encode(self, texts: list[str]):
+        import numpy as np
+
+        v = np.asarray(self.embedder.encode(texts), dtype=float)
+        return v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
+
+    def scores(self, texts: list[str]) -> list[dict[str, float]]:
+        """For each text, ``{option: cosine}`` over the six attributes and :data:`REAL_WORLD`."""
+        if not texts:
+            return []
+        sims = self._encode(texts) @ self._targets.T
+        return [dict(zip(self.options, map(float, row), strict=True)) for row in sims]
+
+
+def _best(score: dict[str, float]) -> tuple[str, str]:
+    """``(option, reason)``: the closest option and the runner-up, as a report reason."""
+    ranked = sorted(score, key=score.get, reverse=True)
+    return ranked[0], f"content: closest to {ranked[0]} ({score[ranked[0]]:.2f}; next {ranked[1]} {score[ranked[1]]:.2f})"
+
+
+@dataclass
+class Imported:
+    """What an import wrote and what it left out."""
+
+    slug: str
+    persona_path: Path
+    report: list[str] = field(default_factory=list)  # "line N: ..." for every placement and everything dropped
+    placed: dict[str, int] = field(default_factory=dict)  # attribute -> paragraphs
+    warnings: list[str] = field(default_factory=list)  # attributes with no text
+    notes: list[str] = field(default_factory=list)  # which page and revision was read
+
+    def summary(self) -> str:
+        counts = ", ".join(f"{a}: {n}" for a, n in self.placed.items())
+        return f"wrote {self.persona_path} ({counts} paragraphs)"
+
+
+@dataclass
+class Plan:
+    """The persona text and the report of one document, nothing written yet."""
+
+    text: str
+    report: list[tuple[int, str]]  # (source line, what happened)
+    placed: dict[str, int]
+    empty: list[str]
+    dropped: list[tuple[int, str]]  # (line, what): sections, tables, templates, fields
+    rendered: list[tuple[int, str]]
+
+
+def _matcher(mapping: dict[str, str | None]):
+    """A function heading -> (attribute, reason) or None for the ``--map`` entries, recording which were used."""
+    used: set[str] = set()
+
+    def match(title: str):
+        key = normalize(title)
+        hit = key if key in mapping else next(iter(difflib.get_close_matches(key, list(mapping), 1, NEAR_MISS)), None)
+        if hit is None:
+            return None
+        used.add(hit)
+        return mapping[hit], f"--map {hit!r}" + ("" if hit == key else " (near miss)")
+
+    return match, used
+
+
+def plan(doc: SourceDocument, name: str, table: dict[str, str | None] = HEADING_TABLE, llm=None, *,
+         mapping: dict[str, str | None] | None = None, placer: ContentPlacer | None = None) -> Plan:
+    """Place a read document (see the module doc); nothing is written."""
+    headed = [s for s in doc.sections if s.level > 0]
+    skip_title = doc.format != "mediawiki" and doc.title is not None  # a wiki page's title is no heading
+    top = min(s.level for s in headed if not (skip_title and s.level == 1)) if len(headed) > skip_title else 1
+    out: dict[str, list[tuple[int, str, list[str]]]] = {a: [] for a in ATTRIBUTES}  # (depth, title, paragraphs)
+    report: list[tuple[int, str]] = []
+    dropped: list[tuple[int, str]] = list(doc.removed)
+    by_map, used = _matcher(mapping or {})
+    overview: list[str] = []
+    stack: list[tuple[int, str | None, int, bool, str]] = []  # (level, attribute, base level, own name, title)
+
+    def decide(s, inherited: str | None) -> tuple[str | None, str] | None:
+        """(attribute, None (dropped) or UNKNOWN, reason) by the rules; None: a subsection that follows its section."""
+        found = by_map(s.title)
+        if found:
+            return found
+        is_top = s.level == top
+        if not is_top and inherited != UNKNOWN:
+            return None
+        found = lookup(s.title, table)
+        if found:
+            return found[0], f"heading table: {found[1]}"
+        if not is_top:
+            return None
+        if llm is not None:
+            chosen = classify(llm, s.title, s.paragraphs, doc.path, s.line)
+            return chosen, f"the LLM chose {chosen or 'none of the six'}"
+        text = " ".join(_section_text(doc, s))
+        if placer is not None and text:
+            best, reason = _best(placer.scores([f"{s.title}. {text[:2000]}"])[0])
+            return (None if best == REAL_WORLD else best), reason
+        return UNKNOWN, "heading not in the table" + ("" if placer else ", and no content placement (--embedder none)")
+
+    for s in doc.sections:
+        if s.level == 0 or s.level < top:  # text before the first heading, or under the document's own title
+            if s.paragraphs:
+                overview += s.paragraphs
+                report.append((s.line, f"text before the first heading -> {DEMO} > Overview"))
+            continue
+        while stack and stack[-1][0] >= s.level:
+            stack.pop()
+        inherited = stack[-1][1] if stack else UNKNOWN
+        where = " > ".join([*(t for *_, t in stack), s.title])
+        decided = decide(s, inherited)
+        if decided is not None:
+            current, reason = decided
+            base_level = s.level
+            own_name = current not in (None, UNKNOWN) and normalize(s.title) == normalize(current)
+        else:
+            current, base_level, own_name = inherited, stack[-1][2], stack[-1][3]
+            reason = f"with {stack[-1][4]!r}"
+        stack.append((s.level, current, base_level, own_name, s.title))
+        if current is None:
+            report.append((s.line, f"{where!r} dropped ({reason})"))
+            if decided is not None:
+                dropped.append((s.line, f"section {where!r}"))
+            continue
+        if current == UNKNOWN:
+            report.append((s.line, f"{where!r} not placed: {reason}; map it with --map {s.title!r}=ATTRIBUTE"))
+            dropped.append((s.line, f"section {where!r}"))
+            continue
+        report.append((s.line, f"{where!r} -> {current} ({reason})"))
+        depth = min(6, s.level - base_level + (2 if own_name else 3))
+        kept = list(s.paragraphs)
+        if placer is not None and len(kept) > 1:
+            kept = _move_paragraphs(placer, s, current, kept, out, report)
+        out[current].append((depth, s.title, kept))
+    unused = sorted(set(mapping or {}) - used)
+    if unused:
+        headings = "; ".join(s.title for s in headed)
+        raise DataError(doc.path, None, f"--map {', '.join(map(repr, unused))} matches no heading of the document; "
+                                        f"its headings: {headings}")
+    real = [(n, f) for n, f, _ in doc.facts if REAL_WORLD_FIELDS.search(f)]
+    dropped += [(n, f"infobox field {f!r} (real world)") for n, f in real]
+    kept_facts = [(n, f, v) for n, f, v in doc.facts if not REAL_WORLD_FIELDS.search(f)]
+    if kept_facts:
+        facts = " ".join(f"{f}: {v.rstrip('.')}." for _, f, v in kept_facts)
+        out[DEMO].insert(0, (3, "Infobox", [facts]))
+        report.append((kept_facts[0][0], f"infobox: {len(kept_facts)} field(s) -> {DEMO} > Infobox "
+                                         f"({', '.join(f for _, f, _ in kept_facts)})"
+                                         + (f"; {len(real)} real-world field(s) dropped" if real else "")))
+    if overview:
+        out[DEMO].insert(0, (3, "Overview", overview))
+    lines = [f"# {name}", ""]
+    placed = {}
+    for attribute in ATTRIBUTES:
+        lines += [f"## {attribute}", ""]
+        depth_now = 2
+        for depth, title, paragraphs in out[attribute]:
+            depth = min(depth, depth_now + 1)  # never skip a level
+            if depth > 2:
+                lines += [f"{'#' * depth} {title}", ""]
+                depth_now = depth
+            for p in paragraphs:
+                lines += [p, ""]
+        placed[attribute] = sum(len(p) for _, _, p in out[attribute])
+    empty = [a for a, n in placed.items() if not n]
+    report.sort(key=lambda r: r[0])
+    return Plan("\n".join(lines).rstrip("\n") + "\n", report, placed, empty, sorted(dropped), sorted(doc.rendered))
+
+
+def _section_text(doc: SourceDocument, section) -> list[str]:
+    """A top-level section's paragraphs and those of its subsections."""
+    at = doc.sections.index(section)
+    out = list(section.paragraphs)
+    for s in doc.sections[at + 1:]:
+        if s.level <= section.level:
+            break
+        out += s.paragraphs
+    return out
+
+
+def _move_paragraphs(placer, s, attribute, paragraphs, out, report) -> list[str]:
+    """The paragraphs that stay; each one clearly closer to another attribute moves there (reported)."""
+    kept = []
+    for n, (p, score) in enumerate(zip(paragraphs, placer.scores(paragraphs), strict=True), start=1):
+        best = max((a for a in ATTRIBUTES), key=score.get)
+        if best != attribute and score[best] - score[attribute] >= MOVE_MARGIN:
+            out[best].append((3, s.title, [p]))
+            report.append((s.line, f"paragraph {n} of {s.title!r} ({p[:40]!r}...) -> {best} (content: "
+                                   f"{score[best]:.2f} against {attribute} {score[attribute]:.2f})"))
+        else:
+            kept.append(p)
+    return kept
+
+
+CLASSIFY_PROMPT = ("A person is turning notes about a fictional character into a profile with six parts: {options}. "
+                   "Below is one section of the notes, its heading and its opening. Which part does it belong to? "
+                   "Answer with the part's name, or 'none of these' if it is about the real world (production, "
+                   "reception, trivia) rather than the character.\n\nHeading: {heading}\nOpening: {opening}")
+
+
+def classify(llm, heading: str, paragraphs: list[str], path: Path = Path(), line: int | None = None) -> str | None:
+    """One of the six attributes for a heading the table does not know, chosen by ``llm``; None: none of them.
+    A failed LLM call is a DataError (the import then writes nothing)."""
+    from rpa_lib.llm import LLMError
+
+    prompt = CLASSIFY_PROMPT.format(options=", ".join(ATTRIBUTES), heading=heading,
+                                    opening=" ".join(paragraphs)[:600] or "(no text)")
+    try:
+        reply = llm.choose([{"role": "user", "content": prompt}], [*ATTRIBUTES, "none of these"],
+                           name=f"classify heading {heading[:40]!r}")
+    except LLMError as e:
+        raise DataError(path, line, f"the LLM could not place section {heading!r} ({e}); nothing written: retry, or "
+                                    "place it with --map") from None
+    return None if reply.text == "none of these" else reply.text
+
+
+def parse_mapping(items: list[str] | None) -> dict[str, str | None]:
+    """``--map`` values (``"Heading=Attribute"``, ``"Heading=none"``) as table entries; ValueError otherwise."""
+    table = {}
+    for item in items or []:
+        heading, sep, attribute = item.rpartition("=")
+        attribute = attribute.strip()
+        match = next((a for a in ATTRIBUTES if a.lower() == attribute.lower()), None)
+        if not sep or not heading.strip() or (match is None and attribute.lower() != "none"):
+            raise ValueError(f"--map {item!r}: expected 'HEADING=ATTRIBUTE' with one of {', '.join(ATTRIBUTES)} or none")
+        table[normalize(heading)] = match
+    return table
+
+
+def new_character(slug: str, source: str | Path, *, name: str | None = None, work: str,
+                  data: Dataset | str | Path | None = None, mapping: dict[str, str | None] | None = None, llm=None,
+                  embedder=None, page: str | None = None, mbti: str = "", sloan: str = "") -> Imported:
+    """Import ``source`` as character ``slug`` of ``data`` (default: the user's data folder); see the module doc.
+    ``name``: the persona's title (default: the document's title). ``embedder``: a name or embedder for placing
+    by content (None: headings only). ``page``: the page of a MediaWiki export of several."""
+    from rpa_lib.data.validate import validate
+
+    ds = user_dataset() if data is None else as_dataset(data)
+    if not SLUG.match(slug):
+        raise DataError(ds.characters_dir / slug, None, f"slug {slug!r} must be lowercase words joined by hyphens, e.g. 'ada-lindqvist'")
+    if (ds.characters_dir / slug).exists():
+        raise DataError(ds.characters_dir / slug, None, f"character {slug!r} already exists; pick another slug")
+    labels = ds.labels_path.read_text(encoding="utf-8") if ds.labels_path.is_file() else ""
+    if any(row.get("slug") == slug for row in csv.DictReader(io.StringIO(labels))):
+        raise DataError(ds.labels_path, None, f"labels.csv already has a row for {slug!r}")
+    for kind, value in (("mbti", mbti), ("sloan", sloan)):
+        if value and not TYPE_PATTERNS[kind].match(value):
+            raise DataError(ds.labels_path, None, f"{kind} {value!r} is not a valid type")
+    doc = read_source(source, page)
+    name = (name or doc.title or "").strip()
+    if not name or "\n" in name:
+        raise DataError(source, None, "--name must be the character's name on one line (the document has no title)")
+    placer = ContentPlacer(embedder) if embedder is not None and not isinstance(embedder, ContentPlacer) else embedder
+    done = plan(doc, name, {**HEADING_TABLE, **(mapping or {})}, llm, mapping=mapping, placer=placer)
+    if not any(done.placed.values()):
+        raise DataError(source, None, "no section was placed under any attribute. Report:\n  "
+                        + "\n  ".join(f"line {n}: {r}" for n, r in done.report))
+    ds.characters_dir.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".import-{slug}-", dir=ds.characters_dir))
+    try:
+        folder = staging / "characters" / slug
+        folder.mkdir(parents=True)
+        (folder / "persona.md").write_text(done.text, encoding="utf-8")
+        (folder / "IMPORT.md").write_text(report_file(source, doc, done), encoding="utf-8")
+        problems = validate(Dataset(staging), [slug], full=False)
+        if problems:
+            raise DataError(source, None, "the imported persona does not validate:\n  " + "\n  ".join(problems))
+        row = io.StringIO()
+        writer = csv.writer(row, lineterminator="\n")
+        if not labels:
+            writer.writerow(LABEL_COLUMNS)
+        writer.writerow([slug, name, work.strip(), mbti, sloan])
+        new_labels = staging / "labels.csv"
+        new_labels.write_text(labels + ("" if not labels or labels.endswith("\n") else "\n") + row.getvalue(),
+                              encoding="utf-8")
+        os.replace(folder, ds.characters_dir / slug)
+        try:
+            os.replace(new_labels, ds.labels_path)
+        except OSError:
+            shutil.rmtree(ds.characters_dir / slug)
+            raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    warnings = [f"no text under {a}: no section or paragraph of the source was placed there; methods answer from "
+                "the other attributes" for a in done.empty]
+    return Imported(slug, ds.persona_path(slug), [f"line {n}: {r}" for n, r in done.report], done.placed, warnings,
+                    doc.notes)
+
+
+def report_file(source, doc: SourceDocument, done: Plan) -> str:
+    """``IMPORT.md``: the source, every placement, the empty attributes, templates rendered and everything dropped."""
+    kinds = Counter(re.sub(r" ['(].*", "", what) for _, what in done.dropped)
+    out = [f"# Import report\n\nImported from `{Path(source).name}` ({doc.format}) by "
+           "`python -m rpa_lib.authoring new-character`. Lines are the source file's.\n"]
+    out += [f"- {n}" for n in doc.notes]
+    out.append("\n## Placements\n")
+    out += [f"- line {n}: {r}" for n, r in done.report] or ["- nothing was placed"]
+    out.append("\n## Attributes with no text\n")
+    out += [f"- {a}: methods answer from the other attributes" for a in done.empty] or ["- none: every attribute has text"]
+    out.append(f"\n## Templates rendered as text ({len(done.rendered)})\n")
+    out += [f"- line {n}: {what}" for n, what in done.rendered] or ["- none"]
+    out.append(f"\n## Dropped ({len(done.dropped)}: " + (", ".join(f"{k} x{v}" for k, v in sorted(kinds.items()))
+                                                         or "nothing") + ")\n")
+    out += [f"- line {n}: {what}" for n, what in done.dropped] or ["- nothing"]
+    return "\n".join(out) + "\n"

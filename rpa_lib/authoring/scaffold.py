@@ -1,0 +1,291 @@
+"""QA pairs for a new character, proposed by an LLM and checked by a person.
+
+``python -m rpa_lib.authoring qa-scaffold SLUG`` picks, for each attribute, up to ``per_attribute`` sentences of the
+persona (spread over its paragraphs) and asks the LLM, one short prompt per sentence, for a question that the
+sentence answers. The sentence is the pair's evidence (verbatim by construction) and its first answer (a person
+shortens it); a reply with no usable question gives a placeholder question, noted in the row, so the
+review-and-promote loop works on any LLM, the fake one included. Short prompts keep the embedded SmolLM2 at a
+few seconds a pair; progress (pairs done, seconds, an estimate of the rest) goes to ``progress``, and Ctrl-C
+stops cleanly: the pairs made so far are written. New rows are appended to ``characters/SLUG/qa_review.csv``,
+marked ``reviewed=no``: a spreadsheet a person opens, corrects and marks ``yes`` row by row.
+
+``python -m rpa_lib.authoring qa-promote SLUG`` then reads that file strictly (an unbalanced quote, a row with too
+few or too many fields: each named with its line) and checks the rows marked ``yes`` with the validator's own
+checks (:func:`rpa_lib.data.validate` on a staged copy: evidence verbatim, answers grounded, ids, attributes)
+before writing anything; any problem is reported with its CSV line and nothing is written. ``qa.jsonl`` therefore
+only ever holds reviewed pairs that ``validate`` accepts.
+
+This module does not judge whether a question is good (the person does) and does not rewrite the persona.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import re
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rpa_lib.data.dataset import Dataset, as_dataset, user_dataset
+from rpa_lib.data.readers import read_qa
+from rpa_lib.errors import DataError
+from rpa_lib.persona import ATTRIBUTES, read_text
+
+REVIEW_COLUMNS = ["id", "attribute", "question", "answer", "evidence_1", "evidence_2", "evidence_3", "reviewed", "note"]
+REQUIRED = ("id", "attribute", "question", "answer", "evidence_1", "reviewed")
+YES, NO = ("yes", "y", "true", "1", "x"), ("no", "n", "false", "0", "")
+PROMPT = ("Write the question that a user would ask {name} to get this sentence as the answer. Speak to {name} "
+          "as \"you\". Reply with the question only.\n\n"
+          'Example. Sentence: "He keeps bees on the slope below the gate."\nQuestion: What do you keep below the gate?\n\n'
+          'Sentence: "{sentence}"\nQuestion:')
+PLACEHOLDER = "placeholder question (the LLM gave none): rewrite it"
+MIN_SENTENCE, MAX_SENTENCE = 30, 320  # characters of a sentence worth a question
+
+
+@dataclass
+class Scaffold:
+    path: Path  # the review file
+    added: int = 0
+    placeholders: int = 0  # rows whose question is a placeholder
+    empty: list[str] = field(default_factory=list)  # attributes with no sentence to ask about
+    failed: list[str] = field(default_factory=list)  # "attribute: error" for LLM calls that failed
+    interrupted: bool = False
+    seconds: float = 0.0
+
+    def summary(self) -> str:
+        parts = [f"{self.added} pair(s) written to {self.path} for review (reviewed=no) in {self.seconds:.0f} s"]
+        if self.placeholders:
+            parts.append(f"{self.placeholders} with a placeholder question")
+        if self.empty:
+            parts.append(f"no text under {', '.join(self.empty)}")
+        if self.failed:
+            parts.append(f"{len(self.failed)} LLM call(s) failed")
+        if self.interrupted:
+            parts.append("interrupted: the pairs made so far are kept")
+        return "; ".join(parts)
+
+
+def review_path(ds: Dataset, slug: str) -> Path:
+    return ds.characters_dir / slug / "qa_review.csv"
+
+
+_SENTENCE = re.compile(r"[^.!?]+(?:[.!?]+[\"')\]]*|$)")
+
+
+def sentences(text: str) -> list[str]:
+    """The sentences of a paragraph, verbatim.
+
+    >>> sentences("I row. She sings! Then home")
+    ['I row.', 'She sings!', 'Then home']
+    """
+    return [m.group(0).strip() for m in _SENTENCE.finditer(text) if m.group(0).strip()]
+
+
+def evidence_sentences(persona, attribute: str, n: int) -> list[tuple[str, str]]:
+    """Up to ``n`` ``(heading path, sentence)`` of one attribute, taken in turn from its paragraphs (the first
+    usable sentence of each paragraph, then the second, ...), so the questions spread over the attribute."""
+    pools = [[(p.context, s) for s in sentences(p.text) if MIN_SENTENCE <= len(s) <= MAX_SENTENCE]
+             for p in persona.paragraphs if p.attribute == attribute]
+    out, seen = [], set()
+    for depth in range(max(map(len, pools), default=0)):
+        for pool in pools:
+            if depth < len(pool) and pool[depth][1] not in seen and len(out) < n:
+                out.append(pool[depth])
+                seen.add(pool[depth][1])
+    return out
+
+
+_WORD = re.compile(r"[A-Za-z]{4,}")
+_COMMON = {"what", "when", "where", "which", "your", "would", "could", "about", "there", "their", "with", "have",
+           "this", "that", "from", "they", "them", "were", "tell", "like", "know", "does", "more", "than", "into"}
+
+
+def question_from(reply: str, sentence: str = "") -> str | None:
+    """The first line of a reply that reads as one question about ``sentence`` (it shares a word of four letters or
+    more with it, when given), or None.
+
+    >>> question_from('Question: "Where did you grow up?"\\nBecause...'), question_from("fake reply 1a2b")
+    ('Where did you grow up?', None)
+    >>> question_from("What would you like to know?", "He keeps bees on the slope.")
+    """
+    words = {w.lower() for w in _WORD.findall(sentence)} - _COMMON
+    for line in reply.splitlines():
+        line = re.sub(r"^\W*(?:q(?:uestion)?\s*\d*\s*[:.)-])?\s*", "", line.strip(), flags=re.I).strip(" \"'*")
+        if not (line.endswith("?") and line.count("?") == 1 and 8 <= len(line) <= 160):
+            continue
+        if not words or words & {w.lower() for w in _WORD.findall(line)}:
+            return line
+    return None
+
+
+def placeholder(context: str, sentence: str) -> str:
+    """A question to rewrite when the LLM gave none: ``placeholder("A > Infobox", "birth date: 12 March 1021.")``
+    is ``"What is your birth date?"``; otherwise it names the section."""
+    field, sep, _ = sentence.partition(": ")
+    if sep and len(field) <= 30 and context.endswith("Infobox"):
+        return f"What is your {field.lower()}?"
+    return f"What can you tell me about {context.rsplit(' > ', 1)[-1].lower()}?"
+
+
+def qa_scaffold(slug: str, llm, *, data: Dataset | str | Path | None = None, per_attribute: int = 5,
+                max_tokens: int = 40, progress=True) -> Scaffold:
+    """Propose up to ``per_attribute`` pairs per attribute with ``llm`` (one short call per pair) and append them
+    to the review file. ``progress``: True (one line per pair on stderr), a stream, or None (silent)."""
+    progress = sys.stderr if progress is True else progress
+    ds = user_dataset() if data is None else as_dataset(data)
+    persona = ds.persona(slug)
+    name = ds.profile(slug)[0]
+    path = review_path(ds, slug)
+    rows, problems = read_review(path) if path.is_file() else ([], [])
+    if problems:
+        raise DataError(path, problems[0][0], f"{problems[0][1]}: fix the review file before adding to it")
+    taken = {r["id"] for r in rows} | ({q.id for q in read_qa(ds.qa_path(slug))[0]} if ds.qa_path(slug).is_file() else set())
+    result, new = Scaffold(path), []
+    todo = [(a, ctx, s) for a in ATTRIBUTES for ctx, s in evidence_sentences(persona, a, per_attribute)]
+    result.empty = [a for a in ATTRIBUTES if not any(t[0] == a for t in todo)]
+    start = time.perf_counter()
+    try:
+        for done, (attribute, context, sentence) in enumerate(todo, start=1):
+            prompt = PROMPT.format(name=name, sentence=sentence)
+            try:
+                reply = llm.chat([{"role": "user", "content": prompt}], max_tokens=max_tokens,
+                                 name=f"qa scaffold {slug} {attribute}").text
+            except Exception as e:  # an LLMError, or a fatal one: recorded, and the command exits non-zero
+                result.failed.append(f"{attribute}: {e}")
+                continue
+            question = question_from(reply, sentence)
+            n = len(taken) + 1
+            while f"{slug}-{n:02d}" in taken:
+                n += 1
+            taken.add(f"{slug}-{n:02d}")
+            note = "answer = the evidence sentence: shorten it"
+            if question is None:
+                question = placeholder(context, sentence)
+                note, result.placeholders = PLACEHOLDER, result.placeholders + 1
+            new.append({"id": f"{slug}-{n:02d}", "attribute": attribute, "question": question, "answer": sentence,
+                        "evidence_1": sentence, "reviewed": "no", "note": note})
+            if progress is not None:
+                spent = time.perf_counter() - start
+                print(f"  [{done}/{len(todo)}] {attribute}: {spent:.0f} s, about {spent / done * (len(todo) - done):.0f} s "
+                      "left", file=progress, flush=True)
+    except KeyboardInterrupt:
+        result.interrupted = True
+    _write_csv(path, rows + new)
+    result.added, result.seconds = len(new), time.perf_counter() - start
+    return result
+
+
+def read_review(path: Path) -> tuple[list[dict[str, str]], list[tuple[int, str]]]:
+    """The review file's rows (each with its CSV ``line``) and every problem as ``(line, message)``: an unbalanced
+    quote, a row with too few or too many fields, missing columns, empty or repeated ids, ``reviewed`` values."""
+    try:
+        text = read_text(path)
+    except DataError as e:
+        return [], [(e.line, e.problem)]
+    records, problems = [], []
+    for lineno, line in enumerate(text.split("\n"), start=1):  # one row a line: the file has no line breaks in cells
+        if not line.strip():
+            continue
+        try:
+            record = next(csv.reader([line], strict=True))
+        except csv.Error as e:
+            problems.append((lineno, f"not a valid CSV row ({e}): an unbalanced quote, or a line break inside a "
+                                     "cell; the row is skipped"))
+            continue
+        records.append((lineno, record))
+    if not records:
+        return [], problems + [(1, "no header row")]
+    header = [h.strip() for h in records[0][1]]
+    missing = [c for c in REQUIRED if c not in header]
+    if missing:
+        return [], problems + [(records[0][0], f"missing column(s): {', '.join(missing)}")]
+    rows, seen = [], set()
+    for lineno, record in records[1:]:
+        if len(record) != len(header):
+            problems.append((lineno, f"{len(record)} field(s), the header has {len(header)}"))
+            continue
+        row = {k: v.strip() for k, v in zip(header, record, strict=True) if k}
+        if row["reviewed"].lower() not in YES + NO:
+            problems.append((lineno, f"reviewed must be yes or no, not {row['reviewed']!r}"))
+        if not row["id"] or row["id"] in seen:
+            problems.append((lineno, f"id {row['id']!r} is empty or repeated"))
+        seen.add(row["id"])
+        rows.append({**row, "line": str(lineno)})
+    return rows, sorted(problems, key=lambda p: p[0] or 0)
+
+
+def promote(slug: str, *, data: Dataset | str | Path | None = None) -> tuple[int, Path]:
+    """Write the reviewed rows to ``qa.jsonl`` when the file reads cleanly and ``validate`` accepts the result;
+    DataError listing every problem by CSV line (nothing written) otherwise. Returns (pairs promoted, path)."""
+    ds = user_dataset() if data is None else as_dataset(data)
+    persona, path = ds.persona(slug), review_path(ds, slug)
+    rows, problems = read_review(path)
+    chosen = [r for r in rows if r["reviewed"].lower() in YES]
+    for r in chosen:
+        if not any(r.get(f"evidence_{i}", "") for i in (1, 2, 3)):
+            problems.append((int(r["line"]), "no evidence"))
+    qa_path = ds.qa_path(slug)
+    kept = read_qa(qa_path)[0] if qa_path.is_file() else []
+    ids = {r["id"] for r in rows}
+    lines = [json.dumps({"id": q.id, "question": q.question, "answer": q.answer, "attribute": q.attribute,
+                         "evidence": list(q.evidence)}, ensure_ascii=False) for q in kept if q.id not in ids]
+    row_at = {len(lines) + n: int(r["line"]) for n, r in enumerate(chosen, start=1)}  # qa.jsonl line -> CSV line
+    by_id = {r["id"]: int(r["line"]) for r in chosen}
+    lines += [json.dumps({"id": r["id"], "question": r["question"], "answer": r["answer"], "attribute": r["attribute"],
+                          "evidence": [e for e in (r.get(f"evidence_{i}", "") for i in (1, 2, 3)) if e]},
+                         ensure_ascii=False) for r in chosen]
+    if chosen and not problems:
+        problems += _validated(ds, persona, slug, lines, row_at, by_id)
+    if problems:
+        raise DataError(path, None, "nothing promoted:\n  " + "\n  ".join(
+            f"line {n}: {p}" if n else p for n, p in sorted(problems, key=lambda p: p[0] or 0)))
+    if not chosen:
+        raise DataError(path, None, "no row is marked reviewed=yes: review the pairs in a spreadsheet first")
+    tmp = qa_path.with_name(".qa.jsonl.tmp")
+    tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    os.replace(tmp, qa_path)
+    return len(chosen), qa_path
+
+
+def _validated(ds: Dataset, persona, slug: str, lines: list[str], row_at: dict[int, int],
+               by_id: dict[str, int]) -> list[tuple[int | None, str]]:
+    """``validate``'s problems with the new ``qa.jsonl`` (on a staged copy), each on the CSV line it comes from."""
+    from rpa_lib.data.validate import validate
+
+    stage = Path(tempfile.mkdtemp(prefix=".promote-"))
+    try:
+        folder = stage / "characters" / slug
+        folder.mkdir(parents=True)
+        shutil.copyfile(persona.path, folder / "persona.md")
+        if ds.labels_path.is_file():
+            shutil.copyfile(ds.labels_path, stage / "labels.csv")
+        (folder / "qa.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+        found = validate(Dataset(stage), [slug], full=False)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+    out = []
+    for problem in found:
+        m = re.match(r".*?qa\.jsonl:(\d+): (.*)", problem)
+        if m:
+            message = m.group(2)
+            at = row_at.get(int(m.group(1))) or next((n for i, n in by_id.items() if f" {i} " in f" {message} "), None)
+            out.append((at, message if at else f"qa.jsonl line {m.group(1)}: {message}"))
+        else:
+            out.append((None, problem.replace(str(stage), str(ds.root))))
+    return out
+
+
+def _write_csv(path: Path, rows: list[dict[str, str]]) -> None:
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, REVIEW_COLUMNS, extrasaction="ignore", lineterminator="\n")
+    writer.writeheader()
+    writer.writerows({c: r.get(c, "") for c in REVIEW_COLUMNS} for r in rows)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(buf.getvalue(), encoding="utf-8")
+    os.replace(tmp, path)

@@ -1,0 +1,303 @@
+"""Read a MediaWiki XML export (Special:Export) into headed sections of clean paragraphs.
+
+The XML is read with the standard library (any export schema version: namespaces are ignored); the page's
+wikitext is parsed with ``mwparserfromhell``, never with regular expressions.
+
+Pages and revisions. :func:`export_pages` lists an export's pages. An export of several pages needs ``page=``
+(``--page``; the importer can also take each page as its own character): never a silent first page. Of a page's
+revisions the newest (by ``<timestamp>``, else the last in the file) is read, and the document's notes say which.
+
+Templates. Common ones render their text instead of vanishing with it (:data:`RENDERED`): dates
+(``{{birth date|1021|3|12}}`` -> "12 March 1021"), conversions (``{{convert|5|mi|km}}`` -> "5 mi"), languages
+and formatting wrappers (``{{lang|fr|text}}`` -> "text"). An infobox's fields become facts (``field: value``, the
+values rendered the same way; image fields are dropped) that the importer puts under Demographic Information.
+Every other template (citations, ``{{sfn}}``, notes, navigation boxes, hatnotes) is dropped. Every template
+rendered or dropped is listed with its line, so the import report can count and list them.
+
+Also removed: ``<ref>`` footnotes and ``<references/>``, comments, tables and galleries (each noted with its
+line), file, image and category links, and all formatting; a link keeps its shown text. List items become
+sentences of one paragraph. Lines are counted in the XML file, so the report points at a line a person can open.
+
+This module does not follow transclusions (their text is not in the export), does not expand parser functions
+and writes nothing.
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from pathlib import Path
+
+from rpa_lib.authoring.document import SourceDocument, SourceSection, sentence, tidy
+from rpa_lib.errors import DataError
+
+DROPPED_TAGS = {"ref", "references", "table", "gallery", "math", "syntaxhighlight", "source", "score", "timeline"}
+DROPPED_LINKS = ("file:", "image:", "category:", "media:")
+LIST_TAGS = {"li", "dd", "dt"}
+ITEM = "\u2022"  # marks a list item in the stripped text until paragraphs are made
+MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
+          "November", "December")
+DATES = {"date", "birth date", "death date", "start date", "end date", "birth date and age", "death date and age",
+         "birth year and age", "death year and age", "dob", "start date and age", "film date", "release date"}
+WRAPPERS = {"nowrap", "nobr", "small", "big", "em", "strong", "sic", "abbr", "tooltip", "lang", "transl", "nihongo",
+            "visible anchor", "anchor", "smallcaps", "sc", "mono", "quote", "blockquote", "text", "linktext", "w",
+            "wp", "ill", "as written", "ship", "hlist", "flatlist", "plainlist", "ubl", "unbulleted list", "circa",
+            "c.", "floruit", "fl."}
+RENDERED = DATES | WRAPPERS | {"convert", "cvt", "val", "age"}
+IMAGE_FIELDS = re.compile(r"image|caption|alt|size|upright|signature|logo|footnotes|module|embed|color|colour")
+
+
+@dataclass(frozen=True)
+class Page:
+    title: str
+    revisions: list[tuple[str, str, str]]  # (timestamp, id, wikitext), in file order
+
+
+def _local(tag: str) -> str:
+    return tag.rsplit("}", 1)[-1]
+
+
+def export_pages(path: Path, text: str) -> list[Page]:
+    """The pages of an export with their revisions; DataError naming the file when it is no MediaWiki export."""
+    try:
+        root = ET.fromstring(text)
+    except ET.ParseError as e:
+        raise DataError(path, e.position[0], f"not well-formed XML ({e})") from None
+    if _local(root.tag) != "mediawiki":
+        raise DataError(path, None, f"not a MediaWiki export: the root element is <{_local(root.tag)}>, not <mediawiki>")
+    pages = []
+    for el in root:
+        if _local(el.tag) != "page":
+            continue
+        title, revisions = "", []
+        for child in el:
+            if _local(child.tag) == "title":
+                title = (child.text or "").strip()
+            elif _local(child.tag) == "revision":
+                fields = {_local(c.tag): (c.text or "") for c in child}
+                revisions.append((fields.get("timestamp", "").strip(), fields.get("id", "").strip(),
+                                  fields.get("text", "")))
+        pages.append(Page(title, revisions))
+    if not pages:
+        raise DataError(path, None, "the export holds no <page>")
+    return pages
+
+
+def read_mediawiki(path: Path, text: str, page: str | None = None) -> SourceDocument:
+    """One page of a MediaWiki export (``page``: its title; needed when the export holds several) at its newest
+    revision, as a :class:`SourceDocument`; DataError naming the file otherwise."""
+    pages = export_pages(path, text)
+    titles = [p.title for p in pages]
+    if page is None and len(pages) > 1:
+        raise DataError(path, None, f"the export holds {len(pages)} pages ({'; '.join(titles)}): name one with "
+                                    "--page TITLE, or import each as its own character with --each-page")
+    chosen = pages[0] if page is None else next((p for p in pages if p.title == page), None)
+    if chosen is None:
+        raise DataError(path, None, f"no page titled {page!r}; pages: {'; '.join(titles)}")
+    if not chosen.revisions:
+        raise DataError(path, None, f"page {chosen.title!r} has no <revision>")
+    newest = max(range(len(chosen.revisions)), key=lambda i: (chosen.revisions[i][0], i))
+    stamp, rev_id, body = chosen.revisions[newest]
+    if not body.strip():
+        raise DataError(path, None, f"page {chosen.title!r} has no wikitext (<revision><text> is missing or empty)")
+    doc = parse_wikitext(body, _text_line(text, chosen.title, newest))
+    doc.path, doc.title = path, chosen.title
+    n = len(chosen.revisions)
+    doc.notes.append(f"page {chosen.title!r} of {len(pages)} in the export; revision {newest + 1} of {n}"
+                     f"{f' (id {rev_id})' if rev_id else ''}{f', {stamp}' if stamp else ''}"
+                     f"{', the newest' if n > 1 else ''}")
+    return doc
+
+
+def _text_line(xml: str, title: str, revision: int = 0) -> int:
+    """The line of the XML file where the page's ``revision``-th wikitext starts (its ``<text ...>`` tag)."""
+    from xml.sax.saxutils import escape
+
+    at = max(xml.find(f"<title>{escape(title)}</title>"), 0)
+    for _ in range(revision + 1):
+        at = xml.find("<text", at + 1)
+        if at < 0:
+            return 1
+    return xml.count("\n", 0, xml.find(">", at) + 1) + 1
+
+
+def parse_wikitext(wikitext: str, first_line: int = 1) -> SourceDocument:
+    """Wikitext into sections (level = the number of ``=``), line numbers counted from ``first_line``.
+
+    >>> d = parse_wikitext("Lead {{Infobox|x=1}}text on {{date|3 May 1021}}.<ref>a source</ref>\\n== Personality ==\\nI am '''calm'''.")
+    >>> [(s.level, s.title, s.paragraphs) for s in d.sections], d.facts
+    ([(0, '', ['Lead text on 3 May 1021.']), (2, 'Personality', ['I am calm.'])], [(1, 'x', '1')])
+    """
+    import mwparserfromhell
+    from mwparserfromhell.nodes import Heading
+
+    code = mwparserfromhell.parse(wikitext)
+    doc = SourceDocument(Path(), "mediawiki", None, [])
+    parts: list[tuple[int, str, int, list]] = [(0, "", first_line, [])]  # (level, title, line, nodes)
+    line = first_line
+    for node in code.nodes:
+        if isinstance(node, Heading):
+            parts.append((node.level, tidy(_strip(mwparserfromhell.parse(str(node.title)), line, doc)), line, []))
+        else:
+            parts[-1][3].append(node)
+        line += str(node).count("\n")
+    for level, title, at, nodes in parts:
+        body = _strip(mwparserfromhell.parse("".join(map(str, nodes))), at, doc)
+        doc.sections.append(SourceSection(level, title, at, _paragraphs(body)))
+    return doc
+
+
+def template_name(node) -> str:
+    """``{{Birth_date|...}}`` -> ``"birth date"``."""
+    return " ".join(str(node.name).strip().replace("_", " ").lower().split())
+
+
+def render_template(node) -> str | None:
+    """The text a template shows, for the templates of :data:`RENDERED`; None for the others (dropped).
+
+    >>> import mwparserfromhell as m
+    >>> [render_template(m.parse(t).filter_templates()[0]) for t in ("{{birth date|1021|3|12|df=y}}",
+    ...  "{{convert|5|mi|km}}", "{{lang|fr|le chevalier}}", "{{cite book|title=A}}")]
+    ['12 March 1021', '5 mi', 'le chevalier', None]
+    """
+    name = template_name(node)
+    if name.startswith("lang-"):
+        name = "lang"
+    if name not in RENDERED:
+        return None
+    args = [_plain(p.value) for p in node.params if not p.showkey]
+    args = [a for a in args if a]
+    if name in DATES:
+        return _date(args)
+    if name in ("convert", "cvt"):
+        return _convert(args)
+    if name == "val":
+        unit = next((_plain(p.value) for p in node.params if str(p.name).strip() in ("u", "ul")), "")
+        return f"{args[0]} {unit}".strip() if args else ""
+    if name == "age":
+        return " ".join(args[:1])
+    if name in ("lang", "transl", "ill"):
+        return args[1] if len(args) > 1 and name != "ill" else (args[0] if args else "")
+    if name in ("hlist", "flatlist", "plainlist", "ubl", "unbulleted list"):
+        return ", ".join(args)
+    if name in ("circa", "c."):
+        return f"c. {args[0]}" if args else "c."
+    if name in ("floruit", "fl."):
+        return f"fl. {args[0]}" if args else ""
+    return args[0] if args else ""
+
+
+def _date(args: list[str]) -> str:
+    """``["1021", "3", "12"]`` -> "12 March 1021"; a single argument as it is."""
+    nums = args[:3]
+    if len(nums) >= 2 and all(a.isdigit() for a in nums):
+        year, month = nums[0], int(nums[1])
+        day = f"{int(nums[2])} " if len(nums) > 2 else ""
+        return f"{day}{MONTHS[month - 1]} {year}" if 1 <= month <= 12 else " ".join(nums)
+    return args[0] if args else ""
+
+
+def _convert(args: list[str]) -> str:
+    """The source value with its unit: ``["5", "mi", "km"]`` -> "5 mi"; ``["6", "ft", "2", "in", "m"]`` -> "6 ft 2 in";
+    ``["5", "to", "8", "mi"]`` -> "5 to 8 mi"."""
+    if len(args) >= 4 and args[1] in ("-", "to", "and", "or", "by", "x", "+/-"):
+        return f"{args[0]} {args[1]} {args[2]} {args[3]}"
+    shown = args[:2]
+    for i in range(2, len(args) - 2, 2):  # a compound value (feet and inches, stones and pounds)
+        if re.fullmatch(r"[\d.,/]+", args[i]):
+            shown += args[i:i + 2]
+        else:
+            break
+    return " ".join(shown)
+
+
+def _plain(code) -> str:
+    """Wikicode as plain text, nested templates rendered (or dropped) without being recorded."""
+    import mwparserfromhell
+
+    code = mwparserfromhell.parse(str(code))
+    for node in code.filter_templates(recursive=False):
+        try:
+            code.replace(node, render_template(node) or "")
+        except ValueError:
+            continue
+    return tidy(code.strip_code(normalize=True, collapse=True))
+
+
+def _strip(code, line: int, doc: SourceDocument) -> str:
+    """Plain text of a piece of wikicode: templates rendered or dropped, infobox fields kept as ``doc.facts``,
+    what is removed noted in ``doc.removed`` and what is rendered in ``doc.rendered`` (line + offset)."""
+    from mwparserfromhell.nodes import Comment, Tag, Template, Wikilink
+
+    text, cursor = str(code), [0]  # nodes come in document order: search from the last one found
+
+    def at(node) -> int:
+        offset = text.find(str(node), cursor[0])
+        offset = text.find(str(node)) if offset < 0 else offset
+        cursor[0] = max(offset, cursor[0])
+        return line + (text.count("\n", 0, offset) if offset >= 0 else 0)
+
+    for node in code.filter(recursive=True):
+        try:
+            if isinstance(node, Tag) and str(node.tag).strip().lower() in DROPPED_TAGS:
+                tag = str(node.tag).strip().lower()
+                if tag in ("table", "gallery"):
+                    doc.removed.append((at(node), tag))
+                elif tag == "ref":
+                    inner = [f"{{{{{template_name(t)}}}}}" for t in node.contents.filter_templates()] if node.contents else []
+                    doc.removed.append((at(node), "<ref> footnote" + (f" ({', '.join(inner)})" if inner else "")))
+                code.remove(node)
+            elif isinstance(node, Template):
+                name = template_name(node)
+                where = at(node)
+                if name.startswith("infobox") or name.endswith("infobox"):
+                    for inner in (t for p in node.params for t in p.value.filter_templates(recursive=True)):
+                        shown = render_template(inner)
+                        doc.rendered.append((where, f"{{{{{template_name(inner)}}}}} -> {shown!r} (infobox)")) \
+                            if shown is not None else doc.removed.append((where, f"template {{{{{template_name(inner)}}}}}"))
+                    for p in node.params:
+                        field, value = str(p.name).strip().replace("_", " "), _plain(p.value)
+                        if not value:
+                            continue
+                        if IMAGE_FIELDS.search(field.lower()):
+                            doc.removed.append((where, f"infobox field {field!r}"))
+                        else:
+                            doc.facts.append((where, field, value))
+                    code.remove(node)
+                    continue
+                shown = render_template(node)
+                if shown is None:
+                    code.remove(node)
+                    doc.removed.append((where, f"template {{{{{name}}}}}"))
+                else:
+                    code.replace(node, shown)
+                    doc.rendered.append((where, f"{{{{{name}}}}} -> {shown!r}"))
+            elif isinstance(node, Comment):
+                code.remove(node)
+            elif isinstance(node, Wikilink) and str(node.title).strip().lower().startswith(DROPPED_LINKS):
+                code.remove(node)
+            elif isinstance(node, Tag) and str(node.tag).strip().lower() in LIST_TAGS:
+                code.replace(node, ITEM)
+        except ValueError:  # already gone with an enclosing node that was removed
+            continue
+    return code.strip_code(normalize=True, collapse=False)
+
+
+def _paragraphs(text: str) -> list[str]:
+    """Blank-line separated blocks as one-line paragraphs; list items (``ITEM`` lines) become sentences."""
+    out = []
+    for block in text.split("\n\n"):
+        prose, items = [], []
+        for raw in block.split("\n"):
+            raw = raw.strip()
+            if raw.startswith(ITEM):
+                items.append(sentence(tidy(raw.lstrip(ITEM + "*#:; "))))
+            elif items and raw:
+                items[-1] = sentence(tidy(items[-1] + " " + raw))
+            elif raw:
+                prose.append(raw)
+        joined = " ".join(p for p in [tidy(" ".join(prose)), *items] if p)
+        if joined:
+            out.append(joined)
+    return out
