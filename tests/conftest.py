@@ -3,6 +3,9 @@
 
 Helpers for the fixture dataset (``tests/fixtures/data``: two small characters, labels, questionnaires):
 ``fixture_data`` (read-only), ``data_copy`` (a writable copy to break) and ``write_persona``.
+
+``smoke_run``: every numbered notebook executed once per session with the smoke profile (each notebook starts a
+kernel, the suite's dearest step), for every test that reads the notebooks' outputs. Read it, never write into it.
 """
 
 from __future__ import annotations
@@ -42,6 +45,25 @@ def _offline_and_isolated(tmp_path, monkeypatch):
     """Caches and indexes under ``tmp_path``; no RPA_* or OPENAI_* setting from the environment; Hugging Face
     stays offline."""
     _isolate(monkeypatch, tmp_path)
+
+
+@pytest.fixture(scope="session")
+def smoke_run(tmp_path_factory) -> tuple[Path, list[dict]]:
+    """``reproduce.run("smoke")`` once for the session, caches and indexes in its output folder:
+    (output folder, the runner's summary)."""
+    from rpa_lib.run import reproduce
+
+    out = tmp_path_factory.mktemp("smoke")
+    saved = dict(os.environ)
+    with pytest.MonkeyPatch.context() as mp:  # session scope: the per-test autouse fixture has not run yet
+        mp.setenv("RPA_CACHE_DIR", str(out / "cache"))
+        mp.setenv("RPA_INDEX_DIR", str(out / "indexes"))
+        try:
+            summary = reproduce.run("smoke", output_dir=out)
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)  # the runner sets the profile's env with setdefault
+    return out, summary
 
 
 @pytest.fixture

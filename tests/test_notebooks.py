@@ -1,14 +1,14 @@
 """The numbered notebooks: one well-formed ``parameters`` cell each, every profile parameter declared where it is
 sent, and the runner executing all of them with the smoke profile (fixture data, fake LLM, hashing embedder).
 
-The smoke run takes a few seconds a notebook (one kernel start each); it runs once for the module.
+The smoke run takes a few seconds a notebook (one kernel start each); it runs once for the session (conftest's
+``smoke_run``, which tests/test_qa_eval.py reads too).
 """
 
 from __future__ import annotations
 
 import ast
 import json
-import os
 import re
 import shutil
 from pathlib import Path
@@ -88,22 +88,10 @@ def test_unknown_profile_and_notebook_selection():
 # ---------------------------------------------------------------- the smoke run
 
 
-@pytest.fixture(scope="module")
-def smoke(tmp_path_factory):
-    """Run every notebook with the smoke profile once; returns (output folder, summary)."""
-    out = tmp_path_factory.mktemp("smoke")
-    saved = dict(os.environ)
-    with pytest.MonkeyPatch.context() as mp:  # module scope: the autouse fixture has not run yet
-        mp.setenv("RPA_CACHE_DIR", str(out / "cache"))
-        mp.setenv("RPA_INDEX_DIR", str(out / "indexes"))
-        mp.setenv("HF_HUB_OFFLINE", "1")
-        mp.setenv("TRANSFORMERS_OFFLINE", "1")
-        try:
-            summary = reproduce.run("smoke", output_dir=out)
-        finally:
-            os.environ.clear()
-            os.environ.update(saved)  # the runner sets the profile's env with setdefault
-    return out, summary
+@pytest.fixture
+def smoke(smoke_run):
+    """Every notebook run once with the smoke profile (conftest's session fixture): (output folder, summary)."""
+    return smoke_run
 
 
 def test_smoke_run_executes_every_notebook(smoke):

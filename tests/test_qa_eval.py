@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 
 import numpy as np
@@ -319,21 +318,11 @@ def test_one_answering_loop_skips_saves_and_keeps_chunk_ids(ds):
 # ---- notebook 05, smoke profile ------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def smoke05(tmp_path_factory):
-    out = tmp_path_factory.mktemp("smoke05")
-    saved = dict(os.environ)
-    with pytest.MonkeyPatch.context() as mp:
-        for name in ("RPA_JUDGE_MODEL", "RPA_JUDGE_BASE_URL"):
-            mp.delenv(name, raising=False)
-        mp.setenv("RPA_CACHE_DIR", str(out / "cache"))
-        mp.setenv("RPA_INDEX_DIR", str(out / "indexes"))
-        try:
-            reproduce.run("smoke", only=["05"], output_dir=out)
-        finally:
-            os.environ.clear()
-            os.environ.update(saved)
-    return out
+@pytest.fixture
+def smoke05(smoke_run):
+    """Notebook 05's outputs from the session's smoke run (conftest), which runs it with the smoke profile as
+    ``reproduce.run("smoke", only=["05"])`` would, no judge set in the environment."""
+    return smoke_run[0]
 
 
 def test_notebook_05_smoke_outputs(smoke05):

@@ -68,6 +68,32 @@ def _quiet_loading():
             hf_logging.enable_progress_bar()
 
 
+@contextlib.contextmanager
+def _gguf_parsed_once():
+    """Work transformers repeats while it loads one GGUF file, done once: it parses the file's header (tens of
+    thousands of vocabulary fields, seconds) for the tokenizer, the config and the weights alike, and rebuilds gguf's
+    tensor-name map for every module of the model (hundreds of times). Both are pure functions of their arguments;
+    they are memoized for the ``with`` block only."""
+    import functools
+
+    import gguf
+
+    reader, name_map = gguf.GGUFReader, gguf.get_tensor_name_map
+    readers: dict[tuple, Any] = {}
+
+    def read_once(path, *args, **kwargs):
+        key = (str(path), args, tuple(sorted(kwargs.items())))
+        if key not in readers:
+            readers[key] = reader(path, *args, **kwargs)
+        return readers[key]
+
+    gguf.GGUFReader, gguf.get_tensor_name_map = read_once, functools.lru_cache(maxsize=None)(name_map)
+    try:
+        yield
+    finally:
+        gguf.GGUFReader, gguf.get_tensor_name_map = reader, name_map
+
+
 def load(path: Path, weights: str | None = None) -> tuple[Any, Any, threading.Lock]:
     """(tokenizer, model, lock) for ``path`` whose weights have fingerprint ``weights`` (computed when not
     given), loaded once per process; the lock serialises use of the model."""
@@ -77,7 +103,7 @@ def load(path: Path, weights: str | None = None) -> tuple[Any, Any, threading.Lo
             from transformers import AutoModelForCausalLM, AutoTokenizer
 
             folder, kwargs = (path.parent, {"gguf_file": path.name}) if path.is_file() else (path, {})
-            with _quiet_loading():
+            with _quiet_loading(), (_gguf_parsed_once() if path.is_file() else contextlib.nullcontext()):
                 tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True, **kwargs)
                 model = AutoModelForCausalLM.from_pretrained(folder, local_files_only=True, **kwargs)
             model.eval()

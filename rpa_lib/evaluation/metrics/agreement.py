@@ -19,7 +19,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 NAN_POLICIES = ("pairwise", "listwise")
 KRIPPENDORFF_LEVELS = ("nominal", "ordinal", "interval", "ratio")
@@ -59,6 +58,9 @@ def feldt_interval(alpha: float, n: int, k: int, ci: float = 0.95) -> tuple[floa
         raise ValueError(f"ci is a confidence level between 0 and 1, got {ci}")
     if np.isnan(alpha):
         return float("nan"), float("nan")
+    # imported here, not at the top: scipy.stats takes a second to import, and every kernel imports rpa_lib
+    from scipy import stats
+
     tail = (1 - ci) / 2
     df1, df2 = n - 1, (n - 1) * (k - 1)
     low = 1 - (1 - alpha) * stats.f.isf(tail, df1, df2)
@@ -173,6 +175,8 @@ def kendall_tau(x, y, variant: str = "b") -> KendallTau:
         return KendallTau(float("nan"), float("nan") if variant != "a" else None, n, variant)
     if variant == "a":
         return KendallTau(_tau_a(xs, ys), None, n, variant)
+    from scipy import stats
+
     result = stats.kendalltau(xs, ys, variant=variant)
     return KendallTau(float(result.statistic), float(result.pvalue), n, variant)
 
