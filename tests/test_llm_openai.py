@@ -120,6 +120,15 @@ def test_retry_after_is_honoured():
         assert time.monotonic() - start >= 0.4 and server.requests == 2
 
 
+def test_a_retry_after_over_two_minutes_is_the_clients_to_refuse_and_not_retried_by_us():
+    with MockServer(script=["429"], retry_after=200) as server:
+        llm = client(server)
+        start = time.monotonic()
+        with pytest.raises(LLMError, match=r"chat call 'hello' failed after 1 attempts: HTTP 429: rate limited"):
+            llm.chat(user("hello"))
+        assert time.monotonic() - start < 5 and server.requests == 1 and llm.usage.retries == 0
+
+
 def test_client_errors_are_not_retried():
     with MockServer(api_key="sk-right") as server:
         llm = get_llm("openai:m", base_url=server.base_url, api_key="sk-wrong-key", cache=False, retry=FAST)

@@ -39,13 +39,6 @@ from rpa_lib.methods.prompts import (
 from rpa_lib.methods.registry import register
 
 
-def failed_call(purpose: str, kind: str, error: LLMError) -> Call:
-    """The trace of a call that raised: what it spent where the error says (a model that never answered validly,
-    :class:`~rpa_lib.llm.LLMNoValidAnswer`, re-asks included), else nothing known."""
-    return Call(purpose, kind, bool(getattr(error, "cached", False)), getattr(error, "prompt_tokens", 0),
-                getattr(error, "completion_tokens", 0), round(getattr(error, "seconds", 0.0), 3), f"failed: {error}")
-
-
 @dataclass(frozen=True)
 class AmadeusSettings(RetrievalSettings):
     splitter: str = "acts"
@@ -102,7 +95,7 @@ class Amadeus(Method):
             try:
                 reply = self.selector.choose(judge_messages(name, work, question, chunk), JUDGE_OPTIONS)
             except LLMError as e:  # in the trace with what it spent; raised (a speculative one is only counted)
-                calls[chunk.id] = failed_call("judge", "choose", e)
+                calls[chunk.id] = Call.failed("judge", "choose", e)
                 raise
             calls[chunk.id] = self.trace("judge", reply)
             return reply.text == "yes"
@@ -127,7 +120,7 @@ class Amadeus(Method):
                 return ({label: str(reply.data.get(key, "")).strip() for key, label in AE_KEYS.items()},
                         [self.trace("extract", reply)])
             except LLMError as e:
-                calls.append(failed_call("extract", "structured", e))
+                calls.append(Call.failed("extract", "structured", e))
         attributes = {}
         for label in AE_KEYS.values():
             text = self.selector.chat(extract_text_messages(name, work, question, chunks, label), max_tokens=60)

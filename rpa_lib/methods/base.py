@@ -36,6 +36,13 @@ class Call:
     seconds: float
     output: str  # the reply text (choose: the chosen option)
 
+    @classmethod
+    def failed(cls, purpose: str, kind: str, error: Exception) -> Call:
+        """The trace of a call that raised ``error``: what it spent where the error says (a model that never
+        answered validly, :class:`~rpa_lib.llm.LLMNoValidAnswer`: its re-asks included), else nothing known."""
+        return cls(purpose, kind, bool(getattr(error, "cached", False)), getattr(error, "prompt_tokens", 0),
+                   getattr(error, "completion_tokens", 0), round(getattr(error, "seconds", 0.0), 3), f"failed: {error}")
+
 
 @dataclass(frozen=True)
 class ContextItem:

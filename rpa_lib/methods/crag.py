@@ -211,7 +211,7 @@ class Crag(Method):
         try:
             reply = self.llm.chat(keywords_messages(name, work, question, self.settings.max_keywords), max_tokens=32)
         except LLMError as e:
-            calls.append(Call("rewrite", "chat", False, 0, 0, 0.0, f"failed: {e}"))
+            calls.append(Call.failed("rewrite", "chat", e))
             return [question]
         calls.append(self.trace("rewrite", reply))
         words = [w.strip(" \t-*•\"'`.") for w in re.split(r"[,;\n]", reply.text)]

@@ -194,7 +194,7 @@ def llm_func(role: str):
             reply = await asyncio.to_thread(session.llm.chat, messages, max_tokens=max_tokens,
                                             name=f"lightrag {purpose}")
         except LLMError as e:
-            session.calls.append(Call(purpose, "chat", getattr(e, "cached", False), 0, 0, 0.0, f"failed: {e}"))
+            session.calls.append(Call.failed(purpose, "chat", e))
             if isinstance(e, LLMFatalError):
                 session.fatal = e
             raise

@@ -186,7 +186,7 @@ class RoleRAG(GraphIndexMethod):
                 hypothetical = reply.text.strip()
                 calls.append(self.trace("hypothetical", reply))
             except LLMError as e:
-                calls.append(Call("hypothetical", "chat", False, 0, 0, 0.0, f"failed: {e}"))
+                calls.append(Call.failed("hypothetical", "chat", e))
         profile = graph.nodes[me]["description"]
         entities: list[dict] = []
         try:
@@ -200,7 +200,7 @@ class RoleRAG(GraphIndexMethod):
                                      "specificity": e["specificity"]})
             failed = False
         except LLMError as e:
-            calls.append(Call("analyse", "structured", False, 0, 0, 0.0, f"failed: {e}"))
+            calls.append(Call.failed("analyse", "structured", e))
             failed = True
         if not entities:  # nothing to route: search the question itself
             entities = [{"name": question, "type": "other", "relevant": True, "reason": "", "specificity": "specific",

@@ -95,7 +95,7 @@ class _Tally:
             reply = fn()
         except LLMError as e:
             self.failed[purpose] += 1
-            self.calls.append(Call(purpose, kind, getattr(e, "cached", False), 0, 0, 0.0, f"failed: {e}"))
+            self.calls.append(Call.failed(purpose, kind, e))
             return None
         self.calls.append(Method.trace(purpose, reply))
         return reply
