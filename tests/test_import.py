@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -225,12 +226,15 @@ def test_qa_scaffold_asks_one_sentence_at_a_time_and_promotes_only_reviewed_rows
     lines = [json.loads(line) for line in ds.qa_path("tove-marsh").read_text().splitlines()]
     assert [q["id"] for q in lines] == ["tove-marsh-01", "tove-marsh-04"]
     assert [q.id for q in ds.qa("tove-marsh")] == ["tove-marsh-01", "tove-marsh-04"]
-    # The fake answer "Runs a ferry." uses persona words its evidence (the first sentence of a passage) lacks: the
-    # content-word check flags them until a person reviews them (data/README.md, "Validation").
-    flagged = [p.split(": ", 1)[1].split(":")[0] for p in validate(ds, ["tove-marsh"], full=False)]
-    assert flagged == ["the answer of tove-marsh-01 uses 'runs'", "the answer of tove-marsh-04 uses 'runs', 'ferry'"]
-    ds.grounding_reviewed_path.write_text("id,word,reason\ntove-marsh-01,runs,checked\ntove-marsh-04,runs,checked\n"
-                                          "tove-marsh-04,ferry,checked\n")
+    assert validate(ds, ["tove-marsh"], full=False) == []  # each answer is its evidence sentence: nothing to flag
+    # A person rewrites an answer with persona words its evidence lacks: the content-word check flags them until
+    # they are reviewed (data/README.md, "Validation").
+    lines[0]["answer"] = "She runs the ferry and keeps the winter lamps."
+    ds.qa_path("tove-marsh").write_text("".join(json.dumps(q) + "\n" for q in lines))
+    flagged = [p.split(": ", 1)[1] for p in validate(ds, ["tove-marsh"], full=False)]
+    assert len(flagged) == 1 and flagged[0].startswith("the answer of tove-marsh-01 uses '")
+    words = re.findall(r"'([^']+)'", flagged[0].split(":")[0])
+    ds.grounding_reviewed_path.write_text("id,word,reason\n" + "".join(f"tove-marsh-01,{w},checked\n" for w in words))
     assert validate(ds, ["tove-marsh"], full=False) == []
 
     # A second scaffold run appends after the existing ids and keeps the person's review.
