@@ -217,6 +217,17 @@ def personality_beside_paper(types: pd.DataFrame, questionnaire: Questionnaire, 
     return table, pd.DataFrame(summary)
 
 
+def with_context_rows(table: pd.DataFrame, sizes: pd.DataFrame) -> pd.DataFrame:
+    """A Table 4/5 layout (one column per method) with two more rows: the mean context characters and tokens per
+    question each of our methods put before its LLM (``sizes``: :func:`~rpa_lib.evaluation.context.context_sizes`
+    by method); "-" for the paper's columns and the truth."""
+    by_method = sizes.set_index("method")
+    rows = [{"character": f"Context {unit} per question",
+             **{c: (f"{by_method.loc[c, col]:.0f}" if c in by_method.index else "-") for c in table.columns[1:]}}
+            for unit, col in (("characters", "context_chars"), ("tokens", "context_tokens"))]
+    return pd.concat([table, pd.DataFrame(rows)], ignore_index=True)
+
+
 def _exact(share: float, n: int) -> dict:
     ci = clopper_pearson(round(share * n), n)
     return {"accuracy_low": ci.low, "accuracy_high": ci.high}

@@ -121,6 +121,7 @@ def test_every_method_has_its_own_colour_in_the_figures():
 # comparison tables of methods: each shows the context every method put before its LLM, beside its scores
 CONTEXT_TABLES = ("table3_chunk_usage.csv", "table4_mbti_summary.csv", "table5_sloan_summary.csv",
                   "table6_roleplay.csv", "table6_roleplay_counts.csv", "qa_keypoints.csv")
+CONTEXT_ROWS = ("table4_mbti.csv", "table5_sloan.csv")  # one column per method: the context is two rows
 
 
 @pytest.mark.parametrize("name", CONTEXT_TABLES)
@@ -128,3 +129,10 @@ def test_committed_comparison_tables_carry_context_columns(name):
     columns = pd.read_csv(paths.RESULTS_DIR / name, nrows=0).columns
     assert any("context_chars" in c for c in columns) and any("context_tokens" in c for c in columns), (
         f"results/{name} lacks the context columns (characters and tokens each method showed its LLM)")
+
+
+@pytest.mark.parametrize("name", CONTEXT_ROWS)
+def test_committed_per_character_tables_carry_context_rows(name):
+    first = pd.read_csv(paths.RESULTS_DIR / name).iloc[:, 0].tolist()
+    assert "Context characters per question" in first and "Context tokens per question" in first, (
+        f"results/{name} lacks the context rows (characters and tokens each method showed its LLM)")
