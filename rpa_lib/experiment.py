@@ -97,11 +97,12 @@ class Experiment:
         return out
 
     def label(self) -> str:
-        """``LLM: ... | embedder: ...`` (and ``GS and AE: ...`` when they run on their own LLM) for captions."""
+        """``LLM: ... | embedder: ...`` (and ``GS and AE: ...`` when they run on their own LLM), then the dataset
+        (``data: the paper's dataset (data/)``, or your characters' folder), for captions."""
         label = run_label(self.llm.label, self.embedder if "embedder" in self.parameters else None)
         if self.parameters.get("gs_llm") is not None:
             label += f" | GS and AE: {self.gs_llm.label}"
-        return label
+        return f"{label} | data: {self.dataset.describe()}"
 
     # ---- outputs ---------------------------------------------------------------------------------------------
 
