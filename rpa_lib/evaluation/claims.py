@@ -113,7 +113,10 @@ def _chars(n) -> str:
 
 
 def _p(value: float) -> str:
-    return "-" if pd.isna(value) else (f"{value:.2g}" if value < 0.001 else f"{value:.3f}")
+    if pd.isna(value):
+        return "-"
+    value = value + 0.0  # no "-0"
+    return f"{value:.2g}" if abs(value) < 0.001 and value != 0 else f"{value:.3g}" if abs(value) < 1 else f"{value:.3f}"
 
 
 def paper_personality_tests(dataset: Dataset | None = None) -> pd.DataFrame:
