@@ -69,4 +69,4 @@ def calibrated_verdict(judge, metric: str, messages: list[dict], options: dict[s
     if not reply.scores:
         raise ValueError(f"calibration needs option scores, which {judge.label} did not return")
     best = best_option(reply.scores, baseline, options)
-    return Verdict(metric, best, float(options[best]), OK, coerced=reply.coerced)  # the reply matched no option
+    return Verdict(metric, best, float(options[best]), OK, coerced=getattr(reply, "coerced", False))  # matched none
