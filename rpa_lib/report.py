@@ -51,9 +51,10 @@ MODEL_COLUMNS = ("llm", "judge", "embedder")  # the label columns of every resul
 
 
 def with_models(df: pd.DataFrame, llm: str | None = None, judge: str | None = None, embedder: str | None = None,
-                rows=None) -> pd.DataFrame:
+                rows=None, gs_llm: str | None = None) -> pd.DataFrame:
     """A copy of ``df`` whose ``llm``, ``judge`` and ``embedder`` columns name the models behind its numbers: the
-    role-play LLM, the LLM that scored or rated, the retrieval embedder. A label left None adds no column. ``rows``
+    role-play LLM, the LLM that scored or rated, the retrieval embedder; and ``gs_llm`` the LLM of Guided Selection
+    and the Attribute Extractor when it is not the role-play LLM. A label left None adds no column. ``rows``
     (a boolean mask) limits the labels to this run's rows, so the paper's rows beside ours stay unlabelled; a
     value the table already has in such a column (a paper row's own LLM, say) is kept.
 
@@ -63,7 +64,7 @@ def with_models(df: pd.DataFrame, llm: str | None = None, judge: str | None = No
     """
     out = df.copy()
     mask = pd.Series(True, index=out.index) if rows is None else pd.Series(rows, index=out.index).astype(bool)
-    for column, value in zip(MODEL_COLUMNS, (llm, judge, embedder)):
+    for column, value in zip((*MODEL_COLUMNS, "gs_llm"), (llm, judge, embedder, gs_llm)):
         if value is None or value == "":
             continue
         if column not in out.columns:
