@@ -233,4 +233,4 @@ def test_the_in_process_llamacpp_engine_constrains_choice_and_structure():
     assert set(rating.scores) == {"1", "2", "3", "4", "5"} and max(rating.scores.values()) <= 0  # log-probabilities
     assert set(model.structured(user("Ada is 36."), SCHEMA, max_tokens=40).data) >= {"name", "age"}
     assert model.usage.reasks == 0  # grammar-constrained: right the first time
-    assert model.usage.to_dict()["replies"]["choose"] == {"replies": 3, "invalid": 0, "valid_share": 1.0}
+    assert model.usage.to_dict()["replies"]["choose"] == {"replies": 3, "invalid": 0, "valid_share": 1.0, "coerced": 0}
