@@ -301,3 +301,16 @@ def test_budget_is_shared_by_the_notebooks_of_a_run_and_a_rerun_resumes_from_the
     out = capsys.readouterr().out
     spent = float(re.search(r"budget: \$([\d.]+) of \$5\.00 spent", out).group(1))
     assert spent == pytest.approx((20 - paid_first) * 0.106)  # only the calls the first run did not make
+
+
+def test_a_run_mode_is_declared_and_a_typo_is_an_error():
+    """The run mode reaches a notebook as its run_mode parameter: known keys only, amounts checked, {} runs normally."""
+    from rpa_lib.llm import RunMode
+
+    assert RunMode.of(None) == RunMode.of({}) == RunMode()
+    assert RunMode.of({"budget_usd": "2.5"}).budget_usd == 2.5
+    with pytest.raises(ValueError, match=r"run_mode: unknown key\(s\) \['plan'\]; known: \['plan_file', 'budget_usd'"):
+        RunMode.of({"plan": "x.jsonl"})
+    with pytest.raises(ValueError, match="run_mode budget_usd must be a non-negative number of dollars"):
+        RunMode.of({"budget_usd": -1})
+    assert get_llm("fake", mode=RunMode()).__class__ is FakeLLM  # the default wraps nothing
