@@ -103,16 +103,22 @@ def table3_beside_paper(stats: pd.DataFrame, sizes: pd.DataFrame | None = None, 
     ours = avg[avg.method == method].drop(columns="method").assign(source="ours")
     by_set = {m: g.set_index("question_set") for m, g in avg.groupby("method", sort=False)}
     context = {m: g.set_index("question_set") for m, g in sizes.groupby("method", sort=False)} if sizes is not None else {}
-    columns = ["source", "question_set", "chunk_usage_rate", "ceiling_rate", "gs_failure_rate"]
-    for m, prefix in ((method, ""), (baseline, f"{baseline}_"), (control, f"{control}_")):
-        if m != method and m in by_set:
-            for col in ("usage_rate", "ceiling_rate"):
-                ours[prefix + col] = ours.question_set.map(by_set[m][col if col == "ceiling_rate" else "chunk_usage_rate"])
-                columns.append(prefix + col)
-        if m in context:
-            for col in ("context_chars", "context_tokens"):
-                ours[prefix + col] = ours.question_set.map(context[m][col]).round(0)
-                columns.append(prefix + col)
+    def beside(m: str, prefix: str, shown: dict[str, pd.DataFrame], columns: dict[str, str]) -> list[str]:
+        """Columns ``prefix + name`` of ``ours`` holding method ``m``'s ``columns`` per question set (none for a
+        method that did not run)."""
+        if m not in shown:
+            return []
+        for name, source in columns.items():
+            ours[prefix + name] = ours.question_set.map(shown[m][source])
+        return [prefix + name for name in columns]
+
+    sized = {m: g.round({"context_chars": 0, "context_tokens": 0}) for m, g in context.items()}
+    both = {"context_chars": "context_chars", "context_tokens": "context_tokens"}
+    columns = ["source", "question_set", "chunk_usage_rate", "ceiling_rate", "gs_failure_rate",
+               *beside(method, "", sized, both)]
+    for m in (baseline, control):
+        columns += beside(m, f"{m}_", by_set, {"usage_rate": "chunk_usage_rate", "ceiling_rate": "ceiling_rate"})
+        columns += beside(m, f"{m}_", sized, both)
     paper = paper_table("table3_chunk_usage").assign(source=f"AMADEUS paper ({PAPER_LLM})")
     figure1 = paper_table("figure1_chunk_usage").set_index("method").avg_chunk_usage_rate
     paper["naive_rag_usage_rate"] = paper.question_set.map({"MBTI": figure1["Naive RAG"]})

@@ -83,19 +83,22 @@ class Retriever:
         return self.search_many([query], k)[0]
 
     def search_many(self, queries: list[str], k: int = 5) -> list[list[Hit]]:
-        """:meth:`search` for each query. A query whose vector is all zeros (TF-IDF: no word of it is in the
-        persona's vocabulary) ties every chunk at 0: it gets the first ``k`` chunks in document order, never an
-        arbitrary index order (:func:`zero_queries` counts such queries)."""
-        vectors = embed(self.embedder, queries, kind="query")
+        """:meth:`search` for each query."""
+        return self.search_vectors(embed(self.embedder, queries, kind="query"), k)
+
+    def search_vectors(self, vectors: np.ndarray, k: int = 5) -> list[list[Hit]]:
+        """The ``k`` chunks nearest each query vector. A vector of all zeros (TF-IDF: no word of the query is in
+        the persona's vocabulary) ties every chunk at 0: it gets the first ``k`` chunks in document order, never an
+        arbitrary index order (``not vector.any()`` tells such a query)."""
         ids, scores = self.index.search(vectors, k)
         first = [c.id for c in self.chunks[:k]]
         return [[Hit(self._by_id[i], float(s)) for i, s in zip(row, srow, strict=True)] if vector.any()
                 else [Hit(self._by_id[i], 0.0) for i in first]
                 for row, srow, vector in zip(ids, scores, vectors, strict=True)]
 
-    def zero_queries(self, queries: list[str]) -> list[bool]:
-        """For each of ``queries``: is its vector all zeros (its ranking the document-order tie-break)?"""
-        return [not v.any() for v in embed(self.embedder, queries, kind="query")]
+    def chunk(self, chunk_id: str) -> Chunk | None:
+        """The chunk with this id, or None when this retriever has none."""
+        return self._by_id.get(chunk_id)
 
     def vectors(self) -> np.ndarray:
         return embed(self.embedder, [c.text for c in self.chunks])

@@ -72,16 +72,24 @@ def read_qa(path: Path) -> tuple[list[QA], Problems]:
     return items, problems
 
 
-def read_labels(path: Path) -> tuple[list[dict[str, str]], Problems]:
-    """Rows of ``labels.csv`` (slug, name, work, mbti, sloan) and every problem. An empty type is allowed."""
+def _csv_reader(path: Path, columns: list[str]) -> tuple[csv.DictReader | None, Problems]:
+    """A reader of the CSV file at ``path`` whose header must be ``columns``; None and the problem otherwise."""
     try:
         text = read_text(path)
     except DataError as e:
-        return [], [(e.line, e.problem)]
+        return None, [(e.line, e.problem)]
     reader = csv.DictReader(text.splitlines())
-    if reader.fieldnames != LABEL_COLUMNS:
-        return [], [(1, f"header must be {','.join(LABEL_COLUMNS)}, found {','.join(reader.fieldnames or [])}")]
-    rows, problems = [], []
+    if reader.fieldnames != columns:
+        return None, [(1, f"header must be {','.join(columns)}, found {','.join(reader.fieldnames or [])}")]
+    return reader, []
+
+
+def read_labels(path: Path) -> tuple[list[dict[str, str]], Problems]:
+    """Rows of ``labels.csv`` (slug, name, work, mbti, sloan) and every problem. An empty type is allowed."""
+    reader, problems = _csv_reader(path, LABEL_COLUMNS)
+    if reader is None:
+        return [], problems
+    rows = []
     for lineno, row in enumerate(reader, start=2):
         for kind, pattern in TYPE_PATTERNS.items():  # types are optional (a new character may have none)
             if row[kind] and not pattern.match(row[kind]):
@@ -96,14 +104,10 @@ def read_grounding_reviewed(path: Path) -> tuple[list[dict[str, str | int]], Pro
     problem: the header, an empty field, a row given twice. A missing file has no rows and no problems."""
     if not path.is_file():
         return [], []
-    try:
-        text = read_text(path)
-    except DataError as e:
-        return [], [(e.line, e.problem)]
-    reader = csv.DictReader(text.splitlines())
-    if reader.fieldnames != REVIEWED_COLUMNS:
-        return [], [(1, f"header must be {','.join(REVIEWED_COLUMNS)}, found {','.join(reader.fieldnames or [])}")]
-    rows, problems, seen = [], [], {}
+    reader, problems = _csv_reader(path, REVIEWED_COLUMNS)
+    if reader is None:
+        return [], problems
+    rows, seen = [], {}
     for lineno, row in enumerate(reader, start=2):
         if any(not (row.get(k) or "").strip() for k in REVIEWED_COLUMNS):
             problems.append((lineno, "id, word and reason must all be filled in"))

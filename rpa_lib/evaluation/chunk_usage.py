@@ -69,9 +69,10 @@ def comparison_methods(name: str, llm, dataset, **amadeus_settings):
 def counted_items(items: list[dict], method, character: str, min_chars: int = MIN_USED_CHARS) -> list[dict]:
     """The context items whose persona chunk reached the LLM with at least ``min_chars`` characters of its text
     (or all of it, for a chunk shorter than that); items without a chunk are kept (they add no chunk id)."""
-    chunks = method.retriever(character)._by_id
+    retriever = method.retriever(character)
+
     def full(item: dict) -> int:
-        return max((len(chunks[c].text) for c in item.get("chunk_ids") or () if c in chunks), default=0)
+        return max((len(chunk.text) for c in item.get("chunk_ids") or () if (chunk := retriever.chunk(c))), default=0)
     return [i for i in items if len(i.get("text") or "") >= min(min_chars, full(i))]
 
 

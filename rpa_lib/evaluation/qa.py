@@ -193,15 +193,16 @@ def hs_references(dataset: Dataset, answers: pd.DataFrame, gold: dict[tuple[str,
     from rpa_lib.retrieval import retriever
 
     refs: dict[tuple[str, str], list[dict]] = {}
+    flat: dict[str, list] = {}  # character -> its paragraphs with their whitespace-normalized text, made once
     for r in _answered(answers):
         key = (r["character"], r["question_id"])
         if key in refs:
             continue
         qa = gold.get(key) if r.get("task") in QA_TASKS else None
         if qa is not None:
-            paragraphs = dataset.persona(r["character"]).paragraphs
-            flat = [(p, " ".join(p.text.split())) for p in paragraphs]
-            held = [p for p, text in flat if any(" ".join(e.split()) in text for e in qa.evidence)]
+            if r["character"] not in flat:
+                flat[r["character"]] = [(p, " ".join(p.text.split())) for p in dataset.persona(r["character"]).paragraphs]
+            held = [p for p, text in flat[r["character"]] if any(" ".join(e.split()) in text for e in qa.evidence)]
             refs[key] = [_reference_item(" > ".join(p.headings[1:]), p.text) for p in dict.fromkeys(held)]
         else:
             hits = retriever(r["character"], "acts", embedder, dataset).search(r["question"], k)

@@ -20,7 +20,7 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from rpa_lib.data import Dataset
-from rpa_lib.embeddings import truncation
+from rpa_lib.embeddings import embed, truncation
 from rpa_lib.evaluation.uncertainty import interval_columns, merge_intervals
 from rpa_lib.retrieval import retriever
 from rpa_lib.splitters import SPLITTER_NAMES
@@ -30,7 +30,7 @@ def retrieved_scores(dataset: Dataset, characters: list[str], splitters: list[st
                      k: int = 5, qa_set: str = "paper") -> pd.DataFrame:
     """One row per retrieved chunk: character, splitter, embedder, question id, rank, score, and ``zero_query``
     (the question's vector is all zeros, so its chunks are the document-order tie-break of
-    :meth:`~rpa_lib.retrieval.Retriever.search_many`), for the questions of one QA set (``"paper"``, the headline
+    :meth:`~rpa_lib.retrieval.Retriever.search_vectors`), for the questions of one QA set (``"paper"``, the headline
     set, or ``"multi"``, reported apart)."""
     rows = []
     jobs = [(e, s, c) for e in embedders for s in splitters for c in characters]
@@ -39,8 +39,9 @@ def retrieved_scores(dataset: Dataset, characters: list[str], splitters: list[st
         qa = dataset.qa(slug, qa_set)
         if not qa:
             continue
-        questions = [q.question for q in qa]
-        for item, hits, zero in zip(qa, index.search_many(questions, k), index.zero_queries(questions), strict=True):
+        vectors = embed(index.embedder, [q.question for q in qa], kind="query")  # once: for the search and the zeros
+        for item, hits, vector in zip(qa, index.search_vectors(vectors, k), vectors, strict=True):
+            zero = not vector.any()
             rows += [{"character": slug, "splitter": splitter, "embedder": index.embedder.label, "question": item.id,
                       "rank": r, "score": h.score, "chunk": h.chunk.id, "zero_query": zero}
                      for r, h in enumerate(hits, start=1)]
