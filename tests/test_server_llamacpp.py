@@ -223,6 +223,26 @@ def test_notebooks_03_and_05_with_only_the_base_url_and_model_set(server, tmp_pa
     assert "03_chunk_usage" in done.stdout and "05_qa_evaluation" in done.stdout
 
 
+def test_gs_and_ae_run_on_their_own_role_at_the_server_while_the_answer_stays_with_the_role_play_llm(server,
+                                                                                                    monkeypatch):
+    """The "gs" role at a real server (RPA_GS_BASE_URL): AMADEUS's judge and extractor calls reach it, the answer
+    goes to the role-play LLM, and the role-play LLM's server setting is never used for GS."""
+    from rpa_lib.evaluation.runner import Job, run_jobs
+    from rpa_lib.llm import FakeLLM
+    from rpa_lib.methods import build_method
+
+    monkeypatch.setenv("RPA_GS_BASE_URL", server.base_url)
+    monkeypatch.setenv("RPA_LLM_BASE_URL", "http://127.0.0.1:9/v1")  # nothing listens: GS must not go there
+    gs = get_llm(f"openai:{MODEL}", role="gs", cache=False, timeout=TIMEOUT)
+    agent = FakeLLM(label="role-play")
+    amadeus = build_method("amadeus", agent, gs_llm=gs, dataset=Path(__file__).parent / "fixtures" / "data",
+                           embedder="hash-64", max_iterations=2, extract_format="text")
+    rows = run_jobs(amadeus, [Job("ada-lindqvist", "q1", "What keeps you awake at night?")], progress=False)
+    assert rows.error.isna().all(), rows.error.tolist()
+    assert gs.base_url == server.base_url and gs.usage.requests >= 3  # GS's judge calls and AE's two attributes
+    assert agent.usage.calls == 1  # the answer
+
+
 def test_the_in_process_llamacpp_engine_constrains_choice_and_structure():
     model = get_llm("llamacpp", cache=False)
     assert model.model_id.startswith("llamacpp:SmolLM2-135M-Instruct.Q4_1.gguf@")
