@@ -73,6 +73,23 @@ def _logprobs(text: str, top: int) -> dict:
                         for t in tokens]}
 
 
+def chat_completion(body: dict, answer: Answer, number: int) -> dict:
+    """The chat-completion JSON answering request ``body`` with ``answer(body)`` (None: a null content), its usage
+    counted in words. ``chat_completion({"messages": [{"role": "user", "content": "hi"}]}, default_answer, 1)``"""
+    out = answer(body)
+    text = json.dumps(out) if isinstance(out, dict) else "" if out is None else str(out)
+    prompt = sum(len(str(m.get("content") or "").split()) for m in body.get("messages", []))
+    content = None if out is None else text  # None: a null content, as servers send for a refusal
+    choice: dict[str, Any] = {"index": 0, "message": {"role": "assistant", "content": content},
+                              "finish_reason": "stop", "logprobs": None}
+    if body.get("logprobs"):
+        choice["logprobs"] = _logprobs(text, int(body.get("top_logprobs") or 1))
+    return {"id": f"chatcmpl-mock-{number}", "object": "chat.completion", "created": int(time.time()),
+            "model": body.get("model", "mock"), "choices": [choice],
+            "usage": {"prompt_tokens": prompt, "completion_tokens": len(text.split()),
+                      "total_tokens": prompt + len(text.split())}}
+
+
 class MockServer:
     """``with MockServer(latency=0.1, fault_rate=0.2) as server: OpenAI(base_url=server.base_url, ...)``."""
 
@@ -108,7 +125,7 @@ class MockServer:
 
     def start(self) -> MockServer:
         self._stop.clear()
-        self._httpd = _Server(("127.0.0.1", self.port), _handler(self))
+        self._httpd = Server(("127.0.0.1", self.port), _handler(self))
         self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.05,), name="mock-openai",
                                         daemon=True)
         self._thread.start()
@@ -144,45 +161,38 @@ class MockServer:
             return fault
 
     def _completion(self, body: dict) -> dict:
-        out = self.answer(body)
-        text = json.dumps(out) if isinstance(out, dict) else "" if out is None else str(out)
-        prompt = sum(len(str(m.get("content") or "").split()) for m in body.get("messages", []))
-        content = None if out is None else text  # None: a null content, as servers send for a refusal
-        choice: dict[str, Any] = {"index": 0, "message": {"role": "assistant", "content": content},
-                                  "finish_reason": "stop", "logprobs": None}
-        if body.get("logprobs"):
-            choice["logprobs"] = _logprobs(text, int(body.get("top_logprobs") or 1))
-        return {"id": f"chatcmpl-mock-{self.requests}", "object": "chat.completion", "created": int(time.time()),
-                "model": body.get("model", "mock"), "choices": [choice],
-                "usage": {"prompt_tokens": prompt, "completion_tokens": len(text.split()),
-                          "total_tokens": prompt + len(text.split())}}
+        return chat_completion(body, self.answer, self.requests)
 
 
-class _Server(ThreadingHTTPServer):
+class Server(ThreadingHTTPServer):
     daemon_threads = True  # a hanging request must not block shutdown
     request_queue_size = 128  # many clients connect at once in the benchmark
 
 
+class JSONHandler(BaseHTTPRequestHandler):
+    """A quiet HTTP/1.1 handler that answers JSON bodies and OpenAI-style errors (``{"error": {"message"}}``)."""
+
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body go out as separate writes
+
+    def log_message(self, *args: Any) -> None:  # quiet
+        pass
+
+    def _send(self, status: int, payload: bytes, headers: dict[str, str] | None = None) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def _error(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
+        self._send(status, json.dumps({"error": {"message": message, "type": "mock_error"}}).encode(), headers)
+
+
 def _handler(server: MockServer) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-        disable_nagle_algorithm = True  # headers and body go out as separate writes
-
-        def log_message(self, *args: Any) -> None:  # quiet
-            pass
-
-        def _send(self, status: int, payload: bytes, headers: dict[str, str] | None = None) -> None:
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(payload)))
-            for name, value in (headers or {}).items():
-                self.send_header(name, value)
-            self.end_headers()
-            self.wfile.write(payload)
-
-        def _error(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
-            self._send(status, json.dumps({"error": {"message": message, "type": "mock_error"}}).encode(), headers)
-
+    class Handler(JSONHandler):
         def do_GET(self) -> None:
             if self.path.rstrip("/").endswith("/mock/stats"):
                 with server._lock:

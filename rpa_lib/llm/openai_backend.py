@@ -188,6 +188,11 @@ class OpenAILLM(LLM):
     def _where(self) -> str:
         return f"model {self.model!r} at {self.base_url}"
 
+    def openai_client(self) -> Any:
+        """The ``openai.OpenAI`` client this backend sends with (built on first use, the key looked up then), for
+        the endpoints it does not wrap: files and batches (:mod:`rpa_lib.llm.batches`)."""
+        return self._openai()
+
     def _openai(self) -> Any:
         """The ``openai.OpenAI`` client, built on the first call (the key is looked up then)."""
         with self._client_lock:

@@ -1,0 +1,154 @@
+"""The ledger of batch rounds: one SQLite file in a run's batch folder, so that a killed run resumes instead of paying
+twice.
+
+It records each round (the set of requests it was asked for, its mode, whether it returned), each *part* of a round
+(one request file: its custom ids, the uploaded file's id, the batch's id, its last status and request counts, and
+its final status once its results are stored) and each line's result. Every step is committed as soon as it
+happens: a part is recorded before its file is uploaded, its file id as soon as the upload returns, its batch id as
+soon as the batch is created, and its results together with its final status in one transaction.
+
+An answer (a 2xx response) is kept for good: a later round asking for the same custom id gets it without a new
+request. An error belongs to its round: the caller's next round asks again. This module does not talk to any
+server or read any request file (:mod:`rpa_lib.llm.batches` does).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rpa_lib.sqlite_store import connect
+
+_SCHEMA = ("CREATE TABLE IF NOT EXISTS rounds (n INTEGER PRIMARY KEY, key TEXT, mode TEXT, done INTEGER, "
+           "created REAL)")
+_TABLES = (
+    "CREATE TABLE IF NOT EXISTS parts (round INTEGER, n INTEGER, custom_ids TEXT, file_id TEXT, batch_id TEXT, "
+    "status TEXT, counts TEXT, created REAL, final TEXT, PRIMARY KEY (round, n))",
+    "CREATE TABLE IF NOT EXISTS results (round INTEGER, custom_id TEXT, ok INTEGER, result TEXT, part INTEGER, "
+    "PRIMARY KEY (round, custom_id))",
+    "CREATE INDEX IF NOT EXISTS answered ON results (custom_id, ok)",
+)
+_PART_FIELDS = ("file_id", "batch_id", "status", "counts")
+
+
+def round_key(custom_ids: list[str], mode: str) -> str:
+    """What identifies a round's request: its mode and the set of its custom ids (order does not matter).
+    ``round_key(["b", "a"], "files") == round_key(["a", "b"], "files")``"""
+    return hashlib.sha256(json.dumps([mode, sorted(custom_ids)]).encode()).hexdigest()
+
+
+@dataclass
+class Part:
+    """One request file of a round (``requests-N.jsonl``) and what became of it."""
+
+    round: int
+    n: int
+    custom_ids: list[str]
+    file_id: str | None = None
+    batch_id: str | None = None
+    status: str = "written"
+    counts: dict = field(default_factory=dict)
+    created: float = 0.0
+    final: str | None = None  # the batch's last status once its results are stored; None while it is live
+
+    @property
+    def live(self) -> bool:
+        return self.final is None
+
+
+class Ledger:
+    """``Ledger(folder)``: the rounds, parts and results recorded in ``folder/ledger.sqlite``."""
+
+    def __init__(self, folder: Path):
+        self.path = Path(folder) / "ledger.sqlite"
+        self._conn = connect(self.path, _SCHEMA)
+        with self._conn:
+            for statement in _TABLES:
+                self._conn.execute(statement)
+
+    def __repr__(self) -> str:
+        return f"Ledger({str(self.path)!r})"
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def open_round(self, key: str, mode: str) -> int:
+        """The number of the unfinished round asked for ``key`` (a restart resumes it), else of a new round."""
+        row = self._conn.execute("SELECT n FROM rounds WHERE key = ? AND done = 0 ORDER BY n DESC",
+                                 (key,)).fetchone()
+        if row is not None:
+            return row[0]
+        with self._conn:
+            return self._conn.execute("INSERT INTO rounds (key, mode, done, created) VALUES (?, ?, 0, ?)",
+                                      (key, mode, time.time())).lastrowid
+
+    def finish_round(self, n: int) -> None:
+        """Mark round ``n`` as returned: the same request asked again is a new round (its errors asked again)."""
+        with self._conn:
+            self._conn.execute("UPDATE rounds SET done = 1 WHERE n = ?", (n,))
+
+    def parts(self, round_n: int) -> list[Part]:
+        rows = self._conn.execute("SELECT round, n, custom_ids, file_id, batch_id, status, counts, created, final "
+                                  "FROM parts WHERE round = ? ORDER BY n", (round_n,)).fetchall()
+        return [Part(r[0], r[1], json.loads(r[2]), r[3], r[4], r[5], json.loads(r[6] or "{}"), r[7], r[8])
+                for r in rows]
+
+    def add_part(self, round_n: int, custom_ids: list[str]) -> Part:
+        """A new part of round ``round_n`` holding ``custom_ids``, numbered after the round's last part."""
+        with self._conn:
+            n = self._conn.execute("SELECT COALESCE(MAX(n), 0) + 1 FROM parts WHERE round = ?",
+                                   (round_n,)).fetchone()[0]
+            part = Part(round_n, n, list(custom_ids), created=time.time())
+            self._conn.execute("INSERT INTO parts VALUES (?, ?, ?, NULL, NULL, ?, '{}', ?, NULL)",
+                               (round_n, n, json.dumps(part.custom_ids), part.status, part.created))
+        return part
+
+    def update(self, part: Part, **fields: object) -> None:
+        """Set ``fields`` (file_id, batch_id, status, counts) on ``part`` and in the ledger."""
+        unknown = set(fields) - set(_PART_FIELDS)
+        if unknown:
+            raise ValueError(f"unknown part fields {sorted(unknown)}; known: {_PART_FIELDS}")
+        for name, value in fields.items():
+            setattr(part, name, value)
+        stored = {k: json.dumps(v) if k == "counts" else v for k, v in fields.items()}
+        with self._conn:
+            self._conn.execute(f"UPDATE parts SET {', '.join(f'{k} = ?' for k in stored)} WHERE round = ? AND n = ?",
+                               (*stored.values(), part.round, part.n))
+
+    def collect(self, part: Part, results: dict[str, dict], final: str) -> None:
+        """Store ``results`` (custom id -> ``{"status_code", "body"}`` or ``{"error"}``) of ``part`` and mark it
+        finished with status ``final``, in one transaction."""
+        rows = [(part.round, cid, int("error" not in result), json.dumps(result), part.n)
+                for cid, result in results.items()]
+        with self._conn:
+            self._conn.executemany("INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?, ?)", rows)
+            self._conn.execute("UPDATE parts SET final = ?, status = ? WHERE round = ? AND n = ?",
+                               (final, final, part.round, part.n))
+        part.final = part.status = final
+
+    def results(self, round_n: int, custom_ids: list[str]) -> dict[str, dict]:
+        """The results known for ``custom_ids`` in round ``round_n``: its own answers and errors, and answers stored
+        by any earlier round."""
+        found: dict[str, dict] = {}
+        query = ("SELECT custom_id, result FROM results WHERE custom_id = ? AND (round = ? OR ok = 1) "
+                 "ORDER BY ok DESC, round DESC LIMIT 1")
+        for cid in custom_ids:
+            row = self._conn.execute(query, (cid, round_n)).fetchone()
+            if row is not None:
+                found[cid] = json.loads(row[1])
+        return found
+
+    def rounds(self) -> list[dict]:
+        """Every round: ``{"round", "mode", "done", "parts": [Part, ...], "results": {custom_id: result}}``."""
+        out = []
+        for n, mode, done in self._conn.execute("SELECT n, mode, done FROM rounds ORDER BY n").fetchall():
+            rows = self._conn.execute("SELECT custom_id, result FROM results WHERE round = ?", (n,)).fetchall()
+            out.append({"round": n, "mode": mode, "done": bool(done), "parts": self.parts(n),
+                        "results": {cid: json.loads(result) for cid, result in rows}})
+        return out
+
+
+__all__ = ["Ledger", "Part", "round_key"]

@@ -1,0 +1,358 @@
+"""One round of chat-completion requests answered as batches: by the OpenAI Batch API, or by an offline engine that
+reads request files.
+
+``run_round(lines, mode=..., folder=...)`` takes OpenAI batch request lines (``{"custom_id", "method": "POST",
+"url": "/v1/chat/completions", "body"}``), splits them into files within the API's limits (:class:`Limits`: 50,000
+requests and 200 MB a file), writes them as ``folder/round-XXXX/requests-N.jsonl`` and gets them answered:
+
+- ``mode="openai"``: each file is uploaded (``files.create(purpose="batch")``) and started
+  (``batches.create(endpoint="/v1/chat/completions", completion_window="24h")``); the batches are polled, with one
+  progress line per change of status or request counts, until each ends; its output and error files are downloaded
+  (kept as ``results-N.jsonl`` and ``errors-N.jsonl``) and read.
+- ``mode="files"``: it prints what to run (``vllm run-batch -i requests-N.jsonl -o results-N.jsonl --model ...``)
+  and waits until ``results-N.jsonl`` files covering every request appear beside the request files.
+
+It returns ``{custom_id: {"status_code", "body"}}`` for the answered lines and ``{custom_id: {"error": {"code",
+"message"}}}`` for the failed ones (a 4xx/5xx line, a batch that failed validation); a line the batch never ran
+(expired or cancelled) is resubmitted, at most :data:`MAX_SUBMISSIONS` times a round, and absent when it is still
+unanswered. Every step is recorded in the folder's :class:`~rpa_lib.llm.batch_ledger.Ledger` before the next: the
+same call after a kill resumes polling the batches already submitted and uploads nothing again. A batch is never
+cancelled here, not even on Ctrl-C: a restart picks it up.
+
+This module does not store answers in the reply cache, decide which requests make a round (the caller does) or
+retry a failed line (the caller's next round does).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from rpa_lib.llm.batch_ledger import Ledger, Part, round_key
+from rpa_lib.llm.budget import model_price
+from rpa_lib.llm.config import setting
+from rpa_lib.llm.openai_backend import OpenAILLM
+from rpa_lib.llm.usage import Price
+
+ENDPOINT = "/v1/chat/completions"
+MODES = ("openai", "files")
+TERMINAL = ("completed", "failed", "expired", "cancelled")
+UNANSWERED = ("batch_expired", "batch_cancelled")  # error codes of the lines a batch never ran
+MAX_SUBMISSIONS = 3  # times one line is submitted in one round, expired or cancelled batches included
+HEARTBEAT = 600.0  # seconds: a progress line repeats after this long without a change
+TRANSFER_TIMEOUT = 600.0  # seconds for one upload or download (a file may be 200 MB)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The most requests and bytes one request file may hold (the OpenAI Batch API's limits by default)."""
+
+    requests: int = 50_000
+    bytes: int = 200_000_000
+
+
+def batch_price(price: Price) -> Price:
+    """What a request costs through the Batch API: half the synchronous price.
+    ``batch_price(Price(2.0, 8.0)) == Price(1.0, 4.0)``"""
+    return Price(price.input / 2, price.output / 2)
+
+
+def jsonl(line: dict) -> str:
+    """One request line as written to a request file (compact JSON and a newline)."""
+    return json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n"
+
+
+def split_lines(lines: list[dict], limits: Limits = Limits()) -> list[list[dict]]:
+    """``lines`` in order, cut into files of at most ``limits.requests`` lines and ``limits.bytes`` bytes.
+    ``[len(f) for f in split_lines([line] * 5, Limits(requests=2))] == [2, 2, 1]``"""
+    files: list[list[dict]] = []
+    size = 0
+    for line in lines:
+        n = len(jsonl(line).encode())
+        if n > limits.bytes:
+            raise ValueError(f"request {line.get('custom_id')!r} alone is {n:,} bytes, over the {limits.bytes:,} "
+                             "bytes a batch file may hold")
+        if not files or len(files[-1]) >= limits.requests or size + n > limits.bytes:
+            files.append([])
+            size = 0
+        files[-1].append(line)
+        size += n
+    return files
+
+
+def parse_results(text: str) -> dict[str, dict | None]:
+    """The lines of a batch output or error file (OpenAI's or ``vllm run-batch``'s) by custom id: an answer
+    ``{"status_code", "body"}``, an error ``{"error": {"code"?, "message", "status_code"?}}``, or None for a
+    line the batch never ran (expired, cancelled). A line cut short (a file still being written) raises
+    ValueError."""
+    return {obj["custom_id"]: _result(obj) for obj in map(json.loads, filter(str.strip, text.splitlines()))}
+
+
+def _result(obj: dict) -> dict | None:
+    response, error = obj.get("response") or {}, obj.get("error")
+    status = int(response.get("status_code") or 0)
+    body = response.get("body")
+    if 200 <= status < 300 and isinstance(body, dict) and not error:
+        return {"status_code": status, "body": body}
+    if isinstance(error, dict) and error.get("code") in UNANSWERED:
+        return None
+    detail = error if isinstance(error, dict) else (body or {}).get("error") if isinstance(body, dict) else None
+    detail = detail if isinstance(detail, dict) else {"message": error if isinstance(error, str) else None}
+    out = {"message": str(detail.get("message") or (f"HTTP {status}" if status else "no response"))}
+    if detail.get("code"):
+        out["code"] = str(detail["code"])
+    if status:
+        out["status_code"] = status
+    return {"error": out}
+
+
+def default_client(model: str) -> Any:
+    """The ``openai.OpenAI`` client the backend would build for ``model`` (``RPA_LLM_BASE_URL``, ``OPENAI_API_KEY``,
+    the retry policy and timeout): built only when called, the key looked up then."""
+    return OpenAILLM(model, base_url=setting("RPA_LLM_BASE_URL"), cache=False).openai_client()
+
+
+class Progress:
+    """One line on ``stream`` per change of a batch's state, and again after :data:`HEARTBEAT` seconds unchanged."""
+
+    def __init__(self, enabled: bool = True, stream: TextIO | None = None):
+        self.enabled, self.stream = enabled, stream
+        self._shown: dict[str, tuple[str, float]] = {}
+
+    def show(self, what: str, state: str, since: float) -> None:
+        now = time.time()
+        last = self._shown.get(what)
+        if not self.enabled or (last and last[0] == state and now - last[1] < HEARTBEAT):
+            return
+        self._shown[what] = (state, now)
+        print(f"{what}: {state} ({elapsed(now - since)})", file=self.stream or sys.stderr, flush=True)
+
+    def say(self, text: str) -> None:
+        if self.enabled:
+            print(text, file=self.stream or sys.stderr, flush=True)
+
+
+def elapsed(seconds: float) -> str:
+    """``elapsed(3725) == "1h02m"``, ``elapsed(65) == "1m05s"``, ``elapsed(4.2) == "4s"``"""
+    s = int(seconds)
+    return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
+
+
+def run_round(lines: list[dict], *, mode: str, folder: Path, client: Any = None, progress: bool = True,
+              poll_seconds: float = 30.0, limits: Limits = Limits()) -> dict[str, dict]:
+    """Get ``lines`` answered as batches (module docstring); the results by custom id. ``client``: an
+    ``openai.OpenAI`` for ``mode="openai"`` (None: :func:`default_client`)."""
+    if mode not in MODES:
+        raise ValueError(f"unknown batch mode {mode!r}; known: {', '.join(MODES)}")
+    ids = [line["custom_id"] for line in lines]
+    repeated = [cid for cid, n in Counter(ids).items() if n > 1]
+    if repeated:
+        raise ValueError(f"custom ids must be unique in a round; repeated: {repeated[:5]}")
+    ledger = Ledger(Path(folder))
+    try:
+        round_n = ledger.open_round(round_key(ids, mode), mode)
+        if lines:
+            model = str(lines[0]["body"].get("model", ""))
+            engine = _OpenAI(client, model) if mode == "openai" else _Files(model)
+            _answer(lines, ledger, round_n, engine, _Setup(Path(folder), Progress(progress), poll_seconds, limits))
+        results = ledger.results(round_n, ids)
+        ledger.finish_round(round_n)
+        return results
+    finally:
+        ledger.close()
+
+
+@dataclass
+class _Setup:
+    folder: Path
+    progress: Progress
+    poll_seconds: float
+    limits: Limits
+
+    def round_dir(self, round_n: int) -> Path:
+        return self.folder / f"round-{round_n:04d}"
+
+
+def _answer(lines: list[dict], ledger: Ledger, round_n: int, engine: _Engine, setup: _Setup) -> None:
+    """Write the lines without an answer into new parts, have every live part answered, and again for the lines a
+    batch never ran, until every line has a result or has been submitted :data:`MAX_SUBMISSIONS` times."""
+    by_id = {line["custom_id"]: line for line in lines}
+    while True:
+        parts = ledger.parts(round_n)
+        known = ledger.results(round_n, list(by_id))
+        live = {cid for part in parts if part.live for cid in part.custom_ids}
+        tries = Counter(cid for part in parts for cid in part.custom_ids)
+        todo = [line for cid, line in by_id.items()
+                if cid not in known and cid not in live and tries[cid] < MAX_SUBMISSIONS]
+        for chunk in split_lines(todo, setup.limits):
+            part = ledger.add_part(round_n, [line["custom_id"] for line in chunk])
+            path = setup.round_dir(round_n) / f"requests-{part.n}.jsonl"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text("".join(map(jsonl, chunk)), encoding="utf-8")
+        pending = [part for part in ledger.parts(round_n) if part.live]
+        if not pending:
+            return
+        engine.finish(pending, ledger, setup)
+
+
+class _Engine:
+    """What answers the live parts of a round: ``finish`` returns when each is collected in the ledger."""
+
+    def finish(self, parts: list[Part], ledger: Ledger, setup: _Setup) -> None:
+        raise NotImplementedError
+
+
+class _OpenAI(_Engine):
+    """The OpenAI Batch API through the ``openai`` package."""
+
+    def __init__(self, client: Any, model: str):
+        self._client, self.model = client, model
+
+    def finish(self, parts: list[Part], ledger: Ledger, setup: _Setup) -> None:
+        if self._client is None:
+            self._client = default_client(self.model)
+        client = self._client
+        for part in parts:
+            self._submit(client, part, ledger, setup)
+        while parts:
+            for part in parts:
+                batch = client.batches.retrieve(part.batch_id)
+                counts = batch.request_counts.model_dump() if batch.request_counts else {}
+                if (batch.status, counts) != (part.status, part.counts):
+                    ledger.update(part, status=batch.status, counts=counts)
+                setup.progress.show(f"round {part.round} batch {part.n} ({part.batch_id})", _state(batch), part.created)
+                if batch.status in TERMINAL:
+                    self._collect(client, part, batch, ledger, setup)
+            parts = [part for part in parts if part.live]
+            if parts:
+                time.sleep(setup.poll_seconds)
+
+    def _submit(self, client: Any, part: Part, ledger: Ledger, setup: _Setup) -> None:
+        """Upload the part's file and start its batch, each unless the ledger says it was done (a batch created
+        just before a kill, whose id the ledger missed, is found by its input file)."""
+        if part.file_id is None:
+            path = setup.round_dir(part.round) / f"requests-{part.n}.jsonl"
+            with path.open("rb") as f:
+                uploaded = client.files.create(file=(path.name, f), purpose="batch", timeout=TRANSFER_TIMEOUT)
+            ledger.update(part, file_id=uploaded.id, status="uploaded")
+        if part.batch_id is None:
+            recent = client.batches.list(limit=100).data  # the first page only: the newest batches
+            found = next((b for b in recent if b.input_file_id == part.file_id), None)
+            batch = found or client.batches.create(input_file_id=part.file_id, endpoint=ENDPOINT,
+                                                   completion_window="24h")
+            ledger.update(part, batch_id=batch.id, status=batch.status)
+            setup.progress.say(f"round {part.round} batch {part.n}: {len(part.custom_ids)} requests "
+                               f"{'found' if found else 'submitted'} as {batch.id}")
+
+    def _collect(self, client: Any, part: Part, batch: Any, ledger: Ledger, setup: _Setup) -> None:
+        """Download the ended batch's output and error files, keep them beside the request file, store its results
+        (every line of a batch that failed validation gets the batch's errors) and mark the part finished."""
+        results: dict[str, dict | None] = {}
+        for name, file_id in (("results", batch.output_file_id), ("errors", batch.error_file_id)):
+            if file_id:
+                text = client.files.content(file_id, timeout=TRANSFER_TIMEOUT).text
+                (setup.round_dir(part.round) / f"{name}-{part.n}.jsonl").write_text(text, encoding="utf-8")
+                results.update(parse_results(text))
+        if batch.status == "failed":
+            results.update(_validation_errors(part, batch))
+        ledger.collect(part, {cid: r for cid, r in results.items() if r is not None and cid in part.custom_ids},
+                       batch.status)
+
+
+def _state(batch: Any) -> str:
+    counts = batch.request_counts
+    done = f", {counts.completed}/{counts.total} done, {counts.failed} failed" if counts and counts.total else ""
+    return f"{batch.status}{done}"
+
+
+def _validation_errors(part: Part, batch: Any) -> dict[str, dict]:
+    """Errors for the lines of a batch that failed validation: the error naming a line for that line, the others'
+    messages for every other line."""
+    errors = list(getattr(batch.errors, "data", None) or [])
+    named = {e.line: e for e in errors if e.line and 1 <= e.line <= len(part.custom_ids)}
+    general = "; ".join(e.message or e.code or "" for e in errors if e.line not in named) or "batch failed"
+    out = {cid: {"error": {"code": "batch_failed", "message": general}} for cid in part.custom_ids}
+    for line, e in named.items():
+        out[part.custom_ids[line - 1]] = {"error": {"code": e.code or "batch_failed", "message": e.message or ""}}
+    return out
+
+
+class _Files(_Engine):
+    """Request files answered by whoever runs them: waits for ``results-N.jsonl`` beside each ``requests-N.jsonl``."""
+
+    def __init__(self, model: str):
+        self.model = model
+
+    def finish(self, parts: list[Part], ledger: Ledger, setup: _Setup) -> None:
+        folder = setup.round_dir(parts[0].round)
+        names = ", ".join(f"requests-{p.n}.jsonl" for p in parts)
+        setup.progress.say(
+            f"Round {parts[0].round}: {sum(len(p.custom_ids) for p in parts)} requests in {folder} ({names}). "
+            f"Run each file with an engine that reads the OpenAI batch format and write its results beside it, e.g.\n"
+            f"  vllm run-batch -i requests-{parts[0].n}.jsonl -o results-{parts[0].n}.jsonl "
+            f"--model {self.model or 'MODEL'}\n"
+            "Waiting for every results-N.jsonl (docs/batch.md says how to run them elsewhere and copy them back).")
+        while parts:
+            for part in parts:
+                results = _read_results(folder / f"results-{part.n}.jsonl")
+                have = sum(cid in results for cid in part.custom_ids)
+                setup.progress.show(f"round {part.round} results-{part.n}.jsonl",
+                                    f"{have}/{len(part.custom_ids)} lines", part.created)
+                if have == len(part.custom_ids):
+                    ledger.collect(part, {cid: r for cid, r in results.items()
+                                          if r is not None and cid in part.custom_ids}, "completed")
+            parts = [part for part in parts if part.live]
+            if parts:
+                time.sleep(setup.poll_seconds)
+
+
+def _read_results(path: Path) -> dict[str, dict | None]:
+    """The results in ``path``: empty while it is missing or cut short (still being written or copied)."""
+    try:
+        return parse_results(path.read_text(encoding="utf-8"))
+    except (FileNotFoundError, ValueError, KeyError):
+        return {}
+
+
+def summary(folder: Path) -> dict:
+    """What the rounds recorded in ``folder`` asked and paid, for a run record: per round its mode, batch ids (or
+    request files), requests submitted, answered and failed, tokens and dollars at batch price (OpenAI rounds of
+    a model with a known price; None otherwise), and the totals."""
+    ledger = Ledger(Path(folder))
+    try:
+        rounds = [_round_summary(r) for r in ledger.rounds()]
+    finally:
+        ledger.close()
+    dollars = [r["usd"] for r in rounds if r["usd"] is not None]
+    totals = {k: sum(r[k] for r in rounds) for k in ("calls", "answered", "failed", "prompt_tokens",
+                                                      "completion_tokens")}
+    return {"rounds": rounds, **totals, "usd": sum(dollars) if dollars else None}
+
+
+def _round_summary(record: dict) -> dict:
+    answers = [r for r in record["results"].values() if "error" not in r]
+    tokens = Counter()
+    usd: float | None = 0.0 if record["mode"] == "openai" else None
+    for model, usage in _usages(answers):
+        tokens.update(prompt=usage[0], completion=usage[1])
+        price = model_price(model)
+        usd = None if usd is None or price is None else usd + batch_price(price).cost(*usage)
+    parts = record["parts"]
+    return {"round": record["round"], "mode": record["mode"],
+            "batches": [p.batch_id or f"requests-{p.n}.jsonl" for p in parts],
+            "calls": sum(len(p.custom_ids) for p in parts), "answered": len(answers),
+            "failed": len(record["results"]) - len(answers), "prompt_tokens": tokens["prompt"],
+            "completion_tokens": tokens["completion"], "usd": usd}
+
+
+def _usages(answers: list[dict]) -> Iterator[tuple[str, tuple[int, int]]]:
+    for answer in answers:
+        usage = answer["body"].get("usage") or {}
+        yield (answer["body"].get("model", ""),
+               (int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)))
