@@ -26,7 +26,6 @@ import json
 import re
 import threading
 import time
-from typing import Any
 
 from benchmarks.mock_server import Answer, JSONHandler, Server, chat_completion, default_answer
 

@@ -1,0 +1,221 @@
+"""The batch transport (``rpa_lib.llm.batches``): the OpenAI Batch API driven through the real ``openai`` package
+against the test server (``benchmarks.batch_server``), resumed after a kill, and the request files of ``BATCH=files``
+answered by an offline engine."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+import openai
+import pytest
+
+from benchmarks.batch_server import BatchServer
+from benchmarks.mock_server import chat_completion, default_answer
+from rpa_lib.llm.batches import Limits, batch_price, jsonl, parse_results, run_round, split_lines, summary
+from rpa_lib.llm.usage import Price
+
+FAST = 0.01  # seconds between polls
+
+
+def request(i: int, model: str = "gpt-4.1-mini") -> dict:
+    return {"custom_id": f"req-{i:03d}", "method": "POST", "url": "/v1/chat/completions",
+            "body": {"model": model, "messages": [{"role": "user", "content": f"What do you fear, number {i}?"}],
+                     "temperature": 0.0, "max_tokens": 64, "seed": 0}}
+
+
+def text(result: dict) -> str:
+    return result["body"]["choices"][0]["message"]["content"]
+
+
+def client_for(server: BatchServer) -> openai.OpenAI:
+    return openai.OpenAI(base_url=server.base_url, api_key="sk-test", max_retries=0)
+
+
+def run(lines, folder, client, **options):
+    return run_round(lines, mode="openai", folder=folder, client=client, poll_seconds=FAST, **options)
+
+
+def test_a_round_is_uploaded_started_polled_and_read_back(tmp_path, capsys):
+    lines = [request(i) for i in range(5)]
+    with BatchServer() as server:
+        results = run(lines, tmp_path, client_for(server))
+        (file_id,) = [f for f, meta in server.files.items() if meta["purpose"] == "batch"]
+        assert server.request_lines(file_id) == lines  # the request file as uploaded
+        (batch,) = server.batches.values()
+        assert (batch["endpoint"], batch["completion_window"], batch["status"]) == ("/v1/chat/completions", "24h",
+                                                                                    "completed")
+    assert {cid: text(r) for cid, r in results.items()} == {
+        line["custom_id"]: f"echo: {line['body']['messages'][0]['content']}" for line in lines}
+    assert all(r["status_code"] == 200 and r["body"]["usage"]["prompt_tokens"] > 0 for r in results.values())
+    shown = [line for line in capsys.readouterr().err.splitlines() if line.startswith("round 1 batch 1 (")]
+    assert [s.split(": ", 1)[1].rsplit(" (", 1)[0] for s in shown] == [
+        "in_progress, 0/5 done, 0 failed", "finalizing, 0/5 done, 0 failed", "completed, 5/5 done, 0 failed"]
+    outputs = sorted(p.name for p in (tmp_path / "round-0001").iterdir())
+    assert outputs == ["requests-1.jsonl", "results-1.jsonl"]
+
+
+def test_an_expired_batch_is_resubmitted_for_its_unanswered_lines_only(tmp_path):
+    lines = [request(i) for i in range(6)]
+    with BatchServer(outcomes=["expired"]) as server:
+        results = run(lines, tmp_path, client_for(server), progress=False)
+        first, second = (server.request_lines(b["input_file_id"]) for b in server.batches.values())
+    assert [line["custom_id"] for line in first] == [line["custom_id"] for line in lines]
+    assert second == lines[3:]  # the first half was answered before the batch expired
+    assert sorted(results) == [line["custom_id"] for line in lines] and all("body" in r for r in results.values())
+
+
+def test_failed_lines_come_back_as_errors_and_the_next_round_asks_only_for_them(tmp_path):
+    lines = [request(i) for i in range(4)]
+    with BatchServer(outcomes=["failed_lines"]) as server:
+        client = client_for(server)
+        results = run(lines, tmp_path, client, progress=False)
+        assert server.created == 1  # an error is the caller's to retry, not resubmitted within the round
+        failed = sorted(cid for cid, r in results.items() if "error" in r)
+        assert failed == ["req-001", "req-003"]
+        assert results["req-001"]["error"] == {"code": "mock_invalid", "message": "invalid request (mock)",
+                                               "status_code": 400}
+        again = run(lines, tmp_path, client, progress=False)  # the caller's next round: the same four lines
+        assert server.created == 2
+        resent = server.request_lines(list(server.batches.values())[-1]["input_file_id"])
+    assert [line["custom_id"] for line in resent] == failed  # answers are never paid for twice
+    assert all("body" in r for r in again.values()) and (tmp_path / "round-0002" / "requests-1.jsonl").exists()
+
+
+def test_a_cancelled_batch_is_resubmitted_at_most_three_times(tmp_path):
+    lines = [request(i) for i in range(8)]
+    with BatchServer(outcomes=["cancelled"] * 3) as server:
+        results = run(lines, tmp_path, client_for(server), progress=False)
+        sizes = [len(server.request_lines(b["input_file_id"])) for b in server.batches.values()]
+        assert [b["status"] for b in server.batches.values()] == ["cancelled"] * 3
+    assert sizes == [8, 4, 2]  # each time only the lines it did not run
+    assert sorted(results) == [f"req-{i:03d}" for i in range(7)]  # one line never ran: absent, not an error
+
+
+def test_a_batch_that_fails_validation_fails_every_line(tmp_path):
+    lines = [request(i) for i in range(3)]
+    with BatchServer(outcomes=["failed"]) as server:
+        results = run(lines, tmp_path, client_for(server), progress=False)
+        assert server.created == 1
+    assert results["req-000"] == {"error": {"code": "invalid_request",
+                                            "message": "line 1 is not a valid request (mock)"}}
+    assert results["req-002"]["error"]["code"] == "batch_failed"
+
+
+class Killed(BaseException):
+    """Stands for the process being killed: nothing below catches it."""
+
+
+class KilledAt:
+    """The ``openai`` client, but the process dies at ``where`` ("poll": the first retrieval; "create": just after
+    the server accepted the batch, before its id reached us)."""
+
+    def __init__(self, client: openai.OpenAI, where: str):
+        self.files, self._batches, self.where = client.files, client.batches, where
+        self.batches = self
+
+    def create(self, **params):
+        batch = self._batches.create(**params)
+        if self.where == "create":
+            raise Killed
+        return batch
+
+    def retrieve(self, batch_id):
+        if self.where == "poll":
+            raise Killed
+        return self._batches.retrieve(batch_id)
+
+    def list(self, **params):
+        return self._batches.list(**params)
+
+
+@pytest.mark.parametrize("where", ["poll", "create"])
+def test_a_killed_round_resumes_without_uploading_or_starting_anything_again(tmp_path, where):
+    lines = [request(i) for i in range(4)]
+    with BatchServer() as server:
+        client = client_for(server)
+        with pytest.raises(Killed):
+            run(lines, tmp_path, KilledAt(client, where), progress=False)
+        assert (server.uploads, server.created) == (1, 1)
+        results = run(lines, tmp_path, client, progress=False)  # the same command again
+        assert (server.uploads, server.created) == (1, 1)
+    assert sorted(results) == [line["custom_id"] for line in lines] and all("body" in r for r in results.values())
+
+
+def test_request_files_stay_within_the_limits(tmp_path):
+    lines = [request(i) for i in range(5)]
+    assert [len(f) for f in split_lines(lines, Limits(requests=2))] == [2, 2, 1]
+    size = len(jsonl(lines[0]).encode())
+    assert [len(f) for f in split_lines(lines, Limits(bytes=3 * size + 2))] == [3, 2]  # all lines are one size
+    with pytest.raises(ValueError, match="req-000.*alone is"):
+        split_lines(lines, Limits(bytes=size - 1))
+    with BatchServer() as server:
+        results = run(lines, tmp_path, client_for(server), progress=False, limits=Limits(requests=2))
+        assert [len(server.request_lines(b["input_file_id"])) for b in server.batches.values()] == [2, 2, 1]
+    assert len(results) == 5
+
+
+def test_a_summary_prices_the_answers_at_batch_rates(tmp_path):
+    lines = [request(i, model="gpt-4.1") for i in range(3)]
+    with BatchServer() as server:
+        results = run(lines, tmp_path, client_for(server), progress=False)
+    prompt = sum(r["body"]["usage"]["prompt_tokens"] for r in results.values())
+    completion = sum(r["body"]["usage"]["completion_tokens"] for r in results.values())
+    spent = summary(tmp_path)
+    assert batch_price(Price(2.0, 8.0)) == Price(1.0, 4.0)
+    assert spent["rounds"][0]["batches"] == ["batch_2"] and spent["calls"] == spent["answered"] == 3
+    assert (spent["prompt_tokens"], spent["completion_tokens"]) == (prompt, completion)
+    assert spent["usd"] == pytest.approx((prompt * 1.0 + completion * 4.0) / 1e6)
+
+
+def engine(folder, n: int, *, fail: str | None = None) -> None:
+    """What ``vllm run-batch`` does with a request file: one output line per request (``fail``: an error line)."""
+    out = []
+    for line in map(json.loads, (folder / f"requests-{n}.jsonl").read_text().splitlines()):
+        if line["custom_id"] == fail:
+            out.append({"id": "x", "custom_id": line["custom_id"], "error": "prompt too long (engine)",
+                        "response": {"status_code": 400, "request_id": "x", "body": None}})
+        else:
+            body = chat_completion(line["body"], default_answer, 1)
+            out.append({"id": "x", "custom_id": line["custom_id"], "error": None,
+                        "response": {"status_code": 200, "request_id": "x", "body": body}})
+    text = "".join(json.dumps(o) + "\n" for o in out)
+    (folder / f"results-{n}.jsonl").write_text(text[: len(text) // 2])  # a file still being copied
+    time.sleep(5 * FAST)
+    (folder / f"results-{n}.jsonl").write_text(text)
+
+
+def test_files_mode_waits_for_result_files_and_reads_them(tmp_path, capsys):
+    lines = [request(i) for i in range(3)]
+    results: dict = {}
+    worker = threading.Thread(target=lambda: results.update(
+        run_round(lines, mode="files", folder=tmp_path, poll_seconds=FAST)))
+    worker.start()
+    folder = tmp_path / "round-0001"
+    for _ in range(500):
+        if (folder / "requests-1.jsonl").exists():
+            break
+        time.sleep(FAST)
+    engine(folder, 1, fail="req-002")
+    worker.join(timeout=10)
+    assert not worker.is_alive()
+    assert text(results["req-000"]) == f"echo: {lines[0]['body']['messages'][0]['content']}"
+    assert results["req-002"] == {"error": {"message": "prompt too long (engine)", "status_code": 400}}
+    said = capsys.readouterr().err
+    assert "vllm run-batch -i requests-1.jsonl -o results-1.jsonl --model gpt-4.1-mini" in said
+    assert "round 1 results-1.jsonl: 3/3 lines" in said
+    again = run_round(lines[:2], mode="files", folder=tmp_path, poll_seconds=FAST, progress=False)
+    assert again == {cid: results[cid] for cid in ("req-000", "req-001")}  # answered before: no new file
+    assert not (tmp_path / "round-0002").exists()
+
+
+def test_parse_results_reads_answers_errors_and_lines_never_run():
+    out = parse_results(
+        '{"custom_id": "a", "response": {"status_code": 200, "body": {"choices": []}}, "error": null}\n'
+        '{"custom_id": "b", "response": null, "error": {"code": "batch_expired", "message": "late"}}\n'
+        '{"custom_id": "c", "response": {"status_code": 429, "body": {"error": {"message": "slow down"}}}}\n')
+    assert out == {"a": {"status_code": 200, "body": {"choices": []}}, "b": None,
+                   "c": {"error": {"message": "slow down", "status_code": 429}}}
+    with pytest.raises(ValueError):
+        parse_results('{"custom_id": "a", "resp')
