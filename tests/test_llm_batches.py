@@ -13,6 +13,7 @@ import pytest
 
 from benchmarks.batch_server import BatchServer
 from benchmarks.mock_server import chat_completion, default_answer
+from rpa_lib.llm import Budget, BudgetExceeded, LLMFatalError
 from rpa_lib.llm.batches import Limits, batch_price, jsonl, parse_results, run_round, split_lines, summary
 from rpa_lib.llm.usage import Price
 
@@ -219,3 +220,22 @@ def test_parse_results_reads_answers_errors_and_lines_never_run():
                    "c": {"error": {"message": "slow down", "status_code": 429}}}
     with pytest.raises(ValueError):
         parse_results('{"custom_id": "a", "resp')
+
+
+def test_the_budget_holds_a_batch_before_it_starts_and_books_it_at_batch_price(tmp_path):
+    lines = [request(i, model="gpt-4.1") for i in range(3)]
+    with BatchServer() as server:
+        client = client_for(server)
+        with pytest.raises(BudgetExceeded, match=r"round 1: budget of \$0.0005 reached.*batch 1 of 3 requests may"):
+            run(lines, tmp_path, client, progress=False, budget=Budget(0.0005, tmp_path / "small.json"))
+        assert server.created == 0  # stopped before anything was paid for
+        budget = Budget(1.0, tmp_path / "budget.json")
+        with pytest.raises(Killed):
+            run(lines[:1], tmp_path / "killed", KilledAt(client, "poll"), progress=False, budget=budget)
+        run(lines[:1], tmp_path / "killed", client, progress=False, budget=budget)  # booked after the restart
+        run(lines, tmp_path, client, progress=False, budget=budget)
+    paid = summary(tmp_path)["usd"] + summary(tmp_path / "killed")["usd"]
+    state = json.loads((tmp_path / "budget.json").read_text())
+    assert state["spent"] == pytest.approx(paid) and state["calls"] == 4 and paid > 0
+    with pytest.raises(LLMFatalError, match="'qwen3-32b' is unknown"):
+        run([request(0, model="qwen3-32b")], tmp_path, client, budget=budget)

@@ -35,9 +35,10 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from rpa_lib.llm.batch_ledger import Ledger, Part, round_key
-from rpa_lib.llm.budget import model_price
+from rpa_lib.llm.budget import Budget, Hold, estimate_body_tokens, model_price
 from rpa_lib.llm.config import setting
 from rpa_lib.llm.openai_backend import OpenAILLM
+from rpa_lib.llm.reply import LLMFatalError
 from rpa_lib.llm.usage import Price
 
 ENDPOINT = "/v1/chat/completions"
@@ -61,6 +62,12 @@ def batch_price(price: Price) -> Price:
     """What a request costs through the Batch API: half the synchronous price.
     ``batch_price(Price(2.0, 8.0)) == Price(1.0, 4.0)``"""
     return Price(price.input / 2, price.output / 2)
+
+
+def batch_cost(model: str, prompt_tokens: int, completion_tokens: int) -> float | None:
+    """Dollars ``model`` charges for these tokens through the Batch API (None: its price is unknown)."""
+    price = model_price(model)
+    return None if price is None else batch_price(price).cost(prompt_tokens, completion_tokens)
 
 
 def jsonl(line: dict) -> str:
@@ -145,11 +152,18 @@ def elapsed(seconds: float) -> str:
 
 
 def run_round(lines: list[dict], *, mode: str, folder: Path, client: Any = None, progress: bool = True,
-              poll_seconds: float = 30.0, limits: Limits = Limits()) -> dict[str, dict]:
+              poll_seconds: float = 30.0, limits: Limits = Limits(), budget: Budget | None = None) -> dict[str, dict]:
     """Get ``lines`` answered as batches (module docstring); the results by custom id. ``client``: an
-    ``openai.OpenAI`` for ``mode="openai"`` (None: :func:`default_client`)."""
+    ``openai.OpenAI`` for ``mode="openai"`` (None: :func:`default_client`). ``budget``: each OpenAI batch first
+    holds its estimated cost at batch price (BudgetExceeded, before it is started, when that would pass the
+    limit), and what its answers cost is booked when it ends; request files (``mode="files"``) cost nothing."""
     if mode not in MODES:
         raise ValueError(f"unknown batch mode {mode!r}; known: {', '.join(MODES)}")
+    unpriced = {str(line["body"].get("model")) for line in lines if model_price(str(line["body"].get("model")))
+                is None} if budget is not None and mode == "openai" else set()
+    if unpriced:
+        raise LLMFatalError(f"the budget is limited but the price of {', '.join(map(repr, sorted(unpriced)))} is "
+                            "unknown: set RPA_PRICE_IN and RPA_PRICE_OUT or unset the budget")
     ids = [line["custom_id"] for line in lines]
     repeated = [cid for cid, n in Counter(ids).items() if n > 1]
     if repeated:
@@ -159,7 +173,7 @@ def run_round(lines: list[dict], *, mode: str, folder: Path, client: Any = None,
         round_n = ledger.open_round(round_key(ids, mode), mode)
         if lines:
             model = str(lines[0]["body"].get("model", ""))
-            engine = _OpenAI(client, model) if mode == "openai" else _Files(model)
+            engine = _OpenAI(client, model, budget) if mode == "openai" else _Files(model)
             _answer(lines, ledger, round_n, engine, _Setup(Path(folder), Progress(progress), poll_seconds, limits))
         results = ledger.results(round_n, ids)
         ledger.finish_round(round_n)
@@ -211,8 +225,9 @@ class _Engine:
 class _OpenAI(_Engine):
     """The OpenAI Batch API through the ``openai`` package."""
 
-    def __init__(self, client: Any, model: str):
-        self._client, self.model = client, model
+    def __init__(self, client: Any, model: str, budget: Budget | None):
+        self._client, self.model, self.budget = client, model, budget
+        self._holds: dict[tuple[int, int], Hold] = {}  # (round, part) -> the estimate a batch started here holds
 
     def finish(self, parts: list[Part], ledger: Ledger, setup: _Setup) -> None:
         if self._client is None:
@@ -244,11 +259,24 @@ class _OpenAI(_Engine):
         if part.batch_id is None:
             recent = client.batches.list(limit=100).data  # the first page only: the newest batches
             found = next((b for b in recent if b.input_file_id == part.file_id), None)
-            batch = found or client.batches.create(input_file_id=part.file_id, endpoint=ENDPOINT,
-                                                   completion_window="24h")
+            batch = found or self._start(client, part, setup)
             ledger.update(part, batch_id=batch.id, status=batch.status)
             setup.progress.say(f"round {part.round} batch {part.n}: {len(part.custom_ids)} requests "
                                f"{'found' if found else 'submitted'} as {batch.id}")
+
+    def _start(self, client: Any, part: Part, setup: _Setup) -> Any:
+        """Create the part's batch, under the budget's hold of its estimated cost when there is a budget."""
+        if self.budget is None:
+            return client.batches.create(input_file_id=part.file_id, endpoint=ENDPOINT, completion_window="24h")
+        hold = self.budget.hold_amount(_estimate(setup.round_dir(part.round) / f"requests-{part.n}.jsonl"),
+                                       f"round {part.round}", noun=f"batch {part.n} of {len(part.custom_ids)} requests")
+        try:
+            batch = client.batches.create(input_file_id=part.file_id, endpoint=ENDPOINT, completion_window="24h")
+        except BaseException:
+            hold.settle(None)
+            raise
+        self._holds[part.round, part.n] = hold
+        return batch
 
     def _collect(self, client: Any, part: Part, batch: Any, ledger: Ledger, setup: _Setup) -> None:
         """Download the ended batch's output and error files, keep them beside the request file, store its results
@@ -261,8 +289,22 @@ class _OpenAI(_Engine):
                 results.update(parse_results(text))
         if batch.status == "failed":
             results.update(_validation_errors(part, batch))
-        ledger.collect(part, {cid: r for cid, r in results.items() if r is not None and cid in part.custom_ids},
-                       batch.status)
+        kept = {cid: r for cid, r in results.items() if r is not None and cid in part.custom_ids}
+        ledger.collect(part, kept, batch.status)
+        if self.budget is not None:
+            answers = [r for r in kept.values() if "error" not in r]
+            cost = sum(batch_cost(model, *usage) or 0.0 for model, usage in _usages(answers))
+            hold = self._holds.pop((part.round, part.n), None)
+            if hold is None:  # started before a restart
+                self.budget.book(cost, len(answers))
+            else:
+                hold.settle_amount(cost, len(answers))
+
+
+def _estimate(path: Path) -> float:
+    """The most the requests in ``path`` can cost at batch price (every reply as long as its ``max_tokens``)."""
+    bodies = [json.loads(line)["body"] for line in path.read_text(encoding="utf-8").splitlines()]
+    return sum(batch_cost(str(b.get("model")), *estimate_body_tokens(b)) or 0.0 for b in bodies)
 
 
 def _state(batch: Any) -> str:
@@ -341,8 +383,8 @@ def _round_summary(record: dict) -> dict:
     usd: float | None = 0.0 if record["mode"] == "openai" else None
     for model, usage in _usages(answers):
         tokens.update(prompt=usage[0], completion=usage[1])
-        price = model_price(model)
-        usd = None if usd is None or price is None else usd + batch_price(price).cost(*usage)
+        cost = batch_cost(model, *usage)
+        usd = None if usd is None or cost is None else usd + cost
     parts = record["parts"]
     return {"round": record["round"], "mode": record["mode"],
             "batches": [p.batch_id or f"requests-{p.n}.jsonl" for p in parts],

@@ -81,6 +81,18 @@ def _tokens(chars: int) -> int:
     return math.ceil(chars / CHARS_PER_TOKEN)
 
 
+def _prompt_tokens(messages: list[dict], sent: str) -> int:
+    return _tokens(sum(len(m.get("content") or "") for m in messages) + len(sent)) + MESSAGE_TOKENS * len(messages)
+
+
+def estimate_body_tokens(body: dict) -> tuple[int, int]:
+    """(input, output) tokens of a chat-completion request body as sent (a batch request line's ``body``): its
+    messages and ``response_format``; output is its ``max_tokens``, an upper bound.
+    ``estimate_body_tokens({"messages": [{"role": "user", "content": "x" * 40}], "max_tokens": 50}) == (14, 50)``"""
+    sent = json.dumps(body["response_format"]) if body.get("response_format") else ""
+    return _prompt_tokens(body.get("messages", []), sent), int(body.get("max_tokens") or 0)
+
+
 def estimate_tokens(req) -> tuple[int, int]:
     """(input, output) tokens of a request as an OpenAI-compatible server would see it: the messages with the
     backend's instruction for a choice or a schema, plus the options or schema it sends; output is
@@ -93,7 +105,7 @@ def estimate_tokens(req) -> tuple[int, int]:
     elif req.kind == "structured":
         messages = with_instruction(messages, schema_instruction(req.schema or {}))
         sent = json.dumps(req.schema)
-    prompt = _tokens(sum(len(m["content"]) for m in messages) + len(sent)) + MESSAGE_TOKENS * len(messages)
+    prompt = _prompt_tokens(messages, sent)
     if req.kind == "choose":
         return prompt, _tokens(len(json.dumps({"answer": max(req.options or [""], key=len)})))
     return prompt, req.max_tokens
@@ -141,24 +153,32 @@ class Budget:
     def hold(self, price: Price, req, what: str) -> Hold:
         """Hold the estimated cost of ``req`` for its round trip; BudgetExceeded when that would pass the limit."""
         prompt, completion = estimate_tokens(req)
-        estimate = price.cost(prompt, completion)
+        return self.hold_amount(price.cost(prompt, completion), what, price)
+
+    def hold_amount(self, estimate: float, what: str, price: Price | None = None, *, noun: str = "this call") -> Hold:
+        """Hold ``estimate`` dollars for ``noun`` (a call, a batch) until it is settled; BudgetExceeded when that
+        would pass the limit."""
         with self._lock:
             state = self._update()
             if state["spent"] + self._held + estimate > self.limit:
                 where = f" (ledger {self.ledger})" if self.ledger else ""
                 raise BudgetExceeded(
                     f"{what}: budget of {usd(self.limit)} reached: ${state['spent']:.4f} spent on {state['calls']} "
-                    f"uncached call(s) in this run{where}, ${self._held:.4f} held by calls in flight, and this call "
+                    f"uncached call(s) in this run{where}, ${self._held:.4f} held by calls in flight, and {noun} "
                     f"may cost up to ${estimate:.4f}. Every completed call is cached: run the same command again with "
                     "a larger budget (RPA_BUDGET_USD or budget_usd in the profile) and only the remaining calls are "
                     "paid for; --plan shows how many remain")
             self._held += estimate
         return Hold(self, price, estimate)
 
-    def _settle(self, held: float, cost: float | None) -> None:
+    def book(self, cost: float, calls: int) -> None:
+        """Book ``cost`` dollars spent on ``calls`` calls that held nothing here (a batch submitted before a restart)."""
+        self._settle(0.0, cost, calls)
+
+    def _settle(self, held: float, cost: float | None, calls: int = 1) -> None:
         def add(state: dict) -> None:
             state["spent"] += cost
-            state["calls"] += 1
+            state["calls"] += calls
 
         with self._lock:
             self._held = max(0.0, self._held - held)
@@ -167,9 +187,10 @@ class Budget:
 
 
 class Hold:
-    """An estimate held by one round trip; ``settle(raw)`` books what it cost (``settle(None)``: it failed)."""
+    """An estimate held by one round trip or one batch; ``settle(raw)`` books what a round trip cost (``settle(None)``:
+    it failed), ``settle_amount(dollars, calls)`` what a batch's ``calls`` answers cost."""
 
-    def __init__(self, budget: Budget, price: Price, estimate: float):
+    def __init__(self, budget: Budget, price: Price | None, estimate: float):
         self.budget, self.price, self.estimate = budget, price, estimate
 
     def settle(self, raw) -> None:
@@ -180,6 +201,9 @@ class Hold:
         else:  # the server reported no usage
             cost = self.estimate
         self.budget._settle(self.estimate, cost)
+
+    def settle_amount(self, cost: float, calls: int) -> None:
+        self.budget._settle(self.estimate, cost, calls)
 
 
 _SHARED: dict[tuple[float, str | None], Budget] = {}
