@@ -12,7 +12,7 @@ after the script): ``"completed"``; ``"expired"`` (the first half of the lines a
 file as ``batch_expired``); ``"failed_lines"`` (every second line answered with an HTTP 400 in the error file);
 ``"cancelled"`` (as if someone cancelled it: cancelling, then cancelled, the first half answered, the others
 ``batch_cancelled``); ``"failed"`` (validation fails: status failed, ``errors`` naming line 1, no output). It counts
-uploads, created batches and retrievals, and keeps every uploaded file.
+uploads, created batches and retrievals, keeps every uploaded file and the Authorization headers it received.
 
 It does not check credentials, expire anything by the clock, or run any endpoint but chat completions in a batch.
 """
@@ -50,6 +50,7 @@ class BatchServer:
         self.files: dict[str, dict] = {}  # id -> the file object, its content under "content" (bytes)
         self.batches: dict[str, dict] = {}  # id -> the batch object, its scripted outcome under "outcome"
         self.uploads = self.created = self.retrievals = 0
+        self.authorizations: set[str] = set()  # the Authorization headers received
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
         self._httpd: Server | None = None
@@ -182,6 +183,12 @@ def _multipart(content_type: str, raw: bytes) -> dict[str, tuple[str | None, byt
 
 def _handler(server: BatchServer) -> type[JSONHandler]:
     class Handler(JSONHandler):
+        def parse_request(self) -> bool:
+            ok = super().parse_request()
+            if ok:
+                server.authorizations.add(self.headers.get("Authorization", ""))
+            return ok
+
         def do_GET(self) -> None:
             path = self.path.split("?")[0].rstrip("/")
             if (m := _FILE_CONTENT.search(path)) and m.group(1) in server.files:

@@ -239,3 +239,14 @@ def test_the_budget_holds_a_batch_before_it_starts_and_books_it_at_batch_price(t
     assert state["spent"] == pytest.approx(paid) and state["calls"] == 4 and paid > 0
     with pytest.raises(LLMFatalError, match="'qwen3-32b' is unknown"):
         run([request(0, model="qwen3-32b")], tmp_path, client, budget=budget)
+
+
+def test_without_a_client_it_builds_the_backends_and_never_stores_the_key(tmp_path, monkeypatch):
+    key = "sk-batch-secret-0123456789"
+    with BatchServer() as server:
+        monkeypatch.setenv("RPA_LLM_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", key)
+        results = run_round([request(0)], mode="openai", folder=tmp_path, poll_seconds=FAST, progress=False)
+        assert server.created == 1 and server.authorizations == {f"Bearer {key}"}
+    assert text(results["req-000"]).startswith("echo: ")
+    assert not [p for p in tmp_path.rglob("*") if p.is_file() and key.encode() in p.read_bytes()]

@@ -250,14 +250,15 @@ class _OpenAI(_Engine):
 
     def _submit(self, client: Any, part: Part, ledger: Ledger, setup: _Setup) -> None:
         """Upload the part's file and start its batch, each unless the ledger says it was done (a batch created
-        just before a kill, whose id the ledger missed, is found by its input file)."""
+        just before a kill, whose id the ledger missed, is found among the newest batches by its input file)."""
+        resumed = part.file_id is not None
         if part.file_id is None:
             path = setup.round_dir(part.round) / f"requests-{part.n}.jsonl"
             with path.open("rb") as f:
                 uploaded = client.files.create(file=(path.name, f), purpose="batch", timeout=TRANSFER_TIMEOUT)
             ledger.update(part, file_id=uploaded.id, status="uploaded")
         if part.batch_id is None:
-            recent = client.batches.list(limit=100).data  # the first page only: the newest batches
+            recent = client.batches.list(limit=100).data if resumed else []  # one page: the newest batches
             found = next((b for b in recent if b.input_file_id == part.file_id), None)
             batch = found or self._start(client, part, setup)
             ledger.update(part, batch_id=batch.id, status=batch.status)
