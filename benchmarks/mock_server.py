@@ -15,7 +15,9 @@ request's body and headers; ``GET /v1/mock/stats`` returns the counts, for a ser
 (``python -m benchmarks.mock_server --answer MODULE:FUNCTION``, as the benchmarks do, so that its CPU time does not
 compete with the client's threads for one interpreter).
 
-It does not stream, tokenize like a real model, or implement any endpoint but chat completions and models.
+Its answers (:func:`chat_completion`) and JSON handler also serve the batch endpoints' test server
+(``benchmarks.batch_server``). It does not stream, tokenize like a real model, or implement any endpoint but chat
+completions and models.
 """
 
 from __future__ import annotations

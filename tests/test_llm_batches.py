@@ -209,6 +209,8 @@ def test_files_mode_waits_for_result_files_and_reads_them(tmp_path, capsys):
     again = run_round(lines[:2], mode="files", folder=tmp_path, poll_seconds=FAST, progress=False)
     assert again == {cid: results[cid] for cid in ("req-000", "req-001")}  # answered before: no new file
     assert not (tmp_path / "round-0002").exists()
+    assert [(r["round"], r["mode"], r["calls"], r["answered"], r["failed"], r["usd"]) for r in summary(tmp_path)["rounds"]] \
+        == [(1, "files", 3, 2, 1, None)]
 
 
 def test_parse_results_reads_answers_errors_and_lines_never_run():

@@ -164,6 +164,8 @@ def run_round(lines: list[dict], *, mode: str, folder: Path, client: Any = None,
     if unpriced:
         raise LLMFatalError(f"the budget is limited but the price of {', '.join(map(repr, sorted(unpriced)))} is "
                             "unknown: set RPA_PRICE_IN and RPA_PRICE_OUT or unset the budget")
+    if not lines:
+        return {}
     ids = [line["custom_id"] for line in lines]
     repeated = [cid for cid, n in Counter(ids).items() if n > 1]
     if repeated:
@@ -171,10 +173,9 @@ def run_round(lines: list[dict], *, mode: str, folder: Path, client: Any = None,
     ledger = Ledger(Path(folder))
     try:
         round_n = ledger.open_round(round_key(ids, mode), mode)
-        if lines:
-            model = str(lines[0]["body"].get("model", ""))
-            engine = _OpenAI(client, model, budget) if mode == "openai" else _Files(model)
-            _answer(lines, ledger, round_n, engine, _Setup(Path(folder), Progress(progress), poll_seconds, limits))
+        model = str(lines[0]["body"].get("model", ""))
+        engine = _OpenAI(client, model, budget) if mode == "openai" else _Files(model)
+        _answer(lines, ledger, round_n, engine, _Setup(Path(folder), Progress(progress), poll_seconds, limits))
         results = ledger.results(round_n, ids)
         ledger.finish_round(round_n)
         return results
@@ -364,12 +365,12 @@ def _read_results(path: Path) -> dict[str, dict | None]:
 
 
 def summary(folder: Path) -> dict:
-    """What the rounds recorded in ``folder`` asked and paid, for a run record: per round its mode, batch ids (or
-    request files), requests submitted, answered and failed, tokens and dollars at batch price (OpenAI rounds of
-    a model with a known price; None otherwise), and the totals."""
+    """What the rounds recorded in ``folder`` asked and paid, for a run record: per round that sent anything its
+    mode, batch ids (or request files), requests submitted (resubmissions included), answered and failed, tokens
+    and dollars at batch price (OpenAI rounds of a model with a known price; None otherwise), and the totals."""
     ledger = Ledger(Path(folder))
     try:
-        rounds = [_round_summary(r) for r in ledger.rounds()]
+        rounds = [_round_summary(r) for r in ledger.rounds() if r["parts"]]  # not those answered from earlier ones
     finally:
         ledger.close()
     dollars = [r["usd"] for r in rounds if r["usd"] is not None]
