@@ -12,7 +12,8 @@ after the script): ``"completed"``; ``"expired"`` (the first half of the lines a
 file as ``batch_expired``); ``"failed_lines"`` (every second line answered with an HTTP 400 in the error file);
 ``"cancelled"`` (as if someone cancelled it: cancelling, then cancelled, the first half answered, the others
 ``batch_cancelled``); ``"failed"`` (validation fails: status failed, ``errors`` naming line 1, no output). It counts
-uploads, created batches and retrievals, keeps every uploaded file and the Authorization headers it received.
+uploads, created batches and retrievals, keeps every uploaded file and the Authorization headers it received;
+``paused`` holds every batch where it is.
 
 It does not check credentials, expire anything by the clock, or run any endpoint but chat completions in a batch.
 """
@@ -51,6 +52,7 @@ class BatchServer:
         self.batches: dict[str, dict] = {}  # id -> the batch object, its scripted outcome under "outcome"
         self.uploads = self.created = self.retrievals = 0
         self.authorizations: set[str] = set()  # the Authorization headers received
+        self.paused = False  # True: batches stay as they are (a test kills its client meanwhile)
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
         self._httpd: Server | None = None
@@ -114,7 +116,9 @@ class BatchServer:
             self.retrievals += 1
             batch = self.batches[batch_id]
             status, lines = batch["status"], self.request_lines(batch["input_file_id"])
-            if status == "validating" and (batch["outcome"] == "failed" or not _valid(lines)):
+            if self.paused:
+                pass
+            elif status == "validating" and (batch["outcome"] == "failed" or not _valid(lines)):
                 batch.update(status="failed", failed_at=int(time.time()), errors={"object": "list", "data": [
                     {"code": "invalid_request", "line": 1, "message": "line 1 is not a valid request (mock)"}]})
             elif status == "in_progress" and batch["outcome"] in ("expired", "cancelled"):

@@ -5,8 +5,12 @@ answered by an offline engine."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 import openai
 import pytest
@@ -18,6 +22,7 @@ from rpa_lib.llm.batches import Limits, batch_price, jsonl, parse_results, run_r
 from rpa_lib.llm.usage import Price
 
 FAST = 0.01  # seconds between polls
+REPO = Path(__file__).resolve().parents[1]
 
 
 def request(i: int, model: str = "gpt-4.1-mini") -> dict:
@@ -140,6 +145,36 @@ def test_a_killed_round_resumes_without_uploading_or_starting_anything_again(tmp
             run(lines, tmp_path, KilledAt(client, where), progress=False)
         assert (server.uploads, server.created) == (1, 1)
         results = run(lines, tmp_path, client, progress=False)  # the same command again
+        assert (server.uploads, server.created) == (1, 1)
+    assert sorted(results) == [line["custom_id"] for line in lines] and all("body" in r for r in results.values())
+
+
+KILLED_CHILD = """
+import json, sys
+from pathlib import Path
+import openai
+from rpa_lib.llm.batches import run_round
+client = openai.OpenAI(base_url=sys.argv[1], api_key="sk-test", max_retries=0)
+run_round(json.loads(sys.argv[3]), mode="openai", folder=Path(sys.argv[2]), client=client, poll_seconds=0.02)
+"""
+
+
+def test_a_process_killed_while_it_polls_is_resumed_by_the_next(tmp_path):
+    lines = [request(i) for i in range(3)]
+    with BatchServer() as server:
+        server.paused = True  # the batch stays in progress while the child polls it
+        child = subprocess.Popen([sys.executable, "-c", KILLED_CHILD, server.base_url, str(tmp_path), json.dumps(lines)],
+                                 env={**os.environ, "PYTHONPATH": str(REPO)}, stderr=subprocess.PIPE)
+        try:
+            deadline = time.time() + 60
+            while server.retrievals < 2 and child.poll() is None and time.time() < deadline:
+                time.sleep(FAST)
+            assert server.retrievals >= 2, child.stderr.read().decode() if child.poll() is not None else "no poll"
+        finally:
+            child.kill()  # SIGKILL: no handler, no cleanup
+            child.wait()
+        server.paused = False
+        results = run(lines, tmp_path, client_for(server), progress=False)
         assert (server.uploads, server.created) == (1, 1)
     assert sorted(results) == [line["custom_id"] for line in lines] and all("body" in r for r in results.values())
 
