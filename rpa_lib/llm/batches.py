@@ -17,7 +17,12 @@ It returns ``{custom_id: {"status_code", "body"}}`` for the answered lines and `
 (expired or cancelled) is resubmitted, at most :data:`MAX_SUBMISSIONS` times a round, and absent when it is still
 unanswered. Every step is recorded in the folder's :class:`~rpa_lib.llm.batch_ledger.Ledger` before the next: the
 same call after a kill resumes polling the batches already submitted and uploads nothing again. A batch is never
-cancelled here, not even on Ctrl-C: a restart picks it up.
+cancelled here, not even on Ctrl-C: a restart picks it up. Once a call has returned, the same lines asked again
+are a new round: their answers come from the ledger, their errors are asked again.
+
+A :class:`~rpa_lib.llm.budget.Budget` given to ``run_round`` holds each OpenAI batch's estimated cost at
+:func:`batch_price` before it starts and books what its answers cost; :func:`summary` gives each round's batches,
+requests, answers, failures, tokens and dollars for a run record.
 
 This module does not store answers in the reply cache, decide which requests make a round (the caller does) or
 retry a failed line (the caller's next round does).
