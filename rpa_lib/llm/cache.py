@@ -48,11 +48,12 @@ def request_key(fields: dict) -> str:
 
 class Cache:
     """``Cache(path).get(key)`` -> reply dict or None; ``.put(key, request, reply)``. Opens the file on first use.
-    ``lease``: seconds an in-flight claim lives unless renewed (a killed sender's claim ends after it)."""
+    ``lease``: seconds an in-flight claim lives unless renewed (a killed sender's claim ends after it);
+    ``claims=False``: no claims, each caller sends its own misses (to measure what claims save)."""
 
-    def __init__(self, path: str | Path, *, lease: float = LEASE):
+    def __init__(self, path: str | Path, *, lease: float = LEASE, claims: bool = True):
         self.path = Path(path)
-        self.inflight = InFlight(self.path, lease=lease)
+        self.inflight = InFlight(self.path, lease=lease) if claims else None
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
         self._pid: int | None = None
