@@ -143,3 +143,12 @@ def test_every_replica_down_is_the_usual_transport_error():
     urls = [f"http://127.0.0.1:{_free_port()}/v1" for _ in range(2)]  # nothing listens there
     with pytest.raises(LLMError, match="connection failed"):
         _llm(urls, retry=QUICK).chat(user("Anyone?"))
+
+
+def test_the_judge_and_gs_roles_take_replica_lists_too(monkeypatch):
+    a, b = "http://10.0.0.1:8000/v1", "http://10.0.0.2:8000/v1"
+    monkeypatch.setenv("RPA_JUDGE_MODEL", "judge-model")
+    monkeypatch.setenv("RPA_JUDGE_BASE_URL", f"{b},{a}")
+    monkeypatch.setenv("RPA_GS_BASE_URL", f"{a}, {b}")
+    judge, gs = get_llm(role="judge", cache=False), get_llm("openai:gs-model", role="gs", cache=False)
+    assert judge.base_url == gs.base_url == f"{a},{b}"  # built lazily: no server is asked
