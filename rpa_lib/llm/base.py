@@ -1,6 +1,7 @@
 """``LLM``: the one interface every backend shares (chat, choose, structured, map, usage), and its machinery.
 
-A public call builds a request, looks it up in the cache, otherwise asks the backend (retrying transient
+A public call builds a request, looks it up in the cache, otherwise claims it (waiting instead while another
+thread or process sharing the cache sends it: :mod:`rpa_lib.llm.inflight`) and asks the backend (retrying transient
 faults), checks the answer (a non-empty text, an allowed option, or a JSON object valid against the schema),
 re-asks a bounded number of times when it is not, stores the outcome and records usage. Backends subclass
 ``LLM`` and implement only the round trips ``_chat``, ``_choose`` and ``_structured`` (each returns a
