@@ -166,3 +166,20 @@ def test_a_killed_senders_claim_ends_with_its_lease(tmp_path, fork):
     assert reply.text == "mine to q" and rule.calls == 1
     assert 0.5 < waited < 5
     assert claims(path) == []
+
+
+def test_a_dead_senders_claim_on_this_machine_is_taken_at_once(tmp_path, fork):
+    # a run killed and restarted: its old claims (30 s leases) are not waited for, their process being gone
+    path, counter = str(tmp_path / "llm.sqlite"), fork.Value("i", 0)
+    stuck = fork.Process(target=_child, args=(path, 30.0, 60.0, counter, "q"))
+    stuck.start()
+    deadline = time.monotonic() + 20
+    while counter.value == 0 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    stuck.kill()
+    stuck.join(10)
+    assert len(claims(path)) == 1  # left behind by the killed process
+    start = time.monotonic()
+    assert FakeLLM(Slow(0.0, answer="mine"), cache=path).chat(user("q")).text == "mine to q"
+    assert time.monotonic() - start < 5
+    assert claims(path) == []

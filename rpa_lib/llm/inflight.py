@@ -5,7 +5,8 @@ expiry). Another caller missing the same key while the claim is live does not se
 reply (or the stored failure) appears and takes it as a hit. The owner releases the claim when its call ends,
 after the outcome is stored, or on a fault, when a waiter claims the key and sends it itself. The claim has a lease
 (:data:`LEASE`, 30 s) that a thread of the owning process renews while it holds claims, so a long call keeps it and
-a killed process loses it within one lease. A waiter gives up waiting after ``wait_limit`` seconds (a claim renewed
+a killed process loses it within one lease, or at once when it ran on this machine (its process id is gone: a run
+killed and restarted does not wait for its own old claims; a process not yet reaped still counts). A waiter gives up waiting after ``wait_limit`` seconds (a claim renewed
 by a process stuck forever) and sends, with a warning.
 
 Expiry times are wall-clock seconds (``time.time()``): processes on one machine agree on them; a file shared over
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import os
 import socket
 import sqlite3
@@ -41,6 +43,22 @@ _CLAIM = ("INSERT INTO claims VALUES (?, ?, ?) ON CONFLICT(key) DO UPDATE SET ow
           "expires = excluded.expires WHERE claims.expires < ?")  # a new claim, or one whose lease ran out
 
 T = TypeVar("T")
+
+
+def _gone(owner: str) -> bool:
+    """Whether ``owner`` (``host:pid:nonce``) is a process of this machine that no longer exists: its claim need not
+    wait for its lease. False for another machine's process, or when in doubt. ``_gone("elsewhere:1:ab") is False``"""
+    host, _, rest = owner.partition(":")
+    pid = rest.partition(":")[0]
+    if host != socket.gethostname() or not pid.isdigit() or int(pid) == os.getpid():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # it exists, under another user
+        return False
+    return False
 
 
 class InFlight:
@@ -105,10 +123,12 @@ class InFlight:
         now = time.time()
         with self._lock:
             conn = self._connection()
-            row = conn.execute("SELECT expires FROM claims WHERE key = ?", (key,)).fetchone()
-            if row is not None and row[0] >= now:  # held: no write, so waiters do not queue for the write lock
+            row = conn.execute("SELECT expires, owner FROM claims WHERE key = ?", (key,)).fetchone()
+            dead = row is not None and _gone(row[1])
+            if row is not None and row[0] >= now and not dead:  # held: no write, so waiters do not queue for it
                 return False
-            if conn.execute(_CLAIM, (key, self._owner, now + self.lease, now)).rowcount != 1:
+            expired = math.inf if dead else now  # a dead owner's claim is taken whatever its lease says
+            if conn.execute(_CLAIM, (key, self._owner, now + self.lease, expired)).rowcount != 1:
                 return False
             self._held.add(key)
             if self._renewer is None:
