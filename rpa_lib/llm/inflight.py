@@ -104,7 +104,7 @@ class InFlight:
             if found is not None:
                 return found, False
             if time.monotonic() > deadline:
-                log.warning("a request claimed by another process for over %.0f s: sent again (%s)",
+                log.warning("a request claimed by another caller for over %.0f s: sent again (%s)",
                             self.wait_limit, self.path)
                 return None, False
             time.sleep(pause)
