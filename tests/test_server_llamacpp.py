@@ -1,7 +1,7 @@
 """A real OpenAI-compatible server: llama.cpp's (``python -m llama_cpp.server``, package ``llama-cpp-python[server]``,
 installed by ``make setup-server``) on 127.0.0.1 with the embedded SmolLM2-135M GGUF, driven only through our public
 API: chat, choose and structured in each mode, 16 concurrent calls, token counts, a wrong model name, the server
-stopped mid-run and a resumed run, and notebooks 03 and 05 configured only by ``RPA_LLM_BASE_URL`` and
+stopped mid-run and a resumed run, two replicas behind one base URL (one stopped mid-run), and notebooks 03 and 05 configured only by ``RPA_LLM_BASE_URL`` and
 ``RPA_LLM_MODEL``. Skipped when the package is not installed (``make setup-server`` installs it; CI does).
 
 What llama.cpp's server (0.3.36) answers here: it rejects ``response_format`` ``json_schema`` with a 500 validation
@@ -25,6 +25,7 @@ pytest.importorskip("llama_cpp.server", reason="llama-cpp-python[server] is not 
 
 from rpa_lib.llm import LLMError, LLMFatalError, RetryPolicy, clear_caches, get_llm  # noqa: E402
 from rpa_lib.llm.local import smollm2_path  # noqa: E402
+from rpa_lib.llm.plan import acting_for  # noqa: E402
 
 MODEL = "smollm2"  # the alias the server serves the GGUF under
 SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
@@ -70,6 +71,12 @@ class Server:
                 time.sleep(0.2)
         self.stop()
         raise RuntimeError("llama_cpp.server did not answer within 60 s")
+
+    def completions(self) -> int:
+        """Chat-completion requests answered so far, counted in the server's access log (read without moving the
+        offset the server writes at)."""
+        fd = self.log.fileno()
+        return os.pread(fd, os.fstat(fd).st_size, 0).decode(errors="replace").count('"POST /v1/chat/completions ')
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -181,6 +188,38 @@ def test_server_stopped_mid_run_then_a_resumed_run_repeats_no_completed_call(tmp
         assert resumed.usage.cache_hits == 3 and resumed.usage.requests == 3
     finally:
         own.stop()
+
+
+def test_two_replicas_share_the_calls_and_one_stopped_mid_run_leaves_the_other(server, caplog):
+    """Two servers behind one base URL: a character's calls all reach one, calls for no one alternate, and when one
+    stops the other answers the rest, with one log line."""
+    other = Server().start()
+    try:
+        model = get_llm(f"openai:{MODEL}", base_url=f"{server.base_url},{other.base_url}", cache=False,
+                        timeout=TIMEOUT, retry=QUICK, max_workers=1)
+
+        def counts() -> tuple[int, int]:
+            return server.completions(), other.completions()
+
+        start = counts()
+        token = acting_for.set("ada-lindqvist")
+        try:
+            assert all(model.chat(user(f"Say {i}."), max_tokens=2).text for i in range(3))
+        finally:
+            acting_for.reset(token)
+        sticky = counts()
+        assert sorted(b - a for a, b in zip(start, sticky)) == [0, 3]
+        assert all(model.chat(user(f"Name {i}."), max_tokens=2).text for i in range(4))
+        assert [b - a for a, b in zip(sticky, counts())] == [2, 2]
+        other.stop()
+        before = server.completions()
+        with caplog.at_level("WARNING", logger="rpa_lib.llm"):
+            assert all(model.chat(user(f"Count {i}."), max_tokens=2).text for i in range(4))
+        assert server.completions() - before == 4
+        assert [r.getMessage().split(" (")[0] for r in caplog.records] == [
+            f"replica {other.base_url} refuses connections"]
+    finally:
+        other.stop()
 
 
 # The least that runs both notebooks end to end against the server: one character, one QA question, the MBTI subset's

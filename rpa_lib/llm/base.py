@@ -1,6 +1,7 @@
 """``LLM``: the one interface every backend shares (chat, choose, structured, map, usage), and its machinery.
 
-A public call builds a request, looks it up in the cache, otherwise asks the backend (retrying transient
+A public call builds a request, looks it up in the cache, otherwise claims it (waiting instead while another
+thread or process sharing the cache sends it: :mod:`rpa_lib.llm.inflight`) and asks the backend (retrying transient
 faults), checks the answer (a non-empty text, an allowed option, or a JSON object valid against the schema),
 re-asks a bounded number of times when it is not, stores the outcome and records usage. Backends subclass
 ``LLM`` and implement only the round trips ``_chat``, ``_choose`` and ``_structured`` (each returns a
@@ -132,6 +133,7 @@ class LLM:
 
     def __init__(self, *, cache: Any = True, max_workers: int | None = None, retry: RetryPolicy | None = None):
         self._cache = open_cache(cache)
+        self._inflight = self._cache.inflight if self._cache is not None else None  # claims of cache misses
         self.retry = retry or RetryPolicy()
         if max_workers is not None:
             self.max_workers = max_workers
@@ -225,21 +227,45 @@ class LLM:
         return failed_fields, request_key(failed_fields)
 
     def _call(self, req: Request, name: str | None, attempts: int, run: Callable[[str, _Spent], dict]) -> Reply:
-        """The cached outcome of ``req`` (a reply, or a failure after at least ``attempts`` attempts), else ``run``."""
+        """The cached outcome of ``req`` (a reply, or a failure after at least ``attempts`` attempts), else ``run``.
+        A miss is claimed first: while another thread or process sharing the cache sends the same request, this
+        call waits for its outcome instead of paying for it again (:mod:`rpa_lib.llm.inflight`)."""
         what = _call_name(req.kind, name, req.messages)
         fields, key = self._keys(req)
         start = time.monotonic()
-        if self._cache is not None:
-            hit = self._cache.get(key)
-            if hit is not None:
-                end = time.monotonic()
-                self._usage.record_call(start, end, cached=True)
-                return Reply(hit["text"], hit.get("data"), True, 0, 0, end - start, req.kind, self.model_id,
-                             hit.get("scores"), bool(hit.get("coerced")))
-            miss = self._cache.get(self._failed(fields)[1])
-            if miss is not None and miss.get("attempts", 0) >= attempts:
-                self._usage.record_call(start, time.monotonic(), cached=True, error=True)
-                raise _failure(what, miss["error"], cached=True, seconds=time.monotonic() - start)
+        stored = self._stored(fields, key, attempts)
+        if stored is None and self._inflight is not None:
+            with self._inflight.claim(key, lambda: self._stored(fields, key, attempts)) as stored:
+                if stored is None:
+                    return self._send(req, what, fields, key, start, run)
+        if stored is not None:
+            return self._replay(req, what, start, *stored)
+        return self._send(req, what, fields, key, start, run)
+
+    def _stored(self, fields: dict, key: str, attempts: int) -> tuple[bool, dict] | None:
+        """(True, the reply) or (False, the failure after at least ``attempts`` attempts) the cache holds for the
+        request, else None."""
+        if self._cache is None:
+            return None
+        hit = self._cache.get(key)
+        if hit is not None:
+            return True, hit
+        miss = self._cache.get(self._failed(fields)[1])
+        return (False, miss) if miss is not None and miss.get("attempts", 0) >= attempts else None
+
+    def _replay(self, req: Request, what: str, start: float, ok: bool, entry: dict) -> Reply:
+        """The stored outcome as this call's: the Reply (``cached=True``, no tokens), or its failure raised."""
+        end = time.monotonic()
+        if not ok:
+            self._usage.record_call(start, end, cached=True, error=True)
+            raise _failure(what, entry["error"], cached=True, seconds=end - start)
+        self._usage.record_call(start, end, cached=True)
+        return Reply(entry["text"], entry.get("data"), True, 0, 0, end - start, req.kind, self.model_id,
+                     entry.get("scores"), bool(entry.get("coerced")))
+
+    def _send(self, req: Request, what: str, fields: dict, key: str, start: float,
+              run: Callable[[str, _Spent], dict]) -> Reply:
+        """``run`` the request (the backend's round trips), store its outcome and return it (or raise its failure)."""
         spent = _Spent()
         failure: _NoValidAnswer | None = None
         try:

@@ -6,7 +6,8 @@ schema, and the backend's settings, among them a remote server's URL without cre
 part of it: callers build the key from :func:`request_key`, which receives only those fields. ``base`` stores a
 call's failed outcome (no valid answer after every re-ask) under a key of its own, beside the replies. Each entry
 is committed on its own, so a killed run loses at most the calls in flight. WAL mode lets readers run beside one
-writer; ``busy_timeout`` makes writers from other processes wait instead of failing.
+writer; ``busy_timeout`` makes writers from other processes wait instead of failing. Callers sharing the file
+send each missing request once: ``Cache.inflight`` holds the in-flight claims (:mod:`rpa_lib.llm.inflight`).
 
 This module does not decide what to cache (``base`` does), expire entries, or store anything but the request
 and the reply fields.
@@ -22,6 +23,7 @@ import threading
 import time
 from pathlib import Path
 
+from rpa_lib.llm.inflight import LEASE, InFlight
 from rpa_lib.paths import cache_dir
 from rpa_lib.sqlite_store import connect
 
@@ -45,10 +47,13 @@ def request_key(fields: dict) -> str:
 
 
 class Cache:
-    """``Cache(path).get(key)`` -> reply dict or None; ``.put(key, request, reply)``. Opens the file on first use."""
+    """``Cache(path).get(key)`` -> reply dict or None; ``.put(key, request, reply)``. Opens the file on first use.
+    ``lease``: seconds an in-flight claim lives unless renewed (a killed sender's claim ends after it);
+    ``claims=False``: no claims, each caller sends its own misses (to measure what claims save)."""
 
-    def __init__(self, path: str | Path):
+    def __init__(self, path: str | Path, *, lease: float = LEASE, claims: bool = True):
         self.path = Path(path)
+        self.inflight = InFlight(self.path, lease=lease) if claims else None
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
         self._pid: int | None = None

@@ -30,6 +30,13 @@ credentials (as written, decoded, and base64-encoded as in the Basic header) are
 line, and no error chains to an exception of the ``openai`` package (which holds the request). The server is known by
 ``base_url``, its URL without credentials, which is part of the cache key; the credentials are not.
 
+Replicas. A base URL may list several servers of one model, comma-separated (``http://a:8000/v1,http://b:8000/v1``,
+one set of credentials): requests spread over them, a character's calls stay on one, and a replica that refuses
+connections is set aside (:mod:`rpa_lib.llm.replicas`). The cache key names the list (sorted, without credentials),
+not the replica that answered: a model name alone does not say which weights answer (llama.cpp's server answers any
+name with its one model), while the list is the deployment the user declared to serve one model. One URL keeps the
+key it always had; changing the list starts new keys.
+
 Modes (:mod:`rpa_lib.llm.modes`). Constrained choice: ``json_schema`` (a strict JSON schema whose one field is an
 enum of the options), ``logprobs`` (the options' probability mass at the first token; also gives
 ``Reply.scores``) or ``text`` (instruction only). Structured output: ``json_schema`` (the schema as
@@ -55,6 +62,7 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 from rpa_lib.llm import answers, modes
 from rpa_lib.llm.base import LLM, Request, sample_seed
 from rpa_lib.llm.config import request_timeout, setting
+from rpa_lib.llm.replicas import Replicas, routing_transport, split_urls
 from rpa_lib.llm.reply import LLMFatalError, Raw
 from rpa_lib.llm.retry import Exhausted, RetryPolicy, Transient
 from rpa_lib.llm.usage import price_for
@@ -150,15 +158,20 @@ class OpenAILLM(LLM):
         self.choose_mode = modes.checked("choose", choose_mode)
         self.structured_mode = modes.checked("structured", structured_mode)
         self.model, self.timeout = model, request_timeout(timeout)
-        self.base_url = public_url(base_url) if base_url else OPENAI_URL  # never holds a credential
-        parts = urlsplit(base_url or OPENAI_URL)
-        if parts.query or parts.fragment:
+        urls = split_urls(base_url) if base_url else [OPENAI_URL]
+        servers = sorted({public_url(u) for u in urls})  # several: replicas of one model (module docstring)
+        self.base_url = ",".join(servers)  # never holds a credential
+        self._replicas = Replicas(servers) if len(servers) > 1 else None
+        parts = urlsplit(urls[0])
+        if any(urlsplit(u).query or urlsplit(u).fragment for u in urls):
             raise ValueError(f"base URL {self.base_url} has a query string or fragment: pass the key as api_key= "
                              "(or OPENAI_API_KEY) or as user:password@ in the URL (sent as HTTP Basic auth)")
+        if len({(urlsplit(u).username, urlsplit(u).password) for u in urls}) > 1:
+            raise ValueError(f"the replicas {self.base_url} have different credentials: they must share one")
         has_auth = parts.username is not None or parts.password is not None
         self._basic_auth = (unquote(parts.username or ""), unquote(parts.password or "")) if has_auth else None
         self._explicit_key = api_key
-        self._secrets: list[str] = url_secrets(base_url or "")
+        self._secrets: list[str] = [s for u in urls for s in url_secrets(u)]
         self._self_hosted = base_url is not None
         self._client: Any = None
         self._client_lock = threading.Lock()
@@ -211,10 +224,15 @@ class OpenAILLM(LLM):
                         log.warning("%s: the base URL has credentials, sent as HTTP Basic auth in place of the "
                                     "API key, which is not sent", self.base_url)
                     headers["Authorization"] = "Basic " + base64.b64encode(":".join(self._basic_auth).encode()).decode()
-                http = httpx2.Client(timeout=self.timeout, limits=httpx2.Limits(
-                    max_connections=MAX_CONNECTIONS, max_keepalive_connections=64))
+                limits = httpx2.Limits(max_connections=MAX_CONNECTIONS, max_keepalive_connections=64)
+                if self._replicas is None:
+                    http = httpx2.Client(timeout=self.timeout, limits=limits)
+                else:  # each request to a replica that accepts it, addressed to the first
+                    http = httpx2.Client(timeout=self.timeout, transport=routing_transport(
+                        self._replicas, httpx2.HTTPTransport(limits=limits)))
+                url = self.base_url if self._replicas is None else self._replicas.urls[0]
                 # self-hosted servers usually ignore the key but the package wants one
-                client = _client_class()(api_key=key or "not-needed", base_url=self.base_url, timeout=self.timeout,
+                client = _client_class()(api_key=key or "not-needed", base_url=url, timeout=self.timeout,
                                          max_retries=self.retry.attempts - 1, default_headers=headers,
                                          http_client=http)
                 client.retry_policy = self.retry

@@ -1,0 +1,111 @@
+"""Several servers of one model (``RPA_LLM_BASE_URL=http://a:8000/v1,http://b:8000/v1``): which replica gets each
+request, and which are set aside.
+
+:class:`Replicas` orders the replicas for a request. A call made for a character (:data:`~rpa_lib.llm.plan.
+acting_for`, which the evaluation runner sets) goes to the replica that character hashes to (rendezvous hashing:
+stable, and a character moves only while its replica is set aside), so a server's prefix cache keeps serving that
+character's persona; a call for no character goes round robin. A replica that refuses connections is set aside for
+:data:`COOL_DOWN` seconds, with one log line, and requests go to the next in order; after the cool-down it is
+tried again. Replicas set aside stay last in the order, so when every replica is down each is tried and the call
+fails with the usual transport error.
+
+:func:`routing_transport` applies the order at the HTTP layer, under the ``openai`` client: the client and its retries
+see one server. The replicas must serve one model with one set of credentials; which replica answered is recorded
+nowhere (the cache key names the list, see :mod:`rpa_lib.llm.openai_backend`). This module does not balance by
+load or health checks, and does not move a request that failed after it was sent.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from rpa_lib.llm.plan import acting_for
+
+log = logging.getLogger("rpa_lib.llm")
+
+COOL_DOWN = 30.0  # seconds a replica that refused a connection is left out
+
+
+def split_urls(text: str) -> list[str]:
+    """The URLs of a comma-separated list. ``split_urls("http://a/v1, http://b/v1") == ["http://a/v1", "http://b/v1"]``"""
+    return [u.strip() for u in text.split(",") if u.strip()]
+
+
+def _weight(character: str, url: str) -> bytes:
+    return hashlib.sha256(f"{character}\n{url}".encode()).digest()
+
+
+class Replicas:
+    """``Replicas(["http://a/v1", "http://b/v1"]).order("Frieren")`` -> indexes of ``urls`` to try, best first."""
+
+    def __init__(self, urls: list[str], *, cool_down: float = COOL_DOWN, clock: Callable[[], float] = time.monotonic):
+        if not urls:
+            raise ValueError("no replica URL")
+        self.urls, self.cool_down, self._clock = list(urls), cool_down, clock
+        self._aside: dict[int, float] = {}  # replica index -> when it is tried again
+        self._turn = itertools.count()
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"Replicas({self.urls!r})"
+
+    def order(self, character: str | None) -> list[int]:
+        """For ``character``: every replica by its hash with the character; for None: round robin. Replicas set
+        aside come last, in the same order."""
+        now = self._clock()
+        with self._lock:
+            aside = {i for i, until in self._aside.items() if until > now}
+        ranked = range(len(self.urls))
+        if character is not None:
+            ranked = sorted(ranked, key=lambda i: _weight(character, self.urls[i]), reverse=True)
+        live, out = [i for i in ranked if i not in aside], [i for i in ranked if i in aside]
+        if character is None and live:  # the turn goes round the replicas in use
+            first = next(self._turn) % len(live)
+            live = live[first:] + live[:first]
+        return live + out
+
+    def set_aside(self, index: int, reason: object) -> None:
+        """Leave replica ``index`` out for the cool-down; logs when it was in use until now."""
+        now = self._clock()
+        with self._lock:
+            was_in = self._aside.get(index, 0.0) <= now
+            self._aside[index] = now + self.cool_down
+        if was_in:
+            log.warning("replica %s refuses connections (%s): set aside for %g s", self.urls[index], reason,
+                        self.cool_down)
+
+
+def routing_transport(replicas: Replicas, inner: Any) -> Any:
+    """An ``httpx2`` transport sending each request through ``inner`` to the first replica of
+    ``replicas.order(acting_for)`` that accepts the connection. Requests are addressed to ``replicas.urls[0]``
+    (the client's base URL); the path below it is kept. Built on first use: importing this module imports no
+    ``httpx2``."""
+    import httpx2
+
+    base = httpx2.URL(replicas.urls[0])
+
+    class ReplicaTransport(httpx2.BaseTransport):
+        def handle_request(self, request: httpx2.Request) -> httpx2.Response:
+            below = request.url.raw_path[len(base.raw_path.rstrip(b"/")):].decode("ascii")
+            refused: Exception | None = None
+            for index in replicas.order(acting_for.get()):
+                request.url = httpx2.URL(replicas.urls[index].rstrip("/") + below)
+                request.headers["Host"] = request.url.netloc.decode("ascii")
+                try:
+                    return inner.handle_request(request)
+                except httpx2.ConnectError as exc:
+                    replicas.set_aside(index, exc)
+                    refused = exc
+            assert refused is not None
+            raise refused
+
+        def close(self) -> None:
+            inner.close()
+
+    return ReplicaTransport()
