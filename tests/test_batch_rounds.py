@@ -10,13 +10,21 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from rpa_lib.evaluation.runner import FAILED, PENDING, FailedItems, PendingItems, check_failures, failed_items, \
-    run_verdicts
+from rpa_lib.evaluation.runner import (
+    FAILED,
+    PENDING,
+    FailedItems,
+    PendingItems,
+    check_failures,
+    failed_items,
+    run_verdicts,
+)
 from rpa_lib.experiment import Experiment
 from rpa_lib.llm import FakeLLM, LLMError, RunMode
 from rpa_lib.llm.openai_backend import OpenAILLM
 from rpa_lib.llm.reply import Pending
 from rpa_lib.llm.rounds import BatchLLM, answer_engine_lines, read_lines, rounds_record, store_results
+from rpa_lib.run.plan import batch_rounds, batch_text, batch_total
 from rpa_lib.run.rounds import run_rounds
 
 QUESTION = [{"role": "user", "content": "Who taught you magic?"}]
@@ -75,7 +83,7 @@ def test_an_openai_line_carries_the_synchronous_body_and_its_result_is_read_by_t
 
 def test_a_failed_line_is_asked_once_more_then_fails_its_call(tmp_path):
     batch = BatchLLM(FakeLLM(), tmp_path / "store", tmp_path / "misses.jsonl")
-    for attempt in (1, 2):
+    for _ in (1, 2):  # the first failure, then the retry of the next round
         with pytest.raises(Pending):
             batch.chat(QUESTION)
         [line] = read_lines(batch.misses)
@@ -139,3 +147,13 @@ def test_a_notebook_that_stops_without_a_miss_has_failed(tmp_path):
     with pytest.raises(SystemExit, match="02_x: stopped in batch round 1 with no call waiting"):
         run_rounds(["02_x"], lambda nb, mode, scratch: "cell 3 raised KeyError", mode="local", store=tmp_path / "s",
                    run_dir=tmp_path / "r", build=lambda spec: FakeLLM(), progress=False)
+
+
+def test_the_plan_prices_batch_rounds_at_half_plus_guided_selections_look_ahead():
+    row = {"price": [2.0, 8.0], "in_tokens": 1_000_000, "out_tokens": 100_000, "choose_in": 400_000,
+           "choose_out": 10_000, "cost": 2.8}
+    # half of $2.80, and the choices' half-price $0.44 counted 11% more
+    assert batch_total([row]) == pytest.approx(1.4 + 0.11 * 0.44)
+    assert batch_total([row, {**row, "price": None, "cost": None}]) is None
+    assert (batch_rounds(30), batch_rounds(4)) == (8, 5)  # the smoke profile (N=4) took 5 rounds
+    assert "52% of the synchronous $2.80; about 8 rounds" in batch_text([row], 30)

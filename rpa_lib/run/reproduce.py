@@ -293,7 +293,15 @@ def plan(profile_name: str = "quick", only: list[str] | None = None, workers: in
 
     from rpa_lib.evaluation.power import power_text, profile_sizes
     from rpa_lib.llm.budget import usd
-    from rpa_lib.run.plan import PER_CHARACTER, SAMPLE_CHARACTERS, plan_rows, plan_table, plan_total, read_plan
+    from rpa_lib.run.plan import (
+        PER_CHARACTER,
+        SAMPLE_CHARACTERS,
+        batch_text,
+        plan_rows,
+        plan_table,
+        plan_total,
+        read_plan,
+    )
 
     profile = load_profile(profile_name)
     _apply_env(profile)
@@ -348,6 +356,9 @@ def plan(profile_name: str = "quick", only: list[str] | None = None, workers: in
                 "plan in the tests). --exact dry-runs every character.")
     print()
     print(plan_table(rows, [nb.stem for nb in books], skipped, said))
+    walks = [parameters_for(nb, profile, None).get("max_iterations", getattr(parameters(nb).get("max_iterations"),
+                                                                             "default", None)) for nb in planned]
+    print(batch_text(rows, max((w for w in walks if isinstance(w, int)), default=0)))
     if limit is not None:
         cost = plan_total(rows)
         verdict = ("unknown (a model has no price)" if cost is None else
