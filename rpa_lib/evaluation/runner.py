@@ -120,7 +120,7 @@ def run_jobs(method, jobs: Iterable[Job], *, step: str = "respond", llm=None, de
     waiting = ["pending"] if any(o.pending for o in outcomes) else []  # a column only in batch rounds
     frame = pd.DataFrame(rows, columns=[*COLUMNS[:4], *meta, *COLUMNS[4:], *waiting])
     if waiting:
-        frame["pending"] = frame.pending.fillna(False).astype(bool)
+        frame["pending"] = frame.pending.eq(True)
     return frame
 
 
@@ -194,11 +194,11 @@ def pending_mask(rows: pd.DataFrame) -> pd.Series:
     :data:`PENDING`, or whose ``error`` is a ``Pending`` (as ``LLM.map`` writes it)."""
     mask = pd.Series(False, index=rows.index)
     if "pending" in rows:
-        mask |= rows.pending.fillna(False).astype(bool)
+        mask |= rows.pending.eq(True)
     if "status" in rows:
         mask |= rows.status.eq(PENDING)
     if "error" in rows:
-        mask |= rows.error.astype("string").str.startswith(f"{PENDING_ERROR}:").fillna(False).astype(bool)
+        mask |= rows.error.map(lambda e: isinstance(e, str) and e.startswith(f"{PENDING_ERROR}:")).astype(bool)
     return mask
 
 
@@ -243,7 +243,7 @@ def failed_items(**parts: pd.DataFrame | None) -> pd.DataFrame:
     columns = ["part", "where", "error", *(["pending"] if any("pending" in r for r in out) else [])]
     frame = pd.DataFrame(out, columns=columns)
     if "pending" in frame:
-        frame["pending"] = frame.pending.fillna(False).astype(bool)
+        frame["pending"] = frame.pending.eq(True)
     return frame
 
 
