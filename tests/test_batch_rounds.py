@@ -157,3 +157,45 @@ def test_the_plan_prices_batch_rounds_at_half_plus_guided_selections_look_ahead(
     assert batch_total([row, {**row, "price": None, "cost": None}]) is None
     assert (batch_rounds(30), batch_rounds(4)) == (8, 5)  # the smoke profile (N=4) took 5 rounds
     assert "52% of the synchronous $2.80; about 8 rounds" in batch_text([row], 30)
+
+
+class Held:
+    """A budget stand-in that records what the rounds hold and settle (the Budget's hold_amount contract)."""
+
+    def __init__(self):
+        self.held, self.settled = [], []
+
+    def hold_amount(self, estimate, what, price=None, *, noun="this call"):
+        self.held.append(estimate)
+        return self
+
+    def settle_amount(self, cost, calls):
+        self.settled.append((cost, calls))
+
+
+def test_a_round_of_openai_lines_goes_to_the_transport_once_per_model_and_is_paid_at_batch_rates(tmp_path):
+    real = OpenAILLM("gpt-4.1", base_url="http://127.0.0.1:9/v1", cache=tmp_path / "llm.sqlite")
+    sent = []
+
+    def send(lines, *, mode, folder, client, progress):
+        sent.append((mode, [sorted(line) for line in lines]))
+        usage = {"prompt_tokens": 1_000_000, "completion_tokens": 100_000, "total_tokens": 1_100_000}
+        return {line["custom_id"]: {"status_code": 200, "body": {
+            "id": "c", "object": "chat.completion", "created": 0, "model": "gpt-4.1", "usage": usage,
+            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "Yes."}}]}}
+            for line in lines}
+
+    def collect(notebook, mode, scratch):
+        try:
+            RunMode.of(mode).wrap(real).chat(QUESTION)
+        except Pending as exc:
+            return str(exc)
+        return None
+
+    budget = Held()
+    [entry] = run_rounds(["05_qa_evaluation", "07_judge_agreement"], collect, mode="files", store=tmp_path / "s",
+                         run_dir=tmp_path / "r", build=FakeLLM, budget=budget, send=send, progress=False)
+    assert sent == [("files", [["body", "custom_id", "method", "url"]])]  # the two notebooks' one request, once
+    assert entry["by_notebook"] == {"05_qa_evaluation": 1, "07_judge_agreement": 1} and entry["calls"] == 1
+    assert entry["usd"] == pytest.approx(1.0 + 0.4)  # gpt-4.1 at $2 / $8 a million tokens, half at batch rates
+    assert budget.settled == [(entry["usd"], 1)] and budget.held[0] > 0
