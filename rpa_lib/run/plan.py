@@ -86,7 +86,7 @@ def plan_rows(calls_by_notebook: dict[str, list[dict]], factors: dict[str, float
             row = by_model.setdefault(c["model"], {
                 "notebook": notebook, "label": c["label"], "model": c["model"], "server": c["server"],
                 "price": c["price"], "scaled": factor, "calls": 0.0, "cached": 0.0, "repeats": 0.0, "to_pay": 0.0,
-                "in_tokens": 0.0, "out_tokens": 0.0, "choose_in": 0.0, "choose_out": 0.0})
+                "in_tokens": 0.0, "out_tokens": 0.0, "choose_in": 0.0, "choose_out": 0.0, "choose_calls": 0.0})
             row["calls"] += factor
             if c["cached"]:
                 row["cached"] += factor
@@ -99,11 +99,13 @@ def plan_rows(calls_by_notebook: dict[str, list[dict]], factors: dict[str, float
                 row["in_tokens"] += paid * c["in"]
                 row["out_tokens"] += paid * c["out"]
                 if c["kind"] == "choose":  # Guided Selection's judge calls are among them (batch_text)
+                    row["choose_calls"] += paid
                     row["choose_in"] += paid * c["in"]
                     row["choose_out"] += paid * c["out"]
             seen.add(c["key"])
         for row in by_model.values():
-            for key in ("calls", "cached", "repeats", "to_pay", "in_tokens", "out_tokens", "choose_in", "choose_out"):
+            for key in ("calls", "cached", "repeats", "to_pay", "in_tokens", "out_tokens", "choose_in", "choose_out",
+                        "choose_calls"):
                 row[key] = round(row[key])
             price = row["price"]
             row["cost"] = None if price is None else (row["in_tokens"] * price[0] + row["out_tokens"] * price[1]) / 1e6
@@ -151,9 +153,10 @@ def batch_text(rows: list[dict], max_iterations: int) -> str:
     """The plan's lines on batch rounds: the price at batch rates beside the synchronous one, and the rounds."""
     sync, batch = plan_total(rows), batch_total(rows)
     share = f", {batch / sync:.0%} of the synchronous {_money(sync)}" if sync and batch is not None else ""
+    extra = round(GS_EXTRA_CALLS * sum(r["choose_calls"] for r in rows))
     return (f"batch rounds (--batch openai): {_money(batch)} at batch rates (half price; every constrained choice "
-            f"counted {GS_EXTRA_CALLS:.0%} more for Guided Selection's look-ahead of {BATCH_LOOKAHEAD}, an upper "
-            f"bound){share}; about {batch_rounds(max_iterations)} rounds (a walk of N={max_iterations} judges "
+            f"counted {GS_EXTRA_CALLS:.0%} more for Guided Selection's look-ahead of {BATCH_LOOKAHEAD}: at most "
+            f"{extra:,} calls beyond a synchronous run's {sum(r['to_pay'] for r in rows):,} to pay){share}; about {batch_rounds(max_iterations)} rounds (a walk of N={max_iterations} judges "
             f"{BATCH_LOOKAHEAD} chunks a round: at most {math.ceil(max(max_iterations, 1) / BATCH_LOOKAHEAD)}; then "
             f"{ROUNDS_AFTER_GS} for the extractor, the answer, the control's answer and the judges; a re-ask adds one)")
 
