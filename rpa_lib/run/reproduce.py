@@ -21,8 +21,9 @@ the estimated tokens and dollars at the configured model's price. A budget, ``RP
 (:mod:`rpa_lib.run.rounds`): at half the price on OpenAI's Batch API, through request files for an offline engine,
 or with the in-process engines (what the tests run).
 
-Dry run, budget and batch rounds reach a notebook as its declared ``run_mode`` parameter (:class:`rpa_lib.llm.RunMode`), which
-its experiment object applies to the LLMs it builds; this module is the only one that reads ``RPA_BUDGET_USD``.
+Dry run, budget and batch rounds reach a notebook as its declared ``run_mode`` parameter
+(:class:`rpa_lib.llm.RunMode`), which its experiment object applies to the LLMs it builds; this module is the only
+one that reads ``RPA_BUDGET_USD``.
 """
 
 from __future__ import annotations
@@ -36,10 +37,14 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rpa_lib import paths
 from rpa_lib.notebook_params import parameters
 from rpa_lib.run.profiles import BATCH_MODES, TOP_LEVEL, check_profile, load_profile, notebooks, profile_path  # noqa: F401
+
+if TYPE_CHECKING:
+    from rpa_lib.llm.budget import Budget
 
 PATH_PARAMETERS = ("data_dir", "figures_dir", "results_dir")
 # the kernel logs errors only: its start-up warning about TCP without encryption (a kernel on 127.0.0.1 that this
@@ -166,7 +171,7 @@ def run(profile_name: str = "quick", only: list[str] | None = None, output_dir: 
 
 
 def batch_run(profile_name: str, profile: dict, books: list[Path], output_dir: Path | None, force: bool, batch: str,
-              mode: dict | None = None, budget=None) -> list[dict]:
+              mode: dict | None = None, budget: Budget | None = None) -> list[dict]:
     """Batch rounds (:mod:`rpa_lib.run.rounds`): each round executes the notebooks that use an LLM, their outputs
     in the round's scratch folder, and answers what they missed (``batch``: local, openai or files), until a round
     has no miss; then :func:`_run` executes the notebooks in batch mode, every answer in, and they write their
@@ -188,11 +193,10 @@ def batch_run(profile_name: str, profile: dict, books: list[Path], output_dir: P
         params = parameters_for(nb, profile, scratch)
         params.update({k: str(scratch / k.removesuffix("_dir")) for k in ("figures_dir", "results_dir")
                        if k in declared})
-        paths.ensure(scratch / "notebooks")
+        params = with_mode(params, declared, {**(mode or {}), **round_mode})
+        executed = paths.ensure(scratch / "notebooks") / nb.name
         with environment(RPA_OUTPUT_DIR=str(scratch)):
-            problem, _ = _attempt(nb, scratch / "notebooks" / nb.name, with_mode(params, declared,
-                                                                                 {**(mode or {}), **round_mode}))
-        return problem
+            return _attempt(nb, executed, params)[0]
 
     run_rounds(list(by_stem), collect, mode=batch, store=store, run_dir=run_dir, budget=budget,
                build=lambda spec: get_llm(spec, cache=False))
@@ -356,9 +360,7 @@ def plan(profile_name: str = "quick", only: list[str] | None = None, workers: in
                 "plan in the tests). --exact dry-runs every character.")
     print()
     print(plan_table(rows, [nb.stem for nb in books], skipped, said))
-    walks = [parameters_for(nb, profile, None).get("max_iterations", getattr(parameters(nb).get("max_iterations"),
-                                                                             "default", None)) for nb in planned]
-    print(batch_text(rows, max((w for w in walks if isinstance(w, int)), default=0)))
+    print(batch_text(rows, max((_walk_length(nb, profile) for nb in planned), default=0)))
     if limit is not None:
         cost = plan_total(rows)
         verdict = ("unknown (a model has no price)" if cost is None else
@@ -367,6 +369,14 @@ def plan(profile_name: str = "quick", only: list[str] | None = None, workers: in
     print(power_text(profile_sizes(profile)))  # what differences these sizes can detect (issue 28)
     print(f"plan made in {time.perf_counter() - start_all:.1f} s")
     return rows
+
+
+def _walk_length(nb: Path, profile: dict) -> int:
+    """Guided Selection's N (``max_iterations``) in ``nb`` under ``profile``; 0 when it declares none."""
+    declared = parameters(nb)
+    value = parameters_for(nb, profile, None).get("max_iterations",
+                                                   getattr(declared.get("max_iterations"), "default", 0))
+    return value if isinstance(value, int) else 0
 
 
 def dry_run_parameters(params: dict, declared: dict, record: Path) -> dict:
