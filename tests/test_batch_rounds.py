@@ -25,6 +25,7 @@ from rpa_lib.llm.openai_backend import OpenAILLM
 from rpa_lib.llm.reply import Pending
 from rpa_lib.llm.rounds import BatchLLM, answer_engine_lines, read_lines, rounds_record, store_results
 from rpa_lib.run.plan import batch_rounds, batch_text, batch_total
+from rpa_lib.run.profiles import load_profile
 from rpa_lib.run.rounds import run_rounds
 
 QUESTION = [{"role": "user", "content": "Who taught you magic?"}]
@@ -201,3 +202,12 @@ def test_a_round_of_openai_lines_goes_to_the_transport_once_per_model_and_is_pai
     assert entry["by_notebook"] == {"05_qa_evaluation": 1, "07_judge_agreement": 1} and entry["calls"] == 1
     assert entry["usd"] == pytest.approx(1.0 + 0.4)  # gpt-4.1 at $2 / $8 a million tokens, half at batch rates
     assert budget.settled == [(entry["usd"], 1)] and budget.held[0] > 0
+
+
+def test_a_profile_names_its_batch_mode_or_is_refused(tmp_path):
+    good, bad = tmp_path / "good.yaml", tmp_path / "bad.yaml"
+    good.write_text("defaults:\n  llm: fake\nbatch: local\n")
+    bad.write_text("batch: overnight\n")
+    assert load_profile(str(good))["batch"] == "local"
+    with pytest.raises(SystemExit, match="batch: expected one of local, openai, files, got 'overnight'"):
+        load_profile(str(bad))
