@@ -20,7 +20,7 @@ from rpa_lib.evaluation.runner import (
     run_verdicts,
 )
 from rpa_lib.experiment import Experiment
-from rpa_lib.llm import FakeLLM, LLMError, RunMode
+from rpa_lib.llm import Budget, FakeLLM, LLMError, RunMode
 from rpa_lib.llm.openai_backend import OpenAILLM
 from rpa_lib.llm.reply import Pending
 from rpa_lib.llm.rounds import BatchLLM, answer_engine_lines, read_lines, rounds_record, store_results
@@ -162,26 +162,12 @@ def test_the_plan_prices_batch_rounds_at_half_plus_guided_selections_look_ahead(
         in batch_text([row], 30)
 
 
-class Held:
-    """A budget stand-in that records what the rounds hold and settle (the Budget's hold_amount contract)."""
-
-    def __init__(self):
-        self.held, self.settled = [], []
-
-    def hold_amount(self, estimate, what, price=None, *, noun="this call"):
-        self.held.append(estimate)
-        return self
-
-    def settle_amount(self, cost, calls):
-        self.settled.append((cost, calls))
-
-
-def test_a_round_of_openai_lines_goes_to_the_transport_once_per_model_and_is_paid_at_batch_rates(tmp_path):
+def test_a_round_of_openai_lines_goes_to_the_transport_once_per_model_with_the_budget_at_batch_rates(tmp_path):
     real = OpenAILLM("gpt-4.1", base_url="http://127.0.0.1:9/v1", cache=tmp_path / "llm.sqlite")
     sent = []
 
-    def send(lines, *, mode, folder, client, progress):
-        sent.append((mode, [sorted(line) for line in lines]))
+    def send(lines, *, mode, folder, client, budget, progress):
+        sent.append((mode, [sorted(line) for line in lines], budget))
         usage = {"prompt_tokens": 1_000_000, "completion_tokens": 100_000, "total_tokens": 1_100_000}
         return {line["custom_id"]: {"status_code": 200, "body": {
             "id": "c", "object": "chat.completion", "created": 0, "model": "gpt-4.1", "usage": usage,
@@ -195,13 +181,13 @@ def test_a_round_of_openai_lines_goes_to_the_transport_once_per_model_and_is_pai
             return str(exc)
         return None
 
-    budget = Held()
+    budget = Budget(5.0)
     [entry] = run_rounds(["05_qa_evaluation", "07_judge_agreement"], collect, mode="files", store=tmp_path / "s",
                          run_dir=tmp_path / "r", build=FakeLLM, budget=budget, send=send, progress=False)
-    assert sent == [("files", [["body", "custom_id", "method", "url"]])]  # the two notebooks' one request, once
+    # the two notebooks' one request, sent once, with the budget the transport holds and books
+    assert sent == [("files", [["body", "custom_id", "method", "url"]], budget)]
     assert entry["by_notebook"] == {"05_qa_evaluation": 1, "07_judge_agreement": 1} and entry["calls"] == 1
     assert entry["usd"] == pytest.approx(1.0 + 0.4)  # gpt-4.1 at $2 / $8 a million tokens, half at batch rates
-    assert budget.settled == [(entry["usd"], 1)] and budget.held[0] > 0
 
 
 def test_a_profile_names_its_batch_mode_or_is_refused(tmp_path):

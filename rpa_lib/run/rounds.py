@@ -14,7 +14,8 @@ tables and run records (which name the rounds: :func:`rpa_lib.llm.rounds.rounds_
 
 A line that failed is asked again in the next round, once; a second failure fails its item as a synchronous call
 does. A notebook that stops in a round without recording a miss has failed: the run stops, naming it. The budget
-(``RPA_BUDGET_USD``) holds each round's estimated cost at batch rates before it is sent and books what it cost.
+(``RPA_BUDGET_USD``) goes to the transport, which holds each batch's estimated cost at batch rates before it starts
+and books what its answers cost.
 Progress: one line per round (round, calls per notebook, answered, failed, seconds, dollars at batch rates).
 
 This module knows nothing of papermill: ``reproduce`` passes how to execute a notebook in a round.
@@ -59,20 +60,6 @@ def _price(line: dict) -> Price | None:
     return None if line.get("price") is None else batch_price(Price(*line["price"]))
 
 
-def estimate(lines: list[dict]) -> float | None:
-    """Dollars the lines may cost at batch rates (their estimated tokens, an upper bound); None: a price unknown
-    for a line that is sent (an engine's line costs nothing)."""
-    total = 0.0
-    for line in lines:
-        price = _price(line)
-        if price is None:
-            if "engine" not in line:
-                return None
-            continue
-        total += price.cost(*line["estimate"])
-    return total
-
-
 def cost(lines: list[dict], results: dict[str, dict]) -> float | None:
     """Dollars the answered lines cost at batch rates, from the tokens each answer reports."""
     total = 0.0
@@ -94,10 +81,12 @@ def _slug(server: str, model: str) -> str:
 
 
 def answer_round(lines: list[dict], mode: str, folder: Path, build: Callable[[str], LLM], *,
-                 send: Callable[..., dict[str, dict]] = run_round, progress: bool = True) -> dict[str, dict]:
+                 send: Callable[..., dict[str, dict]] = run_round, budget: Budget | None = None,
+                 progress: bool = True) -> dict[str, dict]:
     """The results of one round's lines: engine lines in this process (``build(spec)`` makes the engine), the
     others through the batch transport ``send`` in ``mode``, one call per server and model (a batch holds one
-    model), each with its own folder under ``folder / "transport"`` (its ledger: a restart resumes it)."""
+    model), each with its own folder under ``folder / "transport"`` (its ledger: a restart resumes it); ``budget``
+    goes to the transport, which holds each batch's estimated cost before it starts and books what it cost."""
     engines = [line for line in lines if "engine" in line]
     results = answer_engine_lines(engines, build, progress=progress) if engines else {}
     remote: dict[tuple[str, str], list[dict]] = {}
@@ -113,7 +102,8 @@ def answer_round(lines: list[dict], mode: str, folder: Path, build: Callable[[st
                              "use --batch files and run the request files with its engine (vllm run-batch)")
         client = OpenAILLM(model, cache=False).openai_client() if mode == "openai" else None
         results.update(send([{k: line[k] for k in LINE_KEYS} for line in group], mode=mode,
-                            folder=folder / "transport" / _slug(server, model), client=client, progress=progress))
+                            folder=folder / "transport" / _slug(server, model), client=client, budget=budget,
+                            progress=progress))
     return results
 
 
@@ -146,14 +136,8 @@ def run_rounds(notebooks: list[str], collect: Collect, *, mode: str, store: Path
             print(f"batch: round {r} has no miss; every answer is in ({_elapsed(time.monotonic() - start_all)} in all)",
                   flush=True)
             return entries
-        expected = estimate(lines)
-        hold = None
-        if budget is not None and expected:
-            hold = budget.hold_amount(expected, f"batch round {r}", noun=f"round {r} ({len(lines)} calls)")
-        results = answer_round(lines, mode, store, build, send=send, progress=progress)
+        results = answer_round(lines, mode, store, build, send=send, budget=budget, progress=progress)
         spent = cost(lines, results)
-        if hold is not None:
-            hold.settle_amount(spent if spent is not None else expected, len(lines))
         answered, failed = store_results(store, lines, results)
         entry = {"round": r, "calls": len(lines), "by_notebook": {nb: len(set(line["custom_id"] for line in m))
                                                                    for nb, m in misses.items() if m},
