@@ -97,10 +97,10 @@ def answer_round(lines: list[dict], mode: str, folder: Path, build: Callable[[st
         if mode == "local":
             raise SystemExit(f"--batch local runs in-process engines only; model {model!r} at {server} is an "
                              "OpenAI-compatible server: use --batch openai (OpenAI's API) or --batch files")
-        if mode == "openai" and server != OPENAI_URL:
-            raise SystemExit(f"--batch openai sends to OpenAI's Batch API; model {model!r} is served at {server}: "
-                             "use --batch files and run the request files with its engine (vllm run-batch)")
-        client = OpenAILLM(model, cache=False).openai_client() if mode == "openai" else None
+        # the Batch API of the server the lines are for (OpenAI's, or a server that implements it; vLLM does not:
+        # --batch files), with the client the backend would build for it (its key looked up as for a call)
+        client = OpenAILLM(model, base_url=None if server == OPENAI_URL else server, cache=False).openai_client() \
+            if mode == "openai" else None
         results.update(send([{k: line[k] for k in LINE_KEYS} for line in group], mode=mode,
                             folder=folder / "transport" / _slug(server, model), client=client, budget=budget,
                             progress=progress))
