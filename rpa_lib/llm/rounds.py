@@ -43,7 +43,7 @@ from rpa_lib.llm.retry import RetryPolicy
 RETRIES = 1  # a failed line is asked again once, in the next round
 ENDPOINT = "/v1/chat/completions"
 # Guided Selection's look-ahead in batch mode: one round judges this many chunks of a walk (a fixed window, so
-# which calls a walk makes depends on the verdicts alone, never on timing); `python -m benchmarks gs` shows the
+# which calls a walk makes depends on the verdicts alone, never on timing); `python -m benchmarks gs --rounds` shows the
 # trade of rounds against extra calls
 BATCH_LOOKAHEAD = 8
 _WRITE_LOCK = threading.Lock()
