@@ -21,7 +21,8 @@ KERNEL_CONFIG := mkdir -p $(VENV)/etc/ipython && echo 'c.InteractiveShellApp.ext
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
-	@echo "  (PROFILE=quick|paper|smoke selects the reproduce profile; default quick)"
+	@echo "  (PROFILE=quick|paper|smoke selects the reproduce profile; default quick;"
+	@echo "   BATCH=local|openai|files runs its LLM calls in batch rounds: docs/plan_and_budget.md)"
 
 $(STAMP): requirements.txt requirements-models.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -57,7 +58,7 @@ git-filter: ## git strips outputs, execution counts and widget state from notebo
 	  echo "git filter nbstripout set: notebooks are committed without outputs"; fi
 
 reproduce: $(STAMP) ## run every numbered notebook headlessly (figures/, results/)
-	$(PY) -m rpa_lib.reproduce --profile $(PROFILE) $(if $(FORCE),--force)
+	$(PY) -m rpa_lib.reproduce --profile $(PROFILE) $(if $(FORCE),--force) $(if $(BATCH),--batch $(BATCH))
 
 test: $(STAMP) ## lint, check the import layers (pyproject.toml) and run the offline test suite
 	$(PY) -m ruff check rpa_lib tests notebooks benchmarks

@@ -15,6 +15,10 @@ Prints, per policy: wall time per query, judge calls per query (counted at the s
 included) and their ratio to the sequential run's, round trips per query (times a walk waited for a verdict),
 chunks examined per query, the speed-up over sequential, and whether every selection is identical to the
 sequential one. It does not measure a real LLM's latency or verdicts.
+
+``--rounds`` prints instead what the look-ahead means for batch rounds (:mod:`rpa_lib.run.rounds`), where each round
+of a walk is one batch round: per fixed window, the rounds a walk takes (mean and most), the judge calls per walk
+and their ratio to the synchronous default (window 4), with the same verdict rule in-process (no server, no timing).
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ import urllib.request
 from collections.abc import Callable, Iterator
 
 from rpa_lib.data import load_questionnaire
-from rpa_lib.llm import get_llm
+from rpa_lib.llm import FakeLLM, get_llm
 from rpa_lib.methods import build_method
 
 YES_PERCENT = "RPA_BENCH_YES_PERCENT"  # the mock judge's share of "yes", set by --yes-percent for the server process
@@ -90,6 +94,28 @@ def run(characters: list[str], questions: int, policies: list[str], latency: flo
     return results
 
 
+def rounds(characters: list[str], questions: int, windows: list[int], yes_percent: int = 12) -> str:
+    """The batch-rounds table: each walk judged in-process by the same rule (``yes_percent`` % yes), per window."""
+    def rule(kind: str, messages: list[dict], options) -> str:
+        digest = int(hashlib.sha256(messages[-1]["content"].encode()).hexdigest(), 16)
+        return "yes" if digest % 100 < yes_percent else "no"
+
+    items = load_questionnaire("mbti").subset(questions).items
+    queries = [(c, i.question) for c in characters for i in items]
+    rows = {}
+    for w in windows:
+        method = build_method("amadeus", FakeLLM(rule), window=w)
+        walks = [method.select(c, q)[0] for c, q in queries]
+        rows[w] = {"rounds": [s.round_trips for s in walks], "calls": sum(s.examined + s.speculative for s in walks)}
+    base = rows[4]["calls"] if 4 in rows else rows[windows[0]]["calls"]
+    lines = ["| window | batch rounds / walk (mean) | most | judge calls / walk | calls vs window 4 |",
+             "|---|---|---|---|---|"]
+    for w, r in rows.items():
+        lines.append(f"| {w} | {sum(r['rounds']) / len(queries):.2f} | {max(r['rounds'])} | "
+                     f"{r['calls'] / len(queries):.1f} | {r['calls'] / base:.2f}x |")
+    return "\n".join(lines)
+
+
 def table(results: list[dict]) -> str:
     """The Markdown table; the first result is the reference (sequential)."""
     base = results[0]
@@ -114,9 +140,16 @@ def main(argv: list[str] | None = None) -> int:
                              "'adaptive:M' (look-ahead M times the expected need)")
     parser.add_argument("--latency", type=float, default=0.1, help="seconds per mock call")
     parser.add_argument("--yes-percent", type=int, default=12, help="the mock judge's share of yes verdicts")
+    parser.add_argument("--rounds", action="store_true",
+                        help="the batch-rounds table instead (windows 4, 8, 12, 16, 30; in-process, no server)")
     args = parser.parse_args(argv)
     if not 0 <= args.yes_percent <= 100:
         parser.error(f"--yes-percent must be in 0..100 (got {args.yes_percent})")
+    if args.rounds:
+        print(f"Guided Selection (N=30, K=2) in batch rounds, {args.questions} MBTI questions x "
+              f"{len(args.characters.split(','))} characters, yes to {args.yes_percent}% of (question, chunk) pairs\n")
+        print(rounds(args.characters.split(","), args.questions, [4, 8, 12, 16, 30], args.yes_percent))
+        return 0
     policies = args.windows.split(",")
     if policies[0] != "1":
         policies.insert(0, "1")

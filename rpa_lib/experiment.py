@@ -12,6 +12,14 @@ It gives out, each built on first use and once:
   ``ex.record(name, **fields)``: the run record with the parameters and the usage of every LLM handed out;
   ``ex.check(rows, what)``: the failure policy (``max_failed_share``).
 
+In batch rounds (``run_mode`` with ``batch_store``: :mod:`rpa_lib.run.rounds`) an item whose answer is not in yet
+is pending, not failed. ``ex.check`` of a frame of jobs or verdicts counts pending items apart and lets the
+notebook go on (the items whose answers are in are judged in the same round, so rounds stay few); ``ex.check`` of
+a listing of the run's failed items (:func:`~rpa_lib.evaluation.runner.failed_items`) and ``ex.record`` raise
+:class:`~rpa_lib.evaluation.runner.PendingItems` instead of writing the record, the outcome ``reproduce``
+recognises as "another round", and a round's tables go to its scratch folder, never to ``results/``. When nothing
+is pending, the record names the rounds (``batch``: rounds, calls per round, price at batch rates).
+
 Run modes come in as the declared ``run_mode`` parameter (``reproduce`` passes it: a dry run's plan file, a budget)
 and wrap every LLM handed out (:class:`rpa_lib.llm.RunMode`). This module reads no environment variable of its own.
 """
@@ -26,8 +34,9 @@ from typing import Any
 import pandas as pd
 
 from rpa_lib.data import Dataset
-from rpa_lib.evaluation.runner import check_failures
+from rpa_lib.evaluation.runner import PendingItems, check_failures, pending_mask
 from rpa_lib.llm import LLM, RunMode, get_llm, judge_llm
+from rpa_lib.llm.rounds import rounds_record
 from rpa_lib.report import notebook_parameters, output_dirs, run_label, save_run_record
 from rpa_lib.retrieval import persona_embedder
 
@@ -46,6 +55,7 @@ class Experiment:
         self.characters = self.dataset.characters(get("characters")) if "characters" in self.parameters else []
         self.max_failed_share = float(get("max_failed_share") or 0.0)
         self._handed: dict[str, LLM] = {}
+        self.pending: dict[str, int] = {}  # batch rounds: what -> items waiting for a round (ex.check)
 
     def __repr__(self) -> str:
         return f"Experiment({self.notebook!r}, {len(self.characters)} character(s), mode={self.mode})"
@@ -111,11 +121,24 @@ class Experiment:
         return {role: llm.usage.to_dict() for role, llm in self._handed.items()}
 
     def record(self, name: str, **fields: Any) -> Path:
-        """``results/<name>.run.json``: the parameters, the models by role, their usage, then ``fields``."""
+        """``results/<name>.run.json``: the parameters, the models by role, their usage, in batch rounds the rounds
+        (``batch``), then ``fields``. PendingItems when an item checked was pending (batch rounds)."""
+        if self.pending:
+            waiting = ", ".join(f"{n} {what}" for what, n in self.pending.items())
+            raise PendingItems(f"{self.notebook}: item(s) wait for a batch round ({waiting}); no record is written")
+        if self.mode.batch_log:
+            fields = {"batch": rounds_record(self.mode.batch_log, self.notebook), **fields}
         models = {role: llm.label for role, llm in self._handed.items()}
         return save_run_record(name, self.results, parameters=self.parameters,
                                **{"models": models, "usage_by_role": self.usage(), "characters": self.characters, **fields})
 
     def check(self, rows: pd.DataFrame, what: str, max_share: float | None = None) -> None:
-        """The failure policy: :func:`~rpa_lib.evaluation.runner.check_failures` with ``max_failed_share``."""
+        """The failure policy: :func:`~rpa_lib.evaluation.runner.check_failures` with ``max_failed_share``; in
+        batch rounds, pending rows are counted in :attr:`pending` and left out of it (module docstring)."""
+        listing = "part" in rows.columns and "where" in rows.columns  # failed_items(...): the run's last check
+        if self.mode.batch_store and len(rows) and not listing:
+            waiting = pending_mask(rows)
+            if waiting.any():
+                self.pending[what] = int(waiting.sum())
+                rows = rows[~waiting]
         check_failures(rows, what, self.max_failed_share if max_share is None else max_share)

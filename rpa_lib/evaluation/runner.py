@@ -16,6 +16,11 @@ jobs and keeps one row per job with its ``value``, ``status`` (:data:`OK`, :data
 allowed answer, a counted missing value; :data:`FAILED`: a fault, with its ``error``), ``problem`` and ``error``.
 Every failure of a run is listed by :func:`failed_items` and raised by :func:`check_failures`, after what
 completed was saved.
+
+In batch rounds (:mod:`rpa_lib.llm.rounds`) a job whose LLM answer is not in yet is *pending*: a row with its
+``error`` (``"Pending: ..."``, so nothing downstream takes it for an answer) marked ``pending`` (a job row) or
+status :data:`PENDING` (a verdict row). Pending is not failure: :func:`check_failures` raises
+:class:`PendingItems` for it, never :class:`FailedItems`.
 """
 
 from __future__ import annotations
@@ -30,9 +35,10 @@ import pandas as pd
 
 from rpa_lib.data import Dataset, Questionnaire
 from rpa_lib.llm.plan import acting_for
+from rpa_lib.llm.reply import Pending
 from rpa_lib.methods.base import ContextItem, Response
 
-OK, UNPARSED, FAILED = "ok", "unparsed", "failed"  # the status of a verdict row
+OK, UNPARSED, FAILED, PENDING = "ok", "unparsed", "failed", "pending"  # the status of a verdict row
 VERDICT_FIELDS = ["answer", "value", "status", "problem", "error", "coerced"]
 COLUMNS = ["method", "character", "question_id", "question", "reply", "context", "chunk_ids", "details", "llm_calls",
            "cached_calls", "seconds", "error"]
@@ -97,6 +103,8 @@ def run_jobs(method, jobs: Iterable[Job], *, step: str = "respond", llm=None, de
     for job, out in zip(jobs, outcomes, strict=True):
         row = {"method": method.name, "character": job.character, "question_id": job.id, "question": job.question,
                **job.meta}
+        if out.pending:
+            row["pending"] = True
         r = out.value
         if out.ok:
             if step == "context":  # the context step as a Response without a reply, so chunk ids come from one place
@@ -109,7 +117,11 @@ def run_jobs(method, jobs: Iterable[Job], *, step: str = "respond", llm=None, de
                        seconds=None, error=out.error)
         rows.append(row)
     meta = list(dict.fromkeys(k for j in jobs for k in j.meta))
-    return pd.DataFrame(rows, columns=[*COLUMNS[:4], *meta, *COLUMNS[4:]])
+    waiting = ["pending"] if any(o.pending for o in outcomes) else []  # a column only in batch rounds
+    frame = pd.DataFrame(rows, columns=[*COLUMNS[:4], *meta, *COLUMNS[4:], *waiting])
+    if waiting:
+        frame["pending"] = frame.pending.eq(True)
+    return frame
 
 
 def chunk_ids(context: list[dict] | None, *roles: str) -> list[str]:
@@ -163,8 +175,8 @@ def run_verdicts(judge, jobs: Iterable, verdict: Callable[[Any], Any], describe:
     for o in outcomes:
         v = o.value
         if not o.ok:
-            fields = {"answer": None, "value": math.nan, "status": FAILED, "problem": None, "error": o.error,
-                      "coerced": False}
+            fields = {"answer": None, "value": math.nan, "status": PENDING if o.pending else FAILED, "problem": None,
+                      "error": o.error, "coerced": False}
         elif hasattr(v, "status"):
             fields = {"answer": v.answer, "value": v.value, "status": v.status, "problem": v.problem, "error": None,
                       "coerced": bool(getattr(v, "coerced", False))}
@@ -174,14 +186,35 @@ def run_verdicts(judge, jobs: Iterable, verdict: Callable[[Any], Any], describe:
     return pd.DataFrame(rows, columns=list(columns) if columns else None)
 
 
+PENDING_ERROR = Pending.__name__  # an item's error that says its answer is not in yet, as LLM.map writes it
+
+
+def pending_mask(rows: pd.DataFrame) -> pd.Series:
+    """Which rows are pending (their answer not in yet, in batch rounds): marked ``pending``, of status
+    :data:`PENDING`, or whose ``error`` is a ``Pending`` (as ``LLM.map`` writes it)."""
+    mask = pd.Series(False, index=rows.index)
+    if "pending" in rows:
+        mask |= rows.pending.eq(True)
+    if "status" in rows:
+        mask |= rows.status.eq(PENDING)
+    if "error" in rows:
+        mask |= rows.error.map(lambda e: isinstance(e, str) and e.startswith(f"{PENDING_ERROR}:")).astype(bool)
+    return mask
+
+
 def failures(rows: pd.DataFrame) -> pd.DataFrame:
-    """The rows whose job failed."""
-    return rows[rows.error.notna()]
+    """The rows whose job failed (pending rows are not failures)."""
+    return rows[rows.error.notna() & ~pending_mask(rows)]
 
 
 class FailedItems(RuntimeError):
     """Too many items of a run failed for its table to mean anything; the message gives the count and the
     first error. Raised after the completed items were saved (and their LLM calls cached)."""
+
+
+class PendingItems(RuntimeError):
+    """Items of a run wait for answers a batch round has not brought yet: no table may be computed from them. Not
+    a failure: ``reproduce --batch`` runs the next round, then the notebook again."""
 
 
 _WHERE = ("part", "where", "task", "method", "character", "question_id", "qa_id", "item", "unit", "sample_id",
@@ -196,12 +229,22 @@ def _where(row: dict) -> str:
 def failed_items(**parts: pd.DataFrame | None) -> pd.DataFrame:
     """Every failed item of a run, for its record: ``failed_items(answers=..., verdicts=..., labels=...)``, each
     a frame with an ``error`` column (None or empty frames are skipped). One row per failure: ``part``,
-    ``where`` (the row's method, character, question id, metric, ... as it has them) and ``error``."""
-    out = [{"part": part, "where": _where({k: v for k, v in r.items() if k not in ("part", "where")}),
-            "error": r["error"]}
-           for part, frame in parts.items() if frame is not None and len(frame) and "error" in frame
-           for r in frame[frame.error.notna()].to_dict("records")]
-    return pd.DataFrame(out, columns=["part", "where", "error"])
+    ``where`` (the row's method, character, question id, metric, ... as it has them) and ``error``; in batch
+    rounds, a ``pending`` column marks the items whose answer is not in yet (not failures)."""
+    out = []
+    for part, frame in parts.items():
+        if frame is None or not len(frame) or "error" not in frame:
+            continue
+        waiting = pending_mask(frame)
+        for r, pending in zip(frame[frame.error.notna()].to_dict("records"), waiting[frame.error.notna()], strict=True):
+            row = {"part": part, "where": _where({k: v for k, v in r.items() if k not in ("part", "where")}),
+                   "error": r["error"]}
+            out.append({**row, "pending": True} if pending else row)
+    columns = ["part", "where", "error", *(["pending"] if any("pending" in r for r in out) else [])]
+    frame = pd.DataFrame(out, columns=columns)
+    if "pending" in frame:
+        frame["pending"] = frame.pending.eq(True)
+    return frame
 
 
 def check_failures(rows: pd.DataFrame, what: str, max_share: float = 0.0) -> None:
@@ -210,7 +253,9 @@ def check_failures(rows: pd.DataFrame, what: str, max_share: float = 0.0) -> Non
     :data:`NAMED`). ``rows`` may be a run's rows or :func:`failed_items`' listing (every row a failure: any row
     raises, with the count per part). Call it after what completed was saved, and before anything is computed
     from the rows (a budget matched to them, a table): a table is never computed from failed items as if they
-    were answers, and a failure is reported as itself, not as what it broke further on."""
+    were answers, and a failure is reported as itself, not as what it broke further on. Rows still pending (batch
+    rounds) raise :class:`PendingItems` instead, before any failure is counted: the run is not over."""
+    check_pending(rows, what)
     failed = failures(rows)
     if "part" in rows.columns and "where" in rows.columns:  # a listing of failures
         if len(failed):
@@ -225,6 +270,14 @@ def check_failures(rows: pd.DataFrame, what: str, max_share: float = 0.0) -> Non
         named = [_where(r) for r in failed.to_dict("records")]
         raise FailedItems(f"{what}: {len(failed)} of {len(rows)} item(s) failed (allowed share {max_share:g}); "
                           f"first: {_where(first.to_dict())}: {first['error']}{_named(named)}")
+
+
+def check_pending(rows: pd.DataFrame, what: str) -> None:
+    """Raise :class:`PendingItems` when some of ``rows`` are pending (:func:`pending_mask`), naming how many."""
+    waiting = int(pending_mask(rows).sum())
+    if waiting:
+        raise PendingItems(f"{what}: {waiting} item(s) wait for a batch round (of {len(rows)}); no table is written "
+                           "from them: reproduce --batch runs the next round")
 
 
 NAMED = 10  # failed items a FailedItems message names

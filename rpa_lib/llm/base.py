@@ -33,7 +33,7 @@ from rpa_lib.llm.answers import match_option, parse_structured
 from rpa_lib.llm.budget import Budget, check_priced, price_override
 from rpa_lib.llm.cache import open_cache, request_key
 from rpa_lib.llm.concurrency import run_map
-from rpa_lib.llm.reply import LLMError, LLMFatalError, LLMNoValidAnswer, Outcome, Raw, Reply
+from rpa_lib.llm.reply import LLMError, LLMFatalError, LLMNoValidAnswer, Outcome, Pending, Raw, Reply
 from rpa_lib.llm.retry import Exhausted, RetryPolicy, Transient, call_with_retries
 from rpa_lib.llm.usage import Price, Usage
 
@@ -129,6 +129,7 @@ class LLM:
     max_workers = 1
     price: Price | None = None
     scratch_dir = None  # a stand-in whose replies are made up (a plan's) builds indexes here, never in the cache
+    lookahead = None  # Guided Selection's look-ahead this LLM asks for (a batch round's: rpa_lib.llm.rounds)
     _keep_causes = True  # chain backend exceptions to our errors (False where they may carry a request or key)
 
     def __init__(self, *, cache: Any = True, max_workers: int | None = None, retry: RetryPolicy | None = None):
@@ -182,6 +183,11 @@ class LLM:
         backend whose price is unknown. ``get_llm("fake").with_budget(Budget(5.0))``"""
         self._budget = check_priced(self, budget)
         return self
+
+    def round_trip(self, req: Request, what: str) -> Raw:
+        """One round trip of ``req`` through the backend's hook, with retries, uncached: what a batch round runs
+        for an in-process engine (:func:`rpa_lib.llm.rounds.answer_engine_lines`)."""
+        return self._round_trip(getattr(self, f"_{req.kind}"), req, what, _Spent())
 
     @property
     def usage(self) -> Usage:
@@ -296,13 +302,14 @@ class LLM:
 
     def _round_trip(self, hook: Callable[[Request], Raw], req: Request, what: str, spent: _Spent) -> Raw:
         """One backend round trip with retries; any other failure becomes an LLMError (an LLMFatalError stays
-        fatal) naming the call. Under a budget it first holds the request's estimated cost (BudgetExceeded when
-        that would pass the limit) and then books what the round trip cost."""
+        fatal) naming the call; a :class:`Pending` (a batch round will answer it) passes as it is. Under a budget it
+        first holds the request's estimated cost (BudgetExceeded when that would pass the limit) and then books
+        what the round trip cost."""
 
         def attempt() -> Raw:
             try:
                 return hook(req)
-            except (Transient, Exhausted):
+            except (Transient, Exhausted, Pending):
                 raise
             except LLMError as exc:  # already ours and scrubbed: name the call, keep the class
                 error: LLMError = type(exc)(f"{what}: {self._scrub(str(exc))}")

@@ -1,7 +1,8 @@
 """Run a function over items with a bounded thread pool and a progress bar, keeping input order.
 
 Each item yields one :class:`Outcome`: its value, or the exception it raised as ``"ExcType: message"``; nothing
-is dropped and nothing is None. The exception: an error of a type in ``stop_on`` (``LLM.map`` passes
+is dropped and nothing is None (an item that waits on a :class:`~rpa_lib.llm.reply.Pending` answer is marked
+``pending``). The exception: an error of a type in ``stop_on`` (``LLM.map`` passes
 ``LLMFatalError``: a refused key, an unknown model) would fail every item the same way, so it stops the run at
 once: queued items are cancelled, the calls in flight finish, and the error is raised again with the item it
 came from and how many items finished. Threads suit LLM calls (they wait on the network or on torch, which
@@ -14,7 +15,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Any
 
-from rpa_lib.llm.reply import Outcome
+from rpa_lib.llm.reply import Outcome, Pending
 
 Stop = tuple[type[Exception], ...]
 
@@ -25,7 +26,7 @@ def _run_one(fn: Callable[[Any], Any], item: Any, stop_on: Stop) -> Outcome:
     except stop_on:
         raise
     except Exception as exc:  # recorded, never raised: one failed item must not stop the others
-        return Outcome(item, error=f"{type(exc).__name__}: {exc}")
+        return Outcome(item, error=f"{type(exc).__name__}: {exc}", pending=isinstance(exc, Pending))
 
 
 def _stopped(exc: Exception, index: int, total: int, finished: int, desc: str) -> Exception:

@@ -19,7 +19,8 @@ folder), ``"llamacpp"`` / ``"llamacpp:/path/model.gguf"`` (the same GGUF on llam
 This module builds the backend object only: no client is connected and no model is loaded until the first call.
 A :class:`RunMode` (declared by the caller; ``reproduce`` passes one to each notebook) wraps it: under a budget it
 holds each round trip's cost (:mod:`rpa_lib.llm.budget`), in a dry run it becomes a stand-in that records calls and
-calls no model (:mod:`rpa_lib.llm.plan`). Nothing here reads a mode from the environment.
+calls no model (:mod:`rpa_lib.llm.plan`), in batch rounds it answers from the rounds' results and records what is
+missing (:mod:`rpa_lib.llm.rounds`). Nothing here reads a mode from the environment.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from rpa_lib.llm.base import LLM
 from rpa_lib.llm.budget import dollars, shared_budget
 from rpa_lib.llm.config import setting
 from rpa_lib.llm.plan import PlanLLM
+from rpa_lib.llm.rounds import BatchLLM
 
 ROLES = {"llm": "RPA_LLM", "judge": "RPA_JUDGE", "gs": "RPA_GS"}
 
@@ -39,11 +41,16 @@ ROLES = {"llm": "RPA_LLM", "judge": "RPA_JUDGE", "gs": "RPA_GS"}
 class RunMode:
     """How the LLMs of a run are wrapped: ``plan_file`` (a dry run: each LLM is a :class:`PlanLLM` recording its
     calls there), ``budget_usd`` (a spending limit for uncached calls) and ``budget_ledger`` (the file that lets the
-    processes of one run share it). The default runs normally. ``RunMode.of({"budget_usd": 5})``"""
+    processes of one run share it), ``batch_store`` (batch rounds: each LLM is a :class:`BatchLLM` answering from
+    the results in that folder and recording what is missing to ``batch_misses``; ``batch_log``: the rounds so far,
+    for the run record). The default runs normally. ``RunMode.of({"budget_usd": 5})``"""
 
     plan_file: str | None = None
     budget_usd: float | None = None
     budget_ledger: str | None = None
+    batch_store: str | None = None
+    batch_misses: str | None = None
+    batch_log: str | None = None
 
     @classmethod
     def of(cls, value: RunMode | dict | None) -> RunMode:
@@ -61,10 +68,14 @@ class RunMode:
         return cls(**value)
 
     def wrap(self, llm: LLM) -> LLM:
-        """``llm`` under this mode: the recording stand-in for a dry run (which spends nothing), else ``llm``
-        limited by the budget when there is one."""
+        """``llm`` under this mode: the recording stand-in for a dry run (which spends nothing), the batch-round
+        wrapper (whose spending the rounds count), else ``llm`` limited by the budget when there is one."""
         if self.plan_file:
             return PlanLLM(llm, self.plan_file)
+        if self.batch_store:
+            if not self.batch_misses:
+                raise ValueError("run_mode: batch_store needs batch_misses (the file a round's misses go to)")
+            return BatchLLM(llm, self.batch_store, self.batch_misses)
         if self.budget_usd is not None:
             llm.with_budget(shared_budget(self.budget_usd, self.budget_ledger))
         return llm

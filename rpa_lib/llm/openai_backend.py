@@ -266,16 +266,16 @@ class OpenAILLM(LLM):
             return LLMFatalError(f"{message} -- {hint} ({self._where()})")
         return RuntimeError(message)
 
-    def _create(self, messages: list[dict], **params: Any) -> tuple[Any, Raw]:
-        """One request, with the client's retries of transport faults; the first choice and its text, or
-        Transient (a malformed or empty body) / Exhausted / LLMFatalError / RuntimeError / :class:`modes.Rejected`
+    def _create(self, body: dict) -> Any:
+        """One request of ``body`` (:meth:`body`), with the client's retries of transport faults: the parsed
+        completion, or Transient (a malformed body) / Exhausted / LLMFatalError / RuntimeError / :class:`modes.Rejected`
         (the server cannot serve the ``response_format`` or ``logprobs`` asked for)."""
         client = self._openai()
         import openai
 
         failure: Exception | None = None
         try:
-            response = client.chat.completions.with_raw_response.create(model=self.model, messages=messages, **params)
+            response = client.chat.completions.with_raw_response.create(**body)
             self._usage.record_retry(response.retries_taken)
             completion = response.parse()
         except openai.APITimeoutError as exc:
@@ -290,7 +290,7 @@ class OpenAILLM(LLM):
         except openai.APIStatusError as exc:
             attempts = self._attempts(exc.response.request)
             detail = _error_detail(exc.response)
-            if modes.is_rejection(exc.status_code, detail, params):
+            if modes.is_rejection(exc.status_code, detail, body):
                 failure = modes.Rejected(self._scrub(f"HTTP {exc.status_code}: {detail}"))
             else:
                 failure = self._status_failure(exc.status_code, detail, attempts)
@@ -301,13 +301,7 @@ class OpenAILLM(LLM):
                 RuntimeError(self._scrub(f"{type(exc).__name__}: {exc}"))
         if failure is not None:  # raised outside the handler: nothing chains to the request
             raise failure
-        choices = getattr(completion, "choices", None)
-        if not choices or getattr(choices[0], "message", None) is None:
-            raise Transient("response has no choices")
-        content, usage = choices[0].message.content, completion.usage
-        raw = Raw(content if isinstance(content, str) else "", int(getattr(usage, "prompt_tokens", 0) or 0),
-                  int(getattr(usage, "completion_tokens", 0) or 0))
-        return choices[0], raw
+        return completion
 
     def _attempts(self, request: Any) -> int:
         """Tries the client made of the request it gave up on (its retries recorded in the usage)."""
@@ -315,16 +309,72 @@ class OpenAILLM(LLM):
         self._usage.record_retry(retries)
         return retries + 1
 
-    def _common(self, req: Request) -> dict:
-        return {"seed": sample_seed(req.seed, req.sample), "temperature": req.temperature}
+    def mode_for(self, kind: str) -> str | None:
+        """How a round trip of ``kind`` is asked now: the configured or negotiated mode (None for a chat)."""
+        configured = {"choose": self.choose_mode, "structured": self.structured_mode}.get(kind)
+        return None if configured is None else modes.current(self.base_url, self.model, kind, configured)
+
+    def body(self, req: Request, mode: str | None) -> dict:
+        """The ``chat.completions`` body of ``req``'s round trip asked in ``mode`` (:meth:`mode_for`): what a
+        synchronous call sends and what a batch line carries, built here only."""
+        common = {"model": self.model, "seed": sample_seed(req.seed, req.sample), "temperature": req.temperature}
+        if req.kind == "chat":
+            return {**common, "messages": req.messages, "max_tokens": req.max_tokens}
+        if req.kind == "choose":
+            options = req.options or []
+            messages = answers.with_instruction(req.messages, answers.choice_instruction(options))
+            max_tokens = 16 + max(len(o) for o in options)
+            if mode == "json_schema":
+                return {**common, "messages": messages, "max_tokens": max_tokens + 16,
+                        "response_format": _choice_schema(options)}
+            if mode == "text":
+                return {**common, "messages": messages, "max_tokens": max_tokens}
+            return {**common, "messages": messages, "max_tokens": max_tokens, "logprobs": True, "top_logprobs": 20}
+        schema = req.schema or {}
+        # the schema as the instruction where the server enforces it or the mode was chosen so; an example object
+        # where a small model must follow the instruction alone after a fallback (it copies a schema back)
+        fallback = mode != self.structured_mode and mode != "json_object_schema"
+        instruction = answers.example_instruction(schema) if fallback else answers.schema_instruction(schema)
+        body = {**common, "messages": answers.with_instruction(req.messages, instruction), "max_tokens": req.max_tokens}
+        if mode == "json_schema":
+            body["response_format"] = {"type": "json_schema",
+                                       "json_schema": {"name": "reply", "schema": req.schema, "strict": False}}
+        elif mode == "json_object_schema":
+            body["response_format"] = {"type": "json_object", "schema": req.schema}
+        elif mode == "json_object":
+            body["response_format"] = {"type": "json_object"}
+        return body
+
+    @staticmethod
+    def raw(req: Request, mode: str | None, completion: Any) -> Raw:
+        """The round trip's :class:`Raw` from a completion (the ``openai`` package's, or a batch result's body
+        validated into one): its first choice's text and the tokens; for a choice asked with logprobs, the options'
+        scores. Transient when it holds no choice."""
+        choices = getattr(completion, "choices", None)
+        if not choices or getattr(choices[0], "message", None) is None:
+            raise Transient("response has no choices")
+        content, usage = choices[0].message.content, completion.usage
+        raw = Raw(content if isinstance(content, str) else "", int(getattr(usage, "prompt_tokens", 0) or 0),
+                  int(getattr(usage, "completion_tokens", 0) or 0))
+        if req.kind == "choose" and mode == "logprobs":
+            options = req.options or []
+            raw.scores = answers.first_token_scores(getattr(getattr(choices[0], "logprobs", None), "content", None),
+                                                    options)
+            if answers.match_option(raw.text, options) is None and raw.scores:  # counted as coerced, never the model's
+                raw.text, raw.coerced = max(raw.scores, key=raw.scores.__getitem__), True
+        return raw
+
+    def _send(self, req: Request, mode: str | None) -> Raw:
+        return self.raw(req, mode, self._create(self.body(req, mode)))
 
     def _chat(self, req: Request) -> Raw:
-        return self._create(req.messages, max_tokens=req.max_tokens, **self._common(req))[1]
+        return self._send(req, None)
 
-    def _negotiated(self, kind: str, configured: str, ask: Any) -> Raw:
+    def _negotiated(self, kind: str, ask: Any) -> Raw:
         """``ask(mode)`` in this server's current mode for ``kind``; on a capability answer, the next mode."""
+        configured = self.choose_mode if kind == "choose" else self.structured_mode
         while True:
-            mode = modes.current(self.base_url, self.model, kind, configured)
+            mode = self.mode_for(kind)
             try:
                 raw = ask(mode)
             except modes.Rejected as exc:
@@ -334,43 +384,10 @@ class OpenAILLM(LLM):
             return raw
 
     def _choose(self, req: Request) -> Raw:
-        return self._negotiated("choose", self.choose_mode, lambda mode: self._choose_as(mode, req))
-
-    def _choose_as(self, mode: str, req: Request) -> Raw:
-        options = req.options or []
-        messages = answers.with_instruction(req.messages, answers.choice_instruction(options))
-        max_tokens = 16 + max(len(o) for o in options)
-        if mode == "json_schema":
-            _, raw = self._create(messages, max_tokens=max_tokens + 16, response_format=_choice_schema(options),
-                                  **self._common(req))
-            return raw
-        if mode == "text":
-            return self._create(messages, max_tokens=max_tokens, **self._common(req))[1]
-        choice, raw = self._create(messages, max_tokens=max_tokens, logprobs=True, top_logprobs=20,
-                                   **self._common(req))
-        raw.scores = answers.first_token_scores(getattr(getattr(choice, "logprobs", None), "content", None), options)
-        if answers.match_option(raw.text, options) is None and raw.scores:  # counted as coerced, never as the model's
-            raw.text, raw.coerced = max(raw.scores, key=raw.scores.__getitem__), True
-        return raw
+        return self._negotiated("choose", lambda mode: self._send(req, mode))
 
     def _structured(self, req: Request) -> Raw:
-        return self._negotiated("structured", self.structured_mode, lambda mode: self._structured_as(mode, req))
-
-    def _structured_as(self, mode: str, req: Request) -> Raw:
-        schema = req.schema or {}
-        # the schema as the instruction where the server enforces it or the mode was chosen so; an example object
-        # where a small model must follow the instruction alone after a fallback (it copies a schema back)
-        fallback = mode != self.structured_mode and mode != "json_object_schema"
-        instruction = answers.example_instruction(schema) if fallback else answers.schema_instruction(schema)
-        params: dict[str, Any] = {"max_tokens": req.max_tokens, **self._common(req)}
-        if mode == "json_schema":
-            params["response_format"] = {"type": "json_schema",
-                                         "json_schema": {"name": "reply", "schema": req.schema, "strict": False}}
-        elif mode == "json_object_schema":
-            params["response_format"] = {"type": "json_object", "schema": req.schema}
-        elif mode == "json_object":
-            params["response_format"] = {"type": "json_object"}
-        return self._create(answers.with_instruction(req.messages, instruction), **params)[1]
+        return self._negotiated("structured", lambda mode: self._send(req, mode))
 
 
 def _error_detail(response: Any) -> str:

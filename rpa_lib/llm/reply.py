@@ -1,5 +1,5 @@
 """The records every LLM call returns or raises: ``Reply``, ``Outcome``, ``LLMError``, ``LLMFatalError``,
-``LLMNoValidAnswer`` and the backend-level ``Raw``.
+``LLMNoValidAnswer``, ``Pending`` and the backend-level ``Raw``.
 
 Plain data only: no I/O, no backend knowledge, nothing that could hold a credential.
 """
@@ -35,6 +35,11 @@ class LLMNoValidAnswer(LLMError):
     seconds = 0.0
 
 
+class Pending(Exception):  # noqa: N818 (a state, not an error: not an LLMError, so no fallback swallows it)
+    """A round trip whose answer is not in yet: a batch round will ask it (:mod:`rpa_lib.llm.rounds`). Not a
+    failure: the item waiting on it is pending, and the next round answers it."""
+
+
 @dataclass(frozen=True)
 class Reply:
     """What ``chat``, ``choose`` and ``structured`` return. Tokens and cost are what *this* call spent."""
@@ -53,11 +58,13 @@ class Reply:
 
 @dataclass
 class Outcome:
-    """One item of ``LLM.map``: its value, or the error it raised as ``"ExcType: message"``."""
+    """One item of ``LLM.map``: its value, or the error it raised as ``"ExcType: message"`` (``pending``: the
+    error is a :class:`Pending`, an answer not in yet, not a failure)."""
 
     item: Any
     value: Any = None
     error: str | None = None
+    pending: bool = False
 
     @property
     def ok(self) -> bool:

@@ -45,7 +45,8 @@ class AmadeusSettings(RetrievalSettings):
     max_iterations: int = 30  # GS: N, chunks examined at most (paper: 30)
     slot_size: int = 2  # GS: K, chunks kept at most (paper: 2)
     window: int | str | None = None  # GS look-ahead of concurrent judge calls: an int, "adaptive" or "adaptive:M"
-    #                                  (rpa_lib.methods.gs); None: 4 on remote APIs, 1 locally
+    #                                  (rpa_lib.methods.gs); None: the LLM's lookahead (batch rounds: 8), else 4
+    #                                  on remote APIs, 1 locally
     extract: bool = True  # run the Attribute Extractor
     extract_retries: int = 2  # re-asks when AE's JSON is invalid, before the free-text fallback
     extract_format: str = "json"  # AE's reply: "json" (one structured call; free text if it stays invalid) or
@@ -75,8 +76,10 @@ class Amadeus(Method):
     def __init__(self, llm, settings=None, dataset=None):
         super().__init__(llm, settings, dataset)
         # Speculative judging only pays where calls run concurrently (remote APIs); a local model runs one at a time.
-        # One policy object per method: an adaptive window learns the judge's yes-rate across walks.
-        self.window = parse_window(self.settings.window or max(1, min(4, getattr(llm, "max_workers", 1))))
+        # One policy object per method: an adaptive window learns the judge's yes-rate across walks. In batch rounds
+        # the LLM asks for a wide fixed window (its lookahead): one round judges that many chunks of a walk.
+        self.window = parse_window(self.settings.window or getattr(llm, "lookahead", None)
+                                   or max(1, min(4, getattr(llm, "max_workers", 1))))
 
     @property
     def selector(self):

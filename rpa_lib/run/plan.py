@@ -8,15 +8,21 @@ The counts are estimates wherever a method adapts to the model's replies: Guided
 fill, CRAG rewrites its query when the evaluator says the chunks are weak, a judge is re-asked after an invalid
 answer; the stand-in's answers take one path, a model may take another. Nothing here calls a model or writes to
 the reply cache.
+
+Batch rounds (:mod:`rpa_lib.run.rounds`) are priced beside: :func:`batch_text` gives the calls to pay at batch
+rates (half the price), plus the judge calls Guided Selection adds in batch mode, and the rounds a run takes.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
+from rpa_lib.llm.batches import batch_price
 from rpa_lib.llm.budget import price_override
-from rpa_lib.llm.usage import PRICES_AS_OF
+from rpa_lib.llm.rounds import BATCH_LOOKAHEAD
+from rpa_lib.llm.usage import PRICES_AS_OF, Price
 
 # ---- a fast plan: a sample of the characters ----------------------------------------------------------------------
 
@@ -80,7 +86,7 @@ def plan_rows(calls_by_notebook: dict[str, list[dict]], factors: dict[str, float
             row = by_model.setdefault(c["model"], {
                 "notebook": notebook, "label": c["label"], "model": c["model"], "server": c["server"],
                 "price": c["price"], "scaled": factor, "calls": 0.0, "cached": 0.0, "repeats": 0.0, "to_pay": 0.0,
-                "in_tokens": 0.0, "out_tokens": 0.0})
+                "in_tokens": 0.0, "out_tokens": 0.0, "choose_in": 0.0, "choose_out": 0.0, "choose_calls": 0.0})
             row["calls"] += factor
             if c["cached"]:
                 row["cached"] += factor
@@ -92,9 +98,14 @@ def plan_rows(calls_by_notebook: dict[str, list[dict]], factors: dict[str, float
                 row["repeats"] += factor - paid
                 row["in_tokens"] += paid * c["in"]
                 row["out_tokens"] += paid * c["out"]
+                if c["kind"] == "choose":  # Guided Selection's judge calls are among them (batch_text)
+                    row["choose_calls"] += paid
+                    row["choose_in"] += paid * c["in"]
+                    row["choose_out"] += paid * c["out"]
             seen.add(c["key"])
         for row in by_model.values():
-            for key in ("calls", "cached", "repeats", "to_pay", "in_tokens", "out_tokens"):
+            for key in ("calls", "cached", "repeats", "to_pay", "in_tokens", "out_tokens", "choose_in", "choose_out",
+                        "choose_calls"):
                 row[key] = round(row[key])
             price = row["price"]
             row["cost"] = None if price is None else (row["in_tokens"] * price[0] + row["out_tokens"] * price[1]) / 1e6
@@ -106,6 +117,48 @@ def plan_total(rows: list[dict]) -> float | None:
     """The estimated cost of every call still to pay for; None when a model's price is unknown."""
     costs = [r["cost"] for r in rows]
     return None if any(c is None for c in costs) else sum(costs)
+
+
+# ---- batch rounds -----------------------------------------------------------------------------------------------
+
+# extra Guided Selection judge calls in batch mode (window BATCH_LOOKAHEAD = 8) over a synchronous run (window 4):
+# `python -m benchmarks gs --rounds`, 24 walks, N=30, K=2, a judge saying yes to 12% (docs/benchmarks.md)
+GS_EXTRA_CALLS = 0.11
+# rounds after Guided Selection's walk: the Attribute Extractor, the answer, the budget-matched control's answer,
+# the judges; measured: the smoke profile (N=4, one round of walk) takes 5 rounds (docs/plan_and_budget.md)
+ROUNDS_AFTER_GS = 4
+
+
+def batch_rounds(max_iterations: int, lookahead: int = BATCH_LOOKAHEAD) -> int:
+    """The rounds a batch run takes, estimated: the most rounds a walk of ``max_iterations`` chunks takes
+    (``ceil(N / lookahead)``, when its slot fills last) and :data:`ROUNDS_AFTER_GS`; a re-ask after an invalid
+    reply adds one for its item. ``batch_rounds(30) == 8``"""
+    return math.ceil(max(max_iterations, 1) / lookahead) + ROUNDS_AFTER_GS
+
+
+def batch_total(rows: list[dict]) -> float | None:
+    """The calls to pay at batch rates, every constrained choice (Guided Selection's judge calls are among them)
+    counted :data:`GS_EXTRA_CALLS` more: an upper bound. None when a model's price is unknown."""
+    total = 0.0
+    for r in rows:
+        if r["price"] is None:
+            return None
+        price = batch_price(Price(*r["price"]))
+        total += price.cost(r["in_tokens"], r["out_tokens"])
+        total += GS_EXTRA_CALLS * price.cost(r["choose_in"], r["choose_out"])
+    return total
+
+
+def batch_text(rows: list[dict], max_iterations: int) -> str:
+    """The plan's lines on batch rounds: the price at batch rates beside the synchronous one, and the rounds."""
+    sync, batch = plan_total(rows), batch_total(rows)
+    share = f", {batch / sync:.0%} of the synchronous {_money(sync)}" if sync and batch is not None else ""
+    extra = round(GS_EXTRA_CALLS * sum(r["choose_calls"] for r in rows))
+    return (f"batch rounds (--batch openai): {_money(batch)} at batch rates (half price; every constrained choice "
+            f"counted {GS_EXTRA_CALLS:.0%} more for Guided Selection's look-ahead of {BATCH_LOOKAHEAD}: at most "
+            f"{extra:,} calls beyond a synchronous run's {sum(r['to_pay'] for r in rows):,} to pay){share}; about {batch_rounds(max_iterations)} rounds (a walk of N={max_iterations} judges "
+            f"{BATCH_LOOKAHEAD} chunks a round: at most {math.ceil(max(max_iterations, 1) / BATCH_LOOKAHEAD)}; then "
+            f"{ROUNDS_AFTER_GS} for the extractor, the answer, the control's answer and the judges; a re-ask adds one)")
 
 
 def _money(cost: float | None) -> str:

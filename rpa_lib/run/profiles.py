@@ -14,7 +14,8 @@ import yaml
 from rpa_lib import paths
 from rpa_lib.notebook_params import check_value, parameters
 
-TOP_LEVEL = ("description", "defaults", "notebooks", "env", "budget_usd")
+TOP_LEVEL = ("description", "defaults", "notebooks", "env", "budget_usd", "batch")
+BATCH_MODES = ("local", "openai", "files")  # the profile's ``batch``: how its rounds are answered (rpa_lib.run.rounds)
 
 
 def profile_path(name: str) -> Path:
@@ -41,13 +42,15 @@ def load_profile(name: str) -> dict:
         where = f"line {mark.line + 1}: " if mark else ""
         raise SystemExit(f"{path}: not valid YAML ({where}{getattr(e, 'problem', None) or e})") from None
     if not isinstance(profile, dict):
-        raise SystemExit(f"{path}: a profile is a mapping with description, defaults, notebooks, env and budget_usd")
+        raise SystemExit(f"{path}: a profile is a mapping with description, defaults, notebooks, env, budget_usd and batch")
     unknown = set(profile) - set(TOP_LEVEL)
     if unknown:
         raise SystemExit(f"{path}: unknown top-level key(s) {', '.join(sorted(unknown))}")
     budget = profile.get("budget_usd")
     if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int | float) or budget < 0):
         raise SystemExit(f"{path}: budget_usd: expected a non-negative number of dollars, got {budget!r}")
+    if profile.get("batch") is not None and profile["batch"] not in BATCH_MODES:
+        raise SystemExit(f"{path}: batch: expected one of {', '.join(BATCH_MODES)}, got {profile['batch']!r}")
     check_profile(path, profile)
     return profile
 

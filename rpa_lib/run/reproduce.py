@@ -17,8 +17,13 @@ the estimated tokens and dollars at the configured model's price. A budget, ``RP
 ``budget_usd``, stops the run cleanly when the uncached calls of all its notebooks would spend more
 (:mod:`rpa_lib.llm.budget`; the notebooks share a ledger in the cache folder).
 
-Dry run and budget reach a notebook as its declared ``run_mode`` parameter (:class:`rpa_lib.llm.RunMode`), which
-its experiment object applies to the LLMs it builds; this module is the only one that reads ``RPA_BUDGET_USD``.
+``--batch local|openai|files`` (or the profile's ``batch``) runs the LLM calls in batch rounds
+(:mod:`rpa_lib.run.rounds`): at half the price on OpenAI's Batch API, through request files for an offline engine,
+or with the in-process engines (what the tests run).
+
+Dry run, budget and batch rounds reach a notebook as its declared ``run_mode`` parameter
+(:class:`rpa_lib.llm.RunMode`), which its experiment object applies to the LLMs it builds; this module is the only
+one that reads ``RPA_BUDGET_USD``.
 """
 
 from __future__ import annotations
@@ -32,10 +37,14 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rpa_lib import paths
 from rpa_lib.notebook_params import parameters
-from rpa_lib.run.profiles import TOP_LEVEL, check_profile, load_profile, notebooks, profile_path  # noqa: F401
+from rpa_lib.run.profiles import BATCH_MODES, TOP_LEVEL, check_profile, load_profile, notebooks, profile_path  # noqa: F401
+
+if TYPE_CHECKING:
+    from rpa_lib.llm.budget import Budget
 
 PATH_PARAMETERS = ("data_dir", "figures_dir", "results_dir")
 # the kernel logs errors only: its start-up warning about TCP without encryption (a kernel on 127.0.0.1 that this
@@ -132,25 +141,67 @@ def check_prices(books: list[Path], profile: dict, output_dir: Path | None, mode
 
 
 def run(profile_name: str = "quick", only: list[str] | None = None, output_dir: Path | None = None,
-        force: bool = False) -> list[dict]:
+        force: bool = False, batch: str | None = None) -> list[dict]:
     """Execute the notebooks that are not up to date (:mod:`rpa_lib.run.stamps`; ``force``: all of them); under a
-    budget (``RPA_BUDGET_USD`` or ``budget_usd``) with one ledger for the run."""
+    budget (``RPA_BUDGET_USD`` or ``budget_usd``) with one ledger for the run; in batch rounds when ``batch`` (or
+    the profile's ``batch``) names a mode (:func:`batch_run`)."""
     profile = load_profile(profile_name)
     _apply_env(profile)
     books = notebooks(only)
     limit = budget_of(profile)
+    batch = batch or profile.get("batch")
     if limit is None:
+        if batch:
+            return batch_run(profile_name, profile, books, output_dir, force, batch)
         return _run(profile_name, profile, books, output_dir, force)
-    from rpa_lib.llm.budget import Budget, usd
+    from rpa_lib.llm.budget import Budget, BudgetExceeded, usd
 
     ledger = paths.cache_dir() / "budget" / f"run-{time.strftime('%Y%m%d-%H%M%S')}-{time.time_ns() % 10**9}.json"
     mode = {"budget_usd": float(limit), "budget_ledger": str(ledger)}
     check_prices(books, profile, output_dir, mode)
     print(f"budget: {usd(limit)} for the uncached LLM calls of this run (ledger {ledger})", flush=True)
     try:
+        if batch:
+            return batch_run(profile_name, profile, books, output_dir, force, batch, mode, Budget(limit, ledger))
         return _run(profile_name, profile, books, output_dir, force, mode)
+    except BudgetExceeded as e:  # a batch round held more than is left: the run's one line
+        raise SystemExit(str(e)) from None
     finally:
         print(f"budget: ${Budget(limit, ledger).spent:.4f} of {usd(limit)} spent", flush=True)
+
+
+def batch_run(profile_name: str, profile: dict, books: list[Path], output_dir: Path | None, force: bool, batch: str,
+              mode: dict | None = None, budget: Budget | None = None) -> list[dict]:
+    """Batch rounds (:mod:`rpa_lib.run.rounds`): each round executes the notebooks that use an LLM, their outputs
+    in the round's scratch folder, and answers what they missed (``batch``: local, openai or files), until a round
+    has no miss; then :func:`_run` executes the notebooks in batch mode, every answer in, and they write their
+    tables. The results store is ``<cache>/batch`` (shared by runs: a restart resumes); each run's rounds, misses and
+    executed copies are under ``<cache>/batch/runs/``."""
+    from rpa_lib.llm import get_llm
+    from rpa_lib.run.rounds import batch_mode, run_rounds
+
+    if batch not in BATCH_MODES:
+        raise SystemExit(f"--batch must be one of {', '.join(BATCH_MODES)}, not {batch!r}")
+    store = paths.cache_dir() / "batch"
+    run_dir = store / "runs" / f"run-{time.strftime('%Y%m%d-%H%M%S')}-{time.time_ns() % 10**9}"
+    by_stem = {nb.stem: nb for nb in books if uses_llm(nb)}
+    print(f"batch: {batch} rounds for {', '.join(by_stem) or 'no notebook'}; results in {store}, rounds in {run_dir}",
+          flush=True)
+
+    def collect(stem: str, round_mode: dict, scratch: Path) -> str | None:
+        nb, declared = by_stem[stem], parameters(by_stem[stem])
+        params = parameters_for(nb, profile, scratch)
+        params.update({k: str(scratch / k.removesuffix("_dir")) for k in ("figures_dir", "results_dir")
+                       if k in declared})
+        params = with_mode(params, declared, {**(mode or {}), **round_mode})
+        executed = paths.ensure(scratch / "notebooks") / nb.name
+        with environment(RPA_OUTPUT_DIR=str(scratch)):
+            return _attempt(nb, executed, params)[0]
+
+    run_rounds(list(by_stem), collect, mode=batch, store=store, run_dir=run_dir, budget=budget,
+               build=lambda spec: get_llm(spec, cache=False))
+    final = batch_mode(store, run_dir / "final.misses.jsonl", run_dir / "rounds.json")
+    return _run(profile_name, profile, books, output_dir, force, {**(mode or {}), **final})
 
 
 def _run(profile_name: str, profile: dict, books: list[Path], output_dir: Path | None, force: bool = False,
@@ -246,7 +297,15 @@ def plan(profile_name: str = "quick", only: list[str] | None = None, workers: in
 
     from rpa_lib.evaluation.power import power_text, profile_sizes
     from rpa_lib.llm.budget import usd
-    from rpa_lib.run.plan import PER_CHARACTER, SAMPLE_CHARACTERS, plan_rows, plan_table, plan_total, read_plan
+    from rpa_lib.run.plan import (
+        PER_CHARACTER,
+        SAMPLE_CHARACTERS,
+        batch_text,
+        plan_rows,
+        plan_table,
+        plan_total,
+        read_plan,
+    )
 
     profile = load_profile(profile_name)
     _apply_env(profile)
@@ -280,7 +339,7 @@ def plan(profile_name: str = "quick", only: list[str] | None = None, workers: in
                         if isinstance(value, int) and value > 0:
                             params[name] = max(1, round(value / factors[nb.stem]))
                 params = dry_run_parameters(params, declared, records[nb.stem])
-                futures[pool.submit(_dry_run, nb, out / nb.name, params)] = nb
+                futures[pool.submit(_attempt, nb, out / nb.name, params)] = nb
             for i, future in enumerate(as_completed(futures), start=1):
                 nb = futures[future]
                 problem, seconds = future.result()
@@ -301,6 +360,7 @@ def plan(profile_name: str = "quick", only: list[str] | None = None, workers: in
                 "plan in the tests). --exact dry-runs every character.")
     print()
     print(plan_table(rows, [nb.stem for nb in books], skipped, said))
+    print(batch_text(rows, max((_walk_length(nb, profile) for nb in planned), default=0)))
     if limit is not None:
         cost = plan_total(rows)
         verdict = ("unknown (a model has no price)" if cost is None else
@@ -309,6 +369,14 @@ def plan(profile_name: str = "quick", only: list[str] | None = None, workers: in
     print(power_text(profile_sizes(profile)))  # what differences these sizes can detect (issue 28)
     print(f"plan made in {time.perf_counter() - start_all:.1f} s")
     return rows
+
+
+def _walk_length(nb: Path, profile: dict) -> int:
+    """Guided Selection's N (``max_iterations``) in ``nb`` under ``profile``; 0 when it declares none."""
+    declared = parameters(nb)
+    value = parameters_for(nb, profile, None).get("max_iterations",
+                                                   getattr(declared.get("max_iterations"), "default", 0))
+    return value if isinstance(value, int) else 0
 
 
 def dry_run_parameters(params: dict, declared: dict, record: Path) -> dict:
@@ -327,9 +395,9 @@ def dry_run_parameters(params: dict, declared: dict, record: Path) -> dict:
     return params
 
 
-def _dry_run(nb: Path, executed: Path, params: dict) -> tuple[str | None, float]:
-    """In a worker process of :func:`plan`: execute ``nb`` with ``params`` (a dry run's: :func:`dry_run_parameters`).
-    (None, or why the dry run stopped early; seconds)."""
+def _attempt(nb: Path, executed: Path, params: dict) -> tuple[str | None, float]:
+    """Execute ``nb`` with ``params`` (a dry run's in a worker process of :func:`plan`, a batch round's in
+    :func:`batch_run`): (None, or why the notebook stopped early; seconds)."""
     import papermill
 
     start = time.perf_counter()
@@ -359,14 +427,19 @@ def main(argv: list[str] | None = None) -> int:
                         help="run nothing: print the LLM calls, cached calls, tokens and dollars of each notebook")
     parser.add_argument("--exact", action="store_true",
                         help="with --plan: dry-run every character (slower), not a sample scaled to all")
+    parser.add_argument("--batch", choices=BATCH_MODES,
+                        help="batch rounds (half price on OpenAI): local (in-process engines), openai (the Batch API) "
+                             "or files (request files for an offline engine such as vllm run-batch)")
     args = parser.parse_args(argv)
     only = args.only.split(",") if args.only else None
     if args.exact and not args.plan:
         parser.error("--exact goes with --plan")
+    if args.batch and args.plan:
+        parser.error("--batch runs the rounds; --plan prices them without it")
     if args.plan:
         plan(args.profile, only, exact=args.exact)
     else:
-        run(args.profile, only, args.output_dir, args.force)
+        run(args.profile, only, args.output_dir, args.force, args.batch)
     return 0
 
 

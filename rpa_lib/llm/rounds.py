@@ -1,0 +1,220 @@
+"""Batch rounds, the LLM side: :class:`BatchLLM` answers each round trip from the results of earlier rounds and
+records the ones not in yet; :func:`answer_engine_lines` answers a round's lines of in-process engines.
+
+A run in batch mode (``RunMode(batch_store=..., batch_misses=...)``; :mod:`rpa_lib.run.rounds` drives the rounds)
+wraps every LLM in a ``BatchLLM``. It keys each call exactly as the real backend does and uses the real backend's
+reply cache, so a call whose reply is cached is a hit as in a synchronous run. Otherwise each *round trip* (one
+backend hook call: the first ask, then each re-ask after an empty or invalid reply) becomes a request line:
+
+- for an OpenAI-compatible backend, an OpenAI batch line ``{"custom_id", "method", "url", "body"}`` whose body is
+  the one a synchronous call sends (:meth:`~rpa_lib.llm.openai_backend.OpenAILLM.body`), read back by the same code
+  (:meth:`~rpa_lib.llm.openai_backend.OpenAILLM.raw`);
+- for an in-process engine (local, llama.cpp, fake), ``{"custom_id", "engine": {"spec", "request"}}``: what
+  :func:`answer_engine_lines` needs to rebuild the engine and run its hook.
+
+``custom_id`` is a hash of what determines the answer (server and body; engine, model and request), so identical
+requests collapse into one line. A line answered in an earlier round (the results store: ``results.sqlite`` in the
+``batch_store`` folder) is the round trip's answer; a line not answered yet is appended to the ``batch_misses``
+file and the round trip raises :class:`~rpa_lib.llm.reply.Pending`. When every round trip of a call is answered,
+``base`` stores the reply in the reply cache under the key a synchronous run uses. A line that failed is asked
+again in the next round, once (:data:`RETRIES`); after that its round trip fails (an ``LLMError``) as a
+synchronous call does when its retries run out.
+
+This module sends nothing; :func:`answer_engine_lines` runs in-process engines, the batch transport
+(:mod:`rpa_lib.llm.batches`) sends the rest.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from rpa_lib.llm.base import LLM, Request
+from rpa_lib.llm.budget import estimate_tokens
+from rpa_lib.llm.cache import Cache, request_key
+from rpa_lib.llm.openai_backend import OpenAILLM
+from rpa_lib.llm.reply import LLMError, Pending, Raw
+from rpa_lib.llm.retry import RetryPolicy
+
+RETRIES = 1  # a failed line is asked again once, in the next round
+ENDPOINT = "/v1/chat/completions"
+# Guided Selection's look-ahead in batch mode: one round judges this many chunks of a walk (a fixed window, so
+# which calls a walk makes depends on the verdicts alone, never on timing); `python -m benchmarks gs --rounds` shows the
+# trade of rounds against extra calls
+BATCH_LOOKAHEAD = 8
+_WRITE_LOCK = threading.Lock()
+
+
+def results_store(folder: str | Path) -> Cache:
+    """The store of batch results in ``folder``: custom id -> ``{"body": completion}`` (an OpenAI line),
+    ``{"raw": ...}`` (an engine's line) or ``{"error": {"message": ...}, "tries": n}``."""
+    return Cache(Path(folder) / "results.sqlite")
+
+
+def engine_spec(llm: LLM) -> str:
+    """The spec that builds in-process engine ``llm`` again (``get_llm(spec)``). ``engine_spec(FakeLLM()) ==
+    "fake:fake"``"""
+    if llm.backend == "fake":
+        return f"fake:{llm.label}"
+    if llm.backend in ("local", "llamacpp"):
+        return f"{llm.backend}:{llm.path}"
+    raise ValueError(f"{llm!r} is not an in-process engine")
+
+
+class BatchLLM(LLM):
+    """``BatchLLM(get_llm("openai:gpt-4.1"), store, misses)``: ``real`` under its identity (backend, model, label,
+    price, workers, cache and cache keys), its round trips answered from the results store in ``store`` and the
+    missing ones recorded to ``misses``."""
+
+    lookahead = BATCH_LOOKAHEAD
+
+    def __init__(self, real: LLM, store: str | Path, misses: str | Path):
+        self.real, self.misses = real, Path(misses)
+        self.backend, self.label, self.model_id, self.price = real.backend, real.label, real.model_id, real.price
+        self.scratch_dir = real.scratch_dir
+        # a stored result is the same at every try: retrying one round trip would only wait
+        super().__init__(cache=False, max_workers=real.max_workers, retry=RetryPolicy(attempts=1))
+        self._cache = real._cache  # the real backend's reply cache: hits as in a synchronous run, replies kept there
+        self._budget = None  # batch spend is counted by the rounds (rpa_lib.run.rounds)
+        self.store = results_store(store)
+
+    def __repr__(self) -> str:
+        return f"BatchLLM({self.real!r})"
+
+    def _key_extra(self) -> dict:
+        return self.real._key_extra()
+
+    def _chat(self, req: Request) -> Raw:
+        return self._answer(req)
+
+    def _choose(self, req: Request) -> Raw:
+        return self._answer(req)
+
+    def _structured(self, req: Request) -> Raw:
+        return self._answer(req)
+
+    def _answer(self, req: Request) -> Raw:
+        """The stored answer of ``req``'s line; Pending (the line recorded) when there is none yet or it failed
+        fewer than ``1 + RETRIES`` times; LLMError when it failed that often."""
+        line, read = self.line(req)
+        result = self.store.get(line["custom_id"])
+        if result is None or ("error" in result and result["tries"] <= RETRIES):
+            self._record(line, req)
+            raise Pending(f"{req.kind} round trip {line['custom_id'][:12]} waits for the next batch round")
+        if "error" in result:
+            raise LLMError(f"batch line {line['custom_id'][:12]} failed {result['tries']} times: "
+                           f"{result['error'].get('message')}")
+        return read(result)
+
+    def line(self, req: Request) -> tuple[dict, Callable[[dict], Raw]]:
+        """(the request line of ``req``'s round trip, how to read its stored result as a Raw)."""
+        real = self.real
+        if isinstance(real, OpenAILLM):
+            from openai.types.chat import ChatCompletion  # the openai package, loaded when a backend needs it
+
+            mode = real.mode_for(req.kind)
+            body = real.body(req, mode)
+            line = {"custom_id": request_key({"server": real.base_url, "body": body}), "method": "POST",
+                    "url": ENDPOINT, "body": body}
+            return line, lambda result: real.raw(req, mode, ChatCompletion.model_validate(result["body"]))
+        request = asdict(req)
+        key = request_key({"backend": real.backend, "model": real.model_id, "extra": real._key_extra(),
+                           "request": request})
+        return {"custom_id": key, "engine": {"spec": engine_spec(real), "request": request}}, \
+            lambda result: Raw(**result["raw"])
+
+    def _record(self, line: dict, req: Request) -> None:
+        """Append ``line`` to the misses file, with what the rounds count: model, server, price, estimated tokens."""
+        price = None if self.price is None else [self.price.input, self.price.output]
+        entry = {**line, "label": self.label, "model": self.model_id, "server": getattr(self.real, "base_url", None),
+                 "price": price, "estimate": list(estimate_tokens(req))}
+        text = json.dumps(entry, ensure_ascii=False) + "\n"
+        with _WRITE_LOCK:
+            self.misses.parent.mkdir(parents=True, exist_ok=True)
+            with open(self.misses, "a", encoding="utf-8") as f:
+                f.write(text)
+
+
+def read_lines(path: str | Path) -> list[dict]:
+    """The lines of a misses file, in order ([] when there is none)."""
+    path = Path(path)
+    if not path.is_file():
+        return []
+    return [json.loads(text) for text in path.read_text(encoding="utf-8").splitlines() if text.strip()]
+
+
+def answer_engine_lines(lines: list[dict], build: Callable[[str], LLM], *, progress: bool = True) -> dict[str, dict]:
+    """Run each engine line's round trip on its engine (``build(spec)``, once per spec), ``max_workers`` at a
+    time, with the engine's retries: ``{custom_id: {"raw": ...}}`` for an answer, ``{custom_id: {"error":
+    {"message": ...}}}`` for a failure (an LLMFatalError stops the round and is raised)."""
+    results: dict[str, dict] = {}
+    by_spec: dict[str, list[dict]] = {}
+    for line in lines:
+        by_spec.setdefault(line["engine"]["spec"], []).append(line)
+    for spec, group in by_spec.items():
+        engine = build(spec)
+
+        def answer(line: dict, engine: LLM = engine) -> dict:
+            req = Request(**line["engine"]["request"])
+            return asdict(engine.round_trip(req, f"batch line {line['custom_id'][:12]}"))
+
+        for out in engine.map(answer, group, desc=f"batch · {spec}", progress=progress):
+            results[out.item["custom_id"]] = {"raw": out.value} if out.ok else {"error": {"message": out.error}}
+    return results
+
+
+def store_results(store: str | Path, lines: list[dict], results: dict[str, Any]) -> tuple[int, int]:
+    """Keep a round's ``results`` (:func:`answer_engine_lines`' or the batch transport's: ``{"status_code",
+    "body"}`` or ``{"error"}``) in the results store, a failure with how many times its line failed so far.
+    Returns (answered, failed); a line with no result is not stored (the next round asks it again)."""
+    store = results_store(store)
+    answered = failed = 0
+    by_id = {line["custom_id"]: line for line in lines}
+    for cid, result in results.items():
+        status = result.get("status_code", 200)
+        if "error" not in result and status == 200:
+            store.put(cid, by_id.get(cid, {}), {k: v for k, v in result.items() if k != "status_code"})
+            answered += 1
+            continue
+        error = result.get("error") or {"message": f"HTTP {status}: {json.dumps(result.get('body'))[:300]}"}
+        before = store.get(cid)
+        tries = before["tries"] + 1 if before is not None and "error" in before else 1
+        store.put(cid, by_id.get(cid, {}), {"error": error, "tries": tries})
+        failed += 1
+    store.close()
+    return answered, failed
+
+
+# ---- the rounds' log, for the run records ----------------------------------------------------------------------
+
+
+def read_log(path: str | Path) -> dict:
+    """The rounds of a run so far (``{"mode": ..., "rounds": [...]}``; no rounds when the file is missing)."""
+    path = Path(path)
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {"mode": None, "rounds": []}
+
+
+def log_round(path: str | Path, mode: str, entry: dict) -> None:
+    """Add one round to the log at ``path``: ``entry`` holds ``round``, ``calls``, ``by_notebook`` (calls per
+    notebook), ``answered``, ``failed``, ``seconds`` and ``usd`` (at batch rates; None: a price unknown)."""
+    log = read_log(path)
+    log["mode"] = mode
+    log["rounds"].append(entry)
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(json.dumps(log, indent=1) + "\n", encoding="utf-8")
+
+
+def rounds_record(path: str | Path, notebook: str) -> dict:
+    """What a run record says of the rounds: their number and mode, this notebook's calls per round, every
+    notebook's, and the price of the rounds at batch rates (None when a model's price is unknown)."""
+    log = read_log(path)
+    rounds = log["rounds"]
+    costs = [r.get("usd") for r in rounds]
+    return {"mode": log["mode"], "rounds": len(rounds),
+            "calls_per_round": [r["by_notebook"].get(notebook, 0) for r in rounds],
+            "all_calls_per_round": [r["calls"] for r in rounds],
+            "usd_at_batch_rates": None if any(c is None for c in costs) else round(sum(costs), 6)}

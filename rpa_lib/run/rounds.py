@@ -1,0 +1,164 @@
+"""Batch rounds: ``python -m rpa_lib.reproduce --batch local|openai|files`` (or the profile's ``batch``).
+
+Our calls depend on earlier answers (Guided Selection's walk, then the Attribute Extractor, then the answer, then
+the judges), so a run in batch mode is a sequence of *rounds*. Round r executes every notebook that uses an LLM
+with a run mode whose LLMs answer from the results of rounds 1..r-1 and record every round trip not answered yet
+(:class:`rpa_lib.llm.rounds.BatchLLM`); a notebook goes as far as those answers take it (items that wait are
+pending, not failed: :class:`~rpa_lib.evaluation.runner.PendingItems`) and writes its outputs to the round's
+scratch folder, never to ``results/``. The misses of every notebook are de-duplicated (identical requests share a
+custom id) and answered: lines of in-process engines (local, llama.cpp, fake) by the engine in this process, the
+others by the batch transport (:func:`rpa_lib.llm.batches.run_round`: the OpenAI Batch API, or request files for
+an offline engine). The answers go to the results store, and the next round starts. A round with no miss ends the
+rounds; ``reproduce`` then runs the notebooks once more in batch mode, every answer in, and they write their
+tables and run records (which name the rounds: :func:`rpa_lib.llm.rounds.rounds_record`).
+
+A line that failed is asked again in the next round, once; a second failure fails its item as a synchronous call
+does. A notebook that stops in a round without recording a miss has failed: the run stops, naming it. The budget
+(``RPA_BUDGET_USD``) goes to the transport, which holds each batch's estimated cost at batch rates before it starts
+and books what its answers cost.
+Progress: one line per round (round, calls per notebook, answered, failed, seconds, dollars at batch rates).
+
+This module knows nothing of papermill: ``reproduce`` passes how to execute a notebook in a round.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from rpa_lib.llm.base import LLM
+from rpa_lib.llm.batches import batch_price, run_round
+from rpa_lib.llm.budget import Budget, usd
+from rpa_lib.llm.openai_backend import OPENAI_URL, OpenAILLM
+from rpa_lib.llm.rounds import answer_engine_lines, log_round, read_lines, store_results
+from rpa_lib.llm.usage import Price
+from rpa_lib.run.profiles import BATCH_MODES
+
+MAX_ROUNDS = 200  # a run that needs more is going in circles
+LINE_KEYS = ("custom_id", "method", "url", "body")  # what a batch request line holds
+
+Collect = Callable[[str, dict, Path], "str | None"]  # (notebook, run mode, scratch folder) -> why it stopped, or None
+
+
+def batch_mode(store: Path, misses: Path, log: Path) -> dict:
+    """The ``run_mode`` of a notebook in batch mode: answers from ``store``, misses to ``misses``, rounds in ``log``."""
+    return {"batch_store": str(store), "batch_misses": str(misses), "batch_log": str(log)}
+
+
+def unique_lines(lines_by_notebook: dict[str, list[dict]]) -> list[dict]:
+    """Every notebook's misses, each custom id once (in order of first appearance)."""
+    seen: dict[str, dict] = {}
+    for lines in lines_by_notebook.values():
+        for line in lines:
+            seen.setdefault(line["custom_id"], line)
+    return list(seen.values())
+
+
+def _price(line: dict) -> Price | None:
+    return None if line.get("price") is None else batch_price(Price(*line["price"]))
+
+
+def cost(lines: list[dict], results: dict[str, dict]) -> float | None:
+    """Dollars the answered lines cost at batch rates, from the tokens each answer reports."""
+    total = 0.0
+    for line in lines:
+        result = results.get(line["custom_id"]) or {}
+        price = _price(line)
+        if "body" in result and price is None:
+            return None
+        if "body" in result:
+            usage = result["body"].get("usage") or {}
+            total += price.cost(int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0))
+        elif "raw" in result and price is not None:  # an engine given a price (RPA_PRICE_IN / RPA_PRICE_OUT)
+            total += price.cost(result["raw"]["prompt_tokens"], result["raw"]["completion_tokens"])
+    return total
+
+
+def _slug(server: str, model: str) -> str:
+    return hashlib.sha256(f"{server} {model}".encode()).hexdigest()[:12]
+
+
+def answer_round(lines: list[dict], mode: str, folder: Path, build: Callable[[str], LLM], *,
+                 send: Callable[..., dict[str, dict]] = run_round, budget: Budget | None = None,
+                 progress: bool = True) -> dict[str, dict]:
+    """The results of one round's lines: engine lines in this process (``build(spec)`` makes the engine), the
+    others through the batch transport ``send`` in ``mode``, one call per server and model (a batch holds one
+    model), each with its own folder under ``folder / "transport"`` (its ledger: a restart resumes it); ``budget``
+    goes to the transport, which holds each batch's estimated cost before it starts and books what it cost."""
+    engines = [line for line in lines if "engine" in line]
+    results = answer_engine_lines(engines, build, progress=progress) if engines else {}
+    remote: dict[tuple[str, str], list[dict]] = {}
+    for line in lines:
+        if "engine" not in line:
+            remote.setdefault((line["server"], line["body"]["model"]), []).append(line)
+    for (server, model), group in remote.items():
+        if mode == "local":
+            raise SystemExit(f"--batch local runs in-process engines only; model {model!r} at {server} is an "
+                             "OpenAI-compatible server: use --batch openai (OpenAI's API) or --batch files")
+        # the Batch API of the server the lines are for (OpenAI's, or a server that implements it; vLLM does not:
+        # --batch files), with the client the backend would build for it (its key looked up as for a call)
+        client = OpenAILLM(model, base_url=None if server == OPENAI_URL else server, cache=False).openai_client() \
+            if mode == "openai" else None
+        results.update(send([{k: line[k] for k in LINE_KEYS} for line in group], mode=mode,
+                            folder=folder / "transport" / _slug(server, model), client=client, budget=budget,
+                            progress=progress))
+    return results
+
+
+def run_rounds(notebooks: list[str], collect: Collect, *, mode: str, store: Path, run_dir: Path,
+               build: Callable[[str], LLM], budget: Budget | None = None,
+               send: Callable[..., dict[str, dict]] = run_round, progress: bool = True) -> list[dict]:
+    """Rounds until one has no miss (module docstring): ``collect(notebook, run_mode, scratch)`` executes a
+    notebook in a round and says why it stopped (None: it ran to its end). Returns the rounds' log entries; the
+    log is ``run_dir / "rounds.json"``."""
+    if mode not in BATCH_MODES:
+        raise ValueError(f"batch mode must be one of {', '.join(BATCH_MODES)}, not {mode!r}")
+    log = run_dir / "rounds.json"
+    waiting = list(notebooks)  # notebooks not yet run to their end without a miss
+    entries: list[dict] = []
+    start_all = time.monotonic()
+    for r in range(1, MAX_ROUNDS + 1):
+        round_dir = run_dir / f"round-{r:02d}"
+        start = time.monotonic()
+        misses: dict[str, list[dict]] = {}
+        for nb in waiting:
+            misses_file = round_dir / f"{nb}.misses.jsonl"
+            problem = collect(nb, batch_mode(store, misses_file, log), round_dir / "scratch")
+            misses[nb] = read_lines(misses_file)
+            if problem and not misses[nb]:
+                raise SystemExit(f"{nb}: stopped in batch round {r} with no call waiting, so it failed: {problem} "
+                                 f"(executed copy in {round_dir / 'scratch'})")
+        waiting = [nb for nb in waiting if misses[nb]]
+        lines = unique_lines(misses)
+        if not lines:
+            print(f"batch: round {r} has no miss; every answer is in ({_elapsed(time.monotonic() - start_all)} in all)",
+                  flush=True)
+            return entries
+        results = answer_round(lines, mode, store, build, send=send, budget=budget, progress=progress)
+        spent = cost(lines, results)
+        answered, failed = store_results(store, lines, results)
+        entry = {"round": r, "calls": len(lines), "by_notebook": {nb: len(set(line["custom_id"] for line in m))
+                                                                   for nb, m in misses.items() if m},
+                 "answered": answered, "failed": failed, "seconds": round(time.monotonic() - start, 1), "usd": spent}
+        log_round(log, mode, entry)
+        entries.append(entry)
+        print(_progress_line(entry, time.monotonic() - start_all), flush=True)
+        if not answered and not failed:
+            raise SystemExit(f"batch round {r}: none of its {len(lines)} calls was answered; run the same command "
+                             "again to resume")
+    raise SystemExit(f"batch: no end after {MAX_ROUNDS} rounds; the calls of each round are in {run_dir}")
+
+
+def _elapsed(seconds: float) -> str:
+    return f"{seconds:.1f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
+
+
+def _progress_line(entry: dict, elapsed: float) -> str:
+    """``batch: round 2: 40 calls (04_personality 30, 05_qa_evaluation 10), 40 answered, 0 failed, 3.1 s, $0.00
+    at batch rates; 9.8 s in all``"""
+    who = ", ".join(f"{nb} {n}" for nb, n in entry["by_notebook"].items())
+    money = "price unknown" if entry["usd"] is None else f"{usd(round(entry['usd'], 4))} at batch rates"
+    return (f"batch: round {entry['round']}: {entry['calls']} calls ({who}), {entry['answered']} answered, "
+            f"{entry['failed']} failed, {entry['seconds']} s, {money}; {_elapsed(elapsed)} in all")

@@ -1,0 +1,199 @@
+"""Batch rounds on the fake backend: a call's round trips answered round by round (a re-ask in the next round),
+the final reply in the reply cache under the synchronous key, pending items that are neither failures nor
+tables, and the loop that ends when a round has no miss."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from rpa_lib.evaluation.runner import (
+    FAILED,
+    PENDING,
+    FailedItems,
+    PendingItems,
+    check_failures,
+    failed_items,
+    run_verdicts,
+)
+from rpa_lib.experiment import Experiment
+from rpa_lib.llm import Budget, FakeLLM, LLMError, RunMode
+from rpa_lib.llm.openai_backend import OpenAILLM
+from rpa_lib.llm.reply import Pending
+from rpa_lib.llm.rounds import BatchLLM, answer_engine_lines, read_lines, rounds_record, store_results
+from rpa_lib.run.plan import batch_rounds, batch_text, batch_total
+from rpa_lib.run.profiles import load_profile
+from rpa_lib.run.rounds import run_rounds
+
+QUESTION = [{"role": "user", "content": "Who taught you magic?"}]
+
+
+def empty_then_answer(kind, messages, spec):
+    """Empty for the first ask, an answer for the re-ask (which says the reply was empty)."""
+    return "Flamme did." if "not valid" in messages[-1]["content"] else ""
+
+
+def one_round(llm: BatchLLM, engine: FakeLLM, store: Path) -> list[dict]:
+    """Answer what ``llm`` recorded since the last round with ``engine``; the lines answered."""
+    lines = read_lines(llm.misses)
+    store_results(store, lines, answer_engine_lines(lines, lambda spec: engine, progress=False))
+    llm.misses.unlink()
+    return lines
+
+
+def test_a_reask_is_a_round_trip_of_the_next_round_and_the_reply_lands_under_the_sync_key(tmp_path):
+    real = FakeLLM(empty_then_answer, cache=tmp_path / "llm.sqlite")
+    batch = BatchLLM(real, tmp_path / "store", tmp_path / "misses.jsonl")
+    with pytest.raises(Pending):
+        batch.chat(QUESTION)
+    first = one_round(batch, real, tmp_path / "store")
+    with pytest.raises(Pending):  # the first ask is answered (empty): the re-ask waits for round 2
+        batch.chat(QUESTION)
+    second = one_round(batch, real, tmp_path / "store")
+    assert [len(first), len(second)] == [1, 1] and first[0]["custom_id"] != second[0]["custom_id"]
+    assert second[0]["engine"]["request"]["messages"][:1] == QUESTION  # the re-ask carries the empty reply
+    reply = batch.chat(QUESTION)
+    assert reply.text == "Flamme did." and not reply.cached
+    again = FakeLLM(empty_then_answer, cache=tmp_path / "llm.sqlite").chat(QUESTION)  # a synchronous run
+    assert again.cached and again.text == "Flamme did."
+
+
+def test_an_openai_line_carries_the_synchronous_body_and_its_result_is_read_by_the_same_code(tmp_path):
+    real = OpenAILLM("gpt-4.1", base_url="http://127.0.0.1:9/v1", cache=tmp_path / "llm.sqlite",
+                     choose_mode="logprobs")
+    batch = BatchLLM(real, tmp_path / "store", tmp_path / "misses.jsonl")
+    with pytest.raises(Pending):
+        batch.choose(QUESTION, ["Flamme", "Himmel"])
+    [line] = read_lines(batch.misses)
+    assert line["url"] == "/v1/chat/completions" and line["body"]["logprobs"] is True
+    assert line["body"]["model"] == "gpt-4.1" and line["server"] == "http://127.0.0.1:9/v1"
+    completion = {"id": "c1", "object": "chat.completion", "created": 0, "model": "gpt-4.1",
+                  "choices": [{"index": 0, "finish_reason": "stop", "logprobs": None,
+                               "message": {"role": "assistant", "content": "Flamme"}}],
+                  "usage": {"prompt_tokens": 30, "completion_tokens": 2, "total_tokens": 32}}
+    assert store_results(tmp_path / "store", [line], {line["custom_id"]: {"status_code": 200, "body": completion}}) \
+        == (1, 0)
+    reply = batch.choose(QUESTION, ["Flamme", "Himmel"])
+    assert (reply.text, reply.prompt_tokens, reply.completion_tokens) == ("Flamme", 30, 2)
+    # the server at 127.0.0.1:9 is never asked: the synchronous call is a cache hit
+    assert real.choose(QUESTION, ["Flamme", "Himmel"]).cached
+
+
+def test_a_failed_line_is_asked_once_more_then_fails_its_call(tmp_path):
+    batch = BatchLLM(FakeLLM(), tmp_path / "store", tmp_path / "misses.jsonl")
+    for _ in (1, 2):  # the first failure, then the retry of the next round
+        with pytest.raises(Pending):
+            batch.chat(QUESTION)
+        [line] = read_lines(batch.misses)
+        batch.misses.unlink()
+        store_results(tmp_path / "store", [line], {line["custom_id"]: {"error": {"message": "HTTP 500"}}})
+    with pytest.raises(LLMError, match="failed 2 times: HTTP 500"):
+        batch.chat(QUESTION)
+
+
+def test_pending_rows_are_not_failures_and_the_record_is_not_written(tmp_path):
+    batch = BatchLLM(FakeLLM(), tmp_path / "store", tmp_path / "misses.jsonl")
+    done = FakeLLM()  # a judge whose answers are in: one failure among them
+    jobs = ["Frieren", "Fern"]
+    waiting = run_verdicts(batch, jobs, lambda j: batch.choose([{"role": "user", "content": j}], ["yes", "no"]).text,
+                           lambda j: {"item": j}, progress=False)
+    failed = run_verdicts(done, jobs, lambda j: 1 / 0 if j == "Fern" else "yes", lambda j: {"item": j},
+                          progress=False)
+    assert list(waiting.status) == [PENDING, PENDING] and list(failed.status) == ["ok", FAILED]
+    with pytest.raises(PendingItems, match="2 item"):
+        check_failures(waiting, "ratings")
+    listing = failed_items(ratings=waiting, check=failed)
+    assert listing.pending.tolist() == [True, True, False]
+    with pytest.raises(FailedItems, match="1 item"):
+        check_failures(listing[~listing.pending], "table")
+    mode = {"batch_store": str(tmp_path / "store"), "batch_misses": str(tmp_path / "misses.jsonl")}
+    ex = Experiment("07_judge_agreement", {"run_mode": mode, "results_dir": str(tmp_path / "results"),
+                                           "figures_dir": str(tmp_path / "figures")})
+    ex.check(pd.concat([waiting, failed.iloc[:1]]), "ratings")  # pending rows counted apart: the notebook goes on
+    assert ex.pending == {"ratings": 2}
+    with pytest.raises(PendingItems, match="2 ratings"):
+        ex.record("charactercraft_table6_kendall")
+    assert not list((tmp_path / "results").glob("*.run.json"))
+
+
+def test_rounds_end_when_a_round_has_no_miss_and_the_record_names_them(tmp_path):
+    """A notebook whose second call needs the first's answer: two rounds with a miss each, then one without."""
+    store, run_dir = tmp_path / "store", tmp_path / "run"
+    executed = []
+
+    def collect(notebook: str, mode: dict, scratch: Path) -> str | None:
+        llm = RunMode.of(mode).wrap(FakeLLM())
+        executed.append(notebook)
+        try:
+            first = llm.chat(QUESTION)
+            llm.chat([*QUESTION, {"role": "assistant", "content": first.text}, {"role": "user", "content": "Why?"}])
+        except Pending as exc:
+            return str(exc)
+        return None
+
+    entries = run_rounds(["05_qa_evaluation"], collect, mode="local", store=store, run_dir=run_dir,
+                         build=lambda spec: FakeLLM(label=spec.partition(":")[2]), progress=False)
+    assert [(e["round"], e["calls"], e["answered"], e["failed"]) for e in entries] == [(1, 1, 1, 0), (2, 1, 1, 0)]
+    assert executed == ["05_qa_evaluation"] * 3  # the third round found every answer in
+    record = rounds_record(run_dir / "rounds.json", "05_qa_evaluation")
+    assert record == {"mode": "local", "rounds": 2, "calls_per_round": [1, 1], "all_calls_per_round": [1, 1],
+                      "usd_at_batch_rates": 0.0}
+    assert json.loads((run_dir / "rounds.json").read_text())["rounds"][1]["by_notebook"] == {"05_qa_evaluation": 1}
+
+
+def test_a_notebook_that_stops_without_a_miss_has_failed(tmp_path):
+    with pytest.raises(SystemExit, match="02_x: stopped in batch round 1 with no call waiting"):
+        run_rounds(["02_x"], lambda nb, mode, scratch: "cell 3 raised KeyError", mode="local", store=tmp_path / "s",
+                   run_dir=tmp_path / "r", build=lambda spec: FakeLLM(), progress=False)
+
+
+def test_the_plan_prices_batch_rounds_at_half_plus_guided_selections_look_ahead():
+    row = {"price": [2.0, 8.0], "in_tokens": 1_000_000, "out_tokens": 100_000, "choose_in": 400_000, "to_pay": 300,
+           "choose_calls": 100,
+           "choose_out": 10_000, "cost": 2.8}
+    # half of $2.80, and the choices' half-price $0.44 counted 11% more
+    assert batch_total([row]) == pytest.approx(1.4 + 0.11 * 0.44)
+    assert batch_total([row, {**row, "price": None, "cost": None}]) is None
+    assert (batch_rounds(30), batch_rounds(4)) == (8, 5)  # the smoke profile (N=4) took 5 rounds
+    assert "at most 11 calls beyond a synchronous run's 300 to pay), 52% of the synchronous $2.80; about 8 rounds" \
+        in batch_text([row], 30)
+
+
+def test_a_round_of_openai_lines_goes_to_the_transport_once_per_model_with_the_budget_at_batch_rates(tmp_path):
+    real = OpenAILLM("gpt-4.1", base_url="http://127.0.0.1:9/v1", cache=tmp_path / "llm.sqlite")
+    sent = []
+
+    def send(lines, *, mode, folder, client, budget, progress):
+        sent.append((mode, [sorted(line) for line in lines], budget))
+        usage = {"prompt_tokens": 1_000_000, "completion_tokens": 100_000, "total_tokens": 1_100_000}
+        return {line["custom_id"]: {"status_code": 200, "body": {
+            "id": "c", "object": "chat.completion", "created": 0, "model": "gpt-4.1", "usage": usage,
+            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "Yes."}}]}}
+            for line in lines}
+
+    def collect(notebook, mode, scratch):
+        try:
+            RunMode.of(mode).wrap(real).chat(QUESTION)
+        except Pending as exc:
+            return str(exc)
+        return None
+
+    budget = Budget(5.0)
+    [entry] = run_rounds(["05_qa_evaluation", "07_judge_agreement"], collect, mode="files", store=tmp_path / "s",
+                         run_dir=tmp_path / "r", build=FakeLLM, budget=budget, send=send, progress=False)
+    # the two notebooks' one request, sent once, with the budget the transport holds and books
+    assert sent == [("files", [["body", "custom_id", "method", "url"]], budget)]
+    assert entry["by_notebook"] == {"05_qa_evaluation": 1, "07_judge_agreement": 1} and entry["calls"] == 1
+    assert entry["usd"] == pytest.approx(1.0 + 0.4)  # gpt-4.1 at $2 / $8 a million tokens, half at batch rates
+
+
+def test_a_profile_names_its_batch_mode_or_is_refused(tmp_path):
+    good, bad = tmp_path / "good.yaml", tmp_path / "bad.yaml"
+    good.write_text("defaults:\n  llm: fake\nbatch: local\n")
+    bad.write_text("batch: overnight\n")
+    assert load_profile(str(good))["batch"] == "local"
+    with pytest.raises(SystemExit, match="batch: expected one of local, openai, files, got 'overnight'"):
+        load_profile(str(bad))
