@@ -243,10 +243,10 @@ class LLM:
         if stored is None and self._inflight is not None:
             with self._inflight.claim(key, lambda: self._stored(fields, key, attempts)) as stored:
                 if stored is None:
-                    return self._send(req, what, fields, key, start, run)
+                    return self._send_and_store(req, what, fields, key, start, run)
         if stored is not None:
             return self._replay(req, what, start, *stored)
-        return self._send(req, what, fields, key, start, run)
+        return self._send_and_store(req, what, fields, key, start, run)
 
     def _stored(self, fields: dict, key: str, attempts: int) -> tuple[bool, dict] | None:
         """(True, the reply) or (False, the failure after at least ``attempts`` attempts) the cache holds for the
@@ -269,8 +269,8 @@ class LLM:
         return Reply(entry["text"], entry.get("data"), True, 0, 0, end - start, req.kind, self.model_id,
                      entry.get("scores"), bool(entry.get("coerced")))
 
-    def _send(self, req: Request, what: str, fields: dict, key: str, start: float,
-              run: Callable[[str, _Spent], dict]) -> Reply:
+    def _send_and_store(self, req: Request, what: str, fields: dict, key: str, start: float,
+                        run: Callable[[str, _Spent], dict]) -> Reply:
         """``run`` the request (the backend's round trips), store its outcome and return it (or raise its failure)."""
         spent = _Spent()
         failure: _NoValidAnswer | None = None
