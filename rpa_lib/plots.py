@@ -9,6 +9,8 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
 
 from rpa_lib.methods.registry import method_label
 from rpa_lib.persona import ATTRIBUTES
@@ -327,10 +329,12 @@ def _verdict_color(v: str) -> str:
 def claims_figure(claims: pd.DataFrame, label: str):
     """The paper's claims as a forest plot: per claim the difference in the claim's favour (method minus
     reference, sign flipped where lower is better) with its 95% interval, from the paper's printed evidence
-    (squares) and from this run (circles), filled by verdict; a claim with neither is listed without a point.
+    (squares) and from this run (circles), filled by verdict; a claim with neither is listed without a point. Two
+    legends, one for the shapes and one for the fills, so a white fill (not testable) is not read as a shape.
     ``claims``: :func:`rpa_lib.evaluation.claims.claims_table`."""
     fig, ax = plt.subplots(figsize=(9, 0.42 * len(claims) + 1.6))
     y = np.arange(len(claims))[::-1]
+    shapes = []
     for (col, marker, dy, who) in (("paper", "s", 0.15, "paper's printed evidence"), ("ours", "o", -0.15, "this run")):
         d = claims[f"{col}_difference"].astype(float) * claims.direction
         a, b = (claims[f"{col}_{end}"].astype(float) * claims.direction for end in ("low", "high"))
@@ -340,14 +344,16 @@ def claims_figure(claims: pd.DataFrame, label: str):
             if not (np.isnan(low) or np.isnan(high)):
                 ax.plot([low, high], [yi + dy] * 2, color="black", lw=1)
             ax.plot(di, yi + dy, marker=marker, ms=7, mfc=_verdict_color(v), mec="black", ls="none")
-        ax.plot([], [], marker=marker, mfc="white", mec="black", ls="none", label=who)
-    for k, c in VERDICT_COLORS.items():
-        ax.plot([], [], marker="o", mfc=c, mec="black", ls="none", label=k)
+        shapes.append(Line2D([], [], marker=marker, mfc="none", mec="black", ls="none", label=who))
     ax.axvline(0, color="grey", lw=0.8, ls=":")
     ax.set_yticks(y, [f"{r.claim_id}: {r.claim[:60]}{'...' if len(r.claim) > 60 else ''}" for r in claims.itertuples()],
                   fontsize=7)
     ax.set_xlabel("difference in the claim's favour (95% interval: characters resampled)", fontsize=8)
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
+    # two legends, each with its title, so a shape (whose evidence) is never read as a fill (which verdict)
+    fills = [Patch(facecolor=c, edgecolor="black", label=k) for k, c in VERDICT_COLORS.items()]
+    for handles, title, top in ((shapes, "shape: evidence", 1.0), (fills, "fill: verdict", 0.8)):
+        fig.legend(handles=handles, title=title, fontsize=7, title_fontsize=7, loc="upper left", frameon=False,
+                   bbox_to_anchor=(1.01, top), bbox_transform=ax.transAxes, alignment="left")
     ax.set_title(f"AMADEUS claims re-tested (fill: verdict; no point: nothing to test)\n{label}", fontsize=9)
     fig.tight_layout()
     return fig
