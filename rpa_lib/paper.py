@@ -275,13 +275,17 @@ def _num(value) -> str:
     return "-" if pd.isna(value) else f"{value:.2f}"
 
 
-def _ci(row, metric: str) -> str:
+def _ci(row, metric: str, shown=_pct) -> str:
+    """``[low, high]`` of ``metric``'s interval in ``row``, each bound as ``shown`` prints the score."""
     low, high = row.get(f"{metric}_low"), row.get(f"{metric}_high")
     if pd.isna(row.get(metric)):
         return "-"
     if pd.isna(low) or pd.isna(high):
         return "1 character: none" if row.get("n_characters") == 1 else "-"
-    return f"[{low:.2%}, {high:.2%}]"
+    return f"[{shown(low)}, {shown(high)}]"
+
+
+SCORES = [("acc", "ACC", _pct), ("acc_l", "ACC_L", _num), ("hs", "HS", _num)]  # Table 6's scores, as printed
 
 
 def table6_beside_paper(ours: pd.DataFrame, dataset: Dataset | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -292,7 +296,8 @@ def table6_beside_paper(ours: pd.DataFrame, dataset: Dataset | None = None) -> t
     Returns ``(table, long)``. ``table``: one row per (method, task), tasks in the paper's order and methods in
     its order within a task (ours that it lacks after them), and for each source ("ours" with its LLM, then each
     of the paper's LLMs) the columns ACC (a percentage), ACC_L and HS as printed, "-" where there is no value, and
-    for ours the 95% interval of ACC when ``ours`` has ``acc_low``/``acc_high`` (:func:`rpa_lib.evaluation.qa.table6`).
+    for ours the 95% interval of each score (``ACC 95% CI``, ``ACC_L 95% CI``, ``HS 95% CI``, printed as the score
+    is) when ``ours`` has its ``<score>_low``/``<score>_high`` (:func:`rpa_lib.evaluation.qa.table6`).
     ``long``: the same numbers, one row per (source, llm, method, task), ACC as a fraction, for CSVs and figures."""
     paper = paper_table("table6_roleplay", dataset).assign(source="AMADEUS paper")
     mine = ours.assign(source="ours", method=ours.paper_method)
@@ -313,8 +318,9 @@ def table6_beside_paper(ours: pd.DataFrame, dataset: Dataset | None = None) -> t
             row[f"{head} ACC"] = _pct(got.acc) if got is not None else "-"
             row[f"{head} ACC_L"] = _num(got.acc_l) if got is not None else "-"
             row[f"{head} HS"] = _num(got.hs) if got is not None else "-"
-            if source == "ours" and "acc_low" in long:  # our 95% interval of ACC (characters resampled)
-                row[f"{head} ACC 95% CI"] = _ci(got, "acc") if got is not None else "-"
+            for metric, name, shown in SCORES:  # our 95% interval of each score (characters resampled)
+                if source == "ours" and f"{metric}_low" in long:
+                    row[f"{head} {name} 95% CI"] = _ci(got, metric, shown) if got is not None else "-"
         for col in ("context_chars", "context_tokens"):  # what our method put before its LLM, per question
             hit = mine[(mine.method == method) & (mine.task == task)]
             row[f"ours {col}"] = hit[col].iloc[0] if col in mine and len(hit) else np.nan
