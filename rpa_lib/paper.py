@@ -21,6 +21,7 @@ from rpa_lib.data.readers import QUESTIONNAIRE_ITEMS
 from rpa_lib.evaluation.metrics.intervals import clopper_pearson
 from rpa_lib.evaluation.personality import type_scores
 from rpa_lib.evaluation.uncertainty import interval_columns, merge_intervals
+from rpa_lib.methods.registry import paper_name
 
 PAPER_CHARACTERS = 15
 PAPER_LLM = "GPT-4.1"
@@ -127,9 +128,17 @@ def table3_beside_paper(stats: pd.DataFrame, sizes: pd.DataFrame | None = None, 
     return pd.concat([ours, paper], ignore_index=True).reindex(columns=list(dict.fromkeys(columns)))
 
 
-def figure1_paper_rates() -> dict[str, float]:
-    """The paper's average chunk usage rates on the MBTI questions (Figure 1), by method name."""
-    return paper_table("figure1_chunk_usage").set_index("method").avg_chunk_usage_rate.to_dict()
+def figure1_rates(stats: pd.DataFrame, question_set: str = "MBTI") -> pd.DataFrame:
+    """Figure 1's average chunk usage rate per method on ``question_set``: ours (``usage_rate``, the mean of the
+    per-character rates of ``stats``, :func:`~rpa_lib.evaluation.chunk_usage.usage_stats` rows with a
+    ``question_set`` column) with its 95% interval (``usage_rate_low``/``_high``: the cluster bootstrap over
+    characters of Table 3), ``n_characters``, ``interval_note``, and the paper's printed rate (``paper_rate``; NaN
+    for a method it does not draw)."""
+    rows = stats[stats.question_set == question_set]
+    ours = rows.groupby("method", sort=False, as_index=False).usage_rate.mean()
+    ours = merge_intervals(ours, interval_columns(rows, ["method"], ["usage_rate"]), ["method"])
+    printed = paper_table("figure1_chunk_usage").set_index("method").avg_chunk_usage_rate
+    return ours.assign(paper_rate=ours.method.map(lambda m: printed.get(paper_name(m), np.nan)))
 
 
 # ---- Tables 4 and 5 -------------------------------------------------------------------------------------------
