@@ -164,6 +164,10 @@ class Repeat:
     def __repr__(self) -> str:
         return f"Repeat({self.index})"
 
+    def of(self, rows: pd.DataFrame) -> pd.DataFrame:
+        """The rows of ``rows`` that belong to this run (all of them when they carry no ``repeat``: one run)."""
+        return rows[rows.repeat == self.index] if "repeat" in rows else rows
+
     @cached_property
     def llm(self) -> LLM:
         """The role-play LLM of this run."""

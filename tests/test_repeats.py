@@ -71,15 +71,15 @@ def two_runs(fixture_data):
     names = {c: ex.dataset.profile(c)[0] for c in ex.characters}
 
     def run(r):
-        answers = run_jobs(build_method("no_rag", r.llm, dataset=ex.dataset, max_tokens=16), jobs, progress=False)
-        return qa.judge_answers(answers.assign(task=qa.QA_TASK), r.judge, names, gold, metrics=["acc_l"],
-                                progress=False)
+        answers = run_jobs(build_method("no_rag", r.llm, dataset=ex.dataset, max_tokens=16), jobs,
+                           progress=False).assign(task=qa.QA_TASK)
+        return answers, qa.judge_answers(answers, r.judge, names, gold, metrics=["acc_l"], progress=False)
 
-    return ex, ex.each(run)
+    return ex, *ex.each(run)
 
 
 def test_two_runs_are_pooled_with_the_cluster_bootstrap(two_runs):
-    ex, verdicts = two_runs
+    ex, answers, verdicts = two_runs
     assert [r.index for r in ex.repeats] == [0, 1] and sorted(verdicts.repeat.unique()) == [0, 1]
     by_run = verdicts.pivot_table(index=["character", "question_id"], columns="repeat", values="value")
     assert len(by_run) == 4 and (by_run[0] != by_run[1]).any()  # the runs differ: run 1 sampled anew
@@ -91,10 +91,14 @@ def test_two_runs_are_pooled_with_the_cluster_bootstrap(two_runs):
     assert s.n_repeats == 2 and s.n_items == 8 and s.n_characters == 2
     assert s.score == pytest.approx(verdicts.value.mean())
     assert (s.ci_low, s.ci_high) == pytest.approx((per_character.min(), per_character.max()))
+    # Table 6 pools them alike, and says how many runs it pooled
+    t6 = qa.table6(answers, verdicts, "fake", "fake").iloc[0]
+    assert (t6.answers, t6.n_acc_l, t6.n_runs) == (8, 8, 2)
+    assert (t6.acc_l, t6.acc_l_low, t6.acc_l_high) == pytest.approx((s.score, s.ci_low, s.ci_high))
 
 
 def test_a_table_of_two_runs_says_so(two_runs, tmp_path):
-    ex, verdicts = two_runs
+    ex, _, verdicts = two_runs
     assert "2 runs" in ex.interval_caption(2)
     written = save_paired(qa_outcomes(verdicts.assign(method="no_rag")), tmp_path)  # one method: caption only
     assert "2 runs" in written["table6_roleplay"]["tex"].read_text()

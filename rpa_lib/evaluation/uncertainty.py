@@ -32,7 +32,8 @@ def interval_columns(rows: pd.DataFrame, keys: list[str], columns: list[str], cl
     """Per ``keys`` group of ``rows`` (one row per item, with a ``cluster`` column): ``<col>_low``/``<col>_high``
     for each of ``columns``, the 95% cluster bootstrap of the mean over items, times ``scale`` (a number, or per
     column; e.g. the number of characters for a sum over characters), and ``n_characters`` and
-    ``interval_note``. ``keys`` empty: one row."""
+    ``interval_note``; rows of several runs (a ``repeat`` column) are pooled, each character resampled with all its
+    runs, and ``n_runs`` says how many. ``keys`` empty: one row."""
     scale = scale if isinstance(scale, dict) else dict.fromkeys(columns, 1.0 if scale is None else scale)
     out = []
     groups = rows.groupby(keys, sort=False, dropna=False) if keys else [((), rows)]
@@ -47,6 +48,8 @@ def interval_columns(rows: pd.DataFrame, keys: list[str], columns: list[str], cl
             row["n_characters"] = max(row.get("n_characters", 0), ci.n_clusters)
             notes.append(ci.reason)
         row["interval_note"] = next((n for n in notes if n), "")
+        if "repeat" in g:  # several runs (rpa_lib.experiment's repeats): the table says how many it pooled
+            row["n_runs"] = int(g["repeat"].nunique())
         out.append(row)
     return pd.DataFrame(out)
 
