@@ -166,12 +166,14 @@ def _cell(predicted: str, misses) -> str:
     return f"{predicted} ({-int(misses)})"
 
 
-def letter_interval(characters: list[str], predicted: list[str], truth: list[str]) -> dict:
+def letter_interval(characters: list[str], predicted: list[str], truth: list[str], position: int | None = None) -> dict:
     """The 95% interval of the letter accuracy of Tables 4-5 (``accuracy_low``, ``accuracy_high``): a cluster
-    bootstrap over characters of the 0/1 letter outcomes (a tie "-" a miss), with ``n_characters`` and
-    ``interval_note`` ("1 character: no cluster interval")."""
+    bootstrap over characters of the 0/1 letter outcomes (a tie "-" a miss; ``position``: one letter's only), with
+    ``n_characters`` and ``interval_note`` ("1 character: no cluster interval"). A character listed once per run
+    is resampled with all its runs."""
     rows = pd.DataFrame([{"character": c, "accuracy": float(i < len(p) and p[i] == t[i])}
-                         for c, p, t in zip(characters, predicted, truth, strict=True) for i in range(len(t))])
+                         for c, p, t in zip(characters, predicted, truth, strict=True)
+                         for i in (range(len(t)) if position is None else [position])])
     if rows.empty:
         return {"accuracy_low": np.nan, "accuracy_high": np.nan, "n_characters": 0, "interval_note": "no characters"}
     return interval_columns(rows, [], ["accuracy"]).iloc[0].to_dict()
@@ -184,7 +186,9 @@ def personality_beside_paper(types: pd.DataFrame, questionnaire: Questionnaire, 
     ``types``: :func:`~rpa_lib.evaluation.personality.predicted_types` with ``truth`` and ``misses``.
     ``run``: the run's ``llm``, ``embedder`` and ``scoring`` labels. Returns ``(table, summary)``; the summary
     has our scores, the paper's recomputed on these characters and the paper's as printed (15 characters), the
-    first two with the 95% interval of the letter accuracy (:func:`letter_interval`)."""
+    first two with the 95% interval of the letter accuracy (:func:`letter_interval`). Several runs (``types`` with a
+    ``repeat`` column): a cell lists each run's type (``ENFP (-1) / ENTP (-2)``), our scores pool the runs and the
+    summary says how many (``n_runs``)."""
     qname = questionnaire.name
     column, paper_name, _ = PERSONALITY_TABLES[qname]
     labels = {r["slug"]: r for r in dataset.labels()}
@@ -197,8 +201,8 @@ def personality_beside_paper(types: pd.DataFrame, questionnaire: Questionnaire, 
     for s in characters:
         row = {"character": names[s]}
         for m in methods:
-            hit = ours[(ours.method == m) & (ours.character == s)]
-            row[m] = _cell(hit.predicted.iloc[0], hit.misses.iloc[0]) if len(hit) else "-"
+            hit = ours[(ours.method == m) & (ours.character == s)]  # one row per run
+            row[m] = " / ".join(map(_cell, hit.predicted, hit.misses)) if len(hit) else "-"
         for p in paper_cols:
             row[f"paper {p}"] = _cell(paper.loc[s, p], paper.loc[s, f"{p}_misses"]) if s in paper.index else "-"
         row["GT"] = labels[s][column]
@@ -212,7 +216,7 @@ def personality_beside_paper(types: pd.DataFrame, questionnaire: Questionnaire, 
                         "items": len(questionnaire.items), "method": m, "characters": len(characters),
                         **{k: got[k] for k in ("accuracy", "avg_f1", "full_type_accuracy")},
                         **letter_interval(list(o.index), list(o.predicted), list(o.truth)),
-                        "failed_units": int(o.n_failed.sum())})
+                        "failed_units": int(o.n_failed.sum()), **({"n_runs": o.repeat.nunique()} if "repeat" in o else {})})
     printed = paper_table(f"{paper_name}_summary").set_index("method")
     for p in paper_cols:
         got = type_scores(list(paper[p]), list(paper.GT))
@@ -248,11 +252,19 @@ def _exact(share: float, n: int) -> dict:
     return {"accuracy_low": ci.low, "accuracy_high": ci.high}
 
 
+def _pooled(frame: pd.DataFrame, position: int) -> dict:
+    """Several runs: the cluster bootstrap interval of one letter's accuracy, characters resampled with their runs."""
+    ci = letter_interval(list(frame.index), list(frame.predicted), list(frame.truth), position)
+    return {"accuracy_low": ci["accuracy_low"], "accuracy_high": ci["accuracy_high"]}
+
+
 def per_dimension_accuracy(types: pd.DataFrame, questionnaires: list[Questionnaire], dataset: Dataset,
                            characters: list[str], methods: list[str]) -> pd.DataFrame:
     """Per questionnaire, dimension and method: the share of characters with the right letter and the
     dimension's F1, for our methods and the paper's AMADEUS column on the same characters; the share with its
-    95% Clopper-Pearson interval (``accuracy_low``, ``accuracy_high``: characters are the independent units)."""
+    95% Clopper-Pearson interval (``accuracy_low``, ``accuracy_high``: characters are the independent units). With
+    several runs (a character's type once per run) the share pools them and its interval is the cluster bootstrap
+    over characters, each with all its runs (:func:`letter_interval`)."""
     names = dataset.names()
     out = []
     for q in questionnaires:
@@ -265,9 +277,10 @@ def per_dimension_accuracy(types: pd.DataFrame, questionnaires: list[Questionnai
             sources.append((f"paper AMADEUS ({PAPER_LLM})", paper.rename(columns={"AMADEUS": "predicted", "GT": "truth"})))
         for label, frame in sources:
             got = type_scores(list(frame.predicted), list(frame.truth))
-            out += [{"questionnaire": q.name, "dimension": d, "method": label, "accuracy": a, "f1": f,
-                     "characters": len(frame), **_exact(a, len(frame))}
-                    for d, a, f in zip(dims, got["accuracy_per_position"], got["f1_per_position"], strict=True)]
+            n = frame.index.nunique()
+            out += [{"questionnaire": q.name, "dimension": d, "method": label, "accuracy": a, "f1": f, "characters": n,
+                     **(_exact(a, n) if n == len(frame) else _pooled(frame, i))}
+                    for i, (d, a, f) in enumerate(zip(dims, got["accuracy_per_position"], got["f1_per_position"], strict=True))]
     return pd.DataFrame(out)
 
 

@@ -105,3 +105,25 @@ def test_a_table_of_two_runs_says_so(two_runs, tmp_path):
     one = Experiment("05_qa_evaluation", {"data_dir": ex.dataset.root, "llm": "fake"})
     assert len(one.repeats) == 1 and "runs" not in one.interval_caption(2)
     assert one.each(lambda r: pd.DataFrame({"x": [r.index]})).columns.tolist() == ["x"]  # one run: no repeat column
+
+
+def test_tables_4_5_list_each_run_and_pool_them(fixture_data):
+    from rpa_lib.data import Dataset
+    from rpa_lib.paper import per_dimension_accuracy, personality_beside_paper
+
+    ds = Dataset(fixture_data)
+    mbti = ds.questionnaire("mbti")
+    # Ada (ISTJ) right in run 0, T/F wrong in run 1; Bram (ESFP) J/P wrong in both runs
+    types = pd.DataFrame({"questionnaire": "mbti", "method": "amadeus", "character": ["ada-lindqvist", "bram-okafor"] * 2,
+                          "predicted": ["ISTJ", "ESFJ", "ISFJ", "ESFJ"], "truth": ["ISTJ", "ESFP"] * 2,
+                          "misses": [0, 1, 1, 1], "n_failed": 0, "repeat": [0, 0, 1, 1]})
+    table, summary = personality_beside_paper(types, mbti, ds, ds.characters(None), ["amadeus"],
+                                              {"llm": "fake", "embedder": "hash", "scoring": "option"})
+    assert table.amadeus[0] == "ISTJ (0) / ISFJ (-1)" and table.amadeus[2] == "81.25%"  # 13 of 16 letters
+    ours = summary[summary.source == "ours"].iloc[0]
+    # by hand: Ada 7 of 8 letters over her two runs, Bram 6 of 8; two characters: the interval runs between them
+    assert (ours.n_runs, ours.accuracy_low, ours.accuracy_high) == (2, 0.75, 0.875)
+    per_dim = per_dimension_accuracy(types, [mbti], ds, ds.characters(None), ["amadeus"]).set_index("dimension")
+    assert per_dim.characters.tolist() == [2] * 4 and per_dim.accuracy.tolist() == [1.0, 1.0, 0.75, 0.5]
+    # T/F: Ada right in 1 of 2 runs, Bram in 2 of 2: the cluster bootstrap of two characters runs from 0.5 to 1
+    assert per_dim.accuracy_low.tolist()[2:] == [0.5, 0.0] and per_dim.accuracy_high.tolist()[2:] == [1.0, 1.0]
