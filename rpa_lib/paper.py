@@ -124,7 +124,7 @@ def table3_beside_paper(stats: pd.DataFrame, sizes: pd.DataFrame | None = None, 
     figure1 = paper_table("figure1_chunk_usage").set_index("method").avg_chunk_usage_rate
     paper["naive_rag_usage_rate"] = paper.question_set.map({"MBTI": figure1["Naive RAG"]})
     columns += ["chunk_usage_rate_low", "chunk_usage_rate_high", "gs_failure_rate_low", "gs_failure_rate_high",
-                "n_characters", "interval_note"]
+                "n_characters", "interval_note", *(["n_runs"] if "n_runs" in avg else [])]  # runs pooled, when several
     return pd.concat([ours, paper], ignore_index=True).reindex(columns=list(dict.fromkeys(columns)))
 
 
