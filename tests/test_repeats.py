@@ -127,3 +127,15 @@ def test_tables_4_5_list_each_run_and_pool_them(fixture_data):
     assert per_dim.characters.tolist() == [2] * 4 and per_dim.accuracy.tolist() == [1.0, 1.0, 0.75, 0.5]
     # T/F: Ada right in 1 of 2 runs, Bram in 2 of 2: the cluster bootstrap of two characters runs from 0.5 to 1
     assert per_dim.accuracy_low.tolist()[2:] == [0.5, 0.0] and per_dim.accuracy_high.tolist()[2:] == [1.0, 1.0]
+
+
+def test_judge_agreement_of_two_runs_pairs_each_replys_mean():
+    from rpa_lib.evaluation.charactercraft import agreement
+
+    levels = pd.DataFrame({"reply_id": ["r1", "r2", "r3"], "dimension": "pers", "level": [1, 2, 3]})
+    verdicts = pd.DataFrame({"reply_id": ["r1", "r2", "r3"] * 2, "mode": "with", "dimension": "pers", "status": "ok",
+                             "value": [1, 3, 2, 1, 1, 4], "repeat": [0, 0, 0, 1, 1, 1]})
+    got = agreement(verdicts, levels, "ladder").iloc[0]
+    assert got.n == 3 and got.tau == pytest.approx(1.0)  # means 1, 2, 3: the levels' order, over three replies
+    one = agreement(verdicts[verdicts.repeat == 0].drop(columns="repeat"), levels, "ladder").iloc[0]
+    assert one.n == 3 and one.tau == pytest.approx(1 / 3)  # run 0 alone: 1, 3, 2
