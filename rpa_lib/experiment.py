@@ -10,7 +10,12 @@ It gives out, each built on first use and once:
   embedder's label;
 - ``ex.figures`` and ``ex.results``: the output folders; ``ex.models()``: the label columns of a CSV;
   ``ex.record(name, **fields)``: the run record with the parameters and the usage of every LLM handed out;
-  ``ex.check(rows, what)``: the failure policy (``max_failed_share``).
+  ``ex.check(rows, what)``: the failure policy (``max_failed_share``);
+- ``ex.repeats``: the runs of a repeated experiment (``repeats``, default 1), each a :class:`Repeat` whose LLMs
+  answer as that run (run 0 exactly as an unrepeated run, run r > 0 with cache keys and seeds of its own);
+  ``ex.each(fn)`` calls ``fn(run)`` for each and pools the rows, each tagged with its ``repeat`` when there are
+  several runs, so the tables average over runs and their intervals resample characters with their runs inside;
+  ``ex.interval_caption(n)`` says so in a caption.
 
 In batch rounds (``run_mode`` with ``batch_store``: :mod:`rpa_lib.run.rounds`) an item whose answer is not in yet
 is pending, not failed. ``ex.check`` of a frame of jobs or verdicts counts pending items apart and lets the
@@ -26,7 +31,7 @@ and wrap every LLM handed out (:class:`rpa_lib.llm.RunMode`). This module reads 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -35,6 +40,7 @@ import pandas as pd
 
 from rpa_lib.data import Dataset
 from rpa_lib.evaluation.runner import PendingItems, check_failures, pending_mask
+from rpa_lib.evaluation.uncertainty import interval_caption
 from rpa_lib.llm import LLM, RunMode, get_llm, judge_llm
 from rpa_lib.llm.rounds import rounds_record
 from rpa_lib.report import notebook_parameters, output_dirs, run_label, save_run_record
@@ -54,11 +60,16 @@ class Experiment:
         self.dataset = Dataset(get("data_dir"))
         self.characters = self.dataset.characters(get("characters")) if "characters" in self.parameters else []
         self.max_failed_share = float(get("max_failed_share") or 0.0)
+        n = get("repeats", 1)
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise ValueError(f"{notebook}: repeats is the number of runs, 1 or more: {n!r}")
+        self.repeats = [Repeat(self, r) for r in range(n)]
         self._handed: dict[str, LLM] = {}
         self.pending: dict[str, int] = {}  # batch rounds: what -> items waiting for a round (ex.check)
 
     def __repr__(self) -> str:
-        return f"Experiment({self.notebook!r}, {len(self.characters)} character(s), mode={self.mode})"
+        return (f"Experiment({self.notebook!r}, {len(self.characters)} character(s), {len(self.repeats)} run(s), "
+                f"mode={self.mode})")
 
     # ---- models ----------------------------------------------------------------------------------------------
 
@@ -114,6 +125,25 @@ class Experiment:
             label += f" | GS and AE: {self.gs_llm.label}"
         return f"{label} | data: {self.dataset.describe()}"
 
+    # ---- repeated runs -----------------------------------------------------------------------------------------
+
+    def each(self, fn: Callable[[Repeat], Any]) -> Any:
+        """``fn(run)`` for each of :attr:`repeats`, pooled: one run returns ``fn``'s value as it is; several
+        concatenate the DataFrames they return (or each DataFrame of the tuples they return), every row tagged with
+        its run's ``repeat`` (0, 1, ...). ``answers = ex.each(lambda run: run_jobs(method(run.llm), jobs))``"""
+        if len(self.repeats) == 1:
+            return fn(self.repeats[0])
+        outs = [fn(run) for run in self.repeats]
+        if isinstance(outs[0], tuple):
+            return tuple(pd.concat([o[i].assign(repeat=run.index) for o, run in zip(outs, self.repeats, strict=True)],
+                                   ignore_index=True) for i in range(len(outs[0])))
+        return pd.concat([o.assign(repeat=run.index) for o, run in zip(outs, self.repeats, strict=True)],
+                         ignore_index=True)
+
+    def interval_caption(self, n_characters) -> str:
+        """:func:`~rpa_lib.evaluation.uncertainty.interval_caption` for this experiment's characters and runs."""
+        return interval_caption(n_characters, runs=len(self.repeats))
+
     # ---- outputs ---------------------------------------------------------------------------------------------
 
     def usage(self) -> dict[str, dict]:
@@ -142,3 +172,36 @@ class Experiment:
                 self.pending[what] = int(waiting.sum())
                 rows = rows[~waiting]
         check_failures(rows, what, self.max_failed_share if max_share is None else max_share)
+
+
+class Repeat:
+    """Run ``index`` of a repeated experiment: the experiment's LLMs answering as that run
+    (:meth:`rpa_lib.llm.LLM.for_repeat`: run 0 as an unrepeated run; run r > 0 sends every request as sample r, so
+    it has cache keys of its own and, where the backend takes one, a seed of its own). Usage is counted on the
+    experiment's LLMs, whatever the run. An index a method builds (LightRAG's and RoleRAG's graphs) is built once and
+    shared by the runs: the runs repeat the answers, not the indexing."""
+
+    def __init__(self, experiment: Experiment, index: int):
+        self.experiment, self.index = experiment, index
+
+    def __repr__(self) -> str:
+        return f"Repeat({self.index})"
+
+    def of(self, rows: pd.DataFrame) -> pd.DataFrame:
+        """The rows of ``rows`` that belong to this run (all of them when they carry no ``repeat``: one run)."""
+        return rows[rows.repeat == self.index] if "repeat" in rows else rows
+
+    @cached_property
+    def llm(self) -> LLM:
+        """The role-play LLM of this run."""
+        return self.experiment.llm.for_repeat(self.index)
+
+    @cached_property
+    def judge(self) -> LLM:
+        """The judge of this run."""
+        return self.experiment.judge.for_repeat(self.index)
+
+    @cached_property
+    def gs_llm(self) -> LLM:
+        """The LLM of Guided Selection and the Attribute Extractor in this run."""
+        return self.experiment.gs_llm.for_repeat(self.index)

@@ -21,6 +21,7 @@ from rpa_lib.data.readers import QUESTIONNAIRE_ITEMS
 from rpa_lib.evaluation.metrics.intervals import clopper_pearson
 from rpa_lib.evaluation.personality import type_scores
 from rpa_lib.evaluation.uncertainty import interval_columns, merge_intervals
+from rpa_lib.methods.registry import paper_name
 
 PAPER_CHARACTERS = 15
 PAPER_LLM = "GPT-4.1"
@@ -123,13 +124,21 @@ def table3_beside_paper(stats: pd.DataFrame, sizes: pd.DataFrame | None = None, 
     figure1 = paper_table("figure1_chunk_usage").set_index("method").avg_chunk_usage_rate
     paper["naive_rag_usage_rate"] = paper.question_set.map({"MBTI": figure1["Naive RAG"]})
     columns += ["chunk_usage_rate_low", "chunk_usage_rate_high", "gs_failure_rate_low", "gs_failure_rate_high",
-                "n_characters", "interval_note"]
+                "n_characters", "interval_note", *(["n_runs"] if "n_runs" in avg else [])]  # runs pooled, when several
     return pd.concat([ours, paper], ignore_index=True).reindex(columns=list(dict.fromkeys(columns)))
 
 
-def figure1_paper_rates() -> dict[str, float]:
-    """The paper's average chunk usage rates on the MBTI questions (Figure 1), by method name."""
-    return paper_table("figure1_chunk_usage").set_index("method").avg_chunk_usage_rate.to_dict()
+def figure1_rates(stats: pd.DataFrame, question_set: str = "MBTI") -> pd.DataFrame:
+    """Figure 1's average chunk usage rate per method on ``question_set``: ours (``usage_rate``, the mean of the
+    per-character rates of ``stats``, :func:`~rpa_lib.evaluation.chunk_usage.usage_stats` rows with a
+    ``question_set`` column) with its 95% interval (``usage_rate_low``/``_high``: the cluster bootstrap over
+    characters of Table 3), ``n_characters``, ``interval_note``, and the paper's printed rate (``paper_rate``; NaN
+    for a method it does not draw)."""
+    rows = stats[stats.question_set == question_set]
+    ours = rows.groupby("method", sort=False, as_index=False).usage_rate.mean()
+    ours = merge_intervals(ours, interval_columns(rows, ["method"], ["usage_rate"]), ["method"])
+    printed = paper_table("figure1_chunk_usage").set_index("method").avg_chunk_usage_rate
+    return ours.assign(paper_rate=ours.method.map(lambda m: printed.get(paper_name(m), np.nan)))
 
 
 # ---- Tables 4 and 5 -------------------------------------------------------------------------------------------
@@ -157,12 +166,14 @@ def _cell(predicted: str, misses) -> str:
     return f"{predicted} ({-int(misses)})"
 
 
-def letter_interval(characters: list[str], predicted: list[str], truth: list[str]) -> dict:
+def letter_interval(characters: list[str], predicted: list[str], truth: list[str], position: int | None = None) -> dict:
     """The 95% interval of the letter accuracy of Tables 4-5 (``accuracy_low``, ``accuracy_high``): a cluster
-    bootstrap over characters of the 0/1 letter outcomes (a tie "-" a miss), with ``n_characters`` and
-    ``interval_note`` ("1 character: no cluster interval")."""
+    bootstrap over characters of the 0/1 letter outcomes (a tie "-" a miss; ``position``: one letter's only), with
+    ``n_characters`` and ``interval_note`` ("1 character: no cluster interval"). A character listed once per run
+    is resampled with all its runs."""
     rows = pd.DataFrame([{"character": c, "accuracy": float(i < len(p) and p[i] == t[i])}
-                         for c, p, t in zip(characters, predicted, truth, strict=True) for i in range(len(t))])
+                         for c, p, t in zip(characters, predicted, truth, strict=True)
+                         for i in (range(len(t)) if position is None else [position])])
     if rows.empty:
         return {"accuracy_low": np.nan, "accuracy_high": np.nan, "n_characters": 0, "interval_note": "no characters"}
     return interval_columns(rows, [], ["accuracy"]).iloc[0].to_dict()
@@ -175,7 +186,9 @@ def personality_beside_paper(types: pd.DataFrame, questionnaire: Questionnaire, 
     ``types``: :func:`~rpa_lib.evaluation.personality.predicted_types` with ``truth`` and ``misses``.
     ``run``: the run's ``llm``, ``embedder`` and ``scoring`` labels. Returns ``(table, summary)``; the summary
     has our scores, the paper's recomputed on these characters and the paper's as printed (15 characters), the
-    first two with the 95% interval of the letter accuracy (:func:`letter_interval`)."""
+    first two with the 95% interval of the letter accuracy (:func:`letter_interval`). Several runs (``types`` with a
+    ``repeat`` column): a cell lists each run's type (``ENFP (-1) / ENTP (-2)``), our scores pool the runs and the
+    summary says how many (``n_runs``)."""
     qname = questionnaire.name
     column, paper_name, _ = PERSONALITY_TABLES[qname]
     labels = {r["slug"]: r for r in dataset.labels()}
@@ -188,8 +201,8 @@ def personality_beside_paper(types: pd.DataFrame, questionnaire: Questionnaire, 
     for s in characters:
         row = {"character": names[s]}
         for m in methods:
-            hit = ours[(ours.method == m) & (ours.character == s)]
-            row[m] = _cell(hit.predicted.iloc[0], hit.misses.iloc[0]) if len(hit) else "-"
+            hit = ours[(ours.method == m) & (ours.character == s)]  # one row per run
+            row[m] = " / ".join(map(_cell, hit.predicted, hit.misses)) if len(hit) else "-"
         for p in paper_cols:
             row[f"paper {p}"] = _cell(paper.loc[s, p], paper.loc[s, f"{p}_misses"]) if s in paper.index else "-"
         row["GT"] = labels[s][column]
@@ -203,7 +216,7 @@ def personality_beside_paper(types: pd.DataFrame, questionnaire: Questionnaire, 
                         "items": len(questionnaire.items), "method": m, "characters": len(characters),
                         **{k: got[k] for k in ("accuracy", "avg_f1", "full_type_accuracy")},
                         **letter_interval(list(o.index), list(o.predicted), list(o.truth)),
-                        "failed_units": int(o.n_failed.sum())})
+                        "failed_units": int(o.n_failed.sum()), **({"n_runs": o.repeat.nunique()} if "repeat" in o else {})})
     printed = paper_table(f"{paper_name}_summary").set_index("method")
     for p in paper_cols:
         got = type_scores(list(paper[p]), list(paper.GT))
@@ -239,11 +252,19 @@ def _exact(share: float, n: int) -> dict:
     return {"accuracy_low": ci.low, "accuracy_high": ci.high}
 
 
+def _pooled(frame: pd.DataFrame, position: int) -> dict:
+    """Several runs: the cluster bootstrap interval of one letter's accuracy, characters resampled with their runs."""
+    ci = letter_interval(list(frame.index), list(frame.predicted), list(frame.truth), position)
+    return {"accuracy_low": ci["accuracy_low"], "accuracy_high": ci["accuracy_high"]}
+
+
 def per_dimension_accuracy(types: pd.DataFrame, questionnaires: list[Questionnaire], dataset: Dataset,
                            characters: list[str], methods: list[str]) -> pd.DataFrame:
     """Per questionnaire, dimension and method: the share of characters with the right letter and the
     dimension's F1, for our methods and the paper's AMADEUS column on the same characters; the share with its
-    95% Clopper-Pearson interval (``accuracy_low``, ``accuracy_high``: characters are the independent units)."""
+    95% Clopper-Pearson interval (``accuracy_low``, ``accuracy_high``: characters are the independent units). With
+    several runs (a character's type once per run) the share pools them and its interval is the cluster bootstrap
+    over characters, each with all its runs (:func:`letter_interval`)."""
     names = dataset.names()
     out = []
     for q in questionnaires:
@@ -256,9 +277,10 @@ def per_dimension_accuracy(types: pd.DataFrame, questionnaires: list[Questionnai
             sources.append((f"paper AMADEUS ({PAPER_LLM})", paper.rename(columns={"AMADEUS": "predicted", "GT": "truth"})))
         for label, frame in sources:
             got = type_scores(list(frame.predicted), list(frame.truth))
-            out += [{"questionnaire": q.name, "dimension": d, "method": label, "accuracy": a, "f1": f,
-                     "characters": len(frame), **_exact(a, len(frame))}
-                    for d, a, f in zip(dims, got["accuracy_per_position"], got["f1_per_position"], strict=True)]
+            n = frame.index.nunique()
+            out += [{"questionnaire": q.name, "dimension": d, "method": label, "accuracy": a, "f1": f, "characters": n,
+                     **(_exact(a, n) if n == len(frame) else _pooled(frame, i))}
+                    for i, (d, a, f) in enumerate(zip(dims, got["accuracy_per_position"], got["f1_per_position"], strict=True))]
     return pd.DataFrame(out)
 
 
@@ -275,13 +297,17 @@ def _num(value) -> str:
     return "-" if pd.isna(value) else f"{value:.2f}"
 
 
-def _ci(row, metric: str) -> str:
+def _ci(row, metric: str, shown=_pct) -> str:
+    """``[low, high]`` of ``metric``'s interval in ``row``, each bound as ``shown`` prints the score."""
     low, high = row.get(f"{metric}_low"), row.get(f"{metric}_high")
     if pd.isna(row.get(metric)):
         return "-"
     if pd.isna(low) or pd.isna(high):
         return "1 character: none" if row.get("n_characters") == 1 else "-"
-    return f"[{low:.2%}, {high:.2%}]"
+    return f"[{shown(low)}, {shown(high)}]"
+
+
+SCORES = [("acc", "ACC", _pct), ("acc_l", "ACC_L", _num), ("hs", "HS", _num)]  # Table 6's scores, as printed
 
 
 def table6_beside_paper(ours: pd.DataFrame, dataset: Dataset | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -292,7 +318,8 @@ def table6_beside_paper(ours: pd.DataFrame, dataset: Dataset | None = None) -> t
     Returns ``(table, long)``. ``table``: one row per (method, task), tasks in the paper's order and methods in
     its order within a task (ours that it lacks after them), and for each source ("ours" with its LLM, then each
     of the paper's LLMs) the columns ACC (a percentage), ACC_L and HS as printed, "-" where there is no value, and
-    for ours the 95% interval of ACC when ``ours`` has ``acc_low``/``acc_high`` (:func:`rpa_lib.evaluation.qa.table6`).
+    for ours the 95% interval of each score (``ACC 95% CI``, ``ACC_L 95% CI``, ``HS 95% CI``, printed as the score
+    is) when ``ours`` has its ``<score>_low``/``<score>_high`` (:func:`rpa_lib.evaluation.qa.table6`).
     ``long``: the same numbers, one row per (source, llm, method, task), ACC as a fraction, for CSVs and figures."""
     paper = paper_table("table6_roleplay", dataset).assign(source="AMADEUS paper")
     mine = ours.assign(source="ours", method=ours.paper_method)
@@ -313,8 +340,9 @@ def table6_beside_paper(ours: pd.DataFrame, dataset: Dataset | None = None) -> t
             row[f"{head} ACC"] = _pct(got.acc) if got is not None else "-"
             row[f"{head} ACC_L"] = _num(got.acc_l) if got is not None else "-"
             row[f"{head} HS"] = _num(got.hs) if got is not None else "-"
-            if source == "ours" and "acc_low" in long:  # our 95% interval of ACC (characters resampled)
-                row[f"{head} ACC 95% CI"] = _ci(got, "acc") if got is not None else "-"
+            for metric, name, shown in SCORES:  # our 95% interval of each score (characters resampled)
+                if source == "ours" and f"{metric}_low" in long:
+                    row[f"{head} {name} 95% CI"] = _ci(got, metric, shown) if got is not None else "-"
         for col in ("context_chars", "context_tokens"):  # what our method put before its LLM, per question
             hit = mine[(mine.method == method) & (mine.task == task)]
             row[f"ours {col}"] = hit[col].iloc[0] if col in mine and len(hit) else np.nan

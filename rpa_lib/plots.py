@@ -9,7 +9,10 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
 
+from rpa_lib.evaluation.metrics.intervals import BOOTSTRAP
 from rpa_lib.methods.registry import method_label
 from rpa_lib.persona import ATTRIBUTES
 from rpa_lib.splitters import SPLITTER_NAMES
@@ -158,22 +161,34 @@ def budget_recall_figure(table: pd.DataFrame, characters: int, questions: int, t
     return fig
 
 
-def duplication_figure(freqs: pd.DataFrame, rates: dict[str, float], paper_rates: dict[str, float], items: int,
-                       characters: int, label: str):
-    """AMADEUS Figure 1: how many chunks were used by 1, 2, ... of the questions, Naive RAG beside AMADEUS."""
-    fig, ax = plt.subplots(figsize=(7.5, 4.2))
+def duplication_figure(freqs: pd.DataFrame, rates: pd.DataFrame, items: int, characters: int, label: str):
+    """AMADEUS Figure 1: how many chunks were used by 1, 2, ... of the questions, Naive RAG beside AMADEUS (left),
+    and each one's average chunk usage rate with its 95% interval beside the paper's rate (right). ``rates``:
+    :func:`rpa_lib.paper.figure1_rates` (``usage_rate``, ``usage_rate_low``/``_high``, ``paper_rate``)."""
+    fig, (ax, side) = plt.subplots(1, 2, figsize=(9.5, 4.2), gridspec_kw={"width_ratios": [3, 1]})
     top = int(freqs.uses.max()) if len(freqs) else 1
     bins = np.arange(1, top + 2)
-    names = {"naive_rag": "Naive RAG", "amadeus": "AMADEUS"}
+    shown = ["naive_rag", "amadeus"]
+    rate = rates.set_index("method").reindex(shown)
     for offset, m in ((-0.2, "naive_rag"), (0.2, "amadeus")):
         counts = np.bincount(freqs[freqs.method == m].uses, minlength=top + 1)[1:]
+        r = rate.loc[m]
         ax.bar(bins[:-1] + offset, counts, width=0.4, color=METHOD_COLORS[m],
-               label=f"{names[m]}: avg. chunk usage {rates.get(m, float('nan')):.2%} (paper {paper_rates[names[m]]:.2%})")
+               label=f"{method_label(m)}: avg. chunk usage {interval_text(r.usage_rate, r.usage_rate_low, r.usage_rate_high, '{:.2%}')}"
+                     f" (paper {r.paper_rate:.2%})")
     ax.set_xlabel(f"duplication frequency: questions (of {items}) that used the chunk")
     ax.set_ylabel("chunks (all characters)")
     ax.set_xticks(bins[:-1])
     ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), frameon=False)  # below the axes, off the bars
-    ax.set_title(f"Chunk duplication on MBTI questions, {characters} character{'s' * (characters != 1)}\n{label}",
+    x = np.arange(len(shown))
+    side.bar(x, rate.usage_rate, 0.6, color=[METHOD_COLORS[m] for m in shown], edgecolor="black", linewidth=0.6)
+    error_bars(side, x, rate, "usage_rate")
+    side.plot(x, rate.paper_rate, marker="D", ls="none", mfc="white", mec="black", label="paper (GPT-4.1)")
+    side.set_xticks(x, [method_label(m) for m in shown], fontsize=8)
+    side.set_ylabel("avg. chunk usage rate")
+    side.set_title(f"95% interval: {BOOTSTRAP}", fontsize=7, wrap=True)
+    side.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12), frameon=False)
+    fig.suptitle(f"Chunk duplication on MBTI questions, {characters} character{'s' * (characters != 1)}\n{label}",
                  fontsize=10)
     fig.tight_layout()
     return fig
@@ -327,10 +342,12 @@ def _verdict_color(v: str) -> str:
 def claims_figure(claims: pd.DataFrame, label: str):
     """The paper's claims as a forest plot: per claim the difference in the claim's favour (method minus
     reference, sign flipped where lower is better) with its 95% interval, from the paper's printed evidence
-    (squares) and from this run (circles), filled by verdict; a claim with neither is listed without a point.
+    (squares) and from this run (circles), filled by verdict; a claim with neither is listed without a point. Two
+    legends, one for the shapes and one for the fills, so a white fill (not testable) is not read as a shape.
     ``claims``: :func:`rpa_lib.evaluation.claims.claims_table`."""
     fig, ax = plt.subplots(figsize=(9, 0.42 * len(claims) + 1.6))
     y = np.arange(len(claims))[::-1]
+    shapes = []
     for (col, marker, dy, who) in (("paper", "s", 0.15, "paper's printed evidence"), ("ours", "o", -0.15, "this run")):
         d = claims[f"{col}_difference"].astype(float) * claims.direction
         a, b = (claims[f"{col}_{end}"].astype(float) * claims.direction for end in ("low", "high"))
@@ -340,14 +357,16 @@ def claims_figure(claims: pd.DataFrame, label: str):
             if not (np.isnan(low) or np.isnan(high)):
                 ax.plot([low, high], [yi + dy] * 2, color="black", lw=1)
             ax.plot(di, yi + dy, marker=marker, ms=7, mfc=_verdict_color(v), mec="black", ls="none")
-        ax.plot([], [], marker=marker, mfc="white", mec="black", ls="none", label=who)
-    for k, c in VERDICT_COLORS.items():
-        ax.plot([], [], marker="o", mfc=c, mec="black", ls="none", label=k)
+        shapes.append(Line2D([], [], marker=marker, mfc="none", mec="black", ls="none", label=who))
     ax.axvline(0, color="grey", lw=0.8, ls=":")
     ax.set_yticks(y, [f"{r.claim_id}: {r.claim[:60]}{'...' if len(r.claim) > 60 else ''}" for r in claims.itertuples()],
                   fontsize=7)
     ax.set_xlabel("difference in the claim's favour (95% interval: characters resampled)", fontsize=8)
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
+    # two legends, each with its title, so a shape (whose evidence) is never read as a fill (which verdict)
+    fills = [Patch(facecolor=c, edgecolor="black", label=k) for k, c in VERDICT_COLORS.items()]
+    for handles, title, top in ((shapes, "shape: evidence", 1.0), (fills, "fill: verdict", 0.8)):
+        fig.legend(handles=handles, title=title, fontsize=7, title_fontsize=7, loc="upper left", frameon=False,
+                   bbox_to_anchor=(1.01, top), bbox_transform=ax.transAxes, alignment="left")
     ax.set_title(f"AMADEUS claims re-tested (fill: verdict; no point: nothing to test)\n{label}", fontsize=9)
     fig.tight_layout()
     return fig

@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 from rpa_lib.evaluation.claims import CLAIMS, NOISE, SUPPORTED, claims_table, table6_printed, verdict
+from rpa_lib.plots import claims_figure
 
 
 def test_verdict_words():
@@ -41,3 +42,12 @@ def test_claims_table_on_a_tiny_run(tmp_path):
     assert by.ours_difference["T6-acc-naive"] == 0.5 and by.ours_verdict["T6-acc-naive"].startswith(NOISE)
     assert by.ours_verdict["T4-crag"].startswith("not testable with this run")
     assert len(paired) == 1
+    # the figure: shapes say whose evidence, fills the verdict, each in a legend of its own, so the white fill of
+    # "not testable" is never read as the hollow circle of "this run"
+    legends = {lg.get_title().get_text(): lg for lg in claims_figure(claims, "tiny run").legends}
+    assert set(legends) == {"shape: evidence", "fill: verdict"}
+    shapes = legends["shape: evidence"].legend_handles
+    assert [h.get_label() for h in shapes] == ["paper's printed evidence", "this run"]
+    assert {h.get_marker() for h in shapes} == {"s", "o"} and {h.get_markerfacecolor() for h in shapes} == {"none"}
+    fills = {h.get_label(): h for h in legends["fill: verdict"].legend_handles}
+    assert "not testable" in fills and fills["not testable"].get_facecolor()[:3] == (1.0, 1.0, 1.0)

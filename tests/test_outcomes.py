@@ -99,8 +99,8 @@ def test_budget_and_keypoint_adapters():
 
 def test_repeats_are_averaged_per_item_before_pairing():
     v = verdicts()
-    again = v.assign(value=1.0 - v.value.fillna(0))  # a second run that flips every answer
-    out = qa_outcomes(pd.concat([v, again], ignore_index=True))
+    again = v.assign(value=1.0 - v.value.fillna(0), repeat=1)  # a second run that flips every answer
+    out = qa_outcomes(pd.concat([v.assign(repeat=0), again], ignore_index=True))
     s = summarize(out).set_index("method")
     assert s.n_repeats["amadeus"] == 2 and s.score["amadeus"] == 0.5
     row = compare(out).set_index(["method", "reference"]).loc[("naive_rag", "amadeus")]

@@ -255,6 +255,15 @@ def test_table6_beside_paper():
     assert qa_rows == ["w/o RAG", "Naive RAG", "LightRAG", "CRAG", "AMADEUS", "rolerag"]  # paper order, then ours
     assert table.task.tolist().index("MBTI") > qa_rows.__len__() - 1
     assert set(long.source) == {"ours", "AMADEUS paper"} and len(long) == 3 + len(paper_table("table6_roleplay"))
+    # with intervals, every score shows its own, printed as the score is
+    bounds = {"acc_low": [0.0, 0.25, np.nan], "acc_high": [0.5, 0.75, np.nan], "acc_l_low": [3.0, 4.5, np.nan],
+              "acc_l_high": [4.0, 5.5, np.nan], "hs_low": [np.nan, 1.5, 1.25], "hs_high": [np.nan, 2.5, 2.25],
+              "n_characters": 2}
+    shown = table6_beside_paper(ours.assign(**bounds))[0].set_index(["method", "task"])
+    cis = [f"ours (Smol) {s} 95% CI" for s in ("ACC", "ACC_L", "HS")]
+    assert shown.loc[("rolerag", QA_TASK), cis].tolist() == ["[25.00%, 75.00%]", "[4.50, 5.50]", "[1.50, 2.50]"]
+    assert shown.loc[("w/o RAG", QA_TASK), cis].tolist() == ["[0.00%, 50.00%]", "[3.00, 4.00]", "-"]  # no HS: none
+    assert shown.loc[("AMADEUS", "MBTI"), cis].tolist() == ["-", "-", "[1.25, 2.25]"]
 
 
 def test_paper_names():

@@ -114,3 +114,25 @@ def test_paper_table():
     assert {"splitter", "embedder", "sum_mu", "sum_var"} <= set(t.columns)
     with pytest.raises(DataError, match="no transcribed paper table named 'table99'; known: "):
         paper_table("table99")
+
+
+def test_figure1_draws_each_methods_usage_rate_with_its_interval():
+    from rpa_lib.paper import figure1_rates
+    from rpa_lib.plots import duplication_figure
+
+    stats = pd.DataFrame({"method": ["naive_rag", "naive_rag", "amadeus", "amadeus", "amadeus"],
+                          "character": ["a", "b", "a", "b", "a"], "question_set": ["MBTI"] * 4 + ["CharacterRAG"],
+                          "usage_rate": [0.2, 0.4, 0.5, 0.3, 0.9]})
+    rates = figure1_rates(stats).set_index("method")
+    # two characters: the percentile cluster bootstrap runs from one character's rate to the other's
+    assert rates.loc["amadeus", ["usage_rate", "usage_rate_low", "usage_rate_high"]].tolist() == pytest.approx([0.4, 0.3, 0.5])
+    assert rates.paper_rate.tolist() == [0.3493, 0.4384]  # Figure 1's printed Naive RAG and AMADEUS rates
+    freqs = pd.DataFrame({"method": ["naive_rag", "amadeus", "amadeus"], "uses": [1, 1, 2]})
+    fig = duplication_figure(freqs, rates.reset_index(), 4, 2, "fake run")
+    side = fig.axes[1]
+    (bars,) = [c for c in side.containers if hasattr(c, "has_yerr") and c.has_yerr]  # the error bars drawn
+    segments = bars.lines[2][0].get_segments()
+    assert np.concatenate([s[:, 1] for s in segments]) == pytest.approx([0.2, 0.4, 0.3, 0.5])  # Naive RAG, AMADEUS
+    assert "cluster bootstrap over characters" in side.get_title()
+    assert "[30.00%, 50.00%]" in fig.axes[0].get_legend().get_texts()[1].get_text()
+    plt.close(fig)

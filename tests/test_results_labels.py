@@ -36,7 +36,7 @@ REQUIRED = [
     # 03: AMADEUS's Guided Selection asks the LLM; retrieval embeds
     ("table3_*", {"llm", "embedder"}),
     ("chunk_usage_*", {"llm", "embedder"}),
-    ("fig1_chunk_usage", {"llm", "embedder"}),
+    ("fig1_chunk_usage*", {"llm", "embedder"}),  # the figure and its rates with their intervals
     # 04: interviews by the role-play LLM, answers rated by the judge (evaluator) LLM
     ("personality_evaluator_check", {"judge"}),
     ("personality_index_cost", {"llm"}),

@@ -133,10 +133,13 @@ def judge_ladder(ladder: pd.DataFrame, judge, profiles: dict[str, str], about: d
 def agreement(verdicts: pd.DataFrame, levels: pd.DataFrame, source: str) -> pd.DataFrame:
     """Kendall's tau-b per (mode, dimension) between the judge's parsed values and the rating source's
     ``levels`` (reply_id, dimension, level), over the replies both have. Columns: mode, dimension, tau,
-    pvalue, n, source, note (why tau is undefined)."""
+    pvalue, n, source, note (why tau is undefined). Verdicts of several runs (a ``repeat`` column) give each reply
+    its mean value over the runs: the reply, not the run, is the unit ``n`` counts and tau pairs."""
     ok = verdicts[verdicts.status == OK]
     out = []
     for (mode, d), group in ok.groupby(["mode", "dimension"], sort=False):
+        if "repeat" in group:
+            group = group.groupby("reply_id", sort=False, as_index=False).value.mean()
         ref = levels[levels.dimension == d].set_index("reply_id").level
         pairs = group[group.reply_id.isin(ref.index)]
         with warnings.catch_warnings(record=True) as caught:

@@ -1,14 +1,17 @@
 """Per-item outcomes in one long format, and the intervals and paired comparisons computed from them.
 
-The format (:data:`COLUMNS`): one row per ``(table, task, method, character, item, outcome)`` with its numeric
-``value`` and the ``llm``, ``judge`` and ``embedder`` labels of the run. ``item`` is what was scored once: a
-question id (Table 6 ACC, ACC_L, HS), a questionnaire dimension (Tables 4-5: 1 when the predicted letter is the
+The format (:data:`COLUMNS`): one row per ``(table, task, method, character, item, repeat, outcome)`` with its
+numeric ``value`` and the ``llm``, ``judge`` and ``embedder`` labels of the run. ``item`` is what was scored once:
+a question id (Table 6 ACC, ACC_L, HS), a questionnaire dimension (Tables 4-5: 1 when the predicted letter is the
 true one), a rating unit or a human-evaluation sample (Likert), or ``"all"`` where the committed file holds one
 number per character (Table 1's mean similarity, evidence recall, chunk usage rate). A failed item keeps its row
-with a NaN value, so counts show it; intervals use the values. Repeated runs (the same item answered again, with
-another seed) are more rows of the same (character, item): the cluster bootstrap resamples characters with all
-their repeats, so run-to-run variance is in the interval (``n_repeats``), and a paired comparison pairs each item's
-mean over its repeats (tested with Wilcoxon, as the means are no longer 0/1).
+with a NaN value, so counts show it; intervals use the values. ``repeat`` is the run (:mod:`rpa_lib.experiment`'s
+``repeats``: the same item answered again, with another seed): 0 in a file without the column, i.e. one run.
+Scores average over the runs; the cluster bootstrap resamples characters with all their runs inside, so
+run-to-run variance is in the interval (``n_repeats``). Runs of two methods are not paired with each other (their
+seeds are independent draws): a paired comparison pairs each item's mean over its runs (tested with Wilcoxon, as
+the means are no longer 0/1), and the character-level sign test pairs each character's mean over items and runs;
+the character, the unit the intervals resample, is the independent one.
 
 The adapters turn the committed per-item files into this format (each takes the file's DataFrame, so a test or a
 notebook can pass its own). :func:`summarize` gives each (table, task, outcome, method) its score and 95% interval
@@ -39,7 +42,7 @@ from rpa_lib.evaluation.metrics.intervals import (
 from rpa_lib.splitters import SPLITTER_NAMES
 
 LABELS = ["llm", "judge", "embedder"]
-COLUMNS = ["table", "task", "method", "character", "item", "outcome", "value", *LABELS]
+COLUMNS = ["table", "task", "method", "character", "item", "repeat", "outcome", "value", *LABELS]
 # questionnaire -> (table, task, dimension names in letter order)
 PERSONALITY = {"mbti": ("table4_mbti", "MBTI", ["EI", "SN", "TF", "JP"]),
                "bigfive": ("table5_sloan", "SLOAN", ["EXT", "NEU", "CON", "AGR", "OPE"])}
@@ -55,7 +58,7 @@ def _frame(rows: pd.DataFrame, **fixed) -> pd.DataFrame:
     out = rows.assign(**{k: v for k, v in fixed.items()})
     for col in COLUMNS:
         if col not in out:
-            out[col] = np.nan
+            out[col] = 0 if col == "repeat" else np.nan  # a file without runs is one run
     out["value"] = pd.to_numeric(out["value"], errors="coerce").astype(float)
     return out[COLUMNS].reset_index(drop=True)
 
@@ -235,7 +238,7 @@ def summarize(outcomes: pd.DataFrame) -> pd.DataFrame:
         row = dict(zip([*_keys(outcomes), "method"], key, strict=True))
         row.update(score=ci.estimate, ci_low=ci.low, ci_high=ci.high, interval=BOOTSTRAP, note=ci.reason,
                    n_items=ci.n_items, n_failed=int(g.value.isna().sum()), n_characters=ci.n_clusters,
-                   n_repeats=int(g.groupby(["character", "item"]).size().max()))
+                   n_repeats=int(g.repeat.nunique()))
         if _binary(row["outcome"]):
             v = g.value.dropna()
             ex = clopper_pearson(int(v.sum()), len(v))
@@ -261,7 +264,7 @@ def paired_difference(a: pd.DataFrame, b: pd.DataFrame, binary: bool) -> dict:
     ``binary``: 0/1 outcomes (McNemar at items), else Wilcoxon. No character with a nonzero mean difference: the
     sign test's p is 1."""
     if a.duplicated(["character", "item"]).any() or b.duplicated(["character", "item"]).any():
-        # repeated runs: each item's mean over its repeats, so run-to-run noise is in the pairs (no longer 0/1)
+        # several runs: each item's mean over its runs, so run-to-run noise is in the pairs (no longer 0/1)
         a, b, binary = _item_means(a), _item_means(b), False
     both = a.merge(b, on=["character", "item"], suffixes=("_a", "_b")).dropna(subset=["value_a", "value_b"])
     diff = both.value_a - both.value_b

@@ -288,7 +288,9 @@ def table6(answers: pd.DataFrame, verdicts: pd.DataFrame, llm: str, judge: str) 
     verdicts), ``unparsed_<metric>`` and ``failed_<metric>`` (judge calls that failed); ``coerced_<metric>``:
     parsed verdicts whose option the LLM layer took from logprobs because the judge's reply matched none; and each
     metric's 95% interval ``<metric>_low``/``<metric>_high`` (cluster bootstrap over characters, questions
-    clustered by character; ``n_characters``, ``interval_note``: "1 character: no cluster interval")."""
+    clustered by character; ``n_characters``, ``interval_note``: "1 character: no cluster interval"). Rows of several
+    runs (a ``repeat`` column, :meth:`rpa_lib.experiment.Experiment.each`) are pooled: the scores average over the
+    runs, the intervals resample each character with all its runs, ``n_runs`` says how many."""
     out = []
     for (task, method), group in answers.groupby(["task", "method"], sort=False):
         v = verdicts[(verdicts.task == task) & (verdicts.method == method)]
@@ -308,8 +310,9 @@ def table6(answers: pd.DataFrame, verdicts: pd.DataFrame, llm: str, judge: str) 
     ok = verdicts[verdicts.status == OK]
     if ok.empty:
         return table
-    wide = ok.pivot_table(index=["task", "method", "character", "question_id"], columns="metric", values="value",
-                          aggfunc="first").reset_index().reindex(columns=["task", "method", "character", *METRICS])
+    runs = ["repeat"] if "repeat" in ok else []  # several runs: a response per run, each resampled with its character
+    wide = ok.pivot_table(index=["task", "method", "character", "question_id", *runs], columns="metric", values="value",
+                          aggfunc="first").reset_index().reindex(columns=["task", "method", "character", *runs, *METRICS])
     return merge_intervals(table, interval_columns(wide, ["task", "method"], list(METRICS)), ["task", "method"])
 
 

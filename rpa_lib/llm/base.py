@@ -18,11 +18,17 @@ Spending. ``RPA_PRICE_IN``/``RPA_PRICE_OUT`` override the backend's price. An LL
 (:meth:`LLM.with_budget`, :mod:`rpa_lib.llm.budget`) first holds each round trip's estimated cost and raises
 ``BudgetExceeded`` (fatal) when that would pass the limit.
 
+Repeated runs. :meth:`LLM.for_repeat` gives the same LLM answering for run ``r`` of a repeated experiment: each of
+its requests is sample ``r`` (added to the sample the caller asks for), so run ``r > 0`` has cache keys of its own
+and, where the backend takes a seed, a seed of its own (:func:`sample_seed`); run 0 is the LLM itself, its keys
+those of an unrepeated run.
+
 This module does not talk to any model or know any credential.
 """
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import time
 from collections.abc import Callable, Iterable
@@ -128,6 +134,7 @@ class LLM:
     model_id = "base"  # for cache keys; never contains a secret
     max_workers = 1
     price: Price | None = None
+    repeat = 0  # the run of a repeated experiment this LLM answers for (for_repeat): added to each request's sample
     scratch_dir = None  # a stand-in whose replies are made up (a plan's) builds indexes here, never in the cache
     lookahead = None  # Guided Selection's look-ahead this LLM asks for (a batch round's: rpa_lib.llm.rounds)
     _keep_causes = True  # chain backend exceptions to our errors (False where they may carry a request or key)
@@ -151,7 +158,8 @@ class LLM:
              sample: int = 0, name: str | None = None, allow_empty: bool = False, max_retries: int = 2) -> Reply:
         """A free-text reply. An empty (or all-blank) reply is re-asked up to ``max_retries`` times, then
         LLMError, unless ``allow_empty=True``."""
-        req = Request("chat", _checked(messages), temperature, max_tokens, seed, sample, allow_empty=allow_empty)
+        req = Request("chat", _checked(messages), temperature, max_tokens, seed, sample + self.repeat,
+                      allow_empty=allow_empty)
         return self._call(req, name, max_retries + 1, lambda what, spent: self._run_chat(req, what, spent, max_retries))
 
     def choose(self, messages: list[dict], options: list[str], *, seed: int = 0, sample: int = 0,
@@ -160,14 +168,15 @@ class LLM:
         options = [str(o) for o in options]
         if not options or len(set(options)) != len(options):
             raise ValueError(f"options must be non-empty and distinct: {options!r}")
-        req = Request("choose", _checked(messages), 0.0, 0, seed, sample, options=options)
+        req = Request("choose", _checked(messages), 0.0, 0, seed, sample + self.repeat, options=options)
         return self._call(req, name, max_retries + 1,
                           lambda what, spent: self._run_choose(req, what, spent, max_retries))
 
     def structured(self, messages: list[dict], schema: dict, *, max_tokens: int = 512, max_retries: int = 2,
                    seed: int = 0, sample: int = 0, temperature: float = 0.0, name: str | None = None) -> Reply:
         """A JSON object valid against ``schema`` (``Reply.data``); re-asks up to ``max_retries``, then LLMError."""
-        req = Request("structured", _checked(messages), temperature, max_tokens, seed, sample, schema=schema)
+        req = Request("structured", _checked(messages), temperature, max_tokens, seed, sample + self.repeat,
+                      schema=schema)
         return self._call(req, name, max_retries + 1,
                           lambda what, spent: self._run_structured(req, what, spent, max_retries))
 
@@ -188,6 +197,18 @@ class LLM:
         """One round trip of ``req`` through the backend's hook, with retries, uncached: what a batch round runs
         for an in-process engine (:func:`rpa_lib.llm.rounds.answer_engine_lines`)."""
         return self._round_trip(getattr(self, f"_{req.kind}"), req, what, _Spent())
+
+    def for_repeat(self, repeat: int) -> LLM:
+        """This LLM answering for run ``repeat`` of a repeated experiment: the same backend, cache, usage and
+        budget, every request sent as sample ``repeat`` (keys of its own, and a seed of its own where the backend
+        takes one). Run 0 is this LLM itself. ``get_llm("fake").for_repeat(1).repeat == 1``"""
+        if repeat < 0:
+            raise ValueError(f"a repeat is a run index, 0 or more: {repeat!r}")
+        if repeat == self.repeat:
+            return self
+        twin = copy.copy(self)  # shares what the runs share: the backend's client or model, cache, usage, budget
+        twin.repeat = repeat
+        return twin
 
     @property
     def usage(self) -> Usage:

@@ -3,6 +3,9 @@
 It answers through a rule ``rule(kind, messages, options_or_schema) -> str | dict | None`` (None: no content, as
 a server may send) and goes through the same cache, retry, re-ask, usage and map machinery as the real backends.
 A rule may raise ``Transient`` or ``LLMFatalError`` to simulate faults. Tokens are counted as whitespace-separated words. It does not imitate any real model's wording.
+Sample ``s > 0`` of a request (another run of a repeated experiment) is answered by the rule reading
+`` (sample s)`` after the last user message, so the default rule's chat and choice answers change from run to run as
+a sampled model's would, still deterministically; sample 0 reads the messages as they are.
 """
 
 from __future__ import annotations
@@ -40,6 +43,15 @@ def default_rule(kind: str, messages: list[dict], spec: Any) -> str | dict:
     return f"fake reply {_digest(last):08x}"
 
 
+def _sampled(messages: list[dict], sample: int) -> list[dict]:
+    """``messages`` as sample ``sample`` reads them: `` (sample 2)`` after the last user message (sample 0: as
+    they are)."""
+    if not sample:
+        return messages
+    last = max((i for i, m in enumerate(messages) if m["role"] == "user"), default=len(messages) - 1)
+    return [{**m, "content": f"{m['content']} (sample {sample})"} if i == last else m for i, m in enumerate(messages)]
+
+
 def _words(messages: list[dict]) -> int:
     return sum(len(m["content"].split()) for m in messages)
 
@@ -60,7 +72,7 @@ class FakeLLM(LLM):
     def _answer(self, req: Request, spec: Any) -> Raw:
         if self.delay:
             time.sleep(self.delay)
-        out = self.rule(req.kind, req.messages, spec)
+        out = self.rule(req.kind, _sampled(req.messages, req.sample), spec)
         data = out if isinstance(out, dict) else None
         text = json.dumps(out, ensure_ascii=False) if isinstance(out, dict) else "" if out is None else str(out)
         return Raw(text, _words(req.messages), len(text.split()), data=data)
