@@ -1,9 +1,7 @@
 """The papers' printed tables, and this repository's results beside them.
 
 Every "ours beside the paper" table a notebook shows is built here, so it is tested and linted like the rest of
-the library: Table 1 (similarity scores), Table 3 (chunk usage and GS failure), Tables 4 and 5 (predicted MBTI
-and SLOAN types). Tables 2 and 6 and CharacterCraft's Kendall table get their assemblers here when their
-evaluations land; :func:`paper_table` already reads their transcriptions. The transcribed numbers live in
+the library: AMADEUS Tables 1 to 6 and CharacterCraft's Kendall table. The transcribed numbers live in
 ``data/paper_results/`` (see its README for known inconsistencies of the printed tables).
 
 This module computes no score of its own: it arranges scores computed elsewhere (``rpa_lib.evaluation``).
@@ -309,12 +307,11 @@ def table6_beside_paper(ours: pd.DataFrame, dataset: Dataset | None = None) -> t
         for source, llm in groups:
             hit = long[(long.source == source) & (long.llm == llm) & (long.method == method) & (long.task == task)]
             head = f"ours ({llm})" if source == "ours" else llm
-            got = hit.iloc[0] if len(hit) else None
-            row[f"{head} ACC"] = _pct(got.acc) if got is not None else "-"
-            row[f"{head} ACC_L"] = _num(got.acc_l) if got is not None else "-"
-            row[f"{head} HS"] = _num(got.hs) if got is not None else "-"
+            got = hit.iloc[0] if len(hit) else pd.Series(dtype=object)  # no row: every cell "-"
+            row[f"{head} ACC"], row[f"{head} ACC_L"] = _pct(got.get("acc")), _num(got.get("acc_l"))
+            row[f"{head} HS"] = _num(got.get("hs"))
             if source == "ours" and "acc_low" in long:  # our 95% interval of ACC (characters resampled)
-                row[f"{head} ACC 95% CI"] = _ci(got, "acc") if got is not None else "-"
+                row[f"{head} ACC 95% CI"] = _ci(got, "acc")
         for col in ("context_chars", "context_tokens"):  # what our method put before its LLM, per question
             hit = mine[(mine.method == method) & (mine.task == task)]
             row[f"ours {col}"] = hit[col].iloc[0] if col in mine and len(hit) else np.nan
