@@ -198,14 +198,10 @@ def parse_rating(value, column: str, low: int, high: int) -> tuple[int | None, s
     if isinstance(value, bool):
         return None, f"{column} is not a whole number from {low} to {high}"
     if isinstance(value, str):
-        text = value.strip()
         try:
-            value = int(text)
+            value = float(value)  # "4" and "4.0" are 4; "4.5" is no whole number
         except ValueError:
-            try:
-                value = float(text)
-            except ValueError:
-                return None, f"{column} is not a number"
+            return None, f"{column} is not a number"
     if isinstance(value, float):
         if not value.is_integer():
             return None, f"{column} is not a whole number"
