@@ -12,6 +12,7 @@ import pandas as pd
 
 from rpa_lib.methods.registry import method_label
 from rpa_lib.persona import ATTRIBUTES
+from rpa_lib.report import plural
 from rpa_lib.splitters import SPLITTER_NAMES
 
 # one colour per method and variant, all distinct (a test holds them to it), so no figure draws two methods alike
@@ -101,7 +102,8 @@ def similarity_figure(scores: pd.DataFrame, table: pd.DataFrame, splitters: list
         ax.set_xticks(range(1, len(splitters) + 1), [SPLITTER_NAMES.get(s, s) for s in splitters], fontsize=8)
         ax.set_title(emb)
         ax.set_ylabel(f"cosine similarity of top-{k} chunks")
-    fig.suptitle(f"Similarity of the top-{k} retrieved chunks to {questions} QA questions of {characters} character{'s' * (characters != 1)} "
+    fig.suptitle(f"Similarity of the top-{k} retrieved chunks to {questions} QA questions of "
+                 f"{plural(characters, 'character')} "
                  "(embedder per panel; sums over characters as in Table 1;\n[95% interval: cluster bootstrap over characters])", y=1.04)
     fig.tight_layout()
     return fig
@@ -124,8 +126,8 @@ def evidence_recall_figure(table: pd.DataFrame, characters: int, questions: int,
         ax.grid(alpha=0.3)
     axes[0][0].set_ylabel("evidence recall (solid, 95% interval: characters resampled);\nall evidence found (dotted)")
     axes[0][-1].legend(fontsize=8, loc="lower right")
-    fig.suptitle(f"Evidence recall of retrieval, {questions} QA questions ({qa_set} set) of {characters} "
-                 f"character{'s' * (characters != 1)} (no LLM)", y=1.02)
+    fig.suptitle(f"Evidence recall of retrieval, {questions} QA questions ({qa_set} set) of "
+                 f"{plural(characters, 'character')} (no LLM)", y=1.02)
     fig.tight_layout()
     return fig
 
@@ -152,8 +154,8 @@ def budget_recall_figure(table: pd.DataFrame, characters: int, questions: int, t
             ax.grid(alpha=0.3)
         row[0].set_ylabel("evidence recall (95% interval:\ncharacters resampled)")
     axes[0][-1].legend(fontsize=8, loc="lower right")
-    fig.suptitle(f"Evidence recall at equal context budgets, {questions} QA questions ({qa_set} set) of {characters} "
-                 f"character{'s' * (characters != 1)} (no LLM)", y=1.01)
+    fig.suptitle(f"Evidence recall at equal context budgets, {questions} QA questions ({qa_set} set) of "
+                 f"{plural(characters, 'character')} (no LLM)", y=1.01)
     fig.tight_layout()
     return fig
 
@@ -173,7 +175,7 @@ def duplication_figure(freqs: pd.DataFrame, rates: dict[str, float], paper_rates
     ax.set_ylabel("chunks (all characters)")
     ax.set_xticks(bins[:-1])
     ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), frameon=False)  # below the axes, off the bars
-    ax.set_title(f"Chunk duplication on MBTI questions, {characters} character{'s' * (characters != 1)}\n{label}",
+    ax.set_title(f"Chunk duplication on MBTI questions, {plural(characters, 'character')}\n{label}",
                  fontsize=10)
     fig.tight_layout()
     return fig
@@ -203,7 +205,7 @@ def personality_figure(per_dim: pd.DataFrame, types: pd.DataFrame, characters: i
         ax.set_title(f"{title}; our undecided letters: {undecided:.0%}", fontsize=10)
         ax.axhline(0.5, color="grey", lw=0.6, ls=":")
     axes[1].legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, frameon=False)
-    fig.suptitle(f"Per-dimension accuracy, {characters} character{'s' * (characters != 1)}. {label}", fontsize=9, y=1.02)
+    fig.suptitle(f"Per-dimension accuracy, {plural(characters, 'character')}. {label}", fontsize=9, y=1.02)
     fig.tight_layout()
     return fig
 
