@@ -19,12 +19,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from rpa_lib.data.dataset import Dataset, user_dataset
+from rpa_lib.data.dataset import user_dataset
 from rpa_lib.errors import DataError
-
-
-def _dataset(args) -> Dataset:
-    return Dataset(args.data_dir) if args.data_dir else user_dataset()
 
 
 def _new_character(args) -> int:
@@ -49,7 +45,7 @@ def _new_character(args) -> int:
         from rpa_lib.llm import get_llm
 
         llm = get_llm(None if args.classify_with_llm == "default" else args.classify_with_llm)
-    ds = _dataset(args)
+    ds = user_dataset(args.data_dir)
     for slug, name, page in jobs:
         done = new_character(slug, args.source, name=name, work=args.work, data=ds, mapping=parse_mapping(args.map),
                              llm=llm, embedder=None if args.embedder == "none" else args.embedder, page=page,
@@ -82,7 +78,7 @@ def _qa_scaffold(args) -> int:
     llm = get_llm(args.llm)
     print(f"Proposing up to {args.per_attribute} pair(s) per attribute with {llm.label}, one short call each "
           "(Ctrl-C stops and keeps what is done):", file=sys.stderr)
-    result = qa_scaffold(args.slug, llm, data=_dataset(args), per_attribute=args.per_attribute)
+    result = qa_scaffold(args.slug, llm, data=user_dataset(args.data_dir), per_attribute=args.per_attribute)
     print(result.summary())
     for failure in result.failed:
         print(f"  failed: {failure}", file=sys.stderr)
@@ -94,7 +90,7 @@ def _qa_scaffold(args) -> int:
 def _qa_promote(args) -> int:
     from rpa_lib.authoring.scaffold import promote
 
-    n, path = promote(args.slug, data=_dataset(args))
+    n, path = promote(args.slug, data=user_dataset(args.data_dir))
     print(f"{n} reviewed pair(s) written to {path}")
     return 0
 
@@ -102,7 +98,7 @@ def _qa_promote(args) -> int:
 def _edit(args) -> int:
     from rpa_lib.authoring import edit
 
-    ds = _dataset(args)
+    ds = user_dataset(args.data_dir)
     if args.command == "add-paragraph":
         done = edit.add_paragraph(args.slug, args.under, args.text, position=args.position, data=ds)
     else:

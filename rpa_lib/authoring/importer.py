@@ -46,7 +46,7 @@ from pathlib import Path
 
 from rpa_lib.authoring.document import SourceDocument
 from rpa_lib.authoring.sources import read_source
-from rpa_lib.data.dataset import Dataset, as_dataset, user_dataset
+from rpa_lib.data.dataset import Dataset, user_dataset
 from rpa_lib.data.readers import LABEL_COLUMNS, TYPE_PATTERNS
 from rpa_lib.errors import DataError
 from rpa_lib.persona import ATTRIBUTES
@@ -392,7 +392,7 @@ def new_character(slug: str, source: str | Path, *, name: str | None = None, wor
     by content (None: headings only). ``page``: the page of a MediaWiki export of several."""
     from rpa_lib.data.validate import validate
 
-    ds = user_dataset() if data is None else as_dataset(data)
+    ds = user_dataset(data)
     if not SLUG.match(slug):
         raise DataError(ds.characters_dir / slug, None, f"slug {slug!r} must be lowercase words joined by hyphens, e.g. 'ada-lindqvist'")
     if (ds.characters_dir / slug).exists():
