@@ -97,10 +97,8 @@ def warning_notes(caught) -> list[str]:
 
 def empty_attributes_note(dataset: Dataset, character: str) -> str | None:
     """"no text under Belief and Value: answers come from the other attributes", or None."""
-    from rpa_lib.persona import ATTRIBUTES
-
     persona = dataset.persona(character)
-    empty = [a for a in ATTRIBUTES if not any(p.attribute == a for p in persona.paragraphs)]
+    empty = persona.empty_attributes
     return f"{persona.name}'s persona has no text under {', '.join(empty)}: answers come from the other attributes" \
         if empty else None
 

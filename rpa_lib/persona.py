@@ -41,7 +41,7 @@ def heading_path(headings: tuple[str, ...]) -> str:
     return HEADING_SEPARATOR.join(headings)
 
 
-_HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$")  # "### C#" keeps its "#"
+HEADING_LINE = re.compile(r"^(#{1,6})[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$")  # a Markdown heading; "### C#" keeps its "#"
 
 
 class PersonaError(DataError):
@@ -95,6 +95,11 @@ class Persona:
         """The AMADEUS l_max in characters: the length of the persona's longest paragraph."""
         return max(len(p.text) for p in self.paragraphs)
 
+    @property
+    def empty_attributes(self) -> list[str]:
+        """The attributes with no paragraph (an imported character may lack one; the paper's never do)."""
+        return [a for a in ATTRIBUTES if not any(p.attribute == a for p in self.paragraphs)]
+
 
 def read_text(path: Path) -> str:
     """Read a UTF-8 file, turning every way it can fail into a :class:`PersonaError` naming the file."""
@@ -125,7 +130,7 @@ def parse_persona(path: Path | str, slug: str | None = None) -> Persona:
     heading_lines: list[tuple[int, int, int, int, str]] = []  # (line, level, line start, body start, title)
     offset = 0
     for lineno, line in enumerate(text.split("\n"), start=1):
-        m = _HEADING.match(line)
+        m = HEADING_LINE.match(line)
         if m:
             heading_lines.append((lineno, len(m.group(1)), offset, offset + len(line) + 1, m.group(2).strip()))
         offset += len(line) + 1
