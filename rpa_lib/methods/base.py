@@ -13,7 +13,6 @@ Each method declares its settings as a frozen dataclass (``Settings``); building
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar
@@ -136,8 +135,6 @@ class Method:
         self.llm = llm
         self.settings = settings if settings is not None else self.Settings()
         self.dataset = dataset or Dataset()
-        self._retrievers: dict[str, Retriever] = {}
-        self._lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.settings})"

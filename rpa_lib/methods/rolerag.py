@@ -43,6 +43,7 @@ descriptions are joined, never summarized.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -109,6 +110,7 @@ class RoleRAG(GraphIndexMethod):
     def __init__(self, llm, settings=None, dataset=None):
         super().__init__(llm, settings, dataset)
         self._graphs: IndexCache[CharacterGraph] = IndexCache()
+        self._lock = threading.Lock()  # one thread embeds a graph's node texts; the others wait for them
 
     # ---- index ----------------------------------------------------------------------------------------------
 
