@@ -16,6 +16,8 @@ import pandas as pd
 
 from rpa_lib.data import Dataset, Questionnaire, as_dataset
 from rpa_lib.data.readers import QUESTIONNAIRE_ITEMS
+from rpa_lib.evaluation.metrics.agreement import feldt_interval
+from rpa_lib.evaluation.metrics.charactercraft import DIMENSIONS
 from rpa_lib.evaluation.metrics.intervals import clopper_pearson
 from rpa_lib.evaluation.personality import type_scores
 from rpa_lib.evaluation.uncertainty import interval_columns, merge_intervals
@@ -328,8 +330,6 @@ def table2_beside_paper(ours: pd.DataFrame, dataset: Dataset | None = None) -> p
     """AMADEUS Table 2: our rows (:func:`rpa_lib.evaluation.human.table2`, whose ``source`` says who rated)
     above the paper's (11 human raters, 30 samples per task). The paper prints no interval and no Krippendorff's
     alpha; its rows get Feldt's 95% interval computed here from the printed alpha with n = 30 and k = 11."""
-    from rpa_lib.evaluation.metrics.agreement import feldt_interval
-
     cols = ["task", "source", "samples", "raters", "mu", "mu_low", "mu_high", "sigma", "median", "cronbach_alpha",
             "alpha_low", "alpha_high", "krippendorff_alpha", "n_characters", "interval_note"]
     paper = paper_table("table2_human_eval", dataset).assign(
@@ -347,8 +347,6 @@ def kendall_beside_paper(ours: pd.DataFrame, source: str, dataset: Dataset | Non
     """CharacterCraft Table 6 (Kendall's tau x 100 between an LLM judge and people, with and without the
     reference) under our rows (:func:`rpa_lib.evaluation.charactercraft.kendall_table`), each labelled with what
     the judge was compared with (``source``: the quality ladder or people)."""
-    from rpa_lib.evaluation.metrics.charactercraft import DIMENSIONS
-
     paper = paper_table("charactercraft_table6_kendall", dataset).assign(compared_with="human raters",
                                                                          table="CharacterCraft paper")
     mine = ours.assign(compared_with=source, table="ours")

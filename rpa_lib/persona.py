@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rpa_lib.errors import DataError
+from rpa_lib.paths import CHARACTERS_DIR
 
 ATTRIBUTES = (
     "Demographic Information",
@@ -185,8 +186,6 @@ def _paragraphs(text: str, start: int, end: int, headings: tuple[str, ...], newl
 
 def load_persona(slug: str, characters_dir: Path | None = None) -> Persona:
     """Load a character by slug from ``data/characters`` (or another folder), with a clear error if unknown."""
-    from rpa_lib.paths import CHARACTERS_DIR
-
     root = Path(characters_dir or CHARACTERS_DIR)
     folder = root / slug
     if not folder.is_dir():
@@ -215,7 +214,5 @@ def parsed_file(path: Path, parse, *args):
 
 def list_characters(characters_dir: Path | None = None) -> list[str]:
     """Slugs of all character folders, sorted. Folders without persona.md are listed too (and fail on load)."""
-    from rpa_lib.paths import CHARACTERS_DIR
-
     root = Path(characters_dir or CHARACTERS_DIR)
     return sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))) if root.is_dir() else []

@@ -10,6 +10,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from rpa_lib.evaluation.metrics.charactercraft import DIMENSIONS
 from rpa_lib.methods.registry import method_label
 from rpa_lib.persona import ATTRIBUTES
 from rpa_lib.report import plural
@@ -282,8 +283,6 @@ def table2_figure(long: pd.DataFrame, label: str, intervals: dict | None = None)
 def agreement_figure(agree: pd.DataFrame, means: pd.DataFrame, paper: pd.DataFrame, rungs: list[str], label: str):
     """CharacterCraft Table 6: Kendall's tau-b per dimension of our judge with and without the reference, beside
     the paper's GPT-4o; and the judge's mean score per rung and dimension (with the reference)."""
-    from rpa_lib.evaluation.metrics.charactercraft import DIMENSIONS
-
     fig, axes = plt.subplots(1, 2, figsize=(14, 4.6), gridspec_kw={"width_ratios": [1.2, 1]})
     ax = axes[0]
     x = np.arange(len(DIMENSIONS))

@@ -19,15 +19,17 @@ import argparse
 import sys
 from pathlib import Path
 
+from rpa_lib.authoring import edit
+from rpa_lib.authoring.importer import new_character, parse_mapping
+from rpa_lib.authoring.scaffold import promote, qa_scaffold
+from rpa_lib.authoring.sources import read_text_source
+from rpa_lib.authoring.wikitext import export_pages
 from rpa_lib.data.dataset import user_dataset
 from rpa_lib.errors import DataError
+from rpa_lib.llm import get_llm
 
 
 def _new_character(args) -> int:
-    from rpa_lib.authoring.importer import new_character, parse_mapping
-    from rpa_lib.authoring.sources import read_text_source
-    from rpa_lib.authoring.wikitext import export_pages
-
     path, fmt, text = read_text_source(args.source)
     pages = export_pages(path, text) if fmt == "mediawiki" else []
     if args.list_pages:
@@ -42,8 +44,6 @@ def _new_character(args) -> int:
         raise ValueError("give the new character's SLUG (or --each-page for every page of an export)")
     llm = None
     if args.classify_with_llm:
-        from rpa_lib.llm import get_llm
-
         llm = get_llm(None if args.classify_with_llm == "default" else args.classify_with_llm)
     ds = user_dataset(args.data_dir)
     for slug, name, page in jobs:
@@ -72,9 +72,6 @@ def _slug(title: str) -> str:
 
 
 def _qa_scaffold(args) -> int:
-    from rpa_lib.authoring.scaffold import qa_scaffold
-    from rpa_lib.llm import get_llm
-
     llm = get_llm(args.llm)
     print(f"Proposing up to {args.per_attribute} pair(s) per attribute with {llm.label}, one short call each "
           "(Ctrl-C stops and keeps what is done):", file=sys.stderr)
@@ -88,16 +85,12 @@ def _qa_scaffold(args) -> int:
 
 
 def _qa_promote(args) -> int:
-    from rpa_lib.authoring.scaffold import promote
-
     n, path = promote(args.slug, data=user_dataset(args.data_dir))
     print(f"{n} reviewed pair(s) written to {path}")
     return 0
 
 
 def _edit(args) -> int:
-    from rpa_lib.authoring import edit
-
     ds = user_dataset(args.data_dir)
     if args.command == "add-paragraph":
         done = edit.add_paragraph(args.slug, args.under, args.text, position=args.position, data=ds)

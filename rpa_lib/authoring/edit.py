@@ -23,6 +23,7 @@ from pathlib import Path
 from rpa_lib.data.dataset import Dataset, user_dataset
 from rpa_lib.errors import DataError
 from rpa_lib.persona import HEADING_LINE, HEADING_SEPARATOR, Persona, parse_persona
+from rpa_lib.retrieval import retriever
 
 
 @dataclass(frozen=True)
@@ -141,7 +142,5 @@ def replace_paragraph(slug: str, under: str, text: str, *, index: int | None = N
 def refresh_indexes(slug: str, *, embedder: str = "minilm", splitters=("vanilla", "ats", "acts"),
                     data: Dataset | str | Path | None = None) -> dict[str, str]:
     """Open the retriever of each splitter (updating or rebuilding its saved index): ``{splitter: what happened}``."""
-    from rpa_lib.retrieval import retriever
-
     ds = user_dataset(data)
     return {s: str(retriever(slug, s, embedder, ds).change) for s in splitters}

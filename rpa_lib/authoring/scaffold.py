@@ -34,6 +34,7 @@ from pathlib import Path
 
 from rpa_lib.data.dataset import Dataset, user_dataset
 from rpa_lib.data.readers import read_qa
+from rpa_lib.data.validate import validate
 from rpa_lib.errors import DataError
 from rpa_lib.persona import ATTRIBUTES, read_text
 
@@ -256,8 +257,6 @@ def promote(slug: str, *, data: Dataset | str | Path | None = None) -> tuple[int
 def _validated(ds: Dataset, persona, slug: str, lines: list[str], row_at: dict[int, int],
                by_id: dict[str, int]) -> list[tuple[int | None, str]]:
     """``validate``'s problems with the new ``qa.jsonl`` (on a staged copy), each on the CSV line it comes from."""
-    from rpa_lib.data.validate import validate
-
     stage = Path(tempfile.mkdtemp(prefix=".promote-"))
     try:
         folder = stage / "characters" / slug

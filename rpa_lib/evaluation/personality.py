@@ -26,6 +26,7 @@ import pandas as pd
 
 from rpa_lib.data import Dimension, Questionnaire
 from rpa_lib.evaluation.calibration import CONTENT_FREE, baseline_scores, best_option
+from rpa_lib.evaluation.context import CONTEXT_COLUMNS, context_columns
 from rpa_lib.evaluation.metrics.types import NO_SCORE, TIE, type_scores
 from rpa_lib.evaluation.personality_prompts import expert_messages, expert_schema, option_messages, scale_options
 from rpa_lib.evaluation.runner import answer_tasks, chunk_ids, questionnaire_jobs, run_jobs, run_verdicts
@@ -59,8 +60,6 @@ def interview_rows(rows: pd.DataFrame) -> pd.DataFrame:
     """The runner's rows of questionnaire jobs as interview rows (see :func:`interview`), in method order (then
     the rows' order); with the size of the context that reached the LLM (:func:`~rpa_lib.evaluation.context.
     context_columns`) and CRAG's route."""
-    from rpa_lib.evaluation.context import CONTEXT_COLUMNS, context_columns
-
     out = []
     for r in rows.to_dict("records"):
         ok = pd.isna(r["error"])

@@ -32,6 +32,7 @@ from rpa_lib.evaluation.uncertainty import interval_columns, merge_intervals
 from rpa_lib.methods.base import Method
 from rpa_lib.methods.registry import paper_name
 from rpa_lib.report import caption_line, plural
+from rpa_lib.retrieval import retriever
 
 QA_TASK = "CharacterRAG"
 MULTI_TASK = "CharacterRAG (multi)"  # the multi-paragraph pairs: written to favour a splitter that keeps a subsection
@@ -173,8 +174,6 @@ def hs_references(dataset: Dataset, answers: pd.DataFrame, gold: dict[tuple[str,
     no evidence, so its reference is the top ``k`` ACTS chunks of one fixed retriever (``embedder``), the same for
     every method. Never the method's own context, and never text an LLM wrote (AE's attributes, other
     characters' paragraphs)."""
-    from rpa_lib.retrieval import retriever
-
     refs: dict[tuple[str, str], list[dict]] = {}
     flat: dict[str, list] = {}  # character -> its paragraphs with their whitespace-normalized text, made once
     for r in _answered(answers):

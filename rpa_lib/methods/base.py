@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar
 
 from rpa_lib.data import Dataset
+from rpa_lib.display import response_html
 from rpa_lib.methods.prompts import respond_messages
 from rpa_lib.retrieval import Retriever, retriever
 from rpa_lib.splitters import SPLITTERS, Chunk
@@ -90,8 +91,6 @@ class Response:
         return asdict(self)
 
     def _repr_html_(self) -> str:  # JupyterLab: reply, calls, GS/AE details and the context, texts folded
-        from rpa_lib.display import response_html
-
         return response_html(self)
 
 
