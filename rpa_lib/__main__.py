@@ -16,9 +16,14 @@ import argparse
 import sys
 import textwrap
 
+from rpa_lib.data import Dataset, user_dataset
 from rpa_lib.display import details_lines
 from rpa_lib.errors import DataError
-from rpa_lib.methods import METHODS
+from rpa_lib.explore import empty_attributes_note, method_settings, warning_notes
+from rpa_lib.llm import get_llm
+from rpa_lib.methods import METHODS, build_method
+from rpa_lib.methods.registry import method_label
+from rpa_lib.paths import user_data_dir
 
 
 def show(response, width: int = 100) -> None:
@@ -39,8 +44,6 @@ def show(response, width: int = 100) -> None:
 
 def dataset_for(character: str, data_dir: str | None):
     """``data_dir``'s dataset, else the paper's ``data/`` when it has ``character``, else the user's data folder."""
-    from rpa_lib.data import Dataset, user_dataset
-
     if data_dir:
         return Dataset(data_dir)
     paper, user = Dataset(), user_dataset()
@@ -49,11 +52,6 @@ def dataset_for(character: str, data_dir: str | None):
 
 def chat(args) -> int:
     import warnings
-
-    from rpa_lib.explore import empty_attributes_note, method_settings, warning_notes
-    from rpa_lib.llm import get_llm
-    from rpa_lib.methods import build_method
-    from rpa_lib.methods.registry import method_label
 
     dataset = dataset_for(args.character, args.data_dir)
     try:
@@ -95,8 +93,6 @@ def chat(args) -> int:
 
 
 def user_root() -> str:
-    from rpa_lib.paths import user_data_dir
-
     return str(user_data_dir())
 
 

@@ -21,6 +21,10 @@ from dataclasses import dataclass, field
 
 from rpa_lib import display
 from rpa_lib.data import Dataset, as_dataset
+from rpa_lib.llm import get_llm
+from rpa_lib.methods import METHODS, build_method, setting_names
+from rpa_lib.methods.registry import method_label
+from rpa_lib.splitters import SPLITTER_NAMES, SPLITTERS, settings_for, split
 
 LLM_CHOICES = {"local": "embedded SmolLM2 (in-process)", "fake": "fake (offline stand-in, instant)"}
 DEFAULT_METHODS = ("naive_rag", "amadeus")
@@ -46,8 +50,6 @@ class Answer:
 
     @property
     def label(self) -> str:
-        from rpa_lib.methods.registry import method_label
-
         return method_label(self.method)
 
     def _repr_html_(self) -> str:
@@ -76,8 +78,6 @@ def is_local(llm) -> bool:
 def method_settings(name: str, llm, **settings) -> dict:
     """The settings of ``name`` among ``settings`` (those it declares), plus what the engine needs: on the
     embedded model, AE's free-text format (``llm``: a spec or an LLM). ``chat`` and the explorer both use it."""
-    from rpa_lib.methods import setting_names
-
     declared = set(setting_names(name))
     chosen = {k: v for k, v in settings.items() if k in declared and v is not None}
     if is_local(llm):
@@ -97,10 +97,8 @@ def warning_notes(caught) -> list[str]:
 
 def empty_attributes_note(dataset: Dataset, character: str) -> str | None:
     """"no text under Belief and Value: answers come from the other attributes", or None."""
-    from rpa_lib.persona import ATTRIBUTES
-
     persona = dataset.persona(character)
-    empty = [a for a in ATTRIBUTES if not any(p.attribute == a for p in persona.paragraphs)]
+    empty = persona.empty_attributes
     return f"{persona.name}'s persona has no text under {', '.join(empty)}: answers come from the other attributes" \
         if empty else None
 
@@ -131,8 +129,6 @@ def ask(character: str, question: str, methods=DEFAULT_METHODS, llm="fake", data
     Methods run side by side where the backend serves calls concurrently (a server), one after the other on an
     in-process engine. ``progress(method, state)`` is called as each starts (``"running"``) and ends (``"done"`` or
     ``"failed"``). ``settings`` (k, max_iterations, slot_size, max_tokens, ...) go to the methods that declare them."""
-    from rpa_lib.llm import get_llm
-
     dataset = as_dataset(dataset)
     dataset.characters([character])  # an unknown slug is a clear error
     llm = get_llm(llm) if isinstance(llm, str) else llm
@@ -141,8 +137,6 @@ def ask(character: str, question: str, methods=DEFAULT_METHODS, llm="fake", data
         raise ValueError("no method selected: choose one or more methods")
 
     def one(name: str) -> Answer:
-        from rpa_lib.methods import build_method
-
         if progress:
             progress(name, "running")
         start = time.perf_counter()
@@ -185,8 +179,6 @@ def compare_html(answers: list[Answer], price=None) -> str:
 def persona_html(character: str, splitter: str, dataset: Dataset | None = None, limit: int | None = None) -> str:
     """A persona's chunks under one splitter, with the splitter's chunk length (l_max for ATS/ACTS), overlap and
     the heading path of each chunk."""
-    from rpa_lib.splitters import SPLITTER_NAMES, settings_for, split
-
     persona = as_dataset(dataset).persona(character)
     s, chunks = settings_for(persona, splitter), split(persona, splitter)
     length = "l_max" if splitter in ("ats", "acts") else "chunk length"
@@ -204,10 +196,6 @@ def explorer(dataset: Dataset | None = None, character: str | None = None, metho
     column, and while they run, each method's state and the LLM calls made so far with the elapsed time. A line
     above names the dataset. Returns the widget (display it, or leave it as a cell's last value)."""
     import ipywidgets as w
-
-    from rpa_lib.llm import get_llm
-    from rpa_lib.methods import METHODS
-    from rpa_lib.methods.registry import method_label
 
     dataset = as_dataset(dataset)
     slugs = dataset.characters()
@@ -289,8 +277,6 @@ def explorer(dataset: Dataset | None = None, character: str | None = None, metho
 def persona_browser(dataset: Dataset | None = None, character: str | None = None, limit: int = 60):
     """The persona app: a character and a splitter; shows its chunks with length, overlap and heading path."""
     import ipywidgets as w
-
-    from rpa_lib.splitters import SPLITTER_NAMES, SPLITTERS
 
     dataset = as_dataset(dataset)
     slugs = dataset.characters()

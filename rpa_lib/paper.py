@@ -1,9 +1,7 @@
 """The papers' printed tables, and this repository's results beside them.
 
 Every "ours beside the paper" table a notebook shows is built here, so it is tested and linted like the rest of
-the library: Table 1 (similarity scores), Table 3 (chunk usage and GS failure), Tables 4 and 5 (predicted MBTI
-and SLOAN types). Tables 2 and 6 and CharacterCraft's Kendall table get their assemblers here when their
-evaluations land; :func:`paper_table` already reads their transcriptions. The transcribed numbers live in
+the library: AMADEUS Tables 1 to 6 and CharacterCraft's Kendall table. The transcribed numbers live in
 ``data/paper_results/`` (see its README for known inconsistencies of the printed tables).
 
 This module computes no score of its own: it arranges scores computed elsewhere (``rpa_lib.evaluation``).
@@ -18,6 +16,8 @@ import pandas as pd
 
 from rpa_lib.data import Dataset, Questionnaire, as_dataset
 from rpa_lib.data.readers import QUESTIONNAIRE_ITEMS
+from rpa_lib.evaluation.metrics.agreement import feldt_interval
+from rpa_lib.evaluation.metrics.charactercraft import DIMENSIONS
 from rpa_lib.evaluation.metrics.intervals import clopper_pearson
 from rpa_lib.evaluation.personality import type_scores
 from rpa_lib.evaluation.uncertainty import interval_columns, merge_intervals
@@ -336,13 +336,12 @@ def table6_beside_paper(ours: pd.DataFrame, dataset: Dataset | None = None) -> t
         for source, llm in groups:
             hit = long[(long.source == source) & (long.llm == llm) & (long.method == method) & (long.task == task)]
             head = f"ours ({llm})" if source == "ours" else llm
-            got = hit.iloc[0] if len(hit) else None
-            row[f"{head} ACC"] = _pct(got.acc) if got is not None else "-"
-            row[f"{head} ACC_L"] = _num(got.acc_l) if got is not None else "-"
-            row[f"{head} HS"] = _num(got.hs) if got is not None else "-"
+            got = hit.iloc[0] if len(hit) else pd.Series(dtype=object)  # no row: every cell "-"
+            row[f"{head} ACC"], row[f"{head} ACC_L"] = _pct(got.get("acc")), _num(got.get("acc_l"))
+            row[f"{head} HS"] = _num(got.get("hs"))
             for metric, name, shown in SCORES:  # our 95% interval of each score (characters resampled)
                 if source == "ours" and f"{metric}_low" in long:
-                    row[f"{head} {name} 95% CI"] = _ci(got, metric, shown) if got is not None else "-"
+                    row[f"{head} {name} 95% CI"] = _ci(got, metric, shown)
         for col in ("context_chars", "context_tokens"):  # what our method put before its LLM, per question
             hit = mine[(mine.method == method) & (mine.task == task)]
             row[f"ours {col}"] = hit[col].iloc[0] if col in mine and len(hit) else np.nan
@@ -359,8 +358,6 @@ def table2_beside_paper(ours: pd.DataFrame, dataset: Dataset | None = None) -> p
     """AMADEUS Table 2: our rows (:func:`rpa_lib.evaluation.human.table2`, whose ``source`` says who rated)
     above the paper's (11 human raters, 30 samples per task). The paper prints no interval and no Krippendorff's
     alpha; its rows get Feldt's 95% interval computed here from the printed alpha with n = 30 and k = 11."""
-    from rpa_lib.evaluation.metrics.agreement import feldt_interval
-
     cols = ["task", "source", "samples", "raters", "mu", "mu_low", "mu_high", "sigma", "median", "cronbach_alpha",
             "alpha_low", "alpha_high", "krippendorff_alpha", "n_characters", "interval_note"]
     paper = paper_table("table2_human_eval", dataset).assign(
@@ -378,8 +375,6 @@ def kendall_beside_paper(ours: pd.DataFrame, source: str, dataset: Dataset | Non
     """CharacterCraft Table 6 (Kendall's tau x 100 between an LLM judge and people, with and without the
     reference) under our rows (:func:`rpa_lib.evaluation.charactercraft.kendall_table`), each labelled with what
     the judge was compared with (``source``: the quality ladder or people)."""
-    from rpa_lib.evaluation.metrics.charactercraft import DIMENSIONS
-
     paper = paper_table("charactercraft_table6_kendall", dataset).assign(compared_with="human raters",
                                                                          table="CharacterCraft paper")
     mine = ours.assign(compared_with=source, table="ours")

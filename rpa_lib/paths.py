@@ -17,7 +17,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 DATA_DIR = ROOT / "data"
 CHARACTERS_DIR = DATA_DIR / "characters"
-QUESTIONNAIRES_DIR = DATA_DIR / "questionnaires"
 PAPER_RESULTS_DIR = DATA_DIR / "paper_results"
 NOTEBOOKS_DIR = ROOT / "notebooks"
 FIGURES_DIR = ROOT / "figures"

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rpa_lib.errors import DataError
+from rpa_lib.paths import CHARACTERS_DIR
 
 ATTRIBUTES = (
     "Demographic Information",
@@ -41,7 +42,7 @@ def heading_path(headings: tuple[str, ...]) -> str:
     return HEADING_SEPARATOR.join(headings)
 
 
-_HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$")  # "### C#" keeps its "#"
+HEADING_LINE = re.compile(r"^(#{1,6})[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$")  # a Markdown heading; "### C#" keeps its "#"
 
 
 class PersonaError(DataError):
@@ -95,6 +96,11 @@ class Persona:
         """The AMADEUS l_max in characters: the length of the persona's longest paragraph."""
         return max(len(p.text) for p in self.paragraphs)
 
+    @property
+    def empty_attributes(self) -> list[str]:
+        """The attributes with no paragraph (an imported character may lack one; the paper's never do)."""
+        return [a for a in ATTRIBUTES if not any(p.attribute == a for p in self.paragraphs)]
+
 
 def read_text(path: Path) -> str:
     """Read a UTF-8 file, turning every way it can fail into a :class:`PersonaError` naming the file."""
@@ -125,7 +131,7 @@ def parse_persona(path: Path | str, slug: str | None = None) -> Persona:
     heading_lines: list[tuple[int, int, int, int, str]] = []  # (line, level, line start, body start, title)
     offset = 0
     for lineno, line in enumerate(text.split("\n"), start=1):
-        m = _HEADING.match(line)
+        m = HEADING_LINE.match(line)
         if m:
             heading_lines.append((lineno, len(m.group(1)), offset, offset + len(line) + 1, m.group(2).strip()))
         offset += len(line) + 1
@@ -180,8 +186,6 @@ def _paragraphs(text: str, start: int, end: int, headings: tuple[str, ...], newl
 
 def load_persona(slug: str, characters_dir: Path | None = None) -> Persona:
     """Load a character by slug from ``data/characters`` (or another folder), with a clear error if unknown."""
-    from rpa_lib.paths import CHARACTERS_DIR
-
     root = Path(characters_dir or CHARACTERS_DIR)
     folder = root / slug
     if not folder.is_dir():
@@ -210,7 +214,5 @@ def parsed_file(path: Path, parse, *args):
 
 def list_characters(characters_dir: Path | None = None) -> list[str]:
     """Slugs of all character folders, sorted. Folders without persona.md are listed too (and fail on load)."""
-    from rpa_lib.paths import CHARACTERS_DIR
-
     root = Path(characters_dir or CHARACTERS_DIR)
     return sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))) if root.is_dir() else []

@@ -12,9 +12,11 @@ import pandas as pd
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
+from rpa_lib.evaluation.metrics.charactercraft import DIMENSIONS
 from rpa_lib.evaluation.metrics.intervals import BOOTSTRAP
 from rpa_lib.methods.registry import method_label
 from rpa_lib.persona import ATTRIBUTES
+from rpa_lib.report import plural
 from rpa_lib.splitters import SPLITTER_NAMES
 
 # one colour per method and variant, all distinct (a test holds them to it), so no figure draws two methods alike
@@ -104,7 +106,8 @@ def similarity_figure(scores: pd.DataFrame, table: pd.DataFrame, splitters: list
         ax.set_xticks(range(1, len(splitters) + 1), [SPLITTER_NAMES.get(s, s) for s in splitters], fontsize=8)
         ax.set_title(emb)
         ax.set_ylabel(f"cosine similarity of top-{k} chunks")
-    fig.suptitle(f"Similarity of the top-{k} retrieved chunks to {questions} QA questions of {characters} character{'s' * (characters != 1)} "
+    fig.suptitle(f"Similarity of the top-{k} retrieved chunks to {questions} QA questions of "
+                 f"{plural(characters, 'character')} "
                  "(embedder per panel; sums over characters as in Table 1;\n[95% interval: cluster bootstrap over characters])", y=1.04)
     fig.tight_layout()
     return fig
@@ -127,8 +130,8 @@ def evidence_recall_figure(table: pd.DataFrame, characters: int, questions: int,
         ax.grid(alpha=0.3)
     axes[0][0].set_ylabel("evidence recall (solid, 95% interval: characters resampled);\nall evidence found (dotted)")
     axes[0][-1].legend(fontsize=8, loc="lower right")
-    fig.suptitle(f"Evidence recall of retrieval, {questions} QA questions ({qa_set} set) of {characters} "
-                 f"character{'s' * (characters != 1)} (no LLM)", y=1.02)
+    fig.suptitle(f"Evidence recall of retrieval, {questions} QA questions ({qa_set} set) of "
+                 f"{plural(characters, 'character')} (no LLM)", y=1.02)
     fig.tight_layout()
     return fig
 
@@ -155,8 +158,8 @@ def budget_recall_figure(table: pd.DataFrame, characters: int, questions: int, t
             ax.grid(alpha=0.3)
         row[0].set_ylabel("evidence recall (95% interval:\ncharacters resampled)")
     axes[0][-1].legend(fontsize=8, loc="lower right")
-    fig.suptitle(f"Evidence recall at equal context budgets, {questions} QA questions ({qa_set} set) of {characters} "
-                 f"character{'s' * (characters != 1)} (no LLM)", y=1.01)
+    fig.suptitle(f"Evidence recall at equal context budgets, {questions} QA questions ({qa_set} set) of "
+                 f"{plural(characters, 'character')} (no LLM)", y=1.01)
     fig.tight_layout()
     return fig
 
@@ -188,7 +191,7 @@ def duplication_figure(freqs: pd.DataFrame, rates: pd.DataFrame, items: int, cha
     side.set_ylabel("avg. chunk usage rate")
     side.set_title(f"95% interval: {BOOTSTRAP}", fontsize=7, wrap=True)
     side.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12), frameon=False)
-    fig.suptitle(f"Chunk duplication on MBTI questions, {characters} character{'s' * (characters != 1)}\n{label}",
+    fig.suptitle(f"Chunk duplication on MBTI questions, {plural(characters, 'character')}\n{label}",
                  fontsize=10)
     fig.tight_layout()
     return fig
@@ -218,7 +221,7 @@ def personality_figure(per_dim: pd.DataFrame, types: pd.DataFrame, characters: i
         ax.set_title(f"{title}; our undecided letters: {undecided:.0%}", fontsize=10)
         ax.axhline(0.5, color="grey", lw=0.6, ls=":")
     axes[1].legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, frameon=False)
-    fig.suptitle(f"Per-dimension accuracy, {characters} character{'s' * (characters != 1)}. {label}", fontsize=9, y=1.02)
+    fig.suptitle(f"Per-dimension accuracy, {plural(characters, 'character')}. {label}", fontsize=9, y=1.02)
     fig.tight_layout()
     return fig
 
@@ -295,8 +298,6 @@ def table2_figure(long: pd.DataFrame, label: str, intervals: dict | None = None)
 def agreement_figure(agree: pd.DataFrame, means: pd.DataFrame, paper: pd.DataFrame, rungs: list[str], label: str):
     """CharacterCraft Table 6: Kendall's tau-b per dimension of our judge with and without the reference, beside
     the paper's GPT-4o; and the judge's mean score per rung and dimension (with the reference)."""
-    from rpa_lib.evaluation.metrics.charactercraft import DIMENSIONS
-
     fig, axes = plt.subplots(1, 2, figsize=(14, 4.6), gridspec_kw={"width_ratios": [1.2, 1]})
     ax = axes[0]
     x = np.arange(len(DIMENSIONS))

@@ -24,8 +24,11 @@ from pathlib import Path
 
 import numpy as np
 
+from rpa_lib.data import as_dataset
+from rpa_lib.display import hits_html
 from rpa_lib.embeddings import Embedder, embed, get_embedder
 from rpa_lib.index import HnswParams, VectorIndex, build_or_load
+from rpa_lib.paths import index_dir
 from rpa_lib.persona import Persona, load_persona
 from rpa_lib.splitters import Chunk, settings_for, split
 
@@ -36,8 +39,6 @@ class Hit:
     score: float  # cosine similarity to the query
 
     def _repr_html_(self) -> str:  # JupyterLab: one table row (rank 1), text folded
-        from rpa_lib.display import hits_html
-
         return hits_html([self])
 
 
@@ -61,8 +62,6 @@ class Retriever:
     def for_character(cls, slug: str, splitter: str = "acts", embedder: str | Embedder = "minilm", *,
                       characters_dir: Path | None = None, params: HnswParams = HnswParams(),
                       index_root: Path | None = None, **split_args) -> Retriever:
-        from rpa_lib.paths import index_dir
-
         persona = load_persona(slug, characters_dir)
         chunks = split(persona, splitter, **split_args)
         if isinstance(embedder, str):
@@ -112,9 +111,6 @@ def retriever(slug: str, splitter: str, embedder: str, dataset=None) -> Retrieve
     """The memoized retriever of a character of ``dataset`` (a :class:`rpa_lib.data.Dataset`, default the
     repository's data/). The memo key includes the persona file's size and modification time, so an edited
     persona gets new chunks at once, in a notebook session too, and the index folder in use."""
-    from rpa_lib.data import as_dataset
-    from rpa_lib.paths import index_dir
-
     ds = as_dataset(dataset)
     path = ds.persona_path(slug)
     stat = path.stat() if path.is_file() else None

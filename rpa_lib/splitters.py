@@ -30,6 +30,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from rpa_lib.display import chunks_html
 from rpa_lib.persona import Persona, heading_path
 
 SPLITTERS = ("vanilla", "ats", "acts", "vanilla-section", "ats-document", "acts-document")
@@ -62,8 +63,6 @@ class Chunk:
         return heading_path(self.headings)
 
     def _repr_html_(self) -> str:  # JupyterLab: id, length, heading path, text folded
-        from rpa_lib.display import chunks_html
-
         return chunks_html([self])
 
 

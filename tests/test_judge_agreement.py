@@ -13,6 +13,7 @@ import pytest
 
 from rpa_lib.data import Dataset
 from rpa_lib.evaluation.charactercraft import (
+    DIMENSION_SHEET,
     agreement,
     character_profile,
     export_dimension_sheets,
@@ -20,7 +21,6 @@ from rpa_lib.evaluation.charactercraft import (
     judge_ladder,
     kendall_table,
     rating_source,
-    read_dimension_sheet,
     rung_means,
 )
 from rpa_lib.evaluation.charactercraft_prompts import dimension_messages, options
@@ -35,7 +35,7 @@ from rpa_lib.evaluation.known_quality import (
     ladder_set_id,
 )
 from rpa_lib.evaluation.metrics.charactercraft import DIMENSIONS
-from rpa_lib.evaluation.sheets import SheetError
+from rpa_lib.evaluation.sheets import SheetError, read_sheet
 from rpa_lib.llm import FakeLLM
 from rpa_lib.paper import kendall_beside_paper
 
@@ -286,7 +286,8 @@ def test_malformed_dimension_sheets_name_the_row_and_value(ladder, tmp_path, edi
     export_dimension_sheets(ladder, 1, tmp_path, sid)
     path = fill(tmp_path, "rater01", synthetic_people(ladder, 0), edit)
     with pytest.raises(SheetError, match=message):
-        read_dimension_sheet(path, list(ladder.reply_id), sid)
+        read_sheet(path, expected_ids=list(ladder.reply_id), sample_set=sid, allow_missing=True,
+                   spec=DIMENSION_SHEET)
 
 
 def test_dimension_sheets_are_never_rewritten(ladder, tmp_path):

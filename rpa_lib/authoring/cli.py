@@ -19,19 +19,17 @@ import argparse
 import sys
 from pathlib import Path
 
-from rpa_lib.data.dataset import Dataset, user_dataset
+from rpa_lib.authoring import edit
+from rpa_lib.authoring.importer import new_character, parse_mapping
+from rpa_lib.authoring.scaffold import promote, qa_scaffold
+from rpa_lib.authoring.sources import read_text_source
+from rpa_lib.authoring.wikitext import export_pages
+from rpa_lib.data.dataset import user_dataset
 from rpa_lib.errors import DataError
-
-
-def _dataset(args) -> Dataset:
-    return Dataset(args.data_dir) if args.data_dir else user_dataset()
+from rpa_lib.llm import get_llm
 
 
 def _new_character(args) -> int:
-    from rpa_lib.authoring.importer import new_character, parse_mapping
-    from rpa_lib.authoring.sources import read_text_source
-    from rpa_lib.authoring.wikitext import export_pages
-
     path, fmt, text = read_text_source(args.source)
     pages = export_pages(path, text) if fmt == "mediawiki" else []
     if args.list_pages:
@@ -46,10 +44,8 @@ def _new_character(args) -> int:
         raise ValueError("give the new character's SLUG (or --each-page for every page of an export)")
     llm = None
     if args.classify_with_llm:
-        from rpa_lib.llm import get_llm
-
         llm = get_llm(None if args.classify_with_llm == "default" else args.classify_with_llm)
-    ds = _dataset(args)
+    ds = user_dataset(args.data_dir)
     for slug, name, page in jobs:
         done = new_character(slug, args.source, name=name, work=args.work, data=ds, mapping=parse_mapping(args.map),
                              llm=llm, embedder=None if args.embedder == "none" else args.embedder, page=page,
@@ -76,13 +72,10 @@ def _slug(title: str) -> str:
 
 
 def _qa_scaffold(args) -> int:
-    from rpa_lib.authoring.scaffold import qa_scaffold
-    from rpa_lib.llm import get_llm
-
     llm = get_llm(args.llm)
     print(f"Proposing up to {args.per_attribute} pair(s) per attribute with {llm.label}, one short call each "
           "(Ctrl-C stops and keeps what is done):", file=sys.stderr)
-    result = qa_scaffold(args.slug, llm, data=_dataset(args), per_attribute=args.per_attribute)
+    result = qa_scaffold(args.slug, llm, data=user_dataset(args.data_dir), per_attribute=args.per_attribute)
     print(result.summary())
     for failure in result.failed:
         print(f"  failed: {failure}", file=sys.stderr)
@@ -92,17 +85,13 @@ def _qa_scaffold(args) -> int:
 
 
 def _qa_promote(args) -> int:
-    from rpa_lib.authoring.scaffold import promote
-
-    n, path = promote(args.slug, data=_dataset(args))
+    n, path = promote(args.slug, data=user_dataset(args.data_dir))
     print(f"{n} reviewed pair(s) written to {path}")
     return 0
 
 
 def _edit(args) -> int:
-    from rpa_lib.authoring import edit
-
-    ds = _dataset(args)
+    ds = user_dataset(args.data_dir)
     if args.command == "add-paragraph":
         done = edit.add_paragraph(args.slug, args.under, args.text, position=args.position, data=ds)
     else:

@@ -20,14 +20,10 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from rpa_lib.data.dataset import Dataset, as_dataset, user_dataset
+from rpa_lib.data.dataset import Dataset, user_dataset
 from rpa_lib.errors import DataError
-from rpa_lib.persona import _HEADING, HEADING_SEPARATOR, Persona, parse_persona
-
-
-def _dataset(data: Dataset | str | Path | None) -> Dataset:
-    """The dataset an edit works on: ``data``, by default the user's own characters (not the paper's data/)."""
-    return user_dataset() if data is None else as_dataset(data)
+from rpa_lib.persona import HEADING_LINE, HEADING_SEPARATOR, Persona, parse_persona
+from rpa_lib.retrieval import retriever
 
 
 @dataclass(frozen=True)
@@ -53,7 +49,7 @@ def _section_span(persona: Persona, under: str) -> tuple[tuple[str, ...], int, l
     offset, stack = 0, []
     for line in persona.source.split("\n"):
         offset += len(line) + 1
-        m = _HEADING.match(line)
+        m = HEADING_LINE.match(line)
         if m:
             stack = stack[: len(m.group(1)) - 1] + [m.group(2).strip()]
             ends.setdefault(tuple(stack), min(offset, len(persona.source)))
@@ -93,7 +89,7 @@ def _clean(text: str) -> str:
 def add_paragraph(slug: str, under: str, text: str, *, position: int | None = None,
                   data: Dataset | str | Path | None = None) -> Edit:
     """Add ``text`` as one paragraph under the heading path ``under``."""
-    ds = _dataset(data)
+    ds = user_dataset(data)
     persona, text = ds.persona(slug), _clean(text)
     headings, heading_end, paragraphs = _section_span(persona, under)
     if position is not None and not 1 <= position <= len(paragraphs) + 1:
@@ -125,7 +121,7 @@ def _find(persona: Persona, under: str, index: int | None, containing: str | Non
 def delete_paragraph(slug: str, under: str, *, index: int | None = None, containing: str | None = None,
                      data: Dataset | str | Path | None = None) -> Edit:
     """Delete one paragraph under ``under``: the ``index``-th (1-based) or the one that contains ``containing``."""
-    persona = _dataset(data).persona(slug)
+    persona = user_dataset(data).persona(slug)
     headings, par = _find(persona, under, index, containing)
     if len(persona.paragraphs) == 1:
         raise ValueError("cannot delete the persona's only paragraph")
@@ -137,7 +133,7 @@ def delete_paragraph(slug: str, under: str, *, index: int | None = None, contain
 def replace_paragraph(slug: str, under: str, text: str, *, index: int | None = None, containing: str | None = None,
                       data: Dataset | str | Path | None = None) -> Edit:
     """Replace one paragraph under ``under`` (chosen as in :func:`delete_paragraph`) with ``text``."""
-    persona, text = _dataset(data).persona(slug), _clean(text)
+    persona, text = user_dataset(data).persona(slug), _clean(text)
     headings, par = _find(persona, under, index, containing)
     after = _write(persona, persona.source[: par.start] + text + persona.source[par.end:])
     return Edit(slug, "replaced", headings, par.text, persona.longest_paragraph, after.longest_paragraph)
@@ -146,7 +142,5 @@ def replace_paragraph(slug: str, under: str, text: str, *, index: int | None = N
 def refresh_indexes(slug: str, *, embedder: str = "minilm", splitters=("vanilla", "ats", "acts"),
                     data: Dataset | str | Path | None = None) -> dict[str, str]:
     """Open the retriever of each splitter (updating or rebuilding its saved index): ``{splitter: what happened}``."""
-    from rpa_lib.retrieval import retriever
-
-    ds = _dataset(data)
+    ds = user_dataset(data)
     return {s: str(retriever(slug, s, embedder, ds).change) for s in splitters}

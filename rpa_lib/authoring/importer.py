@@ -46,9 +46,12 @@ from pathlib import Path
 
 from rpa_lib.authoring.document import SourceDocument
 from rpa_lib.authoring.sources import read_source
-from rpa_lib.data.dataset import Dataset, as_dataset, user_dataset
+from rpa_lib.data.dataset import Dataset, user_dataset
 from rpa_lib.data.readers import LABEL_COLUMNS, TYPE_PATTERNS
+from rpa_lib.data.validate import validate
+from rpa_lib.embeddings import get_embedder
 from rpa_lib.errors import DataError
+from rpa_lib.llm import LLMError
 from rpa_lib.persona import ATTRIBUTES
 
 DEMO, ACT, BELIEF, PSYCH, SKILL, SOCIAL = ATTRIBUTES
@@ -152,8 +155,6 @@ class ContentPlacer:
     ``ContentPlacer("minilm")``; any embedder name or :class:`~rpa_lib.embeddings.Embedder` works."""
 
     def __init__(self, embedder="minilm"):
-        from rpa_lib.embeddings import get_embedder
-
         self.embedder = get_embedder(embedder) if isinstance(embedder, str) else embedder
         self.options = list(DESCRIPTIONS)
         self._targets = self._encode(list(DESCRIPTIONS.values()))
@@ -358,8 +359,6 @@ CLASSIFY_PROMPT = ("A person is turning notes about a fictional character into a
 def classify(llm, heading: str, paragraphs: list[str], path: Path = Path(), line: int | None = None) -> str | None:
     """One of the six attributes for a heading the table does not know, chosen by ``llm``; None: none of them.
     A failed LLM call is a DataError (the import then writes nothing)."""
-    from rpa_lib.llm import LLMError
-
     prompt = CLASSIFY_PROMPT.format(options=", ".join(ATTRIBUTES), heading=heading,
                                     opening=" ".join(paragraphs)[:600] or "(no text)")
     try:
@@ -390,9 +389,7 @@ def new_character(slug: str, source: str | Path, *, name: str | None = None, wor
     """Import ``source`` as character ``slug`` of ``data`` (default: the user's data folder); see the module doc.
     ``name``: the persona's title (default: the document's title). ``embedder``: a name or embedder for placing
     by content (None: headings only). ``page``: the page of a MediaWiki export of several."""
-    from rpa_lib.data.validate import validate
-
-    ds = user_dataset() if data is None else as_dataset(data)
+    ds = user_dataset(data)
     if not SLUG.match(slug):
         raise DataError(ds.characters_dir / slug, None, f"slug {slug!r} must be lowercase words joined by hyphens, e.g. 'ada-lindqvist'")
     if (ds.characters_dir / slug).exists():

@@ -32,8 +32,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rpa_lib.data.dataset import Dataset, as_dataset, user_dataset
+from rpa_lib.data.dataset import Dataset, user_dataset
 from rpa_lib.data.readers import read_qa
+from rpa_lib.data.validate import validate
 from rpa_lib.errors import DataError
 from rpa_lib.persona import ATTRIBUTES, read_text
 
@@ -138,7 +139,7 @@ def qa_scaffold(slug: str, llm, *, data: Dataset | str | Path | None = None, per
     """Propose up to ``per_attribute`` pairs per attribute with ``llm`` (one short call per pair) and append them
     to the review file. ``progress``: True (one line per pair on stderr), a stream, or None (silent)."""
     progress = sys.stderr if progress is True else progress
-    ds = user_dataset() if data is None else as_dataset(data)
+    ds = user_dataset(data)
     persona = ds.persona(slug)
     name = ds.profile(slug)[0]
     path = review_path(ds, slug)
@@ -223,7 +224,7 @@ def read_review(path: Path) -> tuple[list[dict[str, str]], list[tuple[int, str]]
 def promote(slug: str, *, data: Dataset | str | Path | None = None) -> tuple[int, Path]:
     """Write the reviewed rows to ``qa.jsonl`` when the file reads cleanly and ``validate`` accepts the result;
     DataError listing every problem by CSV line (nothing written) otherwise. Returns (pairs promoted, path)."""
-    ds = user_dataset() if data is None else as_dataset(data)
+    ds = user_dataset(data)
     persona, path = ds.persona(slug), review_path(ds, slug)
     rows, problems = read_review(path)
     chosen = [r for r in rows if r["reviewed"].lower() in YES]
@@ -256,8 +257,6 @@ def promote(slug: str, *, data: Dataset | str | Path | None = None) -> tuple[int
 def _validated(ds: Dataset, persona, slug: str, lines: list[str], row_at: dict[int, int],
                by_id: dict[str, int]) -> list[tuple[int | None, str]]:
     """``validate``'s problems with the new ``qa.jsonl`` (on a staged copy), each on the CSV line it comes from."""
-    from rpa_lib.data.validate import validate
-
     stage = Path(tempfile.mkdtemp(prefix=".promote-"))
     try:
         folder = stage / "characters" / slug

@@ -29,6 +29,7 @@ from pathlib import Path
 from rpa_lib.authoring.document import SourceDocument, SourceSection, sentence, tidy
 from rpa_lib.authoring.wikitext import read_mediawiki
 from rpa_lib.errors import DataError
+from rpa_lib.persona import HEADING_LINE
 
 FORMATS = {".md": "markdown", ".markdown": "markdown", ".txt": "text", ".xml": "mediawiki"}
 
@@ -61,17 +62,13 @@ def read_source(path: str | Path, page: str | None = None) -> SourceDocument:
     path, fmt, text = read_text_source(path)
     if page is not None and fmt != "mediawiki":
         raise DataError(path, None, f"--page {page!r} is for a MediaWiki export; this is {fmt}")
-    if fmt == "mediawiki":
-        doc = read_mediawiki(path, text, page)
-    else:
-        doc = read_lines(path, text, fmt)
+    doc = read_mediawiki(path, text, page) if fmt == "mediawiki" else read_lines(path, text, fmt)
     if not any(s.level > 0 for s in doc.sections):
         raise DataError(path, None, "no headings found: the importer needs headings (e.g. 'Personality', "
                                     "'Abilities') to place text under the six attributes")
     return doc
 
 
-_ATX = re.compile(r"^(#{1,6})[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$")
 _UNDERLINE = {"=": 1, "-": 2, "~": 3}
 _NUMBERED = re.compile(r"^(\d+(?:\.\d+)*)\.?[ \t]+([A-Z][^.!?]{0,78})$")
 _LIST = re.compile(r"^[ \t]*(?:[-*+]|\d+[.)])[ \t]+(.*)$")
@@ -162,7 +159,7 @@ def read_lines(path: Path, text: str, fmt: str) -> SourceDocument:
 def _heading(line: str, nxt: str, fmt: str, in_paragraph: bool) -> tuple[int, str, int] | None:
     """``(level, title, 1 if the next line is its underline else 0)``, or None when ``line`` is no heading."""
     if fmt == "markdown":
-        m = _ATX.match(line)
+        m = HEADING_LINE.match(line)
         if m:
             return len(m.group(1)), m.group(2), 0
     stripped = line.strip()

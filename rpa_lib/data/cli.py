@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 
 from rpa_lib.data.dataset import Dataset
+from rpa_lib.data.stats import structure_figures
 from rpa_lib.data.validate import empty_attributes, grounding_report, validate
 from rpa_lib.errors import DataError
 
@@ -38,8 +39,6 @@ def _validate(args) -> int:
         for warning in empty_attributes(ds, slugs):
             print(f"warning: {warning}")
     if not problems:
-        from rpa_lib.data.stats import structure_figures
-
         try:
             print(", ".join(f"{k.replace('_', ' ')} {v:,}" for k, v in structure_figures(ds, args.character).items()))
         except DataError as e:  # a new character without reviewed QA pairs yet: no figures, not a problem

@@ -177,9 +177,10 @@ def _short(path: Path) -> str:
         return str(path)
 
 
-def user_dataset() -> Dataset:
-    """The user's own characters (:func:`rpa_lib.paths.user_data_dir`), where imports go by default."""
-    return Dataset(paths.user_data_dir())
+def user_dataset(data: Dataset | str | Path | None = None) -> Dataset:
+    """``data`` as a :class:`Dataset`; None: the user's own characters (:func:`rpa_lib.paths.user_data_dir`),
+    where imports and edits go by default (not the paper's ``data/``)."""
+    return as_dataset(paths.user_data_dir() if data is None else data)
 
 
 def as_dataset(data: Dataset | str | Path | None) -> Dataset:

@@ -7,6 +7,7 @@ from collections import Counter
 from pathlib import Path
 
 from rpa_lib.data.dataset import Dataset, as_dataset
+from rpa_lib.data.validate import spans_two_paragraphs, subsection_sizes
 from rpa_lib.persona import ATTRIBUTES
 
 
@@ -52,8 +53,6 @@ def structure_figures(data_dir: Dataset | str | Path | None = None, characters: 
     subsection (median and largest), QA pairs (paper set, multi set) and those of either set whose evidence spans
     two paragraphs of one subsection."""
     import statistics
-
-    from rpa_lib.data.validate import spans_two_paragraphs, subsection_sizes
 
     ds = as_dataset(data_dir)
     slugs = ds.characters(characters)

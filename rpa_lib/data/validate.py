@@ -221,11 +221,12 @@ def _check_persona_shape(persona: Persona, full: bool) -> list[str]:
     if full and sizes and statistics.median(sizes) < MIN_MEDIAN_PARAGRAPHS:
         out.append(f"{persona.path}: median {statistics.median(sizes)} paragraphs per subsection, expected at least "
                    f"{MIN_MEDIAN_PARAGRAPHS}")
+    empty = persona.empty_attributes
     for attribute in ATTRIBUTES:
         subsections = {s.headings[2] for s in persona.sections if len(s.headings) > 2 and s.headings[1] == attribute}
         if full and len(subsections) < 2:
             out.append(f"{persona.path}: section {attribute!r} has {len(subsections)} '###' subsection(s), expected at least 2")
-        if full and not any(s.headings[1:2] == (attribute,) for s in persona.sections):
+        if full and attribute in empty:
             out.append(f"{persona.path}: section {attribute!r} has no text")
     return out
 
@@ -241,8 +242,7 @@ def empty_attributes(data_dir: Dataset | str | Path | None, characters: list[str
             persona = ds.persona(slug)
         except DataError:
             continue  # reported by validate
-        empty = [a for a in ATTRIBUTES if not any(s.headings[1:2] == (a,) for s in persona.sections)]
-        if empty:
-            out.append(f"{persona.path}: no text under {', '.join(map(repr, empty))}: methods answer from the other "
-                       "attributes")
+        if persona.empty_attributes:
+            out.append(f"{persona.path}: no text under {', '.join(map(repr, persona.empty_attributes))}: methods "
+                       "answer from the other attributes")
     return out

@@ -48,7 +48,7 @@ from rpa_lib.evaluation.known_quality import LADDER_SOURCE, ladder_levels
 from rpa_lib.evaluation.metrics.agreement import kendall_tau
 from rpa_lib.evaluation.metrics.charactercraft import DIMENSIONS
 from rpa_lib.evaluation.runner import OK, run_verdicts
-from rpa_lib.evaluation.sheets import SheetSpec, export_empty_sheets, read_sheet, read_sheets
+from rpa_lib.evaluation.sheets import SheetSpec, export_empty_sheets, read_sheets
 
 MODES = ("with", "without")
 CHARACTERCRAFT_REFERENCE_DIMENSIONS = ("pers", "emo", "dec")  # where CharacterCraft's reference applies (Table 6)
@@ -215,15 +215,6 @@ def _long(sheet: pd.DataFrame) -> pd.DataFrame:
     rows = [{"reply_id": r["reply_id"], "rater": r["rater"], "dimension": d, "value": r[d]}
             for r in sheet.to_dict("records") for d in DIMENSIONS if not math.isnan(r[d])]
     return pd.DataFrame(rows, columns=["reply_id", "rater", "dimension", "value"])
-
-
-def read_dimension_sheet(path: Path, expected_ids: Sequence[str], sample_set: str) -> pd.DataFrame:
-    """One filled dimension sheet (:func:`rpa_lib.evaluation.sheets.read_sheet` with :data:`DIMENSION_SHEET`) as
-    rows (reply_id, rater, dimension, value; blank cells left out). A :class:`~rpa_lib.evaluation.sheets.SheetError`
-    lists every problem: another sample set, a value off its dimension's scale, a duplicated, foreign or missing
-    reply id, a missing column."""
-    return _long(read_sheet(path, expected_ids=expected_ids, sample_set=sample_set, allow_missing=True,
-                            spec=DIMENSION_SHEET))
 
 
 def human_levels(ladder: pd.DataFrame, sample_set: str, human_dir: Path | None = None) -> pd.DataFrame | None:

@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
+from statistics import median
 
 import pandas as pd
 from tqdm.auto import tqdm
@@ -36,7 +37,7 @@ from rpa_lib.evaluation.metrics import eir, evidence_recall, within_budget
 from rpa_lib.evaluation.uncertainty import interval_columns, merge_intervals
 from rpa_lib.persona import heading_path
 from rpa_lib.retrieval import retriever
-from rpa_lib.splitters import SPLITTER_NAMES, overlap_chars, settings_for, split
+from rpa_lib.splitters import SCOPES, SPLITTER_NAMES, overlap_chars, settings_for, split
 
 KS = (1, 3, 5, 10)
 CHARACTER_BUDGETS = (500, 1_000, 2_000, 3_000, 5_000)
@@ -176,10 +177,6 @@ def overlap_table(dataset: Dataset, characters: list[str], splitters: list[str])
     chunks, consecutive pairs (within a character, in document order), pairs that overlap and their share, the
     median overlap in characters and the median of overlap / asked overlap (l_max/2 for ATS/ACTS, Vanilla's
     100) over the overlapping pairs, and the median asked overlap. No embedding."""
-    from statistics import median
-
-    from rpa_lib.splitters import SCOPES
-
     rows = []
     for splitter in splitters:
         sizes, ratios, targets, chunks = [], [], [], 0

@@ -1,26 +1,18 @@
 """AMADEUS Table 2, the human evaluation: is what the Attribute Extractor infers from Guided Selection's chunks
 reasonable? People rate samples 1-5; Table 2 gives mu, sigma, Mdn and Cronbach's alpha per task.
 
-1. The sample (the paper's design): per task (MBTI, BFI), ``per_task`` (character, interview question) pairs,
-   drawn with a seed (:func:`sample_jobs`); AMADEUS's context step (GS, then AE) runs on each through the one
-   runner, and :func:`build_samples` turns each row into a sample: character, question, the GS-selected chunks
-   and the AE attributes. :func:`sample_set_id` names the set by a digest of what the raters see, so a sheet
-   can never be merged into another sample set.
-2. Sheets: :func:`export_empty_sheets` writes one sheet per person (``rater01`` ...; ``.xlsx`` and ``.csv``, via
-   :func:`rpa_lib.evaluation.sheets.export_sheets`) and never touches a sheet that exists: it may be filled.
-3. Ratings: filled human sheets in ``<human_dir>/<sample set>/`` (default :data:`HUMAN_RATINGS_DIR`, i.e.
-   ``data/human_ratings/<sample set>/``) are used when present. Otherwise an **LLM rater panel** (raters with
-   different personas, :mod:`rpa_lib.evaluation.human_prompts`, and different models where given) rates every
-   sample; its ratings are written into the same sheets (:func:`write_panel_sheets`) and read back by the same
-   reader, :func:`rpa_lib.evaluation.sheets.merge_sheets`. :func:`table2_ratings` makes that choice, so dropping
-   filled sheets into the folder changes the table with no code change. Every output of the panel is labelled
+1. The sample (the paper's design): seeded (character, interview question) pairs per task (:func:`sample_jobs`);
+   AMADEUS's context step (GS, then AE) runs on each, and :func:`build_samples` keeps what a rater sees.
+   :func:`sample_set_id` names the set by a digest of that text, so a sheet never merges into another set.
+2. Sheets: :func:`export_empty_sheets` writes one per person and never touches one that exists: it may be filled.
+3. Ratings: filled human sheets in ``data/human_ratings/<sample set>/`` are used when present; otherwise an
+   **LLM rater panel** (raters with different personas, :mod:`rpa_lib.evaluation.human_prompts`, and models)
+   rates every sample into the same sheets, read back by the same reader (:func:`table2_ratings`), so dropping
+   filled sheets into the folder changes the table with no code change. The panel's output is labelled
    :data:`LLM_SOURCE`, "LLM raters, not human".
-4. :func:`table2`: mu, sigma, Mdn (:func:`~rpa_lib.evaluation.metrics.likert_summary`), Cronbach's alpha with
-   Feldt's interval and Krippendorff's ordinal alpha per task. The paper's Table 2 beside it is
-   :func:`rpa_lib.paper.table2_beside_paper`.
+4. :func:`table2`: mu, sigma, Mdn, Cronbach's alpha with Feldt's interval and Krippendorff's ordinal alpha.
 
-Failed context jobs and failed rater calls are rows with their error (list them with
-:func:`rpa_lib.methods.failed_items` and raise at the end with :func:`rpa_lib.methods.check_failures`); a failed rating is a blank on its sheet, never a
+Failed context jobs and rater calls are rows with their error; a failed rating is a blank on its sheet, never a
 number. This module writes only sheets, draws nothing and computes no statistic itself (``metrics`` does).
 """
 

@@ -37,7 +37,7 @@ from rpa_lib.evaluation.judge_prompts import (
 )
 from rpa_lib.evaluation.known_quality import CHECKS
 from rpa_lib.evaluation.runner import FAILED, OK, UNPARSED, run_verdicts  # noqa: F401  (the statuses, re-exported)
-from rpa_lib.llm import LLMError, LLMNoValidAnswer, judge_llm  # noqa: F401  (judge_llm: re-exported)
+from rpa_lib.llm import LLMNoValidAnswer, judge_llm  # noqa: F401  (judge_llm: re-exported)
 
 # ---- the judge LLM ---------------------------------------------------------------------------------------------
 
@@ -78,10 +78,8 @@ def choose_or_unparsed(judge, metric: str, messages: list[dict], options: dict[s
     no allowed option came back after the re-asks; a fault is raised."""
     try:
         return judge.choose(messages, list(options), name=metric)
-    except LLMError as exc:
-        if unparseable(exc):
-            return Verdict(metric, None, math.nan, UNPARSED, str(exc))
-        raise
+    except LLMNoValidAnswer as exc:
+        return Verdict(metric, None, math.nan, UNPARSED, str(exc))
 
 
 def choose_verdict(judge, metric: str, messages: list[dict], options: dict[str, object]) -> Verdict:

@@ -24,9 +24,9 @@ import pandas as pd
 
 from rpa_lib.data import QA
 from rpa_lib.evaluation.judge_prompts import KEYPOINT_SCHEMA, keypoint_lines_messages, keypoint_messages
-from rpa_lib.evaluation.judges import judge_id, unparseable
+from rpa_lib.evaluation.judges import judge_id
 from rpa_lib.evaluation.runner import FAILED, OK, UNPARSED
-from rpa_lib.llm import LLMError
+from rpa_lib.llm import LLMNoValidAnswer
 
 MAX_KEYPOINTS = 5
 
@@ -70,16 +70,12 @@ def extract_keypoints(judge, name: str, question: str, answer: str, *, format: s
             if points:
                 return KeyPoints(points, OK, "json")
             problem = "the JSON held no key point"
-        except LLMError as exc:
-            if not unparseable(exc):
-                raise
+        except LLMNoValidAnswer as exc:
             problem = str(exc)
     try:
         text = judge.chat(keypoint_lines_messages(name, question, answer), max_tokens=max_tokens,
                           name="keypoints (lines)").text
-    except LLMError as exc:
-        if not unparseable(exc):
-            raise
+    except LLMNoValidAnswer as exc:
         return KeyPoints([], UNPARSED, "lines", str(exc))
     points = parse_keypoint_lines(text)
     if points:

@@ -7,24 +7,9 @@ Two sets, one idea: a judge is checked against answers we know before it speaks.
   denial of the gold answer (ACC no), and the gold answer with an invented fact added (HS above the plain gold
   answer's). Run by :func:`rpa_lib.evaluation.judges.judge_check`.
 - **The quality ladder** of the CharacterCraft judge (CharacterCraft Table 6; :func:`build_ladder`, :data:`RUNGS`,
-  :data:`EXPECTED`): per QA question, replies whose level on each dimension is known (2 best; None: no claim).
-
-=================== ================================================================ ==========================
-rung                reply                                                            moves (vs in_character)
-=================== ================================================================ ==========================
-in_character        the QA's evidence: persona sentences in the character's own      (top on every dimension)
-                    first-person voice, which state the gold answer
-out_of_character    the gold answer, in the third person, wrapped in an AI            us, hl, emo down to 0;
-                    assistant's phrases                                               pers to 1; facts unchanged
-partly_wrong        the first evidence sentence (all but the last, when there are    bg, dec down to 1
-                    several) plus a claim about the character the persona never makes
-contradicts_persona a flat denial of the gold answer, dismissive of the question     bg, pers, dec down to 0
-off_topic           another character's evidence for a question of the same          coh, bg, pers, dec to 0
-                    attribute (the same character's for another attribute when the
-                    dataset has one character)
-garbled             the in-character reply with the words of each sentence           flu, coh, hl down to 0
-                    shuffled (not one of the issue's five; it is what moves fluency)
-=================== ================================================================ ==========================
+  :data:`EXPECTED`): per QA question, replies whose level on each dimension is known (2 best; None: no claim):
+  the character's own evidence, the answer in an AI assistant's voice, part of it plus an invented claim, a
+  dismissive denial, another character's evidence, and the evidence with its words shuffled (what moves fluency).
 
 **What the ladder can test, and what it cannot.** It tests whether a judge orders replies that differ in a known,
 built-in way (voice, language, topic, contradiction of the persona): Kendall's tau against the ladder is the

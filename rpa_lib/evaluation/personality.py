@@ -1,25 +1,18 @@
 """Personality evaluation (AMADEUS Tables 4-5, after InCharacter): interview a role-playing agent with a
 questionnaire, score the replies, turn the scores into type letters and compare them with ground truth.
 
-1. :func:`interview`: every item's interview question is put to a method (``method.respond``), a fresh context
-   per item; one row per (character, item) keeps the reply, or the error, with the item.
+1. :func:`interview`: every item's interview question is put to a method, a fresh context per item.
 2. Scoring, two ways: :func:`score_options` (option conversion: an evaluator places each reply on the item's
    agreement scale by constrained choice; ``keyed == "low"`` items are flipped) or :func:`score_expert` (expert
    rating: an evaluator reads a dimension's replies in batches and rates the dimension; one rating a batch).
-   Both return one row per rated unit with its error, if any; :func:`dimension_scores` averages the units that
-   did not fail and counts those that did.
-3. :func:`letter` / :func:`predicted_types`: a dimension's letter from its score against the scale midpoint.
-4. :func:`~rpa_lib.evaluation.metrics.types.type_scores` (a pure metric, re-exported here): accuracy, Avg F1 (per position macro-F1 over the two letters, then the mean) and
-   full-type accuracy of predicted vs true type strings, and each character's miss count.
+   :func:`dimension_scores` averages the units that did not fail and counts those that did.
+3. :func:`letter` / :func:`predicted_types`: a dimension's letter from its score against the scale midpoint;
+   :func:`~rpa_lib.evaluation.metrics.types.type_scores` compares predicted and true types.
 
 Also :func:`evaluator_check` (does the evaluator tell a clear yes from a clear no?), and :func:`interview_all` /
-:func:`score_all`, a whole run over methods and questionnaires. Interviews go through the one answering loop
-(:func:`~rpa_lib.methods.answer_tasks`), every rating through the one verdict runner
-(:func:`~rpa_lib.methods.run_verdicts`); calibration is :mod:`rpa_lib.evaluation.calibration`'s. The paper's tables beside ours are
-:mod:`rpa_lib.paper`'s.
-
-The prompts live in :mod:`rpa_lib.evaluation.personality_prompts`. This module builds no method or LLM (the
-caller passes them), writes no file and draws nothing.
+:func:`score_all`, a whole run over methods and questionnaires, through the evaluation runner. The prompts live in
+:mod:`rpa_lib.evaluation.personality_prompts`. This module builds no method or LLM (the caller passes them),
+writes no file and draws nothing.
 """
 
 from __future__ import annotations
@@ -33,6 +26,7 @@ import pandas as pd
 
 from rpa_lib.data import Dimension, Questionnaire
 from rpa_lib.evaluation.calibration import CONTENT_FREE, baseline_scores, best_option
+from rpa_lib.evaluation.context import CONTEXT_COLUMNS, context_columns
 from rpa_lib.evaluation.metrics.types import NO_SCORE, TIE, type_scores
 from rpa_lib.evaluation.personality_prompts import expert_messages, expert_schema, option_messages, scale_options
 from rpa_lib.evaluation.runner import answer_tasks, chunk_ids, questionnaire_jobs, run_jobs, run_verdicts
@@ -66,8 +60,6 @@ def interview_rows(rows: pd.DataFrame) -> pd.DataFrame:
     """The runner's rows of questionnaire jobs as interview rows (see :func:`interview`), in method order (then
     the rows' order); with the size of the context that reached the LLM (:func:`~rpa_lib.evaluation.context.
     context_columns`) and CRAG's route."""
-    from rpa_lib.evaluation.context import CONTEXT_COLUMNS, context_columns
-
     out = []
     for r in rows.to_dict("records"):
         ok = pd.isna(r["error"])
@@ -107,7 +99,7 @@ def _with_failed(rated: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def _ok(row: dict) -> bool:
-    return row.get("error") is None or (isinstance(row.get("error"), float) and np.isnan(row["error"]))
+    return pd.isna(row.get("error"))
 
 
 def place_on_scale(evaluator, name: str, item, reply: str, questionnaire: Questionnaire, calibrate: bool = False) -> int:
@@ -221,12 +213,11 @@ def evaluator_check(questionnaire: Questionnaire, evaluator, per_dimension: int 
 
 def _ordered(ratings: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
     """Ratings in the interviews' method and character order, then dimension and unit order."""
-    cols = RATING_COLUMNS
     if ratings.empty:
-        return pd.DataFrame(columns=cols)
+        return pd.DataFrame(columns=RATING_COLUMNS)
     rank = {k: {v: i for i, v in enumerate(dict.fromkeys(rows[k]))} for k in ("method", "character")}
     ratings = ratings.assign(_m=ratings.method.map(rank["method"]), _c=ratings.character.map(rank["character"]))
-    return ratings.sort_values(["_m", "_c"], kind="stable").drop(columns=["_m", "_c"]).reset_index(drop=True)[cols]
+    return ratings.sort_values(["_m", "_c"], kind="stable").drop(columns=["_m", "_c"]).reset_index(drop=True)[RATING_COLUMNS]
 
 
 def dimension_scores(ratings: pd.DataFrame, questionnaire: Questionnaire) -> pd.DataFrame:

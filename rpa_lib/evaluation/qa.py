@@ -2,23 +2,11 @@
 questions (and, for the MBTI and BFI rows, the interview questions), a judge LLM scores each response, and the
 tables are built from the verdicts.
 
-1. :func:`answer_all`: every method answers every job of every task (``CharacterRAG``: the QA questions;
-   ``MBTI``/``BFI``: the questionnaires' interview questions) through the one answering loop,
-   :func:`~rpa_lib.methods.answer_tasks`, one row per (method, job) with the reply and the context items the
-   method used, or its error.
-2. :func:`judge_answers`: per response, ACC and ACC_L against the gold answer (QA only) and HS against the
-   context the method used (plus the gold answer, for QA); a response without context gets no HS, as the
-   paper's "-". :func:`label_answers`: each key point of the gold answer (:func:`~rpa_lib.evaluation.keypoints.
-   keypoints_for`) labelled covered / not covered / contradicted. One row per verdict (long format, through the
-   verdict runner :func:`~rpa_lib.methods.run_verdicts`), with its status: ``ok``, ``unparsed`` (a counted
-   missing value) or ``failed`` (a fault, with its error).
-3. Tables: :func:`table6` (ACC, ACC_L, HS per task and method, with what was missing), :func:`keypoint_table`
-   (Completeness, Hallucination, Irrelevance per method, via :mod:`rpa_lib.evaluation.metrics.keypoints`),
-   :func:`attribute_breakdown` (per method and QA attribute), :func:`rank_agreement` (Kendall's tau between
-   the ACC and the ACC_L ranking of the methods within one LLM; the paper's too, from its transcribed table).
-
-Every job or judge call that failed is listed by :func:`rpa_lib.methods.failed_items` and raised at the end of a
-run by :func:`rpa_lib.methods.check_failures` (a failed item is reported and never scored as an answer).
+:func:`answer_all` gives one row per (method, job) with the reply and its context, or its error;
+:func:`judge_answers` and :func:`label_answers` one row per verdict, with its status (``ok``, ``unparsed``: a
+counted missing value, or ``failed``: a fault, with its error); :func:`table6`, :func:`keypoint_table`,
+:func:`attribute_breakdown` and :func:`rank_agreement` build the tables. A failed job or judge call is reported
+by the evaluation runner and never scored as an answer.
 
 The judges and their prompts are :mod:`rpa_lib.evaluation.judges`'; the paper's Table 6 beside ours is
 :func:`rpa_lib.paper.table6_beside_paper`. This module builds no method or LLM (the caller passes them), writes
@@ -44,6 +32,7 @@ from rpa_lib.evaluation.uncertainty import interval_columns, merge_intervals
 from rpa_lib.methods.base import Method
 from rpa_lib.methods.registry import paper_name
 from rpa_lib.report import caption_line, plural
+from rpa_lib.retrieval import retriever
 
 QA_TASK = "CharacterRAG"
 MULTI_TASK = "CharacterRAG (multi)"  # the multi-paragraph pairs: written to favour a splitter that keeps a subsection
@@ -140,18 +129,13 @@ def answer_summary(answers: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def _ok(value) -> bool:
-    """No error in this cell (None or NaN)."""
-    return value is None or (isinstance(value, float) and np.isnan(value))
-
-
 def _answered(answers: pd.DataFrame) -> list[dict]:
-    return [r for r in answers.to_dict("records") if _ok(r.get("error"))]
+    return [r for r in answers.to_dict("records") if pd.isna(r.get("error"))]
 
 
 def _attribute(row: dict):
     value = row.get("attribute")
-    return None if value is None or (isinstance(value, float) and np.isnan(value)) else value
+    return None if pd.isna(value) else value
 
 
 # ---- 2. verdicts ---------------------------------------------------------------------------------------------
@@ -190,8 +174,6 @@ def hs_references(dataset: Dataset, answers: pd.DataFrame, gold: dict[tuple[str,
     no evidence, so its reference is the top ``k`` ACTS chunks of one fixed retriever (``embedder``), the same for
     every method. Never the method's own context, and never text an LLM wrote (AE's attributes, other
     characters' paragraphs)."""
-    from rpa_lib.retrieval import retriever
-
     refs: dict[tuple[str, str], list[dict]] = {}
     flat: dict[str, list] = {}  # character -> its paragraphs with their whitespace-normalized text, made once
     for r in _answered(answers):
@@ -332,7 +314,7 @@ def keypoint_scores_per_response(answers: pd.DataFrame, labels: pd.DataFrame, ke
         out.append({"method": r["method"], "character": r["character"], "question_id": r["question_id"],
                     "attribute": _attribute(r), "keypoints": kp_count.get((r["character"], r["question_id"]), 0),
                     "judged": s.judged, "unparsed": s.unparsed, "failed": int((mine.status == FAILED).sum()),
-                    "job_failed": not _ok(r.get("error")), "completeness": s.completeness,
+                    "job_failed": not pd.isna(r.get("error")), "completeness": s.completeness,
                     "hallucination": s.hallucination, "irrelevance": s.irrelevance, "coerced": _coerced(done)})
     return pd.DataFrame(out, columns=["method", "character", "question_id", "attribute", "keypoints", "judged", "unparsed",
                                       "failed", "job_failed", "completeness", "hallucination", "irrelevance",

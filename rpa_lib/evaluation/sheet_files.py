@@ -150,7 +150,7 @@ def fail(path: Path, problem: str, row: int | None = None):
 
 def cell_text(value) -> str:
     """A cell's text ("" for None or NaN)."""
-    return "" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
+    return "" if pd.isna(value) else str(value)
 
 
 def write_csv(path: Path, spec, rows: pd.DataFrame, rater: str, sample_set: str) -> None:
@@ -180,8 +180,7 @@ class LoadedSheet:
 
 def blank(value) -> bool:
     """An empty cell (None, blank text or NaN)."""
-    return value is None or (isinstance(value, str) and not value.strip()) or (
-        isinstance(value, float) and math.isnan(value))
+    return pd.isna(value) or (isinstance(value, str) and not value.strip())
 
 
 def sheet_id(value) -> str:
@@ -198,14 +197,10 @@ def parse_rating(value, column: str, low: int, high: int) -> tuple[int | None, s
     if isinstance(value, bool):
         return None, f"{column} is not a whole number from {low} to {high}"
     if isinstance(value, str):
-        text = value.strip()
         try:
-            value = int(text)
+            value = float(value)  # "4" and "4.0" are 4; "4.5" is no whole number
         except ValueError:
-            try:
-                value = float(text)
-            except ValueError:
-                return None, f"{column} is not a number"
+            return None, f"{column} is not a number"
     if isinstance(value, float):
         if not value.is_integer():
             return None, f"{column} is not a whole number"

@@ -2,11 +2,8 @@
 dimension sheets, each described by a :class:`SheetSpec` (the id column, the columns a rater reads, the rating
 columns and their scales, the file formats).
 
-- :func:`export_sheets` writes ``<rater>.xlsx`` (instructions, a
-  ratings sheet whose rating columns only take whole numbers on their scale, a hidden sheet recording the sample
-  set and the rater) and/or ``<rater>.csv`` (with ``sample_set`` and ``rater`` columns; both written and read by :mod:`rpa_lib.evaluation.sheet_files`),
-  as the spec's formats say;
-  :func:`export_empty_sheets` does so only for raters without a sheet (a sheet may be filled).
+- :func:`export_sheets` writes ``<rater>.xlsx`` and/or ``<rater>.csv`` (:mod:`rpa_lib.evaluation.sheet_files`),
+  as the spec's formats say; :func:`export_empty_sheets` does so only for raters without a sheet (it may be filled).
 - :func:`read_sheet` reads one filled sheet (.xlsx or .csv) back and validates it: one row per expected id, each
   rating a whole number on its scale. Every problem of a sheet is reported at once in one :class:`SheetError`,
   naming the file, the row (as a spreadsheet shows it: the header is row 1) and the value.
@@ -103,9 +100,6 @@ TABLE2_SHEET = SheetSpec(
     widths={"sample_id": 14, "task": 8, "character": 18, "question": 40, "chunks": 90, "attributes": 50, "rating": 9,
             "comment": 40},
     wrapped=("question", "chunks", "attributes", "comment"))
-# Table 2's columns, as before the specs (kept for readers of the old names)
-RATING_COLUMNS = TABLE2_SHEET.columns
-CSV_COLUMNS = TABLE2_SHEET.csv_columns
 
 
 # ---- export ----------------------------------------------------------------------------------------------------

@@ -13,12 +13,12 @@ Each method declares its settings as a frozen dataclass (``Settings``); building
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar
 
 from rpa_lib.data import Dataset
+from rpa_lib.display import response_html
 from rpa_lib.methods.prompts import respond_messages
 from rpa_lib.retrieval import Retriever, retriever
 from rpa_lib.splitters import SPLITTERS, Chunk
@@ -91,8 +91,6 @@ class Response:
         return asdict(self)
 
     def _repr_html_(self) -> str:  # JupyterLab: reply, calls, GS/AE details and the context, texts folded
-        from rpa_lib.display import response_html
-
         return response_html(self)
 
 
@@ -136,8 +134,6 @@ class Method:
         self.llm = llm
         self.settings = settings if settings is not None else self.Settings()
         self.dataset = dataset or Dataset()
-        self._retrievers: dict[str, Retriever] = {}
-        self._lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.settings})"

@@ -24,6 +24,8 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from rpa_lib.methods.base import Method
+from rpa_lib.paths import cache_dir
+from rpa_lib.retrieval import persona_embedder
 
 T = TypeVar("T")
 
@@ -131,8 +133,6 @@ def build_path(llm, path: Path) -> Path:
     scratch = getattr(llm, "scratch_dir", None)
     if scratch is None:
         return path
-    from rpa_lib.paths import cache_dir
-
     try:
         inside = path.relative_to(cache_dir())
     except ValueError:
@@ -146,8 +146,6 @@ class GraphIndexMethod(Method):
 
     def embedder(self, character: str):
         """The method's ``embedder`` setting for this persona (TF-IDF fitted on its paragraphs)."""
-        from rpa_lib.retrieval import persona_embedder
-
         return persona_embedder(self.dataset.persona(character), self.settings.embedder)
 
     def cache_key(self, character: str) -> str:

@@ -36,6 +36,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from rpa_lib.embeddings import embed
 from rpa_lib.methods import lightrag_bridge as bridge
 from rpa_lib.methods.base import AnswerSettings, Context, ContextItem
 from rpa_lib.methods.graph_cache import (
@@ -48,6 +49,7 @@ from rpa_lib.methods.graph_cache import (
     write_json,
 )
 from rpa_lib.methods.registry import register
+from rpa_lib.paths import cache_dir
 from rpa_lib.splitters import split
 
 MODES = ("local", "global", "hybrid", "naive", "mix")
@@ -176,8 +178,6 @@ class LightRAG(GraphIndexMethod):
         return docs
 
     def workspace_dir(self, character: str, key: str | None = None) -> Path:
-        from rpa_lib.paths import cache_dir
-
         return cache_dir() / "lightrag" / character / (key or self.cache_key(character))
 
     def index(self, character: str, key: str | None = None) -> _Workspace:
@@ -213,8 +213,6 @@ class LightRAG(GraphIndexMethod):
 
     def _open(self, character: str, key: str, folder: Path):
         """A LightRAG instance on the workspace folder, its storages initialized."""
-        from rpa_lib.embeddings import embed
-
         embedder = self.embedder(character)
         dim = int(embed(embedder, ["dimension probe"]).shape[1])
         max_async = self.settings.llm_max_async or max(1, int(getattr(self.llm, "max_workers", 1) or 1))

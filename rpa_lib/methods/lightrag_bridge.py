@@ -32,6 +32,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from rpa_lib.embeddings import embed
 from rpa_lib.llm import LLMError, LLMFatalError
 from rpa_lib.methods.base import Call, Method
 
@@ -209,8 +210,6 @@ def llm_func(role: str):
 
 
 def embedding_func(embedder):
-    from rpa_lib.embeddings import embed
-
     async def call(texts: list[str], context: str = "document", **kwargs):
         try:
             return await asyncio.to_thread(embed, embedder, list(texts), "query" if context == "query" else "document")

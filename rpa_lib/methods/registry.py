@@ -24,6 +24,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
+from rpa_lib.data import as_dataset
+from rpa_lib.llm import get_llm
 from rpa_lib.methods.base import Method
 
 METHODS: dict[str, type[Method]] = {}
@@ -88,8 +90,6 @@ def build_method(name: str, llm=None, *, dataset=None, gs_llm=None, **settings) 
     ``llm`` defaults to ``get_llm()``; ``dataset`` (a :class:`rpa_lib.data.Dataset` or a folder) to ``data/``;
     ``gs_llm``: the LLM of Guided Selection and the Attribute Extractor, for a method that has them (AMADEUS; the
     paper runs them on GPT-4.1 whatever the role-play LLM); None: the role-play LLM."""
-    from rpa_lib.data import as_dataset
-
     cls = method_class(name)
     unknown = sorted(set(settings) - set(setting_names(name)))
     if unknown:
@@ -102,8 +102,6 @@ def build_method(name: str, llm=None, *, dataset=None, gs_llm=None, **settings) 
             raise ValueError(f"method {name!r} ({variant.label}) needs the setting(s) {', '.join(missing)}")
         settings = {**dict(variant.settings), **settings}
     if llm is None:
-        from rpa_lib.llm import get_llm
-
         llm = get_llm()
     method = cls(llm, cls.Settings(**settings), as_dataset(dataset))
     if gs_llm is not None:

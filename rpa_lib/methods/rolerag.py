@@ -43,9 +43,11 @@ descriptions are joined, never summarized.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from rpa_lib.embeddings import embed
 from rpa_lib.llm import LLMError
 from rpa_lib.methods.base import Call, Context, ContextItem, RetrievalSettings
 from rpa_lib.methods.graph_cache import GraphIndexMethod, IndexCache, build_path, index_key, text_hash
@@ -60,6 +62,7 @@ from rpa_lib.methods.rolerag_graph import (
     save_graph,
 )
 from rpa_lib.methods.rolerag_prompts import ANALYSIS_SCHEMA, analysis_messages, boundary_note, hypothetical_messages
+from rpa_lib.paths import cache_dir
 from rpa_lib.splitters import VANILLA_LENGTH, VANILLA_OVERLAP, Chunk, split
 
 __all__ = ["RoleRAG", "RoleRAGSettings", "entity_type", "name_key"]
@@ -109,6 +112,7 @@ class RoleRAG(GraphIndexMethod):
     def __init__(self, llm, settings=None, dataset=None):
         super().__init__(llm, settings, dataset)
         self._graphs: IndexCache[CharacterGraph] = IndexCache()
+        self._lock = threading.Lock()  # one thread embeds a graph's node texts; the others wait for them
 
     # ---- index ----------------------------------------------------------------------------------------------
 
@@ -134,8 +138,6 @@ class RoleRAG(GraphIndexMethod):
         return index_key(inputs, build_prompts())
 
     def cache_path(self, character: str, key: str | None = None) -> Path:
-        from rpa_lib.paths import cache_dir
-
         return cache_dir() / "rolerag" / character / f"{key or self.cache_key(character)}.json"
 
     def index(self, character: str, key: str | None = None) -> CharacterGraph:
@@ -157,8 +159,6 @@ class RoleRAG(GraphIndexMethod):
 
     def _nearest(self, g: CharacterGraph, character: str, query: str, candidates: list[str], k: int) -> list[str]:
         """The ``k`` candidate nodes whose texts are most similar to ``query``."""
-        from rpa_lib.embeddings import embed
-
         if not candidates or k < 1:
             return []
         embedder = self.embedder(character)

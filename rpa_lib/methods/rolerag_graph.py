@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from rpa_lib.embeddings import embed
 from rpa_lib.llm import LLMError
 from rpa_lib.methods.base import Call, Method
 from rpa_lib.methods.graph_cache import IndexCost, write_json
@@ -210,8 +211,6 @@ class GraphBuilder:
         """Name key -> node name: candidate pairs by embedding similarity, confirmed by the LLM, merged by
         connected component under one canonical name; and node -> the description the LLM wrote for a group."""
         import networkx as nx
-
-        from rpa_lib.embeddings import embed
 
         s, name, work, tally = self.settings, self.name, self.work, self.tally
         keys = list(names)

@@ -209,15 +209,8 @@ def likert_summary(table, *, ddof: int = 1) -> LikertSummary:
 
     ``ddof=1`` (the sample standard deviation): the raters are a sample of possible raters, and it is the
     estimator of the variances inside :func:`cronbach_alpha`, so one table's sigma and alpha agree. The paper
-    does not say which it used; with 11 raters ``ddof=0`` gives ``sqrt(10/11) = 0.953`` times the value.
-
-    What the printed values imply about the raters: the paper has 11 raters x 30 samples per task, so with
-    every sample rated by every rater, mu is the plain mean of 330 whole numbers, a multiple of 1/330. BFI's
-    printed mu 3.890 is not one to three decimals (1283/330 = 3.8879, 1284/330 = 3.8909) but is exactly
-    1167/300, a mean of 300 ratings (10 raters x 30 samples), or the mean of per-sample means with some ratings
-    missing. MBTI's 3.870 fits either (1277/330 = 3.8697, 1161/300 = 3.870). The Mdn values (4.100 = 123/30,
-    3.933 = 118/30) fit both counts: 30 whole-number medians (11 raters) give multiples of 1/30, and with 10
-    raters a median may end in .5, giving multiples of 1/60, which include these.
+    does not say which it used; with 11 raters ``ddof=0`` gives ``sqrt(10/11) = 0.953`` times the value. What
+    the printed values imply about the paper's raters: ``data/paper_results/README.md``.
     """
     if ddof < 0:
         raise ValueError(f"ddof must be >= 0, got {ddof}")
