@@ -59,10 +59,11 @@ git-filter: ## git strips outputs, execution counts and widget state from notebo
 reproduce: $(STAMP) ## run every numbered notebook headlessly (figures/, results/)
 	$(PY) -m rpa_lib.reproduce --profile $(PROFILE) $(if $(FORCE),--force)
 
+# two worker processes, each taking a whole test file at a time (a module's fixtures are built once)
 test: $(STAMP) ## lint, check the import layers (pyproject.toml) and run the offline test suite
 	$(PY) -m ruff check rpa_lib tests notebooks benchmarks
 	$(VENV)/bin/lint-imports
-	$(PY) -m pytest
+	$(PY) -m pytest -n 2 --dist loadfile
 
 lab: $(STAMP) git-filter ## JupyterLab on the repository, at notebooks/ (figures and tables go to results/scratch/)
 	@$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3" >/dev/null
