@@ -25,10 +25,11 @@ help: ## list the targets
 
 # The requirements are installed with uv (pinned here), which fetches and unpacks in parallel. uv does not read
 # pip's configuration: it is handed the folder of local wheels that pip is set to look in (where this machine keeps
-# torch's CPU build).
+# torch's CPU build). Like pip it compiles the bytecode at install, which every process of the suite (workers,
+# notebook kernels) would otherwise compile anew where PYTHONDONTWRITEBYTECODE is set.
 UV_VERSION := 0.13.9
 UV_INSTALL = UV_FIND_LINKS="$${UV_FIND_LINKS:-$${PIP_FIND_LINKS:-$$($(PY) -m pip config get global.find-links 2>/dev/null)}}" \
-	$(VENV)/bin/uv pip install --quiet --python $(PY)
+	$(VENV)/bin/uv pip install --quiet --compile-bytecode --python $(PY)
 
 $(STAMP): requirements.txt requirements-models.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
