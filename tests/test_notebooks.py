@@ -2,7 +2,8 @@
 sent, and the runner executing all of them with the smoke profile (fixture data, fake LLM, hashing embedder).
 
 The smoke run takes a few seconds a notebook (one kernel start each); it runs once for the session (conftest's
-``smoke_run``, which tests/test_qa_eval.py reads too).
+``smoke_run``). Every test that reads it is in this file (notebook 05's outputs too), so that under pytest-xdist,
+which gives a worker one file at a time, the worker that makes the run is the one that reads it.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import papermill
 import pytest
 
 from rpa_lib import paths
+from rpa_lib.evaluation.qa import QA_TASK
 from rpa_lib.run import reproduce
 
 NOTEBOOKS = sorted(paths.NOTEBOOKS_DIR.glob("[0-9][0-9]_*.ipynb"))
@@ -147,6 +149,32 @@ def test_smoke_similarity_outputs(smoke):
     assert recall.groupby(["embedder", "splitter"]).k.apply(list).map(lambda ks: ks == [1, 3, 5, 10]).all()
     assert recall.recall.between(0, 1).all() and (recall.all_found <= recall.recall + 1e-12).all()
     assert (out / "figures" / "evidence_recall.png").is_file()
+
+
+def test_notebook_05_smoke_outputs(smoke):
+    """Notebook 05 run with the smoke profile as ``reproduce.run("smoke", only=["05"])`` would, no judge set in the
+    environment."""
+    out, _ = smoke
+    res, fig = out / "results", out / "figures"
+    t6 = pd.read_csv(res / "table6_roleplay_counts.csv")
+    assert t6[["task", "method"]].values.tolist() == [
+        [QA_TASK, "no_rag"], [QA_TASK, "naive_rag"], [QA_TASK, "amadeus"], ["MBTI", "naive_rag"], ["MBTI", "amadeus"],
+        ["BFI", "naive_rag"], ["BFI", "amadeus"]]
+    assert (t6.answers == [12, 12, 12, 8, 8, 10, 10]).all() and (t6.judge == "fake").all()
+    side = pd.read_csv(res / "table6_roleplay.csv")
+    assert "ours (fake) ACC" in side.columns and "GPT-4.1 HS" in side.columns
+    assert "judge: fake" in (res / "table6_roleplay.tex").read_text()
+    kp = [json.loads(line) for line in (res / "keypoints_fake-fake.jsonl").read_text().splitlines()]
+    assert len(kp) == 12 and all(r["judge"] == "fake" and r["date"] for r in kp)
+    for name in ("qa_keypoints.csv", "qa_attributes_acc.csv", "qa_rank_agreement.csv", "qa_judge_check_agreement.csv",
+                 "qa_verdicts.csv", "qa_answers.jsonl", "table6_roleplay.run.json"):
+        assert (res / name).is_file(), name
+    for name in ("table6_roleplay.png", "table6_roleplay.pdf", "table6_roleplay.csv"):
+        assert (fig / name).is_file(), name
+    record = json.loads((res / "table6_roleplay.run.json").read_text())
+    assert record["judge"] == "fake" and record["failed"] == [] and record["judge_check"]
+    tau = pd.read_csv(res / "qa_rank_agreement.csv")
+    assert tau[tau.source == "AMADEUS paper"].tau.tolist() == pytest.approx([1.0, 1.0, 1.0])
 
 
 def test_smoke_csvs_carry_their_model_labels(smoke):

@@ -324,39 +324,6 @@ def test_one_answering_loop_skips_saves_and_keeps_chunk_ids(ds):
         assert chunk_ids(r["context"], "no such role") == []
 
 
-# ---- notebook 05, smoke profile ------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def smoke05(smoke_run):
-    """Notebook 05's outputs from the session's smoke run (conftest), which runs it with the smoke profile as
-    ``reproduce.run("smoke", only=["05"])`` would, no judge set in the environment."""
-    return smoke_run[0]
-
-
-def test_notebook_05_smoke_outputs(smoke05):
-    res, fig = smoke05 / "results", smoke05 / "figures"
-    t6 = pd.read_csv(res / "table6_roleplay_counts.csv")
-    assert t6[["task", "method"]].values.tolist() == [
-        [QA_TASK, "no_rag"], [QA_TASK, "naive_rag"], [QA_TASK, "amadeus"], ["MBTI", "naive_rag"], ["MBTI", "amadeus"],
-        ["BFI", "naive_rag"], ["BFI", "amadeus"]]
-    assert (t6.answers == [12, 12, 12, 8, 8, 10, 10]).all() and (t6.judge == "fake").all()
-    side = pd.read_csv(res / "table6_roleplay.csv")
-    assert "ours (fake) ACC" in side.columns and "GPT-4.1 HS" in side.columns
-    assert "judge: fake" in (res / "table6_roleplay.tex").read_text()
-    kp = [json.loads(line) for line in (res / "keypoints_fake-fake.jsonl").read_text().splitlines()]
-    assert len(kp) == 12 and all(r["judge"] == "fake" and r["date"] for r in kp)
-    for name in ("qa_keypoints.csv", "qa_attributes_acc.csv", "qa_rank_agreement.csv", "qa_judge_check_agreement.csv",
-                 "qa_verdicts.csv", "qa_answers.jsonl", "table6_roleplay.run.json"):
-        assert (res / name).is_file(), name
-    for name in ("table6_roleplay.png", "table6_roleplay.pdf", "table6_roleplay.csv"):
-        assert (fig / name).is_file(), name
-    record = json.loads((res / "table6_roleplay.run.json").read_text())
-    assert record["judge"] == "fake" and record["failed"] == [] and record["judge_check"]
-    tau = pd.read_csv(res / "qa_rank_agreement.csv")
-    assert tau[tau.source == "AMADEUS paper"].tau.tolist() == pytest.approx([1.0, 1.0, 1.0])
-
-
 def test_notebook_05_is_in_every_profile():
     for profile in ("quick", "paper", "smoke"):
         assert "05_qa_evaluation" in reproduce.load_profile(profile)["notebooks"], profile
