@@ -61,10 +61,9 @@ LLM_NOTEBOOKS = "03,04,05,06,07"  # 00-02 call no LLM, or (00) one question
 def _usages(record: dict) -> list[dict]:
     """The distinct usage dicts of a run record (a judge that is the role-play LLM reports the same totals twice)."""
     found = []
-    for key, value in record.items():
-        for u in (value if isinstance(value, list) else [value]):
-            if key.endswith("usage") and isinstance(u, dict) and u not in found:
-                found.append(u)
+    for usage in record["usage_by_role"].values():
+        if usage not in found:
+            found.append(usage)
     return found
 
 

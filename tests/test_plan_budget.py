@@ -9,6 +9,7 @@ notebook kernels (a few seconds each).
 from __future__ import annotations
 
 import json
+import os
 import re
 import sqlite3
 from pathlib import Path
@@ -128,8 +129,8 @@ def _usage_calls(results) -> dict[str, int]:
     calls: dict[str, int] = {}
     for record in results.glob("*.run.json"):
         seen = []
-        for key, value in json.loads(record.read_text()).items():
-            if key.endswith("usage") and isinstance(value, dict) and value not in seen:
+        for value in json.loads(record.read_text())["usage_by_role"].values():
+            if value not in seen:
                 seen.append(value)
                 calls[value["model"]] = calls.get(value["model"], 0) + value["calls"]
     return calls
@@ -238,9 +239,11 @@ def test_reproduce_refuses_to_start_when_a_notebook_model_has_no_price(tmp_path,
     monkeypatch.setenv("RPA_LLM_MODEL", "openai:qwen3-32b")
     monkeypatch.setenv("RPA_LLM_BASE_URL", "http://127.0.0.1:9/v1")
     monkeypatch.setenv("RPA_BUDGET_USD", "2")
+    before = dict(os.environ)
     with pytest.raises(SystemExit, match=r"03_chunk_usage: cannot run under the budget: .*'qwen3-32b' is unknown"):
         reproduce.run("paper", ["03"], output_dir=tmp_path / "out")
     assert not (tmp_path / "out").exists()
+    assert dict(os.environ) == before  # the profile's env (its judge) is not left behind for later tests
 
 
 def test_budget_usd_in_a_profile_is_checked(tmp_path, monkeypatch):

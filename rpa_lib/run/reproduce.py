@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import os
 import re
@@ -98,10 +99,17 @@ def _snapshot(folders: list[Path]) -> dict[Path, float]:
             and "cache" not in p.parts and "notebooks" not in p.relative_to(f).parts}
 
 
-def _apply_env(profile: dict) -> None:
-    for key, value in (profile.get("env") or {}).items():
-        os.environ.setdefault(key, str(value))
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+def _profile_environment(fn):
+    """``fn(profile_name, ...)`` with the profile's ``env`` (and ``HF_HUB_OFFLINE=1``) set where the environment
+    does not set it already, and restored afterwards: a run or plan leaves the caller's environment as it was."""
+
+    @functools.wraps(fn)
+    def wrapped(profile_name: str = "quick", *args, **kwargs):
+        env = {**(load_profile(profile_name).get("env") or {}), "HF_HUB_OFFLINE": "1"}
+        with environment(**{k: str(v) for k, v in env.items() if k not in os.environ}):
+            return fn(profile_name, *args, **kwargs)
+
+    return wrapped
 
 
 def budget_of(profile: dict) -> float | None:
@@ -140,13 +148,13 @@ def check_prices(books: list[Path], profile: dict, output_dir: Path | None, mode
             raise SystemExit(f"{nb.stem}: cannot run under the budget: {e}") from None
 
 
+@_profile_environment
 def run(profile_name: str = "quick", only: list[str] | None = None, output_dir: Path | None = None,
         force: bool = False, batch: str | None = None) -> list[dict]:
     """Execute the notebooks that are not up to date (:mod:`rpa_lib.run.stamps`; ``force``: all of them); under a
     budget (``RPA_BUDGET_USD`` or ``budget_usd``) with one ledger for the run; in batch rounds when ``batch`` (or
     the profile's ``batch``) names a mode (:func:`batch_run`)."""
     profile = load_profile(profile_name)
-    _apply_env(profile)
     books = notebooks(only)
     limit = budget_of(profile)
     batch = batch or profile.get("batch")
@@ -283,6 +291,7 @@ def _sampled(nb: Path, params: dict, declared: dict, size: int) -> tuple[list[st
     return character_sample({c: dataset.persona_path(c).stat().st_size for c in chosen}, size), len(chosen)
 
 
+@_profile_environment
 def plan(profile_name: str = "quick", only: list[str] | None = None, workers: int | None = None,
          sample: int | None = None, exact: bool = False) -> list[dict]:
     """Print what a run would call, cost and find cached, from a dry run of the notebooks that use an LLM with a
@@ -308,7 +317,6 @@ def plan(profile_name: str = "quick", only: list[str] | None = None, workers: in
     )
 
     profile = load_profile(profile_name)
-    _apply_env(profile)
     books = notebooks(only)
     limit = budget_of(profile)
     workers = workers or max(1, min(os.cpu_count() or 1, 4))
