@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from benchmarks.batch_server import BatchServer
 from rpa_lib.evaluation.runner import (
     FAILED,
     PENDING,
@@ -21,6 +22,7 @@ from rpa_lib.evaluation.runner import (
 )
 from rpa_lib.experiment import Experiment
 from rpa_lib.llm import Budget, FakeLLM, LLMError, RunMode
+from rpa_lib.llm.batches import run_round
 from rpa_lib.llm.openai_backend import OpenAILLM
 from rpa_lib.llm.reply import Pending
 from rpa_lib.llm.rounds import BatchLLM, answer_engine_lines, read_lines, rounds_record, store_results
@@ -29,6 +31,16 @@ from rpa_lib.run.profiles import load_profile
 from rpa_lib.run.rounds import run_rounds
 
 QUESTION = [{"role": "user", "content": "Who taught you magic?"}]
+
+
+def ask_why(llm) -> str | None:
+    """A question, then a follow-up that needs its answer; the Pending message while one waits for a round."""
+    try:
+        first = llm.chat(QUESTION)
+        llm.chat([*QUESTION, {"role": "assistant", "content": first.text}, {"role": "user", "content": "Why?"}])
+    except Pending as exc:
+        return str(exc)
+    return None
 
 
 def empty_then_answer(kind, messages, spec):
@@ -127,12 +139,7 @@ def test_rounds_end_when_a_round_has_no_miss_and_the_record_names_them(tmp_path)
     def collect(notebook: str, mode: dict, scratch: Path) -> str | None:
         llm = RunMode.of(mode).wrap(FakeLLM())
         executed.append(notebook)
-        try:
-            first = llm.chat(QUESTION)
-            llm.chat([*QUESTION, {"role": "assistant", "content": first.text}, {"role": "user", "content": "Why?"}])
-        except Pending as exc:
-            return str(exc)
-        return None
+        return ask_why(llm)
 
     entries = run_rounds(["05_qa_evaluation"], collect, mode="local", store=store, run_dir=run_dir,
                          build=lambda spec: FakeLLM(label=spec.partition(":")[2]), progress=False)
@@ -197,3 +204,19 @@ def test_a_profile_names_its_batch_mode_or_is_refused(tmp_path):
     assert load_profile(str(good))["batch"] == "local"
     with pytest.raises(SystemExit, match="batch: expected one of local, openai, files, got 'overnight'"):
         load_profile(str(bad))
+
+
+def test_two_dependent_calls_take_two_openai_batch_rounds_and_then_hit_the_cache(tmp_path):
+    """End to end through the OpenAI Batch API protocol: BatchLLM's lines, the round loop, the batch transport and
+    the test server (``benchmarks.batch_server``); the final reply lands in the reply cache under the synchronous
+    key."""
+    with BatchServer() as server:
+        real = OpenAILLM("gpt-4.1-mini", base_url=server.base_url, api_key="sk-test", cache=tmp_path / "llm.sqlite")
+        entries = run_rounds(["05_qa_evaluation"], lambda nb, mode, scratch: ask_why(RunMode.of(mode).wrap(real)),
+                             mode="openai", store=tmp_path / "store", run_dir=tmp_path / "run", build=FakeLLM,
+                             send=lambda lines, **options: run_round(lines, poll_seconds=0.01, **options),
+                             progress=False)
+        assert [(e["calls"], e["answered"]) for e in entries] == [(1, 1), (1, 1)]
+        assert len(server.batches) == 2 and all(b["status"] == "completed" for b in server.batches.values())
+    # the server is gone: a synchronous call of either is a cache hit
+    assert real.chat(QUESTION).cached and real.chat(QUESTION).text == f"echo: {QUESTION[0]['content']}"

@@ -143,13 +143,19 @@ def test_two_processes_missing_one_key_send_it_once(tmp_path, fork):
     assert FakeLLM(Slow(0), cache=path).chat(user("q")).text.startswith("from ")
 
 
-def test_a_killed_senders_claim_ends_with_its_lease(tmp_path, fork):
-    path, counter = str(tmp_path / "llm.sqlite"), fork.Value("i", 0)
-    stuck = fork.Process(target=_child, args=(path, 0.5, 60.0, counter, "q"))
-    stuck.start()
+def _sending_child(fork, path: str, lease: float, counter):
+    """A child process that claims "q" (with ``lease``) and is stuck sending it (a 60 s call), once it sends."""
+    child = fork.Process(target=_child, args=(path, lease, 60.0, counter, "q"))
+    child.start()
     deadline = time.monotonic() + 20
     while counter.value == 0 and time.monotonic() < deadline:
         time.sleep(0.02)
+    return child
+
+
+def test_a_killed_senders_claim_ends_with_its_lease(tmp_path, fork):
+    path, counter = str(tmp_path / "llm.sqlite"), fork.Value("i", 0)
+    stuck = _sending_child(fork, path, 0.5, counter)
     killer = threading.Timer(0.5, os.kill, (stuck.pid, signal.SIGKILL))
     try:
         assert len(claims(path)) == 1 and counter.value == 1  # claimed, and sending
@@ -171,11 +177,7 @@ def test_a_killed_senders_claim_ends_with_its_lease(tmp_path, fork):
 def test_a_dead_senders_claim_on_this_machine_is_taken_at_once(tmp_path, fork):
     # a run killed and restarted: its old claims (30 s leases) are not waited for, their process being gone
     path, counter = str(tmp_path / "llm.sqlite"), fork.Value("i", 0)
-    stuck = fork.Process(target=_child, args=(path, 30.0, 60.0, counter, "q"))
-    stuck.start()
-    deadline = time.monotonic() + 20
-    while counter.value == 0 and time.monotonic() < deadline:
-        time.sleep(0.02)
+    stuck = _sending_child(fork, path, 30.0, counter)
     stuck.kill()
     stuck.join(10)
     assert len(claims(path)) == 1  # left behind by the killed process

@@ -1,5 +1,5 @@
 """``profiles/paper.yaml`` against the AMADEUS paper's own settings, written here from the paper's text
-(/work/shared/papers/amadeus_2026.txt, "Experimental Setup" and the table captions), so a run of
+(AMADEUS 2026, "Experimental Setup" and the table captions), so a run of
 ``make reproduce PROFILE=paper`` is the paper's experiment and not a neighbour of it."""
 
 from __future__ import annotations

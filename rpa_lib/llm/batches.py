@@ -400,8 +400,12 @@ def _round_summary(record: dict) -> dict:
             "completion_tokens": tokens["completion"], "usd": usd}
 
 
+def tokens_of(body: dict) -> tuple[int, int]:
+    """(prompt tokens, completion tokens) a completion body reports (0 where it reports none)."""
+    usage = body.get("usage") or {}
+    return int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
+
+
 def _usages(answers: list[dict]) -> Iterator[tuple[str, tuple[int, int]]]:
     for answer in answers:
-        usage = answer["body"].get("usage") or {}
-        yield (answer["body"].get("model", ""),
-               (int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)))
+        yield answer["body"].get("model", ""), tokens_of(answer["body"])

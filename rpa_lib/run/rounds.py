@@ -29,7 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from rpa_lib.llm.base import LLM
-from rpa_lib.llm.batches import batch_price, run_round
+from rpa_lib.llm.batches import batch_price, run_round, tokens_of
 from rpa_lib.llm.budget import Budget, usd
 from rpa_lib.llm.openai_backend import OPENAI_URL, OpenAILLM
 from rpa_lib.llm.rounds import answer_engine_lines, log_round, read_lines, store_results
@@ -69,8 +69,7 @@ def cost(lines: list[dict], results: dict[str, dict]) -> float | None:
         if "body" in result and price is None:
             return None
         if "body" in result:
-            usage = result["body"].get("usage") or {}
-            total += price.cost(int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0))
+            total += price.cost(*tokens_of(result["body"]))
         elif "raw" in result and price is not None:  # an engine given a price (RPA_PRICE_IN / RPA_PRICE_OUT)
             total += price.cost(result["raw"]["prompt_tokens"], result["raw"]["completion_tokens"])
     return total
