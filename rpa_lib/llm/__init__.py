@@ -1,10 +1,6 @@
-"""One client layer for every LLM call: chat, constrained choice, structured output; cache, retries, concurrency
-and usage accounting. Backends: OpenAI-compatible HTTP (the ``openai`` package), embedded local transformers model,
-deterministic fake. :func:`get_llm` builds the role-play LLM, :func:`judge_llm` the judge, from the same settings.
-
-Importing this package builds no client, loads no model and opens no file. :func:`clear_caches` forgets what
-the layer memoizes in the process (loaded local models, weight fingerprints, negotiated server modes); the on-disk
-reply cache stays.
+"""One client layer for every LLM call (chat, constrained choice, structured output) over OpenAI-compatible HTTP,
+an embedded local model or a deterministic fake: :func:`get_llm` builds the role-play LLM, :func:`judge_llm` the
+judge. Importing it builds no client, loads no model and opens no file.
 """
 
 from rpa_lib import fingerprint
@@ -24,8 +20,8 @@ from rpa_lib.llm.usage import PRICES, PRICES_AS_OF, Usage, save_usage
 
 
 def clear_caches() -> None:
-    """Forget the loaded local models, the memoized weight fingerprints and what each server's modes turned out to
-    be, so that the next call sees the files and servers as they are now (for a long notebook session)."""
+    """Forget the loaded local models, the weight fingerprints and the negotiated server modes (the on-disk reply
+    cache stays), so the next call sees files and servers as they are now."""
     _local.clear_caches()
     _llamacpp.clear_caches()
     fingerprint.clear_caches()

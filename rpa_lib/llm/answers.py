@@ -1,11 +1,5 @@
-"""Turning model text into valid answers, and the instructions that ask for them.
-
-- :func:`match_option`: the allowed answer a text stands for (``"Yes."`` -> ``"yes"``), or None.
-- :func:`extract_json` / :func:`schema_error`: the first JSON object in a text, and why it breaks a schema.
-- :func:`choice_instruction`, :func:`schema_instruction`, :func:`with_instruction`: prompt suffixes.
-- :func:`schema_example`: a small object that satisfies a schema (the fake backends' answer).
-
-Pure functions: no model calls, no re-asking (``base`` decides when to re-ask).
+"""Turning model text into valid answers (an allowed option, a JSON object valid against a schema), and the prompt
+instructions that ask for them. Pure functions: no model calls, no re-asking (``base`` decides when to re-ask).
 """
 
 from __future__ import annotations
@@ -13,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
 from typing import Any
 
 _TRIM = " \t\r\n\"'`*_.,;:!?()[]{}<>"
@@ -23,11 +18,8 @@ def _norm(text: str) -> str:
 
 
 def match_option(text: str, options: list[str]) -> str | None:
-    """The option ``text`` answers with, else None. ``match_option("**Yes.**", ["yes", "no"]) == "yes"``
-
-    Tries, in order: the exact text; the text without quotes, markup and punctuation, ignoring case; a JSON
-    object ``{"answer": ...}``; the one option the text starts with (``"4 - agree"`` -> ``"4"``).
-    """
+    """The option ``text`` answers with (exactly, ignoring case and markup, as ``{"answer": ...}``, or as the one
+    option it starts with), else None. ``match_option("**Yes.**", ["yes", "no"]) == "yes"``"""
     if text in options:
         return text
     by_norm = {_norm(o): o for o in options}
@@ -59,18 +51,14 @@ def extract_json(text: str) -> dict:
 
 
 def _import_jsonschema_without_iri_grammars() -> None:
-    """jsonschema imports ``rfc3987_syntax`` when it is installed (Jupyter's packages install it) to check the
-    "iri" formats, and that package compiles about 40 grammars at import: 3.4 s in every kernel that validated a
-    reply. We never check formats (no ``format_checker``), so before jsonschema's first import in a process the
-    module is marked absent, which jsonschema handles (it then lacks only that format check)."""
-    import sys
-
+    """Mark ``rfc3987_syntax`` absent before jsonschema's first import: we check no formats, and its import is slow
+    (docs/design/llm.md)."""
     if "jsonschema" not in sys.modules and "rfc3987_syntax" not in sys.modules:
         sys.modules["rfc3987_syntax"] = None  # type: ignore[assignment]  # "import rfc3987_syntax" raises ImportError
 
 
 def schema_error(data: object, schema: dict) -> str | None:
-    """Why ``data`` breaks ``schema`` (one readable line), or None when it is valid."""
+    """Why ``data`` breaks ``schema`` (one line), or None when it is valid."""
     _import_jsonschema_without_iri_grammars()
     import jsonschema
 
@@ -83,7 +71,7 @@ def schema_error(data: object, schema: dict) -> str | None:
 
 
 def parse_structured(text: str, schema: dict, data: dict | None = None) -> tuple[dict | None, str | None]:
-    """``(dict, None)`` when ``text`` (or ``data``, if given) holds a valid object, else ``(None, problem)``."""
+    """``(dict, None)`` when ``text`` (or ``data``) holds a valid object, else ``(None, problem)``."""
     if data is None:
         try:
             data = extract_json(text)
@@ -103,8 +91,7 @@ def schema_instruction(schema: dict) -> str:
 
 
 def example_instruction(schema: dict) -> str:
-    """The instruction for a model that must write a JSON object unaided: an example object to imitate, which
-    small models follow where they copy a schema back."""
+    """An example object to imitate, for a model writing JSON unaided (small models copy a schema back)."""
     return ("Reply with only a JSON object, no other text, with the same keys and kinds of values as this example "
             "(your own values):\n" + json.dumps(_example(schema, "value"), ensure_ascii=False))
 
@@ -132,8 +119,8 @@ def with_instruction(messages: list[dict], instruction: str) -> list[dict]:
 
 
 def schema_example(schema: dict, name: str = "value") -> object:
-    """A small value satisfying ``schema``: strings ``"fake <name>"``, numbers at their minimum or 0, the first
-    enum value, arrays of ``minItems`` elements. ``schema_example({"type": "integer", "minimum": 1}) == 1``"""
+    """A small value satisfying ``schema`` (strings ``"fake <name>"``, numbers at their minimum, first enum value).
+    ``schema_example({"type": "integer", "minimum": 1}) == 1``"""
     if "const" in schema:
         return schema["const"]
     if "enum" in schema:
@@ -166,9 +153,8 @@ def _field(item: Any, name: str) -> Any:
 
 
 def first_token_scores(content: Any, options: list[str]) -> dict[str, float] | None:
-    """log of the probability mass, among the first generated token's top alternatives, of tokens that begin each
-    option; None when none does. ``content``: an OpenAI-style ``logprobs.content`` list (objects, as the ``openai``
-    package gives them, or dicts, as llama.cpp does), each with ``top_logprobs`` of ``token`` and ``logprob``."""
+    """Per option, the log of the probability mass of the first token's top alternatives that begin it; None when
+    none does. ``content``: an OpenAI-style ``logprobs.content`` list (objects or dicts)."""
     if not content or not isinstance(content, list):
         return None
     mass = dict.fromkeys(options, 0.0)

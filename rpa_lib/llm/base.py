@@ -1,29 +1,8 @@
-"""``LLM``: the one interface every backend shares (chat, choose, structured, map, usage), and its machinery.
-
-A public call builds a request, looks it up in the cache, otherwise claims it (waiting instead while another
-thread or process sharing the cache sends it: :mod:`rpa_lib.llm.inflight`) and asks the backend (retrying transient
-faults), checks the answer (a non-empty text, an allowed option, or a JSON object valid against the schema),
-re-asks a bounded number of times when it is not, stores the outcome and records usage. Backends subclass
-``LLM`` and implement only the round trips ``_chat``, ``_choose`` and ``_structured`` (each returns a
-:class:`Raw`, raises :class:`Transient` for faults worth retrying and :class:`LLMFatalError` for ones no retry
-or other item can get past).
-
-What is cached is the backend's answer to the request, whatever it was: a valid reply, or its failure to give
-one after every re-ask (no allowed option, no valid JSON, an empty chat reply). A later identical call gets the
-same reply, or the same ``LLMError`` (``cached=True``), without asking the backend, unless it allows more
-attempts than the stored failure had. Faults (retries exhausted, fatal errors, exceptions in backend code) are
-never cached. Errors never chain to an exception of a backend that holds a credential (``_keep_causes``).
-
-Spending. ``RPA_PRICE_IN``/``RPA_PRICE_OUT`` override the backend's price. An LLM given a budget
-(:meth:`LLM.with_budget`, :mod:`rpa_lib.llm.budget`) first holds each round trip's estimated cost and raises
-``BudgetExceeded`` (fatal) when that would pass the limit.
-
-Repeated runs. :meth:`LLM.for_repeat` gives the same LLM answering for run ``r`` of a repeated experiment: each of
-its requests is sample ``r`` (added to the sample the caller asks for), so run ``r > 0`` has cache keys of its own
-and, where the backend takes a seed, a seed of its own (:func:`sample_seed`); run 0 is the LLM itself, its keys
-those of an unrepeated run.
-
-This module does not talk to any model or know any credential.
+"""``LLM``: the interface every backend shares (chat, choose, structured, map, usage) and its machinery: the cache
+and in-flight claims, round trips with retries under an optional budget, validation with bounded re-asks, usage.
+A backend implements only ``_chat``, ``_choose`` and ``_structured``, each returning a :class:`Raw` (raising
+``Transient`` to be retried, ``LLMFatalError`` to stop). What is cached, and why: docs/design/llm.md. This module
+talks to no model and knows no credential.
 """
 
 from __future__ import annotations
@@ -44,6 +23,8 @@ from rpa_lib.llm.retry import Exhausted, RetryPolicy, Transient, call_with_retri
 from rpa_lib.llm.usage import Price, Usage
 
 _ROLES = ("system", "user", "assistant")
+_GAVE_UP = {"chat": "empty reply after {n} attempts", "choose": "no allowed answer after {n} attempts: {problem}",
+            "structured": "no valid JSON object after {n} attempts: {problem}"}
 
 
 @dataclass(frozen=True)
@@ -62,18 +43,16 @@ class Request:
 
 
 def _key_fields(req: Request) -> dict:
-    """The request's part of the cache key; ``allow_empty`` only when set, so default keys stay as they were.
-    (The fields by hand, not ``asdict``: its deep copy was a fifth of a cached call's time; the key is the same.)"""
+    """The request's part of the cache key (``allow_empty`` only when set, so default keys stay as they were); by
+    hand, as ``asdict``'s deep copy is slow (docs/design/llm.md)."""
     fields = {"kind": req.kind, "messages": req.messages, "temperature": req.temperature,
               "max_tokens": req.max_tokens, "seed": req.seed, "sample": req.sample, "options": req.options,
               "schema": req.schema}
-    if req.allow_empty:
-        fields["allow_empty"] = True
-    return fields
+    return {**fields, "allow_empty": True} if req.allow_empty else fields
 
 
 def sample_seed(seed: int, sample: int) -> int:
-    """The seed a backend uses for sample ``sample`` of seed ``seed``. ``sample_seed(7, 0) == 7``"""
+    """The seed of sample ``sample`` of seed ``seed``. ``sample_seed(7, 0) == 7``"""
     if sample == 0:
         return seed
     return int.from_bytes(hashlib.sha256(f"{seed}:{sample}".encode()).digest()[:4], "big") >> 1
@@ -89,7 +68,7 @@ def _checked(messages: list[dict]) -> list[dict]:
 
 
 def _call_name(kind: str, name: str | None, messages: list[dict]) -> str:
-    """``chat call 'Who are you?'``: the given name, else the first 60 characters of the last user message."""
+    """``chat call 'Who are you?'``: ``name``, else the first 60 characters of the last user message."""
     if name is None:
         last = next((m["content"] for m in reversed(messages) if m["role"] == "user"), messages[-1]["content"])
         name = " ".join(last.split())[:60]
@@ -101,28 +80,27 @@ def _reask(messages: list[dict], answer: str, problem: str) -> list[dict]:
             {"role": "user", "content": f"That reply was not valid: {problem}. Please answer again."}]
 
 
+@dataclass
 class _Spent:
     """Tokens of every round trip of one call (re-asks included)."""
 
-    def __init__(self) -> None:
-        self.prompt_tokens = self.completion_tokens = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
 
 
 class _NoValidAnswer(Exception):
-    """The backend answered every attempt but never validly: its outcome for this request, cached like a reply."""
+    """The backend answered every attempt, never validly: its outcome for this request, cached like a reply."""
 
     def __init__(self, problem: str, text: str, attempts: int):
         super().__init__(problem)
         self.problem, self.text, self.attempts = problem, text, attempts
 
 
-def _failure(what: str, problem: str, *, cached: bool, spent: _Spent | None = None,
-             seconds: float = 0.0) -> LLMNoValidAnswer:
+def _failure(what: str, problem: str, cached: bool, seconds: float, spent: _Spent | None = None) -> LLMNoValidAnswer:
     error = LLMNoValidAnswer(f"{what}: {problem}")
-    error.cached = cached
+    error.cached, error.seconds = cached, seconds
     if spent is not None:  # what the attempts cost, for the caller's trace
         error.prompt_tokens, error.completion_tokens = spent.prompt_tokens, spent.completion_tokens
-    error.seconds = seconds
     return error
 
 
@@ -156,52 +134,46 @@ class LLM:
 
     def chat(self, messages: list[dict], *, temperature: float = 0.0, max_tokens: int = 256, seed: int = 0,
              sample: int = 0, name: str | None = None, allow_empty: bool = False, max_retries: int = 2) -> Reply:
-        """A free-text reply. An empty (or all-blank) reply is re-asked up to ``max_retries`` times, then
-        LLMError, unless ``allow_empty=True``."""
+        """A free-text reply; a blank one (unless ``allow_empty``) is re-asked up to ``max_retries`` times."""
         req = Request("chat", _checked(messages), temperature, max_tokens, seed, sample + self.repeat,
                       allow_empty=allow_empty)
-        return self._call(req, name, max_retries + 1, lambda what, spent: self._run_chat(req, what, spent, max_retries))
+        return self._asked(req, name, max_retries)
 
     def choose(self, messages: list[dict], options: list[str], *, seed: int = 0, sample: int = 0,
                max_retries: int = 2, name: str | None = None) -> Reply:
-        """Exactly one of ``options`` (``Reply.text``); re-asks up to ``max_retries`` times, then LLMError."""
+        """Exactly one of ``options`` (``Reply.text``), re-asking up to ``max_retries`` times."""
         options = [str(o) for o in options]
         if not options or len(set(options)) != len(options):
             raise ValueError(f"options must be non-empty and distinct: {options!r}")
         req = Request("choose", _checked(messages), 0.0, 0, seed, sample + self.repeat, options=options)
-        return self._call(req, name, max_retries + 1,
-                          lambda what, spent: self._run_choose(req, what, spent, max_retries))
+        return self._asked(req, name, max_retries)
 
     def structured(self, messages: list[dict], schema: dict, *, max_tokens: int = 512, max_retries: int = 2,
                    seed: int = 0, sample: int = 0, temperature: float = 0.0, name: str | None = None) -> Reply:
-        """A JSON object valid against ``schema`` (``Reply.data``); re-asks up to ``max_retries``, then LLMError."""
+        """A JSON object valid against ``schema`` (``Reply.data``), re-asking up to ``max_retries`` times."""
         req = Request("structured", _checked(messages), temperature, max_tokens, seed, sample + self.repeat,
                       schema=schema)
-        return self._call(req, name, max_retries + 1,
-                          lambda what, spent: self._run_structured(req, what, spent, max_retries))
+        return self._asked(req, name, max_retries)
 
     def map(self, fn: Callable[[Any], Any], items: Iterable[Any], *, desc: str = "llm", workers: int | None = None,
             progress: bool = True) -> list[Outcome]:
-        """``fn(item)`` for every item, ``workers`` (default ``max_workers``) at a time, in input order. A failed
-        item is recorded in its Outcome; an :class:`LLMFatalError` stops the run and is raised, naming the item."""
+        """``fn(item)`` for every item, ``workers`` at a time, in order; an :class:`LLMFatalError` stops the run."""
         return run_map(fn, items, workers=workers or self.max_workers, desc=desc, progress=progress,
                        stop_on=(LLMFatalError,))
 
     def with_budget(self, budget: Budget | None) -> LLM:
-        """This LLM, its uncached round trips limited by ``budget`` (None: no limit); LLMFatalError for a priced
-        backend whose price is unknown. ``get_llm("fake").with_budget(Budget(5.0))``"""
+        """This LLM, its uncached round trips limited by ``budget`` (LLMFatalError when its price is unknown).
+        ``get_llm("fake").with_budget(Budget(5.0))``"""
         self._budget = check_priced(self, budget)
         return self
 
     def round_trip(self, req: Request, what: str) -> Raw:
-        """One round trip of ``req`` through the backend's hook, with retries, uncached: what a batch round runs
-        for an in-process engine (:func:`rpa_lib.llm.rounds.answer_engine_lines`)."""
+        """One uncached round trip of ``req``, with retries (a batch round's, for an in-process engine)."""
         return self._round_trip(getattr(self, f"_{req.kind}"), req, what, _Spent())
 
     def for_repeat(self, repeat: int) -> LLM:
-        """This LLM answering for run ``repeat`` of a repeated experiment: the same backend, cache, usage and
-        budget, every request sent as sample ``repeat`` (keys of its own, and a seed of its own where the backend
-        takes one). Run 0 is this LLM itself. ``get_llm("fake").for_repeat(1).repeat == 1``"""
+        """This LLM answering for run ``repeat`` of a repeated experiment, each request as sample ``repeat``.
+        ``get_llm("fake").for_repeat(1).repeat == 1``"""
         if repeat < 0:
             raise ValueError(f"a repeat is a run index, 0 or more: {repeat!r}")
         if repeat == self.repeat:
@@ -222,14 +194,10 @@ class LLM:
     def _chat(self, req: Request) -> Raw:
         raise NotImplementedError
 
-    def _choose(self, req: Request) -> Raw:
-        raise NotImplementedError
-
-    def _structured(self, req: Request) -> Raw:
-        raise NotImplementedError
+    _choose = _structured = _chat
 
     def _key_extra(self) -> dict:
-        """Backend settings that change replies (e.g. how choices are constrained); part of the cache key."""
+        """Backend settings that change replies; part of the cache key."""
         return {}
 
     def _scrub(self, text: str) -> str:
@@ -238,25 +206,19 @@ class LLM:
 
     # ---- machinery --------------------------------------------------------------------------------------------
 
-    def _cache_fields(self, req: Request) -> dict:
-        """What the cache key of ``req`` is made of: backend kind, model id, the request and backend settings."""
-        return {"backend": self.backend, "model": self.model_id, **_key_fields(req), "extra": self._key_extra()}
-
     def _keys(self, req: Request) -> tuple[dict, str]:
-        """(the fields of ``req``'s cache key, the key)."""
-        fields = self._cache_fields(req)
+        """(the fields of ``req``'s cache key: backend kind, model id, the request and backend settings; the key)."""
+        fields = {"backend": self.backend, "model": self.model_id, **_key_fields(req), "extra": self._key_extra()}
         return fields, request_key(fields)
 
     @staticmethod
     def _failed(fields: dict) -> tuple[dict, str]:
-        """The fields and key a failure of the request with ``fields`` is stored under, beside its replies."""
+        """The fields and key of the request's failure, stored beside its replies."""
         failed_fields = {**fields, "outcome": "failed"}
         return failed_fields, request_key(failed_fields)
 
     def _call(self, req: Request, name: str | None, attempts: int, run: Callable[[str, _Spent], dict]) -> Reply:
-        """The cached outcome of ``req`` (a reply, or a failure after at least ``attempts`` attempts), else ``run``.
-        A miss is claimed first: while another thread or process sharing the cache sends the same request, this
-        call waits for its outcome instead of paying for it again (:mod:`rpa_lib.llm.inflight`)."""
+        """The cached outcome of ``req``, else ``run`` (claimed first: callers sharing the cache send it once)."""
         what = _call_name(req.kind, name, req.messages)
         fields, key = self._keys(req)
         start = time.monotonic()
@@ -270,8 +232,7 @@ class LLM:
         return self._send_and_store(req, what, fields, key, start, run)
 
     def _stored(self, fields: dict, key: str, attempts: int) -> tuple[bool, dict] | None:
-        """(True, the reply) or (False, the failure after at least ``attempts`` attempts) the cache holds for the
-        request, else None."""
+        """(True, the reply) or (False, a failure after at least ``attempts`` attempts) from the cache, else None."""
         if self._cache is None:
             return None
         hit = self._cache.get(key)
@@ -281,18 +242,18 @@ class LLM:
         return (False, miss) if miss is not None and miss.get("attempts", 0) >= attempts else None
 
     def _replay(self, req: Request, what: str, start: float, ok: bool, entry: dict) -> Reply:
-        """The stored outcome as this call's: the Reply (``cached=True``, no tokens), or its failure raised."""
+        """The stored outcome as this call's: a Reply (``cached=True``, no tokens), or its failure raised."""
         end = time.monotonic()
         if not ok:
             self._usage.record_call(start, end, cached=True, error=True)
-            raise _failure(what, entry["error"], cached=True, seconds=end - start)
+            raise _failure(what, entry["error"], True, end - start)
         self._usage.record_call(start, end, cached=True)
         return Reply(entry["text"], entry.get("data"), True, 0, 0, end - start, req.kind, self.model_id,
                      entry.get("scores"), bool(entry.get("coerced")))
 
     def _send_and_store(self, req: Request, what: str, fields: dict, key: str, start: float,
                         run: Callable[[str, _Spent], dict]) -> Reply:
-        """``run`` the request (the backend's round trips), store its outcome and return it (or raise its failure)."""
+        """``run`` the request, store its outcome and return it (or raise its failure)."""
         spent = _Spent()
         failure: _NoValidAnswer | None = None
         try:
@@ -311,7 +272,7 @@ class LLM:
                 failed_fields, failed_key = self._failed(fields)
                 self._cache.put(failed_key, failed_fields, {"error": failure.problem, "text": failure.text,
                                                             "attempts": failure.attempts, **tokens})
-            raise _failure(what, failure.problem, cached=False, spent=spent, seconds=end - start)
+            raise _failure(what, failure.problem, False, end - start, spent)
         reply = Reply(answer["text"], answer.get("data"), False, spent.prompt_tokens, spent.completion_tokens,
                       end - start, req.kind, self.model_id, answer.get("scores"), bool(answer.get("coerced")))
         if self._cache is not None:
@@ -322,10 +283,8 @@ class LLM:
         return reply
 
     def _round_trip(self, hook: Callable[[Request], Raw], req: Request, what: str, spent: _Spent) -> Raw:
-        """One backend round trip with retries; any other failure becomes an LLMError (an LLMFatalError stays
-        fatal) naming the call; a :class:`Pending` (a batch round will answer it) passes as it is. Under a budget it
-        first holds the request's estimated cost (BudgetExceeded when that would pass the limit) and then books
-        what the round trip cost."""
+        """One round trip with retries, its failure an LLMError naming the call (its class kept for ours; a
+        :class:`Pending` passes). Under a budget it holds the estimated cost first, then books the actual one."""
 
         def attempt() -> Raw:
             try:
@@ -352,42 +311,34 @@ class LLM:
         self._usage.record_request(raw.prompt_tokens, raw.completion_tokens)
         return raw
 
-    def _run_chat(self, req: Request, what: str, spent: _Spent, max_retries: int) -> dict:
-        asked = req
-        for attempt in range(max_retries + 1):
-            raw = self._round_trip(self._chat, asked, what, spent)
-            if req.allow_empty or raw.text.strip():
-                return {"text": raw.text}
-            if attempt < max_retries:
-                self._usage.record_reask()
-                asked = replace(asked, messages=_reask(asked.messages, raw.text, "it was empty"))
-        raise _NoValidAnswer(f"empty reply after {max_retries + 1} attempts", raw.text, max_retries + 1)
+    def _asked(self, req: Request, name: str | None, max_retries: int) -> Reply:
+        return self._call(req, name, max_retries + 1, lambda what, spent: self._ask(req, what, spent, max_retries))
 
-    def _run_choose(self, req: Request, what: str, spent: _Spent, max_retries: int) -> dict:
+    def _ask(self, req: Request, what: str, spent: _Spent, max_retries: int) -> dict:
+        """Round trips of ``req`` until one is valid, re-asking up to ``max_retries`` times; else _NoValidAnswer."""
+        hook, valid = getattr(self, f"_{req.kind}"), getattr(self, f"_valid_{req.kind}")
         asked = req
         for attempt in range(max_retries + 1):
-            raw = self._round_trip(self._choose, asked, what, spent)
-            choice = match_option(raw.text, req.options or [])
-            self._usage.record_reply("choose", choice is not None, coerced=raw.coerced and choice is not None)
-            if choice is not None:
-                return {"text": choice, "scores": raw.scores, "coerced": raw.coerced}
-            problem = f"{raw.text[:80]!r} is not one of {req.options!r}"
+            raw = self._round_trip(hook, asked, what, spent)
+            answer, problem = valid(req, raw)
+            if answer is not None:
+                return answer
             if attempt < max_retries:
                 self._usage.record_reask()
                 asked = replace(asked, messages=_reask(asked.messages, raw.text, problem))
-        raise _NoValidAnswer(f"no allowed answer after {max_retries + 1} attempts: {problem}", raw.text,
-                             max_retries + 1)
+        raise _NoValidAnswer(_GAVE_UP[req.kind].format(n=max_retries + 1, problem=problem), raw.text, max_retries + 1)
 
-    def _run_structured(self, req: Request, what: str, spent: _Spent, max_retries: int) -> dict:
-        asked = req
-        for attempt in range(max_retries + 1):
-            raw = self._round_trip(self._structured, asked, what, spent)
-            data, problem = parse_structured(raw.text, req.schema or {}, raw.data)
-            self._usage.record_reply("structured", data is not None)
-            if data is not None:
-                return {"text": raw.text, "data": data}
-            if attempt < max_retries:
-                self._usage.record_reask()
-                asked = replace(asked, messages=_reask(asked.messages, raw.text, problem or "invalid"))
-        raise _NoValidAnswer(f"no valid JSON object after {max_retries + 1} attempts: {problem}", raw.text,
-                             max_retries + 1)
+    def _valid_chat(self, req: Request, raw: Raw) -> tuple[dict | None, str]:
+        return ({"text": raw.text} if req.allow_empty or raw.text.strip() else None), "it was empty"
+
+    def _valid_choose(self, req: Request, raw: Raw) -> tuple[dict | None, str]:
+        choice = match_option(raw.text, req.options or [])
+        self._usage.record_reply("choose", choice is not None, coerced=raw.coerced and choice is not None)
+        if choice is None:
+            return None, f"{raw.text[:80]!r} is not one of {req.options!r}"
+        return {"text": choice, "scores": raw.scores, "coerced": raw.coerced}, ""
+
+    def _valid_structured(self, req: Request, raw: Raw) -> tuple[dict | None, str | None]:
+        data, problem = parse_structured(raw.text, req.schema or {}, raw.data)
+        self._usage.record_reply("structured", data is not None)
+        return ({"text": raw.text, "data": data} if data is not None else None), problem

@@ -1,16 +1,6 @@
-"""A transactional cache of LLM replies in one SQLite file, safe for concurrent threads and processes.
-
-The key is the sha256 of the whole request as canonical JSON (backend kind, model id, which for a local model
-includes a fingerprint of its weights, messages, temperature, max tokens, seed, sample index, allowed answers or
-schema, and the backend's settings, among them a remote server's URL without credentials). Credentials are never
-part of it: callers build the key from :func:`request_key`, which receives only those fields. ``base`` stores a
-call's failed outcome (no valid answer after every re-ask) under a key of its own, beside the replies. Each entry
-is committed on its own, so a killed run loses at most the calls in flight. WAL mode lets readers run beside one
-writer; ``busy_timeout`` makes writers from other processes wait instead of failing. Callers sharing the file
-send each missing request once: ``Cache.inflight`` holds the in-flight claims (:mod:`rpa_lib.llm.inflight`).
-
-This module does not decide what to cache (``base`` does), expire entries, or store anything but the request
-and the reply fields.
+"""A transactional cache of LLM replies in one SQLite file, safe for concurrent threads and processes; the key is
+the sha256 of the canonical request (:func:`request_key`), never of a credential. It does not decide what to cache
+(``base`` does), expire entries, or store anything but the request and the reply fields.
 """
 
 from __future__ import annotations
@@ -32,7 +22,7 @@ _SCHEMA = """CREATE TABLE IF NOT EXISTS replies (
 
 
 def default_path() -> Path:
-    """``$RPA_CACHE_DIR/llm.sqlite`` (``results/cache/llm.sqlite`` by default)."""
+    """``$RPA_CACHE_DIR/llm.sqlite``."""
     return cache_dir() / "llm.sqlite"
 
 
@@ -42,14 +32,13 @@ def canonical(obj: object) -> str:
 
 
 def request_key(fields: dict) -> str:
-    """sha256 hex of the canonical request. ``request_key({"model": "m", "messages": [...]})``"""
+    """sha256 hex of the canonical request. ``request_key({"model": "m"})``"""
     return hashlib.sha256(canonical(fields).encode("utf-8")).hexdigest()
 
 
 class Cache:
-    """``Cache(path).get(key)`` -> reply dict or None; ``.put(key, request, reply)``. Opens the file on first use.
-    ``lease``: seconds an in-flight claim lives unless renewed (a killed sender's claim ends after it);
-    ``claims=False``: no claims, each caller sends its own misses (to measure what claims save)."""
+    """``Cache(path).get(key)`` -> reply dict or None; ``.put(key, request, reply)``. ``lease``: seconds an in-flight
+    claim lives unless renewed; ``claims=False``: each caller sends its own misses."""
 
     def __init__(self, path: str | Path, *, lease: float = LEASE, claims: bool = True):
         self.path = Path(path)

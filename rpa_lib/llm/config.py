@@ -1,12 +1,6 @@
 """The settings lookup of the LLM layer: one value by name, from an explicit argument, else the environment, else a
-git-ignored ``.env`` at the repository root.
-
-Settings: ``RPA_LLM_MODEL`` (which LLM; see :func:`rpa_lib.llm.get_llm`), ``RPA_LLM_BASE_URL`` (an
-OpenAI-compatible endpoint), ``OPENAI_API_KEY`` and ``RPA_LLM_TIMEOUT`` (seconds one HTTP request may take before
-it counts as a timeout, default :data:`DEFAULT_TIMEOUT`; see :func:`request_timeout`). ``.env`` is read when a
-setting is needed (never on import) and never copied into ``os.environ``.
-
-A leaf module: it imports nothing of ``rpa_lib.llm``, builds no client and knows no backend.
+git-ignored ``.env`` at the repository root (read when needed, never copied into ``os.environ``). A leaf module: it
+builds no client and knows no backend.
 """
 
 from __future__ import annotations
@@ -42,15 +36,12 @@ def read_dotenv(path: Path) -> dict[str, str]:
 
 def setting(name: str, explicit: str | None = None) -> str | None:
     """``explicit``, else ``$name``, else ``name`` in ``.env``; None if empty everywhere."""
-    for value in (explicit, os.environ.get(name), read_dotenv(DOTENV).get(name)):
-        if value:
-            return value
-    return None
+    return next((v for v in (explicit, os.environ.get(name), read_dotenv(DOTENV).get(name)) if v), None)
 
 
 def request_timeout(explicit: float | None = None) -> float:
-    """Seconds per HTTP request: ``explicit``, else ``RPA_LLM_TIMEOUT``, else :data:`DEFAULT_TIMEOUT` (60).
-    ValueError, naming the setting, for anything but a positive finite number."""
+    """Seconds per HTTP request: ``explicit``, else ``RPA_LLM_TIMEOUT``, else :data:`DEFAULT_TIMEOUT`; ValueError
+    for anything but a positive finite number."""
     raw = explicit if explicit is not None else setting("RPA_LLM_TIMEOUT")
     if raw is None:
         return DEFAULT_TIMEOUT

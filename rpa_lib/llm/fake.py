@@ -1,11 +1,7 @@
-"""``FakeLLM``: a deterministic backend for tests and dry runs; no network, no model, no randomness.
-
-It answers through a rule ``rule(kind, messages, options_or_schema) -> str | dict | None`` (None: no content, as
-a server may send) and goes through the same cache, retry, re-ask, usage and map machinery as the real backends.
-A rule may raise ``Transient`` or ``LLMFatalError`` to simulate faults. Tokens are counted as whitespace-separated words. It does not imitate any real model's wording.
-Sample ``s > 0`` of a request (another run of a repeated experiment) is answered by the rule reading
-`` (sample s)`` after the last user message, so the default rule's chat and choice answers change from run to run as
-a sampled model's would, still deterministically; sample 0 reads the messages as they are.
+"""``FakeLLM``: a deterministic backend for tests and dry runs, answering through a rule
+``rule(kind, messages, options_or_schema) -> str | dict | None`` (None: no content) through the same cache, retry,
+re-ask and usage machinery as the real backends. A rule may raise ``Transient`` or ``LLMFatalError`` to simulate
+faults; tokens are whitespace-separated words. It imitates no real model's wording, and uses no network or randomness.
 """
 
 from __future__ import annotations
@@ -44,8 +40,8 @@ def default_rule(kind: str, messages: list[dict], spec: Any) -> str | dict:
 
 
 def _sampled(messages: list[dict], sample: int) -> list[dict]:
-    """``messages`` as sample ``sample`` reads them: `` (sample 2)`` after the last user message (sample 0: as
-    they are)."""
+    """``messages`` with `` (sample 2)`` after the last user message, so another run of a repeated experiment gets
+    other answers, deterministically (sample 0: as they are)."""
     if not sample:
         return messages
     last = max((i for i, m in enumerate(messages) if m["role"] == "user"), default=len(messages) - 1)
@@ -58,7 +54,7 @@ def _words(messages: list[dict]) -> int:
 
 class FakeLLM(LLM):
     """``FakeLLM()`` or ``FakeLLM(rule=lambda kind, messages, spec: "yes")``. Not cached unless ``cache=`` says so
-    (two fakes with different rules would otherwise share answers)."""
+    (two fakes with different rules would share answers)."""
 
     backend = "fake"
 
@@ -69,19 +65,13 @@ class FakeLLM(LLM):
         self.label, self.model_id = label, f"fake:{label}"
         super().__init__(cache=cache, max_workers=max_workers, retry=retry)
 
-    def _answer(self, req: Request, spec: Any) -> Raw:
+    def _chat(self, req: Request) -> Raw:
         if self.delay:
             time.sleep(self.delay)
+        spec = req.options if req.kind == "choose" else req.schema
         out = self.rule(req.kind, _sampled(req.messages, req.sample), spec)
         data = out if isinstance(out, dict) else None
         text = json.dumps(out, ensure_ascii=False) if isinstance(out, dict) else "" if out is None else str(out)
         return Raw(text, _words(req.messages), len(text.split()), data=data)
 
-    def _chat(self, req: Request) -> Raw:
-        return self._answer(req, None)
-
-    def _choose(self, req: Request) -> Raw:
-        return self._answer(req, req.options)
-
-    def _structured(self, req: Request) -> Raw:
-        return self._answer(req, req.schema)
+    _choose = _structured = _chat

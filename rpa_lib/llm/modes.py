@@ -1,16 +1,6 @@
-"""How an OpenAI-compatible server is asked for a constrained choice or a JSON object, and what it turned out to
-accept: capability negotiation, remembered per server and model for the process (one notebook's run).
-
-``choose``: ``json_schema`` -> ``logprobs`` -> ``text``. ``structured``: ``json_schema`` -> ``json_object_schema``
--> ``json_object`` -> ``text``. ``auto`` (the default) starts at the first and moves to the next when the server
-rejects the request's ``response_format`` or ``logprobs`` (HTTP 400/422 naming one of them, or a 500 whose body
-is a request-validation error naming one: llama.cpp's server answers so). The move is logged once per server,
-model and kind, and recorded on the LLM's ``Usage`` (``modes`` in its run-record dict). A mode set explicitly
-(``RPA_LLM_CHOOSE_MODE``, ``RPA_LLM_STRUCTURED_MODE``, the judge's ``RPA_JUDGE_*`` twins, a profile's ``env``, or
-``choose_mode=`` / ``structured_mode=``) is never changed: its rejection is an :class:`LLMFatalError`.
-
-Cache keys name the configured mode (``auto`` as ``json_schema``, the default it replaced), not the negotiated one:
-the same server negotiates the same way, so a resumed run finds its replies before asking anything.
+"""How an OpenAI-compatible server is asked for a constrained choice or a JSON object, and which mode it turned out
+to accept, remembered per server, model and kind for the process. ``auto`` walks :data:`CHAINS` on each rejection;
+an explicit mode is never changed (its rejection is an :class:`LLMFatalError`). It sends nothing itself.
 """
 
 from __future__ import annotations
@@ -33,7 +23,7 @@ _LOCK = threading.Lock()
 
 
 class Rejected(Exception):
-    """The server answered that it cannot serve the mode asked for (its message, scrubbed)."""
+    """The server cannot serve the mode asked for (its message, scrubbed)."""
 
 
 def checked(kind: str, mode: str | None) -> str:
@@ -46,12 +36,12 @@ def checked(kind: str, mode: str | None) -> str:
 
 
 def key_mode(mode: str) -> str:
-    """The mode's part of the cache key: ``auto`` keys as ``json_schema``, the default before negotiation."""
+    """The mode's part of the cache key: ``auto`` keys as ``json_schema``. ``key_mode("auto") == "json_schema"``"""
     return "json_schema" if mode == "auto" else mode
 
 
 def is_rejection(status: int, detail: str, params: dict) -> bool:
-    """Is an HTTP error the server's answer that it cannot serve what ``params`` asked for?"""
+    """Is an HTTP error the server's answer that it cannot serve the ``response_format`` or ``logprobs`` asked?"""
     asked = "response_format" in params or "logprobs" in params
     if not asked or not _CAPABILITY.search(detail):
         return False
@@ -67,8 +57,8 @@ def current(server: str, model: str, kind: str, configured: str) -> str:
 
 
 def fall_back(server: str, model: str, kind: str, configured: str, rejected: str, why: str) -> None:
-    """After ``server`` rejected mode ``rejected``: move to the next mode (logged once), or LLMFatalError when the
-    mode was set explicitly or none is left. Concurrent calls rejected in the same mode move it once."""
+    """Move past the rejected mode (once, however many calls were rejected in it); LLMFatalError for an explicit
+    mode or the chain's last."""
     chain = CHAINS[kind]
     if configured != "auto":
         raise LLMFatalError(f"{why} -- this server does not support {kind}_mode {configured!r}; set "
@@ -81,13 +71,12 @@ def fall_back(server: str, model: str, kind: str, configured: str, rejected: str
             return
         if rejected == chain[-1]:
             raise LLMFatalError(f"{why} -- the server rejected every {kind} mode (model {model!r} at {server})")
-        _NEGOTIATED[key] = chain[chain.index(rejected) + 1]
-        nxt = _NEGOTIATED[key]
+        nxt = _NEGOTIATED[key] = chain[chain.index(rejected) + 1]
     log.warning("%s at %s rejected %s mode %s (%s); using %s for the rest of the run", model, server, kind, rejected,
                 why[:160], nxt)
 
 
 def clear() -> None:
-    """Forget what every server accepted (the next call negotiates again)."""
+    """Forget what every server accepted."""
     with _LOCK:
         _NEGOTIATED.clear()

@@ -1,50 +1,8 @@
-"""``OpenAILLM``: any OpenAI-compatible chat-completions endpoint, through the ``openai`` package.
-
-OpenAI itself (``gpt-4.1`` ...) or a self-hosted server (vLLM, Ollama, llama.cpp server, LM Studio) at ``base_url``.
-One ``openai.OpenAI`` client per backend object, built lazily on the first call (the API key is looked up then:
-explicit argument, environment, ``.env``), over an ``httpx2`` client with room for 256 connections (more than any
-``max_workers`` we use) and the request timeout.
-
-Faults. The client retries what it knows to be transport faults: 429, 408, 409 and 5xx (honouring ``Retry-After``
-as it reads it; one over two minutes is not retried, as it decides), timeouts and dropped connections, up to
-``retry.attempts`` tries in all (its ``max_retries``), waiting :meth:`~rpa_lib.llm.retry.RetryPolicy.delay`
-between them (the one change to the client, through its ``_calculate_retry_timeout`` hook, so that
-``worst_case_seconds`` holds and tests can wait milliseconds); a server's capability answer (below) is not retried.
-When it gives up, the call fails (:class:`~rpa_lib.llm.retry.Exhausted`, never retried again). What it cannot see,
-a 200 whose body is malformed or holds no choices, is ``Transient``: retried by our ``retry`` module. Every retry,
-the client's or ours, is counted in ``usage.retries`` (the client's from the ``x-stainless-retry-count`` it sends).
-401 (credentials refused), 403 (permission), 404 (unknown model or endpoint), a 400
-saying the model does not exist, and a missing API key are :class:`LLMFatalError`: never retried, ``LLM.map``
-stops at the first, and the message names the model and the server. Other HTTP errors fail the call at once.
-
-Timeout. One HTTP request may take ``timeout`` seconds: the argument, else the setting ``RPA_LLM_TIMEOUT``, else
-60 (:data:`rpa_lib.llm.config.DEFAULT_TIMEOUT`). A server that accepts connections and never answers fails a call
-after at most ``timeout x attempts + backoff`` seconds (``worst_case_seconds``; with the default retry policy
-60 x 6 + 31 = 391 s, with ``RPA_LLM_TIMEOUT=10`` 91 s); every timeout error states both numbers.
-
-Credentials. The API key is sent as ``Authorization: Bearer``. Credentials in the base URL
-(``https://user:p%40ss@host/v1``; percent-encoding is decoded) are honoured as HTTP Basic auth, which then is the
-``Authorization`` header in the key's place (a warning says so when a key is configured too); they never stay in the
-URL the client uses. A base URL with a query string or fragment is rejected (ValueError). The key and the URL's
-credentials (as written, decoded, and base64-encoded as in the Basic header) are scrubbed from every error and log
-line, and no error chains to an exception of the ``openai`` package (which holds the request). The server is known by
-``base_url``, its URL without credentials, which is part of the cache key; the credentials are not.
-
-Replicas. A base URL may list several servers of one model, comma-separated (``http://a:8000/v1,http://b:8000/v1``,
-one set of credentials): requests spread over them, a character's calls stay on one, and a replica that refuses
-connections is set aside (:mod:`rpa_lib.llm.replicas`). The cache key names the list (sorted, without credentials),
-not the replica that answered: a model name alone does not say which weights answer (llama.cpp's server answers any
-name with its one model), while the list is the deployment the user declared to serve one model. One URL keeps the
-key it always had; changing the list starts new keys.
-
-Modes (:mod:`rpa_lib.llm.modes`). Constrained choice: ``json_schema`` (a strict JSON schema whose one field is an
-enum of the options), ``logprobs`` (the options' probability mass at the first token; also gives
-``Reply.scores``) or ``text`` (instruction only). Structured output: ``json_schema`` (the schema as
-``response_format``), ``json_object_schema`` (``{"type": "json_object", "schema": ...}``, llama.cpp's
-grammar-constrained form), ``json_object`` (any JSON object) or ``text``. ``auto`` (the default) starts at the
-first and, when the server answers a ``response_format`` or ``logprobs`` it cannot serve with an HTTP 400/422 or
-a 500 whose body is a request-validation error, falls back to the next; a capability answer, not a fault, so it is
-never retried. Every mode is validated by ``base``. This module does not stream, call tools, or send images.
+"""``OpenAILLM``: OpenAI or any OpenAI-compatible chat-completions server (vLLM, Ollama, llama.cpp's server, LM
+Studio), through the ``openai`` package, whose client retries transport faults. Modes of constrained choice and
+structured output are negotiated (:mod:`rpa_lib.llm.modes`); credentials never reach a cache key, an error or a log;
+a base URL may list replicas of one model (:mod:`rpa_lib.llm.replicas`). Faults, timeouts, credentials and cache
+keys: docs/design/llm.md. It does not stream, call tools or send images.
 """
 
 from __future__ import annotations
@@ -72,7 +30,8 @@ log = logging.getLogger("rpa_lib.llm")
 OPENAI_URL = "https://api.openai.com/v1"
 MAX_CONNECTIONS = 256  # above any max_workers we use: a call never waits for a connection
 _RETRY_STATUS = {408, 409, 429}
-_FATAL_STATUS = {401: "the server refused the credentials: check OPENAI_API_KEY (or api_key=) or the base URL's user:password",
+_FATAL_STATUS = {401: "the server refused the credentials: check OPENAI_API_KEY (or api_key=) or the base URL's "
+                      "user:password",
                  403: "permission denied: this key may not use this model or endpoint",
                  404: "not found: check the model name and the base URL (RPA_LLM_MODEL, RPA_LLM_BASE_URL)"}
 _NO_MODEL = re.compile(r"model\b.*\b(does not exist|not found)|\b(unknown|invalid) model\b", re.I | re.S)
@@ -89,8 +48,8 @@ def public_url(url: str) -> str:
 
 
 def url_secrets(url: str) -> list[str]:
-    """Every form in which ``url``'s credentials could show up: as written, percent-decoded, and the base64 of
-    ``user:password`` that HTTP Basic auth sends. Empty when the URL has none."""
+    """Every form ``url``'s credentials could show up in: as written, percent-decoded, and as HTTP Basic auth's base64
+    of ``user:password``. ``url_secrets("http://h/v1") == []``"""
     parts = urlsplit(url)
     if parts.username is None and parts.password is None:
         return []
@@ -101,21 +60,10 @@ def url_secrets(url: str) -> list[str]:
     return [f for f in forms if len(f) > 3]
 
 
-def _retries_taken(request: Any) -> int:
-    """How many times the ``openai`` client had retried when it sent ``request`` (the header it sends), else 0."""
-    try:
-        return int(request.headers.get("x-stainless-retry-count", 0))
-    except (AttributeError, TypeError, ValueError):
-        return 0
-
-
 @functools.cache
 def _client_class() -> type:
-    """``openai.OpenAI`` that waits ``retry_policy.delay(n, Retry-After)`` before its n-th retry instead of its own
-    fixed schedule (0.5 s x 2^(n-1), at most 8 s), and does not retry a capability answer (a 500 whose body says the
-    ``response_format`` or ``logprobs`` asked for is invalid: llama.cpp's server). Which faults to retry, how often
-    (``max_retries``) and the ``Retry-After`` it reads (``retry-after-ms``, ``retry-after`` in seconds or as a date)
-    stay the client's. Built on first use: importing this module imports no ``openai``."""
+    """``openai.OpenAI`` waiting ``retry_policy.delay(n, Retry-After)`` before its n-th retry and never retrying a
+    capability answer (a 500 rejecting the mode); built on first use, so importing this module imports no ``openai``."""
     import openai
 
     class Client(openai.OpenAI):
@@ -140,12 +88,6 @@ def _client_class() -> type:
     return Client
 
 
-def _choice_schema(options: list[str]) -> dict:
-    schema = {"type": "object", "properties": {"answer": {"type": "string", "enum": options}},
-              "required": ["answer"], "additionalProperties": False}
-    return {"type": "json_schema", "json_schema": {"name": "choice", "strict": True, "schema": schema}}
-
-
 class OpenAILLM(LLM):
     """``OpenAILLM("gpt-4.1")``; ``OpenAILLM("qwen3-32b", base_url="http://127.0.0.1:8000/v1")``."""
 
@@ -159,7 +101,7 @@ class OpenAILLM(LLM):
         self.structured_mode = modes.checked("structured", structured_mode)
         self.model, self.timeout = model, request_timeout(timeout)
         urls = split_urls(base_url) if base_url else [OPENAI_URL]
-        servers = sorted({public_url(u) for u in urls})  # several: replicas of one model (module docstring)
+        servers = sorted({public_url(u) for u in urls})  # several: replicas of one model
         self.base_url = ",".join(servers)  # never holds a credential
         self._replicas = Replicas(servers) if len(servers) > 1 else None
         parts = urlsplit(urls[0])
@@ -190,8 +132,8 @@ class OpenAILLM(LLM):
         return self.retry.worst_case(self.timeout)
 
     def _key_extra(self) -> dict:
-        return {"choose_mode": modes.key_mode(self.choose_mode), "structured_mode": modes.key_mode(self.structured_mode),
-                "server": self.base_url}
+        return {"choose_mode": modes.key_mode(self.choose_mode),
+                "structured_mode": modes.key_mode(self.structured_mode), "server": self.base_url}
 
     def _scrub(self, text: str) -> str:
         for secret in sorted(self._secrets, key=len, reverse=True):  # longest first: "user:pw" before "pw"
@@ -202,12 +144,8 @@ class OpenAILLM(LLM):
         return f"model {self.model!r} at {self.base_url}"
 
     def openai_client(self) -> Any:
-        """The ``openai.OpenAI`` client this backend sends with (built on first use, the key looked up then), for
-        the endpoints it does not wrap: files and batches (:mod:`rpa_lib.llm.batches`)."""
-        return self._openai()
-
-    def _openai(self) -> Any:
-        """The ``openai.OpenAI`` client, built on the first call (the key is looked up then)."""
+        """The ``openai.OpenAI`` client this backend sends with, built on first use (the key looked up then); also
+        for the endpoints it does not wrap: files and batches (:mod:`rpa_lib.llm.batches`)."""
         with self._client_lock:
             if self._client is None:
                 import httpx2
@@ -242,9 +180,8 @@ class OpenAILLM(LLM):
             return self._client
 
     def _check_served(self, client: Any) -> None:
-        """LLMFatalError when a self-hosted server lists the models it serves and ours is not among them: llama.cpp's
-        server answers any model name with the one model it has, which would label results with a model that never
-        ran. A server that lists nothing, or cannot be asked, is not checked here (its calls will say)."""
+        """LLMFatalError when a self-hosted server lists its models and ours is not among them (llama.cpp's server
+        answers any name with its one model); a server that lists none is not checked."""
         import openai
 
         try:
@@ -256,8 +193,7 @@ class OpenAILLM(LLM):
                                 f"{', '.join(map(repr, served[:10]))}: check RPA_LLM_MODEL (or RPA_JUDGE_MODEL)")
 
     def _status_failure(self, status: int, detail: str, attempts: int = 1) -> Exception:
-        """Our exception for an HTTP error status after ``attempts`` tries: Exhausted (a status the client retries),
-        LLMFatalError or RuntimeError, its message scrubbed."""
+        """Exhausted (a status the client retries), LLMFatalError or RuntimeError for an HTTP error, scrubbed."""
         message = self._scrub(f"HTTP {status}: {detail}")
         if status in _RETRY_STATUS or status >= 500:
             return Exhausted(message, attempts)
@@ -267,10 +203,9 @@ class OpenAILLM(LLM):
         return RuntimeError(message)
 
     def _create(self, body: dict) -> Any:
-        """One request of ``body`` (:meth:`body`), with the client's retries of transport faults: the parsed
-        completion, or Transient (a malformed body) / Exhausted / LLMFatalError / RuntimeError / :class:`modes.Rejected`
-        (the server cannot serve the ``response_format`` or ``logprobs`` asked for)."""
-        client = self._openai()
+        """The parsed completion of one request of ``body``, else Transient (a malformed body), Exhausted,
+        LLMFatalError, RuntimeError or :class:`modes.Rejected`."""
+        client = self.openai_client()
         import openai
 
         failure: Exception | None = None
@@ -279,14 +214,13 @@ class OpenAILLM(LLM):
             self._usage.record_retry(response.retries_taken)
             completion = response.parse()
         except openai.APITimeoutError as exc:
-            attempts = self._attempts(exc.request)
             failure = Exhausted(f"timed out after {self.timeout:g} s (RPA_LLM_TIMEOUT); a call gives up after at "
                                 f"most {self.worst_case_seconds:g} s ({self.retry.attempts} attempts and backoff)",
-                                attempts)
-        except openai.APIConnectionError as exc:  # refused, reset, dropped mid-body: a restarting server comes back
+                                self._attempts(exc.request))
+        except openai.APIConnectionError as exc:  # refused, reset, dropped mid-body
             cause = exc.__cause__ or exc
-            attempts = self._attempts(exc.request)
-            failure = Exhausted(self._scrub(f"connection failed: {type(cause).__name__}: {cause}"), attempts)
+            failure = Exhausted(self._scrub(f"connection failed: {type(cause).__name__}: {cause}"),
+                                self._attempts(exc.request))
         except openai.APIStatusError as exc:
             attempts = self._attempts(exc.response.request)
             detail = _error_detail(exc.response)
@@ -294,18 +228,20 @@ class OpenAILLM(LLM):
                 failure = modes.Rejected(self._scrub(f"HTTP {exc.status_code}: {detail}"))
             else:
                 failure = self._status_failure(exc.status_code, detail, attempts)
-        except openai.APIResponseValidationError:
+        except (openai.APIResponseValidationError, ValueError):  # ValueError: a body that is not JSON
             failure = Transient("malformed response body")
-        except (ValueError, openai.OpenAIError) as exc:  # a body that is not JSON; anything else of the package
-            failure = Transient("malformed response body") if isinstance(exc, ValueError) else \
-                RuntimeError(self._scrub(f"{type(exc).__name__}: {exc}"))
+        except openai.OpenAIError as exc:
+            failure = RuntimeError(self._scrub(f"{type(exc).__name__}: {exc}"))
         if failure is not None:  # raised outside the handler: nothing chains to the request
             raise failure
         return completion
 
     def _attempts(self, request: Any) -> int:
-        """Tries the client made of the request it gave up on (its retries recorded in the usage)."""
-        retries = _retries_taken(request)
+        """Tries the client made of the request it gave up on (the retry count it sent), recorded in the usage."""
+        try:
+            retries = int(request.headers.get("x-stainless-retry-count", 0))
+        except (AttributeError, TypeError, ValueError):
+            retries = 0
         self._usage.record_retry(retries)
         return retries + 1
 
@@ -315,41 +251,40 @@ class OpenAILLM(LLM):
         return None if configured is None else modes.current(self.base_url, self.model, kind, configured)
 
     def body(self, req: Request, mode: str | None) -> dict:
-        """The ``chat.completions`` body of ``req``'s round trip asked in ``mode`` (:meth:`mode_for`): what a
-        synchronous call sends and what a batch line carries, built here only."""
+        """The ``chat.completions`` body of ``req`` asked in ``mode``: what a call sends and a batch line carries."""
         common = {"model": self.model, "seed": sample_seed(req.seed, req.sample), "temperature": req.temperature}
         if req.kind == "chat":
             return {**common, "messages": req.messages, "max_tokens": req.max_tokens}
         if req.kind == "choose":
             options = req.options or []
-            messages = answers.with_instruction(req.messages, answers.choice_instruction(options))
-            max_tokens = 16 + max(len(o) for o in options)
+            body = {**common, "messages": answers.with_instruction(req.messages, answers.choice_instruction(options)),
+                    "max_tokens": 16 + max(len(o) for o in options)}
             if mode == "json_schema":
-                return {**common, "messages": messages, "max_tokens": max_tokens + 16,
-                        "response_format": _choice_schema(options)}
-            if mode == "text":
-                return {**common, "messages": messages, "max_tokens": max_tokens}
-            return {**common, "messages": messages, "max_tokens": max_tokens, "logprobs": True, "top_logprobs": 20}
+                body["max_tokens"] += 16
+                answer = {"type": "object", "properties": {"answer": {"type": "string", "enum": options}},
+                          "required": ["answer"], "additionalProperties": False}
+                body["response_format"] = {"type": "json_schema",
+                                           "json_schema": {"name": "choice", "strict": True, "schema": answer}}
+            elif mode != "text":
+                body.update(logprobs=True, top_logprobs=20)
+            return body
         schema = req.schema or {}
-        # the schema as the instruction where the server enforces it or the mode was chosen so; an example object
-        # where a small model must follow the instruction alone after a fallback (it copies a schema back)
+        # an example object, not the schema, where a small model must follow the instruction alone after a fallback
         fallback = mode != self.structured_mode and mode != "json_object_schema"
         instruction = answers.example_instruction(schema) if fallback else answers.schema_instruction(schema)
         body = {**common, "messages": answers.with_instruction(req.messages, instruction), "max_tokens": req.max_tokens}
-        if mode == "json_schema":
-            body["response_format"] = {"type": "json_schema",
-                                       "json_schema": {"name": "reply", "schema": req.schema, "strict": False}}
-        elif mode == "json_object_schema":
-            body["response_format"] = {"type": "json_object", "schema": req.schema}
-        elif mode == "json_object":
-            body["response_format"] = {"type": "json_object"}
+        formats = {"json_schema": {"type": "json_schema",
+                                   "json_schema": {"name": "reply", "schema": req.schema, "strict": False}},
+                   "json_object_schema": {"type": "json_object", "schema": req.schema},
+                   "json_object": {"type": "json_object"}}
+        if mode in formats:
+            body["response_format"] = formats[mode]
         return body
 
     @staticmethod
     def raw(req: Request, mode: str | None, completion: Any) -> Raw:
-        """The round trip's :class:`Raw` from a completion (the ``openai`` package's, or a batch result's body
-        validated into one): its first choice's text and the tokens; for a choice asked with logprobs, the options'
-        scores. Transient when it holds no choice."""
+        """The :class:`Raw` of a completion (the package's, or a batch result's): its first choice's text, the tokens
+        and, for a choice asked with logprobs, the options' scores; Transient when it holds no choice."""
         choices = getattr(completion, "choices", None)
         if not choices or getattr(choices[0], "message", None) is None:
             raise Transient("response has no choices")
@@ -370,29 +305,24 @@ class OpenAILLM(LLM):
     def _chat(self, req: Request) -> Raw:
         return self._send(req, None)
 
-    def _negotiated(self, kind: str, ask: Any) -> Raw:
-        """``ask(mode)`` in this server's current mode for ``kind``; on a capability answer, the next mode."""
-        configured = self.choose_mode if kind == "choose" else self.structured_mode
+    def _negotiated(self, req: Request) -> Raw:
+        """``req`` sent in this server's current mode for its kind; on a capability answer, in the next mode."""
+        configured = self.choose_mode if req.kind == "choose" else self.structured_mode
         while True:
-            mode = self.mode_for(kind)
+            mode = self.mode_for(req.kind)
             try:
-                raw = ask(mode)
+                raw = self._send(req, mode)
             except modes.Rejected as exc:
-                modes.fall_back(self.base_url, self.model, kind, configured, mode, str(exc))
+                modes.fall_back(self.base_url, self.model, req.kind, configured, mode, str(exc))
                 continue
-            self._usage.record_mode(kind, mode)  # for the run record
+            self._usage.record_mode(req.kind, mode)  # for the run record
             return raw
 
-    def _choose(self, req: Request) -> Raw:
-        return self._negotiated("choose", lambda mode: self._send(req, mode))
-
-    def _structured(self, req: Request) -> Raw:
-        return self._negotiated("structured", lambda mode: self._send(req, mode))
+    _choose = _structured = _negotiated
 
 
 def _error_detail(response: Any) -> str:
-    """What an error response says: the OpenAI-style ``{"error": {"message": ...}}`` (or FastAPI's ``detail``),
-    else the body's start."""
+    """An error response's message (OpenAI's ``error.message`` or FastAPI's ``detail``), else the body's start."""
     try:
         body = response.json()
     except (ValueError, UnicodeDecodeError):
