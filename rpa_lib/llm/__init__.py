@@ -20,8 +20,7 @@ from rpa_lib.llm.usage import PRICES, PRICES_AS_OF, Usage, save_usage
 
 
 def clear_caches() -> None:
-    """Forget the loaded local models, the weight fingerprints and the negotiated server modes (the on-disk reply
-    cache stays), so the next call sees files and servers as they are now."""
+    """Forget the loaded local models, weight fingerprints and negotiated modes; the on-disk reply cache stays."""
     _local.clear_caches()
     _llamacpp.clear_caches()
     fingerprint.clear_caches()

@@ -11,6 +11,7 @@ import sys
 from typing import Any
 
 _TRIM = " \t\r\n\"'`*_.,;:!?()[]{}<>"
+_CONSTANTS = {"boolean": False, "null": None}  # schema_example's value of these types
 
 
 def _norm(text: str) -> str:
@@ -37,8 +38,7 @@ def match_option(text: str, options: list[str]) -> str | None:
 
 
 def extract_json(text: str) -> dict:
-    """The first JSON object in ``text`` (code fences and chatter around it are ignored); ValueError if none.
-    ``extract_json('Sure: {"a": 1} ok') == {"a": 1}``"""
+    """The first JSON object in ``text``; ValueError if none. ``extract_json('Sure: {"a": 1} ok') == {"a": 1}``"""
     decoder = json.JSONDecoder()
     for match in re.finditer(r"\{", text):
         try:
@@ -50,16 +50,11 @@ def extract_json(text: str) -> dict:
     raise ValueError("no JSON object found in the reply")
 
 
-def _import_jsonschema_without_iri_grammars() -> None:
-    """Mark ``rfc3987_syntax`` absent before jsonschema's first import: we check no formats, and its import is slow
-    (docs/design/llm.md)."""
-    if "jsonschema" not in sys.modules and "rfc3987_syntax" not in sys.modules:
-        sys.modules["rfc3987_syntax"] = None  # type: ignore[assignment]  # "import rfc3987_syntax" raises ImportError
-
-
 def schema_error(data: object, schema: dict) -> str | None:
     """Why ``data`` breaks ``schema`` (one line), or None when it is valid."""
-    _import_jsonschema_without_iri_grammars()
+    if "jsonschema" not in sys.modules and "rfc3987_syntax" not in sys.modules:
+        # absent, so jsonschema skips its slow import: we check no formats (docs/design/llm.md)
+        sys.modules["rfc3987_syntax"] = None  # type: ignore[assignment]
     import jsonschema
 
     validator = jsonschema.validators.validator_for(schema)(schema)
@@ -132,18 +127,15 @@ def schema_example(schema: dict, name: str = "value") -> object:
     if isinstance(kind, list):
         kind = next((k for k in kind if k != "null"), "null")
     if kind == "object":
-        props = schema.get("properties", {})
-        return {k: schema_example(v, k) for k, v in props.items()}
+        return {k: schema_example(v, k) for k, v in schema.get("properties", {}).items()}
     if kind == "array":
         return [schema_example(schema.get("items", {}), name) for _ in range(schema.get("minItems", 0))]
     if kind in ("number", "integer"):
         low = schema.get("minimum", schema.get("exclusiveMinimum", 0))
         low = low + 1 if "exclusiveMinimum" in schema and "minimum" not in schema else low
         return int(low) if kind == "integer" else float(low)
-    if kind == "boolean":
-        return False
-    if kind == "null":
-        return None
+    if kind in _CONSTANTS:
+        return _CONSTANTS[kind]
     text = f"fake {name}"
     return text.ljust(schema.get("minLength", 0), "x")[: schema.get("maxLength", len(text) + 10**6)]
 

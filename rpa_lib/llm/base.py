@@ -43,8 +43,7 @@ class Request:
 
 
 def _key_fields(req: Request) -> dict:
-    """The request's part of the cache key (``allow_empty`` only when set, so default keys stay as they were); by
-    hand, as ``asdict``'s deep copy is slow (docs/design/llm.md)."""
+    """The request's part of the cache key, listed by hand (``asdict`` is slow: docs/design/llm.md)."""
     fields = {"kind": req.kind, "messages": req.messages, "temperature": req.temperature,
               "max_tokens": req.max_tokens, "seed": req.seed, "sample": req.sample, "options": req.options,
               "schema": req.schema}

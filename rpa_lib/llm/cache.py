@@ -21,11 +21,6 @@ _SCHEMA = """CREATE TABLE IF NOT EXISTS replies (
     key TEXT PRIMARY KEY, backend TEXT, model TEXT, kind TEXT, request TEXT, reply TEXT, created REAL)"""
 
 
-def default_path() -> Path:
-    """``$RPA_CACHE_DIR/llm.sqlite``."""
-    return cache_dir() / "llm.sqlite"
-
-
 def canonical(obj: object) -> str:
     """Stable JSON text of ``obj``: sorted keys, no spaces. ``canonical({"b": 1, "a": 2}) == '{"a":2,"b":1}'``"""
     return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
@@ -79,9 +74,9 @@ class Cache:
 
 
 def open_cache(cache: bool | str | Path | Cache | None) -> Cache | None:
-    """``True`` -> the default file, ``False``/``None`` -> no cache, a path -> that file, a Cache -> itself."""
+    """``True`` -> ``$RPA_CACHE_DIR/llm.sqlite``, ``False``/``None`` -> none, a path -> that file, a Cache -> itself."""
     if cache is True:
-        return Cache(default_path())
+        return Cache(cache_dir() / "llm.sqlite")
     if cache is False or cache is None:
         return None
     return cache if isinstance(cache, Cache) else Cache(cache)

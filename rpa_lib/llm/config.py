@@ -40,8 +40,7 @@ def setting(name: str, explicit: str | None = None) -> str | None:
 
 
 def request_timeout(explicit: float | None = None) -> float:
-    """Seconds per HTTP request: ``explicit``, else ``RPA_LLM_TIMEOUT``, else :data:`DEFAULT_TIMEOUT`; ValueError
-    for anything but a positive finite number."""
+    """Seconds per HTTP request: ``explicit``, else ``RPA_LLM_TIMEOUT``, else 60; ValueError unless positive."""
     raw = explicit if explicit is not None else setting("RPA_LLM_TIMEOUT")
     if raw is None:
         return DEFAULT_TIMEOUT

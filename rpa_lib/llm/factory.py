@@ -37,8 +37,7 @@ class RunMode:
 
     @classmethod
     def of(cls, value: RunMode | dict | None) -> RunMode:
-        """A RunMode from a notebook's ``run_mode`` parameter (None or {}: the default); ValueError naming an unknown
-        key or a bad amount."""
+        """A RunMode from a notebook's ``run_mode`` parameter; ValueError naming an unknown key or a bad amount."""
         if isinstance(value, RunMode):
             return value
         value = dict(value or {})

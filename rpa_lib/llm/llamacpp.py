@@ -24,8 +24,7 @@ _LOAD_LOCK = threading.Lock()
 
 
 def clear_caches() -> None:
-    """Close and forget the loaded models (also at exit: llama.cpp freeing them during interpreter teardown prints
-    an ignored exception)."""
+    """Close and forget the loaded models (also at exit, before the interpreter's teardown: docs/design/llm.md)."""
     with _LOAD_LOCK:
         for model, _ in _LOADED.values():
             model.close()
@@ -111,8 +110,7 @@ def _gbnf_literal(text: str) -> str:
 
 
 def _top_logprobs(model: Any, logits: Any, n: int = 20) -> list[dict]:
-    """The ``n`` likeliest next tokens of one row of ``logits`` as OpenAI-style ``top_logprobs`` entries (faster than
-    llama-cpp-python's own ``logprobs``: docs/design/llm.md)."""
+    """The ``n`` likeliest next tokens of one row of ``logits``, as OpenAI-style ``top_logprobs`` entries."""
     import numpy as np
 
     logits = np.asarray(logits, dtype=np.float64)

@@ -59,8 +59,7 @@ def _quiet_loading():
 
 @contextlib.contextmanager
 def _gguf_parsed_once():
-    """Within the block, the GGUF header parse and gguf's tensor-name map, which transformers repeats while it loads
-    one file, are memoized (docs/design/llm.md)."""
+    """Memoize, within the block, the GGUF parsing transformers repeats while it loads one file."""
     import gguf
 
     reader, name_map = gguf.GGUFReader, gguf.get_tensor_name_map
@@ -80,8 +79,7 @@ def _gguf_parsed_once():
 
 
 def load(path: Path, weights: str | None = None) -> tuple[Any, Any, threading.Lock]:
-    """(tokenizer, model, lock) for ``path`` whose weights have fingerprint ``weights`` (computed when not given),
-    loaded once per process."""
+    """(tokenizer, model, lock) for ``path`` with weights ``weights`` (fingerprinted if not given), loaded once."""
     key = f"{path.resolve()}@{weights or fingerprint(path)}"
     with _LOAD_LOCK:
         if key not in _LOADED:
@@ -124,9 +122,6 @@ class LocalLLM(LLM):
         self.model_id = f"local:{self.path.name}@{self.weights}"  # portable across machines, changes with the weights
         super().__init__(cache=cache, max_workers=max_workers, retry=retry)
 
-    def __repr__(self) -> str:
-        return f"LocalLLM({self.label!r}, cache={self._cache!r})"
-
     def _prompt_ids(self, tokenizer: Any, messages: list[dict]) -> list[int]:
         text = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
         return tokenizer(text, add_special_tokens=False)["input_ids"]
@@ -139,17 +134,17 @@ class LocalLLM(LLM):
         inputs = torch.tensor([ids])
         sampling = {"do_sample": True, "temperature": req.temperature, "top_k": 0, "top_p": 1.0}
         greedy = {"do_sample": False, "temperature": None, "top_k": None, "top_p": None}
-        penalty = {"repetition_penalty": self.repetition_penalty} if self.repetition_penalty != 1.0 else {}
         with lock, torch.no_grad(), torch.random.fork_rng(devices=[]):
             torch.manual_seed(sample_seed(req.seed, req.sample))
             out = model.generate(inputs, attention_mask=torch.ones_like(inputs), max_new_tokens=req.max_tokens,
                                  pad_token_id=tokenizer.eos_token_id,
-                                 **(sampling if req.temperature > 0 else greedy), **penalty)
+                                 **(sampling if req.temperature > 0 else greedy), **self._key_extra())
         new = out[0, len(ids):].tolist()
         text = tokenizer.decode(new, skip_special_tokens=True).strip()
         return Raw(text, len(ids), len(new))
 
     def _key_extra(self) -> dict:
+        """The generation's repetition penalty, where there is one: the only setting that changes replies."""
         return {"repetition_penalty": self.repetition_penalty} if self.repetition_penalty != 1.0 else {}
 
     def _chat(self, req: Request) -> Raw:
