@@ -74,11 +74,6 @@ def _call_name(kind: str, name: str | None, messages: list[dict]) -> str:
     return f"{kind} call {name!r}"
 
 
-def _reask(messages: list[dict], answer: str, problem: str) -> list[dict]:
-    return [*messages, {"role": "assistant", "content": answer},
-            {"role": "user", "content": f"That reply was not valid: {problem}. Please answer again."}]
-
-
 @dataclass
 class _Spent:
     """Tokens of every round trip of one call (re-asks included)."""
@@ -124,7 +119,7 @@ class LLM:
             self.max_workers = max_workers
         self.price = price_override() or self.price  # RPA_PRICE_IN / RPA_PRICE_OUT
         self._budget: Budget | None = None  # with_budget
-        self._usage = Usage(self.label, self.model_id, self.price)
+        self.usage = Usage(self.label, self.model_id, self.price)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.label!r}, cache={self._cache!r})"
@@ -168,7 +163,7 @@ class LLM:
 
     def round_trip(self, req: Request, what: str) -> Raw:
         """One uncached round trip of ``req``, with retries (a batch round's, for an in-process engine)."""
-        return self._round_trip(getattr(self, f"_{req.kind}"), req, what, _Spent())
+        return self._round_trip(req, what, _Spent())
 
     def for_repeat(self, repeat: int) -> LLM:
         """This LLM answering for run ``repeat`` of a repeated experiment, each request as sample ``repeat``.
@@ -181,12 +176,8 @@ class LLM:
         twin.repeat = repeat
         return twin
 
-    @property
-    def usage(self) -> Usage:
-        return self._usage
-
     def reset_usage(self) -> None:
-        self._usage.reset()
+        self.usage.reset()
 
     # ---- backend hooks ----------------------------------------------------------------------------------------
 
@@ -244,9 +235,9 @@ class LLM:
         """The stored outcome as this call's: a Reply (``cached=True``, no tokens), or its failure raised."""
         end = time.monotonic()
         if not ok:
-            self._usage.record_call(start, end, cached=True, error=True)
+            self.usage.record_call(start, end, cached=True, error=True)
             raise _failure(what, entry["error"], True, end - start)
-        self._usage.record_call(start, end, cached=True)
+        self.usage.record_call(start, end, cached=True)
         return Reply(entry["text"], entry.get("data"), True, 0, 0, end - start, req.kind, self.model_id,
                      entry.get("scores"), bool(entry.get("coerced")))
 
@@ -260,13 +251,13 @@ class LLM:
         except _NoValidAnswer as exc:
             failure = exc
         except Exception:
-            self._usage.record_call(start, time.monotonic(), error=True)
+            self.usage.record_call(start, time.monotonic(), error=True)
             raise
         end = time.monotonic()
         tokens = {"prompt_tokens": spent.prompt_tokens, "completion_tokens": spent.completion_tokens,
                   "seconds": round(end - start, 3)}
         if failure is not None:  # the backend's deterministic answer: store it, then raise (outside the handler)
-            self._usage.record_call(start, end, error=True)
+            self.usage.record_call(start, end, error=True)
             if self._cache is not None:
                 failed_fields, failed_key = self._failed(fields)
                 self._cache.put(failed_key, failed_fields, {"error": failure.problem, "text": failure.text,
@@ -278,16 +269,16 @@ class LLM:
             coerced = {"coerced": True} if reply.coerced else {}  # entries of replies that matched stay as they were
             self._cache.put(key, fields, {"text": reply.text, "data": reply.data, "scores": reply.scores, **coerced,
                                           **tokens})
-        self._usage.record_call(start, end)
+        self.usage.record_call(start, end)
         return reply
 
-    def _round_trip(self, hook: Callable[[Request], Raw], req: Request, what: str, spent: _Spent) -> Raw:
+    def _round_trip(self, req: Request, what: str, spent: _Spent) -> Raw:
         """One round trip with retries, its failure an LLMError naming the call (its class kept for ours; a
         :class:`Pending` passes). Under a budget it holds the estimated cost first, then books the actual one."""
 
         def attempt() -> Raw:
             try:
-                return hook(req)
+                return getattr(self, f"_{req.kind}")(req)
             except (Transient, Exhausted, Pending):
                 raise
             except LLMError as exc:  # already ours and scrubbed: name the call, keep the class
@@ -301,13 +292,13 @@ class LLM:
         hold = self._budget.hold(self.price, req, what) if self._budget is not None else None
         raw = None
         try:
-            raw = call_with_retries(attempt, self.retry, what, on_retry=self._usage.record_retry)
+            raw = call_with_retries(attempt, self.retry, what, on_retry=self.usage.record_retry)
         finally:
             if hold is not None:
                 hold.settle(raw)
         spent.prompt_tokens += raw.prompt_tokens
         spent.completion_tokens += raw.completion_tokens
-        self._usage.record_request(raw.prompt_tokens, raw.completion_tokens)
+        self.usage.record_request(raw.prompt_tokens, raw.completion_tokens)
         return raw
 
     def _asked(self, req: Request, name: str | None, max_retries: int) -> Reply:
@@ -315,16 +306,17 @@ class LLM:
 
     def _ask(self, req: Request, what: str, spent: _Spent, max_retries: int) -> dict:
         """Round trips of ``req`` until one is valid, re-asking up to ``max_retries`` times; else _NoValidAnswer."""
-        hook, valid = getattr(self, f"_{req.kind}"), getattr(self, f"_valid_{req.kind}")
-        asked = req
+        valid, asked = getattr(self, f"_valid_{req.kind}"), req
         for attempt in range(max_retries + 1):
-            raw = self._round_trip(hook, asked, what, spent)
+            raw = self._round_trip(asked, what, spent)
             answer, problem = valid(req, raw)
             if answer is not None:
                 return answer
             if attempt < max_retries:
-                self._usage.record_reask()
-                asked = replace(asked, messages=_reask(asked.messages, raw.text, problem))
+                self.usage.record_reask()
+                again = f"That reply was not valid: {problem}. Please answer again."
+                asked = replace(asked, messages=[*asked.messages, {"role": "assistant", "content": raw.text},
+                                                 {"role": "user", "content": again}])
         raise _NoValidAnswer(_GAVE_UP[req.kind].format(n=max_retries + 1, problem=problem), raw.text, max_retries + 1)
 
     def _valid_chat(self, req: Request, raw: Raw) -> tuple[dict | None, str]:
@@ -332,12 +324,12 @@ class LLM:
 
     def _valid_choose(self, req: Request, raw: Raw) -> tuple[dict | None, str]:
         choice = match_option(raw.text, req.options or [])
-        self._usage.record_reply("choose", choice is not None, coerced=raw.coerced and choice is not None)
+        self.usage.record_reply("choose", choice is not None, coerced=raw.coerced and choice is not None)
         if choice is None:
             return None, f"{raw.text[:80]!r} is not one of {req.options!r}"
         return {"text": choice, "scores": raw.scores, "coerced": raw.coerced}, ""
 
     def _valid_structured(self, req: Request, raw: Raw) -> tuple[dict | None, str | None]:
         data, problem = parse_structured(raw.text, req.schema or {}, raw.data)
-        self._usage.record_reply("structured", data is not None)
+        self.usage.record_reply("structured", data is not None)
         return ({"text": raw.text, "data": data} if data is not None else None), problem

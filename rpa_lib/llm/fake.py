@@ -19,10 +19,6 @@ from rpa_lib.llm.reply import Raw
 Rule = Callable[[str, list[dict], Any], "str | dict | None"]
 
 
-def _last_user(messages: list[dict]) -> str:
-    return next((m["content"] for m in reversed(messages) if m["role"] == "user"), "")
-
-
 def _digest(text: str) -> int:
     return int(hashlib.sha256(text.encode("utf-8")).hexdigest()[:8], 16)
 
@@ -30,7 +26,7 @@ def _digest(text: str) -> int:
 def default_rule(kind: str, messages: list[dict], spec: Any) -> str | dict:
     """chat: ``"fake reply <8 hex>"`` from the last user message; choose: the first option named in it (any case),
     else one picked by its hash; structured: ``schema_example(schema)``."""
-    last = _last_user(messages)
+    last = next((m["content"] for m in reversed(messages) if m["role"] == "user"), "")
     if kind == "choose":
         named = [o for o in spec if o.lower() in last.lower()]
         return named[0] if named else spec[_digest(last) % len(spec)]
@@ -46,10 +42,6 @@ def _sampled(messages: list[dict], sample: int) -> list[dict]:
         return messages
     last = max((i for i, m in enumerate(messages) if m["role"] == "user"), default=len(messages) - 1)
     return [{**m, "content": f"{m['content']} (sample {sample})"} if i == last else m for i, m in enumerate(messages)]
-
-
-def _words(messages: list[dict]) -> int:
-    return sum(len(m["content"].split()) for m in messages)
 
 
 class FakeLLM(LLM):
@@ -72,6 +64,6 @@ class FakeLLM(LLM):
         out = self.rule(req.kind, _sampled(req.messages, req.sample), spec)
         data = out if isinstance(out, dict) else None
         text = json.dumps(out, ensure_ascii=False) if isinstance(out, dict) else "" if out is None else str(out)
-        return Raw(text, _words(req.messages), len(text.split()), data=data)
+        return Raw(text, sum(len(m["content"].split()) for m in req.messages), len(text.split()), data=data)
 
     _choose = _structured = _chat

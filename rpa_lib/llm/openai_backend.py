@@ -211,7 +211,7 @@ class OpenAILLM(LLM):
         failure: Exception | None = None
         try:
             response = client.chat.completions.with_raw_response.create(**body)
-            self._usage.record_retry(response.retries_taken)
+            self.usage.record_retry(response.retries_taken)
             completion = response.parse()
         except openai.APITimeoutError as exc:
             failure = Exhausted(f"timed out after {self.timeout:g} s (RPA_LLM_TIMEOUT); a call gives up after at "
@@ -242,7 +242,7 @@ class OpenAILLM(LLM):
             retries = int(request.headers.get("x-stainless-retry-count", 0))
         except (AttributeError, TypeError, ValueError):
             retries = 0
-        self._usage.record_retry(retries)
+        self.usage.record_retry(retries)
         return retries + 1
 
     def mode_for(self, kind: str) -> str | None:
@@ -315,7 +315,7 @@ class OpenAILLM(LLM):
             except modes.Rejected as exc:
                 modes.fall_back(self.base_url, self.model, req.kind, configured, mode, str(exc))
                 continue
-            self._usage.record_mode(req.kind, mode)  # for the run record
+            self.usage.record_mode(req.kind, mode)  # for the run record
             return raw
 
     _choose = _structured = _negotiated
