@@ -1,6 +1,6 @@
-"""One client layer for every LLM call (chat, constrained choice, structured output) over OpenAI-compatible HTTP,
-an embedded local model or a deterministic fake: :func:`get_llm` builds the role-play LLM, :func:`judge_llm` the
-judge. Importing it builds no client, loads no model and opens no file.
+"""One client layer for every LLM call (chat, constrained choice, structured output; cache, retries, usage) over
+OpenAI-compatible HTTP, an embedded local model or a deterministic fake: :func:`get_llm` builds the role-play LLM,
+:func:`judge_llm` the judge. Importing it builds no client, loads no model and opens no file.
 """
 
 from rpa_lib import fingerprint
