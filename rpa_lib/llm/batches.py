@@ -1,10 +1,8 @@
-"""One round of chat-completion requests answered as batches: by the OpenAI Batch API (``mode="openai"``) or by an
-offline engine that reads request files (``mode="files"``); docs/batch.md describes both.
+"""One round of chat-completion requests answered as batches: by the OpenAI Batch API or by an offline engine that
+reads request files (docs/batch.md).
 
-:func:`run_round` splits OpenAI batch request lines into files within the API's limits, gets them answered and
-returns the results by custom id, every step recorded in the folder's :class:`~rpa_lib.llm.batch_ledger.Ledger` so a
-killed call resumes. It never cancels a batch, stores no answer in the reply cache, does not decide which requests
-make a round and does not retry a failed line (the caller's next round does).
+Every step is recorded in the folder's ledger, so a killed :func:`run_round` resumes. It never cancels a batch,
+stores no answer in the reply cache, does not choose a round's requests and does not retry a failed line.
 """
 
 from __future__ import annotations
@@ -54,7 +52,7 @@ def batch_cost(model: str, prompt_tokens: int, completion_tokens: int) -> float 
 
 
 def jsonl(line: dict) -> str:
-    """One request line as written to a request file (compact JSON and a newline)."""
+    """A request line as written to a request file: compact JSON and a newline."""
     return json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n"
 
 
