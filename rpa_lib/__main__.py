@@ -1,13 +1,8 @@
 """``python -m rpa_lib chat --character frieren --method amadeus``: talk to a character in the terminal.
 
-Each answer is followed by what reached the LLM (the context items by role with their persona chunk ids: knowledge,
-GS-selected passages, extracted attributes, ...), the method's details (e.g. GS failure) and the LLM calls
-(cache hits included). ``--method`` takes any registered method. ``--question`` answers one
-question and exits. The LLM comes from ``--llm`` or the environment (default: the embedded SmolLM2); the method's
-settings follow what the engine can do (on the embedded engine AE asks for free text, as the quick profile does).
-A character is looked up in the paper's ``data/``, then in the user's data folder (where ``python -m
-rpa_lib.authoring new-character`` puts it); ``--data-dir`` reads another dataset folder. Warnings are shown as
-one line each, and a persona with an attribute that has no text says so.
+Each answer is followed by what reached the LLM (context items by role, with their persona chunk ids), the method's
+details and the LLM calls. The character comes from ``data/``, else the user's data folder (or ``--data-dir``); the
+method's settings follow what the engine can do. It records no results.
 """
 
 from __future__ import annotations
@@ -15,6 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 import textwrap
+import warnings
 
 from rpa_lib.data import Dataset, user_dataset
 from rpa_lib.display import details_lines
@@ -27,8 +23,7 @@ from rpa_lib.paths import user_data_dir
 
 
 def show(response, width: int = 100) -> None:
-    """The reply, then what reached the LLM (context items by role, with their chunk ids), the method's
-    details and the LLM calls."""
+    """The reply, then what reached the LLM (context items by role, with their chunk ids), details and LLM calls."""
     print(f"\n{response.character}> " + textwrap.fill(response.reply or "(empty reply)", width, subsequent_indent="  "))
     dim = lambda s: f"\033[2m{s}\033[0m" if sys.stdout.isatty() else s  # noqa: E731
     for item in response.context:
@@ -50,16 +45,23 @@ def dataset_for(character: str, data_dir: str | None):
     return user if character not in paper.slugs() and character in user.slugs() else paper
 
 
-def chat(args) -> int:
-    import warnings
+def _ask() -> str:
+    """The next question typed ("" at an empty line or Ctrl-D)."""
+    try:
+        return input("you> ").strip()
+    except EOFError:
+        return ""
 
+
+def chat(args) -> int:
     dataset = dataset_for(args.character, args.data_dir)
     try:
         dataset.characters([args.character])  # a clear error for an unknown slug
     except DataError as e:
         if args.data_dir:
             raise
-        raise DataError(e.path, None, f"{e.problem} (looked in data/ and in your data folder {user_root()})") from None
+        where = f"looked in data/ and in your data folder {user_data_dir()}"
+        raise DataError(e.path, None, f"{e.problem} ({where})") from None
     llm = get_llm(args.llm)
     settings = method_settings(args.method, llm, embedder=args.embedder, k=args.k)
     method = build_method(args.method, llm=llm, dataset=dataset, max_tokens=args.max_tokens, **settings)
@@ -68,20 +70,9 @@ def chat(args) -> int:
     note = empty_attributes_note(dataset, args.character)
     if note:
         print(f"note: {note}")
-    questions = [args.question] if args.question else None
-    while True:
-        if questions is not None:
-            if not questions:
-                break
-            question = questions.pop()
-            print(f"you> {question}")
-        else:
-            try:
-                question = input("you> ").strip()
-            except EOFError:
-                break
-            if not question:
-                break
+    if args.question:
+        print(f"you> {args.question}")
+    for question in [args.question] if args.question else iter(_ask, ""):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             response = method.respond(args.character, question)
@@ -90,10 +81,6 @@ def chat(args) -> int:
             print(f"  {line}")
     print(f"\n{llm.usage.summary()}")
     return 0
-
-
-def user_root() -> str:
-    return str(user_data_dir())
 
 
 def main(argv: list[str] | None = None) -> int:

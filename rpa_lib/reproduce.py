@@ -1,7 +1,5 @@
-"""``python -m rpa_lib.reproduce``: the command line of :mod:`rpa_lib.run.reproduce`, kept at its old path.
-
-``import rpa_lib.reproduce`` gives that module itself (one module object, so patching either name patches both).
-"""
+"""``python -m rpa_lib.reproduce``: the command line of :mod:`rpa_lib.run.reproduce`; importing this module gives
+that module itself (one module object, so patching either name patches both)."""
 
 import sys
 

@@ -1,15 +1,8 @@
-"""The ledger of batch rounds: one SQLite file in a run's batch folder, so that a killed run resumes instead of paying
-twice.
+"""The ledger of batch rounds (``ledger.sqlite`` in a run's batch folder): rounds, their parts (request files) and
+each line's results, every step committed before the next, so a killed run resumes instead of paying twice.
 
-It records each round (the set of requests it was asked for, its mode, whether it returned), each *part* of a round
-(one request file: its custom ids, the uploaded file's id, the batch's id, its last status and request counts, and
-its final status once its results are stored) and each line's result. Every step is committed as soon as it
-happens: a part is recorded before its file is uploaded, its file id as soon as the upload returns, its batch id as
-soon as the batch is created, and its results together with its final status in one transaction.
-
-An answer (a 2xx response) is kept for good: a later round asking for the same custom id gets it without a new
-request. An error belongs to its round: the caller's next round asks again. This module does not talk to any
-server or read any request file (:mod:`rpa_lib.llm.batches` does).
+An answer is kept for good (a later round gets it without a request); an error belongs to its round. This module
+talks to no server and reads no request file (:mod:`rpa_lib.llm.batches` does).
 """
 
 from __future__ import annotations
@@ -31,12 +24,10 @@ _TABLES = (
     "PRIMARY KEY (round, custom_id))",
     "CREATE INDEX IF NOT EXISTS answered ON results (custom_id, ok)",
 )
-_PART_FIELDS = ("file_id", "batch_id", "status", "counts")
 
 
 def round_key(custom_ids: list[str], mode: str) -> str:
-    """What identifies a round's request: its mode and the set of its custom ids (order does not matter).
-    ``round_key(["b", "a"], "files") == round_key(["a", "b"], "files")``"""
+    """A round's mode and set of custom ids, hashed. ``round_key(["b", "a"], "x") == round_key(["a", "b"], "x")``"""
     return hashlib.sha256(json.dumps([mode, sorted(custom_ids)]).encode()).hexdigest()
 
 
@@ -86,7 +77,7 @@ class Ledger:
                                       (key, mode, time.time())).lastrowid
 
     def finish_round(self, n: int) -> None:
-        """Mark round ``n`` as returned: the same request asked again is a new round (its errors asked again)."""
+        """Mark round ``n`` as returned: the same request asked again is a new round."""
         with self._conn:
             self._conn.execute("UPDATE rounds SET done = 1 WHERE n = ?", (n,))
 
@@ -108,9 +99,6 @@ class Ledger:
 
     def update(self, part: Part, **fields: object) -> None:
         """Set ``fields`` (file_id, batch_id, status, counts) on ``part`` and in the ledger."""
-        unknown = set(fields) - set(_PART_FIELDS)
-        if unknown:
-            raise ValueError(f"unknown part fields {sorted(unknown)}; known: {_PART_FIELDS}")
         for name, value in fields.items():
             setattr(part, name, value)
         stored = {k: json.dumps(v) if k == "counts" else v for k, v in fields.items()}
@@ -119,8 +107,7 @@ class Ledger:
                                (*stored.values(), part.round, part.n))
 
     def collect(self, part: Part, results: dict[str, dict], final: str) -> None:
-        """Store ``results`` (custom id -> ``{"status_code", "body"}`` or ``{"error"}``) of ``part`` and mark it
-        finished with status ``final``, in one transaction."""
+        """Store ``part``'s ``results`` by custom id and mark it finished as ``final``, in one transaction."""
         rows = [(part.round, cid, int("error" not in result), json.dumps(result), part.n)
                 for cid, result in results.items()]
         with self._conn:
@@ -130,8 +117,7 @@ class Ledger:
         part.final = part.status = final
 
     def results(self, round_n: int, custom_ids: list[str]) -> dict[str, dict]:
-        """The results known for ``custom_ids`` in round ``round_n``: its own answers and errors, and answers stored
-        by any earlier round."""
+        """The results of ``custom_ids`` in round ``round_n``, or answered by any earlier round."""
         found: dict[str, dict] = {}
         query = ("SELECT custom_id, result FROM results WHERE custom_id = ? AND (round = ? OR ok = 1) "
                  "ORDER BY ok DESC, round DESC LIMIT 1")

@@ -1,31 +1,8 @@
-"""One round of chat-completion requests answered as batches: by the OpenAI Batch API, or by an offline engine that
-reads request files.
+"""One round of chat-completion requests answered as batches: by the OpenAI Batch API or by an offline engine that
+reads request files (docs/batch.md).
 
-``run_round(lines, mode=..., folder=...)`` takes OpenAI batch request lines (``{"custom_id", "method": "POST",
-"url": "/v1/chat/completions", "body"}``), splits them into files within the API's limits (:class:`Limits`: 50,000
-requests and 200 MB a file), writes them as ``folder/round-XXXX/requests-N.jsonl`` and gets them answered:
-
-- ``mode="openai"``: each file is uploaded (``files.create(purpose="batch")``) and started
-  (``batches.create(endpoint="/v1/chat/completions", completion_window="24h")``); the batches are polled, with one
-  progress line per change of status or request counts, until each ends; its output and error files are downloaded
-  (kept as ``results-N.jsonl`` and ``errors-N.jsonl``) and read.
-- ``mode="files"``: it prints what to run (``vllm run-batch -i requests-N.jsonl -o results-N.jsonl --model ...``)
-  and waits until ``results-N.jsonl`` files covering every request appear beside the request files.
-
-It returns ``{custom_id: {"status_code", "body"}}`` for the answered lines and ``{custom_id: {"error": {"code",
-"message"}}}`` for the failed ones (a 4xx/5xx line, a batch that failed validation); a line the batch never ran
-(expired or cancelled) is resubmitted, at most :data:`MAX_SUBMISSIONS` times a round, and absent when it is still
-unanswered. Every step is recorded in the folder's :class:`~rpa_lib.llm.batch_ledger.Ledger` before the next: the
-same call after a kill resumes polling the batches already submitted and uploads nothing again. A batch is never
-cancelled here, not even on Ctrl-C: a restart picks it up. Once a call has returned, the same lines asked again
-are a new round: their answers come from the ledger, their errors are asked again.
-
-A :class:`~rpa_lib.llm.budget.Budget` given to ``run_round`` holds each OpenAI batch's estimated cost at
-:func:`batch_price` before it starts and books what its answers cost; :func:`summary` gives each round's batches,
-requests, answers, failures, tokens and dollars for a run record.
-
-This module does not store answers in the reply cache, decide which requests make a round (the caller does) or
-retry a failed line (the caller's next round does).
+Every step is recorded in the folder's ledger, so a killed :func:`run_round` resumes. It never cancels a batch,
+stores no answer in the reply cache, does not choose a round's requests and does not retry a failed line.
 """
 
 from __future__ import annotations
@@ -34,10 +11,10 @@ import json
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 from rpa_lib.llm.batch_ledger import Ledger, Part, round_key
 from rpa_lib.llm.budget import Budget, Hold, estimate_body_tokens, model_price
@@ -64,8 +41,7 @@ class Limits:
 
 
 def batch_price(price: Price) -> Price:
-    """What a request costs through the Batch API: half the synchronous price.
-    ``batch_price(Price(2.0, 8.0)) == Price(1.0, 4.0)``"""
+    """Half the synchronous price. ``batch_price(Price(2.0, 8.0)) == Price(1.0, 4.0)``"""
     return Price(price.input / 2, price.output / 2)
 
 
@@ -76,12 +52,12 @@ def batch_cost(model: str, prompt_tokens: int, completion_tokens: int) -> float 
 
 
 def jsonl(line: dict) -> str:
-    """One request line as written to a request file (compact JSON and a newline)."""
+    """A request line as written to a request file: compact JSON and a newline."""
     return json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n"
 
 
 def split_lines(lines: list[dict], limits: Limits = Limits()) -> list[list[dict]]:
-    """``lines`` in order, cut into files of at most ``limits.requests`` lines and ``limits.bytes`` bytes.
+    """``lines`` in order, cut into files within ``limits``.
     ``[len(f) for f in split_lines([line] * 5, Limits(requests=2))] == [2, 2, 1]``"""
     files: list[list[dict]] = []
     size = 0
@@ -99,10 +75,8 @@ def split_lines(lines: list[dict], limits: Limits = Limits()) -> list[list[dict]
 
 
 def parse_results(text: str) -> dict[str, dict | None]:
-    """The lines of a batch output or error file (OpenAI's or ``vllm run-batch``'s) by custom id: an answer
-    ``{"status_code", "body"}``, an error ``{"error": {"code"?, "message", "status_code"?}}``, or None for a
-    line the batch never ran (expired, cancelled). A line cut short (a file still being written) raises
-    ValueError."""
+    """A batch output or error file (OpenAI's or ``vllm run-batch``'s) by custom id: ``{"status_code", "body"}``,
+    ``{"error": {"code"?, "message", "status_code"?}}``, or None for a line never run; ValueError on a cut line."""
     return {obj["custom_id"]: _result(obj) for obj in map(json.loads, filter(str.strip, text.splitlines()))}
 
 
@@ -124,30 +98,23 @@ def _result(obj: dict) -> dict | None:
     return {"error": out}
 
 
-def default_client(model: str) -> Any:
-    """The ``openai.OpenAI`` client the backend would build for ``model`` (``RPA_LLM_BASE_URL``, ``OPENAI_API_KEY``,
-    the retry policy and timeout): built only when called, the key looked up then."""
-    return OpenAILLM(model, base_url=setting("RPA_LLM_BASE_URL"), cache=False).openai_client()
-
-
 class Progress:
-    """One line on ``stream`` per change of a batch's state, and again after :data:`HEARTBEAT` seconds unchanged."""
+    """One line on stderr per change of a batch's state, and again after :data:`HEARTBEAT` seconds unchanged."""
 
-    def __init__(self, enabled: bool = True, stream: TextIO | None = None):
-        self.enabled, self.stream = enabled, stream
+    def __init__(self, enabled: bool = True):
+        self.enabled = enabled
         self._shown: dict[str, tuple[str, float]] = {}
 
     def show(self, what: str, state: str, since: float) -> None:
         now = time.time()
         last = self._shown.get(what)
-        if not self.enabled or (last and last[0] == state and now - last[1] < HEARTBEAT):
-            return
-        self._shown[what] = (state, now)
-        print(f"{what}: {state} ({elapsed(now - since)})", file=self.stream or sys.stderr, flush=True)
+        if not (last and last[0] == state and now - last[1] < HEARTBEAT):
+            self._shown[what] = (state, now)
+            self.say(f"{what}: {state} ({elapsed(now - since)})")
 
     def say(self, text: str) -> None:
         if self.enabled:
-            print(text, file=self.stream or sys.stderr, flush=True)
+            print(text, file=sys.stderr, flush=True)
 
 
 def elapsed(seconds: float) -> str:
@@ -158,16 +125,15 @@ def elapsed(seconds: float) -> str:
 
 def run_round(lines: list[dict], *, mode: str, folder: Path, client: Any = None, progress: bool = True,
               poll_seconds: float = 30.0, limits: Limits = Limits(), budget: Budget | None = None) -> dict[str, dict]:
-    """Get ``lines`` answered as batches (module docstring); the results by custom id. ``client``: an
-    ``openai.OpenAI`` for ``mode="openai"`` (None: :func:`default_client`). ``budget``: each OpenAI batch first
-    holds its estimated cost at batch price (BudgetExceeded, before it is started, when that would pass the
-    limit), and what its answers cost is booked when it ends; request files (``mode="files"``) cost nothing."""
+    """Get ``lines`` answered as batches; the results by custom id (a line still unanswered is absent).
+    ``client``: an ``openai.OpenAI`` (None: the one the OpenAI backend builds). ``budget``: each OpenAI batch holds
+    its estimated cost at batch price before it starts and books what its answers cost; request files cost nothing."""
     if mode not in MODES:
         raise ValueError(f"unknown batch mode {mode!r}; known: {', '.join(MODES)}")
-    unpriced = {str(line["body"].get("model")) for line in lines if model_price(str(line["body"].get("model")))
-                is None} if budget is not None and mode == "openai" else set()
+    models = {str(line["body"].get("model")) for line in lines} if budget is not None and mode == "openai" else set()
+    unpriced = sorted(model for model in models if model_price(model) is None)
     if unpriced:
-        raise LLMFatalError(f"the budget is limited but the price of {', '.join(map(repr, sorted(unpriced)))} is "
+        raise LLMFatalError(f"the budget is limited but the price of {', '.join(map(repr, unpriced))} is "
                             "unknown: set RPA_PRICE_IN and RPA_PRICE_OUT or unset the budget")
     if not lines:
         return {}
@@ -198,10 +164,23 @@ class _Setup:
     def round_dir(self, round_n: int) -> Path:
         return self.folder / f"round-{round_n:04d}"
 
+    def file(self, part: Part, name: str) -> Path:
+        """``round-XXXX/{name}-N.jsonl`` of ``part`` (name: requests, results or errors)."""
+        return self.round_dir(part.round) / f"{name}-{part.n}.jsonl"
 
-def _answer(lines: list[dict], ledger: Ledger, round_n: int, engine: _Engine, setup: _Setup) -> None:
-    """Write the lines without an answer into new parts, have every live part answered, and again for the lines a
-    batch never ran, until every line has a result or has been submitted :data:`MAX_SUBMISSIONS` times."""
+    def poll(self, parts: list[Part], look: Callable[[Part], None]) -> None:
+        """``look`` at each live part, every ``poll_seconds``, until each is collected in the ledger."""
+        while parts:
+            for part in parts:
+                look(part)
+            parts = [part for part in parts if part.live]
+            if parts:
+                time.sleep(self.poll_seconds)
+
+
+def _answer(lines: list[dict], ledger: Ledger, round_n: int, engine: _OpenAI | _Files, setup: _Setup) -> None:
+    """Write the lines without an answer into new parts and have the live parts answered, again for the lines a
+    batch never ran, until every line has a result or was submitted :data:`MAX_SUBMISSIONS` times."""
     by_id = {line["custom_id"]: line for line in lines}
     while True:
         parts = ledger.parts(round_n)
@@ -212,7 +191,7 @@ def _answer(lines: list[dict], ledger: Ledger, round_n: int, engine: _Engine, se
                 if cid not in known and cid not in live and tries[cid] < MAX_SUBMISSIONS]
         for chunk in split_lines(todo, setup.limits):
             part = ledger.add_part(round_n, [line["custom_id"] for line in chunk])
-            path = setup.round_dir(round_n) / f"requests-{part.n}.jsonl"
+            path = setup.file(part, "requests")
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text("".join(map(jsonl, chunk)), encoding="utf-8")
         pending = [part for part in ledger.parts(round_n) if part.live]
@@ -221,45 +200,37 @@ def _answer(lines: list[dict], ledger: Ledger, round_n: int, engine: _Engine, se
         engine.finish(pending, ledger, setup)
 
 
-class _Engine:
-    """What answers the live parts of a round: ``finish`` returns when each is collected in the ledger."""
-
-    def finish(self, parts: list[Part], ledger: Ledger, setup: _Setup) -> None:
-        raise NotImplementedError
-
-
-class _OpenAI(_Engine):
-    """The OpenAI Batch API through the ``openai`` package."""
+class _OpenAI:
+    """The OpenAI Batch API through the ``openai`` package: ``finish`` returns when each part is collected."""
 
     def __init__(self, client: Any, model: str, budget: Budget | None):
         self._client, self.model, self.budget = client, model, budget
         self._holds: dict[tuple[int, int], Hold] = {}  # (round, part) -> the estimate a batch started here holds
 
     def finish(self, parts: list[Part], ledger: Ledger, setup: _Setup) -> None:
-        if self._client is None:
-            self._client = default_client(self.model)
+        if self._client is None:  # the backend's client: RPA_LLM_BASE_URL, OPENAI_API_KEY, its retries and timeout
+            self._client = OpenAILLM(self.model, base_url=setting("RPA_LLM_BASE_URL"), cache=False).openai_client()
         client = self._client
         for part in parts:
             self._submit(client, part, ledger, setup)
-        while parts:
-            for part in parts:
-                batch = client.batches.retrieve(part.batch_id)
-                counts = batch.request_counts.model_dump() if batch.request_counts else {}
-                if (batch.status, counts) != (part.status, part.counts):
-                    ledger.update(part, status=batch.status, counts=counts)
-                setup.progress.show(f"round {part.round} batch {part.n} ({part.batch_id})", _state(batch), part.created)
-                if batch.status in TERMINAL:
-                    self._collect(client, part, batch, ledger, setup)
-            parts = [part for part in parts if part.live]
-            if parts:
-                time.sleep(setup.poll_seconds)
+
+        def look(part: Part) -> None:
+            batch = client.batches.retrieve(part.batch_id)
+            counts = batch.request_counts.model_dump() if batch.request_counts else {}
+            if (batch.status, counts) != (part.status, part.counts):
+                ledger.update(part, status=batch.status, counts=counts)
+            setup.progress.show(f"round {part.round} batch {part.n} ({part.batch_id})", _state(batch), part.created)
+            if batch.status in TERMINAL:
+                self._collect(client, part, batch, ledger, setup)
+
+        setup.poll(parts, look)
 
     def _submit(self, client: Any, part: Part, ledger: Ledger, setup: _Setup) -> None:
         """Upload the part's file and start its batch, each unless the ledger says it was done (a batch created
         just before a kill, whose id the ledger missed, is found among the newest batches by its input file)."""
         resumed = part.file_id is not None
         if part.file_id is None:
-            path = setup.round_dir(part.round) / f"requests-{part.n}.jsonl"
+            path = setup.file(part, "requests")
             with path.open("rb") as f:
                 uploaded = client.files.create(file=(path.name, f), purpose="batch", timeout=TRANSFER_TIMEOUT)
             ledger.update(part, file_id=uploaded.id, status="uploaded")
@@ -275,8 +246,8 @@ class _OpenAI(_Engine):
         """Create the part's batch, under the budget's hold of its estimated cost when there is a budget."""
         if self.budget is None:
             return client.batches.create(input_file_id=part.file_id, endpoint=ENDPOINT, completion_window="24h")
-        hold = self.budget.hold_amount(_estimate(setup.round_dir(part.round) / f"requests-{part.n}.jsonl"),
-                                       f"round {part.round}", noun=f"batch {part.n} of {len(part.custom_ids)} requests")
+        hold = self.budget.hold_amount(_estimate(setup.file(part, "requests")), f"round {part.round}",
+                                       noun=f"batch {part.n} of {len(part.custom_ids)} requests")
         try:
             batch = client.batches.create(input_file_id=part.file_id, endpoint=ENDPOINT, completion_window="24h")
         except BaseException:
@@ -286,13 +257,13 @@ class _OpenAI(_Engine):
         return batch
 
     def _collect(self, client: Any, part: Part, batch: Any, ledger: Ledger, setup: _Setup) -> None:
-        """Download the ended batch's output and error files, keep them beside the request file, store its results
-        (every line of a batch that failed validation gets the batch's errors) and mark the part finished."""
+        """Keep the ended batch's output and error files beside the request file, store its results (every line of
+        a batch that failed validation gets the batch's errors), mark the part finished and book its cost."""
         results: dict[str, dict | None] = {}
         for name, file_id in (("results", batch.output_file_id), ("errors", batch.error_file_id)):
             if file_id:
                 text = client.files.content(file_id, timeout=TRANSFER_TIMEOUT).text
-                (setup.round_dir(part.round) / f"{name}-{part.n}.jsonl").write_text(text, encoding="utf-8")
+                setup.file(part, name).write_text(text, encoding="utf-8")
                 results.update(parse_results(text))
         if batch.status == "failed":
             results.update(_validation_errors(part, batch))
@@ -321,8 +292,7 @@ def _state(batch: Any) -> str:
 
 
 def _validation_errors(part: Part, batch: Any) -> dict[str, dict]:
-    """Errors for the lines of a batch that failed validation: the error naming a line for that line, the others'
-    messages for every other line."""
+    """Errors for a batch that failed validation: a line's own error where one names it, else the others'."""
     errors = list(getattr(batch.errors, "data", None) or [])
     named = {e.line: e for e in errors if e.line and 1 <= e.line <= len(part.custom_ids)}
     general = "; ".join(e.message or e.code or "" for e in errors if e.line not in named) or "batch failed"
@@ -332,7 +302,7 @@ def _validation_errors(part: Part, batch: Any) -> dict[str, dict]:
     return out
 
 
-class _Files(_Engine):
+class _Files:
     """Request files answered by whoever runs them: waits for ``results-N.jsonl`` beside each ``requests-N.jsonl``."""
 
     def __init__(self, model: str):
@@ -347,18 +317,17 @@ class _Files(_Engine):
             f"  vllm run-batch -i requests-{parts[0].n}.jsonl -o results-{parts[0].n}.jsonl "
             f"--model {self.model or 'MODEL'}\n"
             "Waiting for every results-N.jsonl (docs/batch.md says how to run them elsewhere and copy them back).")
-        while parts:
-            for part in parts:
-                results = _read_results(folder / f"results-{part.n}.jsonl")
-                have = sum(cid in results for cid in part.custom_ids)
-                setup.progress.show(f"round {part.round} results-{part.n}.jsonl",
-                                    f"{have}/{len(part.custom_ids)} lines", part.created)
-                if have == len(part.custom_ids):
-                    ledger.collect(part, {cid: r for cid, r in results.items()
-                                          if r is not None and cid in part.custom_ids}, "completed")
-            parts = [part for part in parts if part.live]
-            if parts:
-                time.sleep(setup.poll_seconds)
+
+        def look(part: Part) -> None:
+            results = _read_results(setup.file(part, "results"))
+            have = sum(cid in results for cid in part.custom_ids)
+            setup.progress.show(f"round {part.round} results-{part.n}.jsonl", f"{have}/{len(part.custom_ids)} lines",
+                                part.created)
+            if have == len(part.custom_ids):
+                ledger.collect(part, {cid: r for cid, r in results.items()
+                                      if r is not None and cid in part.custom_ids}, "completed")
+
+        setup.poll(parts, look)
 
 
 def _read_results(path: Path) -> dict[str, dict | None]:
@@ -370,9 +339,8 @@ def _read_results(path: Path) -> dict[str, dict | None]:
 
 
 def summary(folder: Path) -> dict:
-    """What the rounds recorded in ``folder`` asked and paid, for a run record: per round that sent anything its
-    mode, batch ids (or request files), requests submitted (resubmissions included), answered and failed, tokens
-    and dollars at batch price (OpenAI rounds of a model with a known price; None otherwise), and the totals."""
+    """Per round that sent anything, for a run record: mode, batch ids (or request files), requests submitted,
+    answered and failed, tokens and dollars at batch price (None: not an OpenAI round, or a price unknown); totals."""
     ledger = Ledger(Path(folder))
     try:
         rounds = [_round_summary(r) for r in ledger.rounds() if r["parts"]]  # not those answered from earlier ones
@@ -386,18 +354,15 @@ def summary(folder: Path) -> dict:
 
 def _round_summary(record: dict) -> dict:
     answers = [r for r in record["results"].values() if "error" not in r]
-    tokens = Counter()
-    usd: float | None = 0.0 if record["mode"] == "openai" else None
-    for model, usage in _usages(answers):
-        tokens.update(prompt=usage[0], completion=usage[1])
-        cost = batch_cost(model, *usage)
-        usd = None if usd is None or cost is None else usd + cost
+    usages = list(_usages(answers))
+    costs = [batch_cost(model, *usage) for model, usage in usages]
     parts = record["parts"]
     return {"round": record["round"], "mode": record["mode"],
             "batches": [p.batch_id or f"requests-{p.n}.jsonl" for p in parts],
             "calls": sum(len(p.custom_ids) for p in parts), "answered": len(answers),
-            "failed": len(record["results"]) - len(answers), "prompt_tokens": tokens["prompt"],
-            "completion_tokens": tokens["completion"], "usd": usd}
+            "failed": len(record["results"]) - len(answers), "prompt_tokens": sum(u[0] for _, u in usages),
+            "completion_tokens": sum(u[1] for _, u in usages),
+            "usd": sum(costs, 0.0) if record["mode"] == "openai" and None not in costs else None}
 
 
 def tokens_of(body: dict) -> tuple[int, int]:

@@ -1,21 +1,9 @@
 """A spending limit in dollars for the uncached LLM calls of one run, and the price and token estimates it needs.
 
-A budget is an object given to an LLM (``get_llm(spec, budget=Budget(5.0, ledger))``, or the ``budget_usd`` and
-``budget_ledger`` of a run mode); nothing here reads the environment except :func:`price_override`, the model
-setting ``RPA_PRICE_IN``/``RPA_PRICE_OUT`` (dollars per million input and output tokens, both or neither), which the
-factory reads like ``RPA_LLM_MODEL``. A ledger (a JSON file holding what the run has spent) lets the notebooks of one
-``reproduce`` run, each in its own kernel, share one budget; without one a budget counts for its process.
-
-Before each backend round trip an LLM *holds* the request's estimated cost (:func:`estimate_tokens`: about
-:data:`CHARS_PER_TOKEN` characters a token in, the request's ``max_tokens`` out, an upper bound); when the spent
-amount plus what calls in flight hold plus this hold would pass the limit, the call raises
-:class:`BudgetExceeded`, an :class:`LLMFatalError`, so ``LLM.map`` stops the run at once. After the round trip the
-hold is settled with the tokens the backend reports, or the estimate when it reports none. Cache hits never reach
-a backend and cost nothing, so a re-run pays only for the calls the first run did not finish.
-
-The local and fake backends cost no dollars and are not limited unless ``RPA_PRICE_*`` give them a price; an
-OpenAI-compatible model with no known price cannot run under a budget (:func:`budget_for` refuses it). This
-module does not call any model and does not decide what is cached.
+A :class:`Budget` is given to an LLM (``get_llm(spec, budget=...)`` or a run mode); each backend round trip holds its
+estimated cost first, and :class:`BudgetExceeded` stops the run before the limit is passed (docs/plan_and_budget.md).
+Only :func:`price_override` reads a setting (``RPA_PRICE_IN``/``RPA_PRICE_OUT``). This module calls no model and does
+not decide what is cached.
 """
 
 from __future__ import annotations
@@ -41,19 +29,8 @@ class BudgetExceeded(LLMFatalError):
     """The next call would take the run past its budget; every call made so far is cached."""
 
 
-def _dollars(name: str, raw: str) -> float:
-    try:
-        value = float(raw)
-    except ValueError:
-        value = math.nan
-    if not (math.isfinite(value) and value >= 0):
-        raise ValueError(f"{name} must be a non-negative number of dollars, got {raw!r}")
-    return value
-
-
 def usd(amount: float) -> str:
-    """Dollars as people write them: cents when exact, else more digits. ``usd(1.5) == "$1.50"``,
-    ``usd(0.005) == "$0.005"``"""
+    """Cents when exact, else more digits. ``usd(1.5) == "$1.50"``, ``usd(0.005) == "$0.005"``"""
     return f"${amount:,.2f}" if round(amount, 2) == amount else f"${amount:,.6g}"
 
 
@@ -64,7 +41,7 @@ def price_override() -> Price | None:
         return None
     if raw_in is None or raw_out is None:
         raise ValueError("set both RPA_PRICE_IN and RPA_PRICE_OUT (dollars per million input / output tokens)")
-    return Price(_dollars("RPA_PRICE_IN", raw_in), _dollars("RPA_PRICE_OUT", raw_out))
+    return Price(dollars("RPA_PRICE_IN", raw_in), dollars("RPA_PRICE_OUT", raw_out))
 
 
 def model_price(model: str) -> Price | None:
@@ -73,8 +50,15 @@ def model_price(model: str) -> Price | None:
 
 
 def dollars(name: str, raw: str | float) -> float:
-    """A non-negative dollar amount read from a setting called ``name``; ValueError naming it otherwise."""
-    return _dollars(name, str(raw))
+    """A non-negative dollar amount read from setting ``name``; ValueError naming it otherwise."""
+    text = str(raw)
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value >= 0):
+        raise ValueError(f"{name} must be a non-negative number of dollars, got {text!r}")
+    return value
 
 
 def _tokens(chars: int) -> int:
@@ -86,17 +70,15 @@ def _prompt_tokens(messages: list[dict], sent: str) -> int:
 
 
 def estimate_body_tokens(body: dict) -> tuple[int, int]:
-    """(input, output) tokens of a chat-completion request body as sent (a batch request line's ``body``): its
-    messages and ``response_format``; output is its ``max_tokens``, an upper bound.
+    """(input, output) tokens of a chat-completion body as sent, output at ``max_tokens`` (an upper bound).
     ``estimate_body_tokens({"messages": [{"role": "user", "content": "x" * 40}], "max_tokens": 50}) == (14, 50)``"""
     sent = json.dumps(body["response_format"]) if body.get("response_format") else ""
     return _prompt_tokens(body.get("messages", []), sent), int(body.get("max_tokens") or 0)
 
 
 def estimate_tokens(req) -> tuple[int, int]:
-    """(input, output) tokens of a request as an OpenAI-compatible server would see it: the messages with the
-    backend's instruction for a choice or a schema, plus the options or schema it sends; output is
-    ``max_tokens`` (an upper bound), for a choice the JSON object naming the longest option.
+    """(input, output) tokens of a request as an OpenAI-compatible server sees it (with the backend's choice or schema
+    instruction); output is ``max_tokens`` (an upper bound), for a choice the JSON object naming the longest option.
     ``estimate_tokens(Request("chat", [{"role": "user", "content": "x" * 40}], max_tokens=50)) == (14, 50)``"""
     messages, sent = req.messages, ""
     if req.kind == "choose":
@@ -151,13 +133,11 @@ class Budget:
         return self._update()["spent"]
 
     def hold(self, price: Price, req, what: str) -> Hold:
-        """Hold the estimated cost of ``req`` for its round trip; BudgetExceeded when that would pass the limit."""
-        prompt, completion = estimate_tokens(req)
-        return self.hold_amount(price.cost(prompt, completion), what, price)
+        """Hold the estimated cost of ``req`` for its round trip (see :meth:`hold_amount`)."""
+        return self.hold_amount(price.cost(*estimate_tokens(req)), what, price)
 
     def hold_amount(self, estimate: float, what: str, price: Price | None = None, *, noun: str = "this call") -> Hold:
-        """Hold ``estimate`` dollars for ``noun`` (a call, a batch) until it is settled; BudgetExceeded when that
-        would pass the limit."""
+        """Hold ``estimate`` dollars for ``noun`` until settled; BudgetExceeded when that would pass the limit."""
         with self._lock:
             state = self._update()
             if state["spent"] + self._held + estimate > self.limit:
@@ -172,7 +152,7 @@ class Budget:
         return Hold(self, price, estimate)
 
     def book(self, cost: float, calls: int) -> None:
-        """Book ``cost`` dollars spent on ``calls`` calls that held nothing here (a batch submitted before a restart)."""
+        """Book ``cost`` dollars for ``calls`` calls that held nothing here (a batch started before a restart)."""
         self._settle(0.0, cost, calls)
 
     def _settle(self, held: float, cost: float | None, calls: int = 1) -> None:
@@ -187,8 +167,7 @@ class Budget:
 
 
 class Hold:
-    """An estimate held by one round trip or one batch; ``settle(raw)`` books what a round trip cost (``settle(None)``:
-    it failed), ``settle_amount(dollars, calls)`` what a batch's ``calls`` answers cost."""
+    """An estimate held by one round trip (``settle(raw)``; None: it failed) or one batch (``settle_amount``)."""
 
     def __init__(self, budget: Budget, price: Price | None, estimate: float):
         self.budget, self.price, self.estimate = budget, price, estimate
@@ -214,14 +193,11 @@ def shared_budget(limit: float, ledger: str | Path | None = None) -> Budget:
     """The one :class:`Budget` of a process for ``limit`` and ``ledger``, shared by the LLMs given it."""
     key = (float(limit), str(ledger) if ledger else None)
     with _SHARED_LOCK:
-        if key not in _SHARED:
-            _SHARED[key] = Budget(float(limit), Path(ledger) if ledger else None)
-        return _SHARED[key]
+        return _SHARED.setdefault(key, Budget(float(limit), Path(ledger) if ledger else None))
 
 
 def check_priced(llm, budget: Budget | None) -> Budget | None:
-    """The budget that limits ``llm``: None when there is none, or for a free backend with no price. An LLM with
-    no known price under a budget is refused (LLMFatalError naming the model and what to set)."""
+    """The budget that limits ``llm`` (None for a free backend with no price); LLMFatalError for an unpriced model."""
     if budget is None or (llm.price is None and llm.backend in FREE_BACKENDS):
         return None
     if llm.price is None:

@@ -1,12 +1,7 @@
 """Run a function over items with a bounded thread pool and a progress bar, keeping input order.
 
-Each item yields one :class:`Outcome`: its value, or the exception it raised as ``"ExcType: message"``; nothing
-is dropped and nothing is None (an item that waits on a :class:`~rpa_lib.llm.reply.Pending` answer is marked
-``pending``). The exception: an error of a type in ``stop_on`` (``LLM.map`` passes
-``LLMFatalError``: a refused key, an unknown model) would fail every item the same way, so it stops the run at
-once: queued items are cancelled, the calls in flight finish, and the error is raised again with the item it
-came from and how many items finished. Threads suit LLM calls (they wait on the network or on torch, which
-releases the GIL). This module does not retry, cache or rate-limit: the LLM call inside ``fn`` does that.
+Each item yields one :class:`Outcome` (its value, or its error as ``"ExcType: message"``); an error of a type in
+``stop_on`` stops the run instead. This module does not retry, cache or rate-limit: the LLM call inside ``fn`` does.
 """
 
 from __future__ import annotations
@@ -29,19 +24,14 @@ def _run_one(fn: Callable[[Any], Any], item: Any, stop_on: Stop) -> Outcome:
         return Outcome(item, error=f"{type(exc).__name__}: {exc}", pending=isinstance(exc, Pending))
 
 
-def _stopped(exc: Exception, index: int, total: int, finished: int, desc: str) -> Exception:
-    """``exc`` again (same type, one message argument) saying where the run stopped."""
-    return type(exc)(f"{desc}: stopped at item {index + 1} of {total} ({finished} finished, the rest not run): {exc}")
-
-
 def run_map(
     fn: Callable[[Any], Any], items: Iterable[Any], *, workers: int = 1, desc: str = "llm", progress: bool = True,
     stop_on: Stop = (),
 ) -> list[Outcome]:
     """``[Outcome(item, fn(item)) ...]`` in input order, at most ``workers`` at a time. ``run_map(len, ["ab"])``
 
-    An exception of a type in ``stop_on`` (constructible from one message) ends the run and is raised again,
-    naming the item; no list is returned then.
+    An exception of a type in ``stop_on`` (constructible from one message) cancels the queued items, lets those in
+    flight finish and is raised again naming the item.
     """
     from tqdm.auto import tqdm  # a widget bar in JupyterLab (ipywidgets), text in a terminal
 
@@ -80,5 +70,7 @@ def run_map(
             finally:  # on a stop or Ctrl-C, drop the queued items instead of running them all first
                 pool.shutdown(wait=True, cancel_futures=True)
     if stop is not None:  # raised here, outside any handler: the new error carries no chain
-        raise _stopped(stop[1], stop[0], len(items), finished, desc)
+        index, exc = stop
+        raise type(exc)(f"{desc}: stopped at item {index + 1} of {len(items)} ({finished} finished, the rest not run): "
+                        f"{exc}")
     return outcomes  # type: ignore[return-value]

@@ -1,18 +1,9 @@
 """In-flight claims: threads and processes sharing a reply cache send each request once, not once each.
 
-Before a cache miss is sent, the caller claims its key in a ``claims`` table of the cache's SQLite file (key, owner,
-expiry). Another caller missing the same key while the claim is live does not send: it polls the cache until the
-reply (or the stored failure) appears and takes it as a hit. The owner releases the claim when its call ends,
-after the outcome is stored, or on a fault, when a waiter claims the key and sends it itself. The claim has a lease
-(:data:`LEASE`, 30 s) that a thread of the owning process renews while it holds claims, so a long call keeps it and
-a killed process loses it within one lease, or at once when it ran on this machine (its process id is gone: a run
-killed and restarted does not wait for its own old claims; a process not yet reaped still counts). A waiter gives up waiting after ``wait_limit`` seconds (a claim renewed
-by a process stuck forever) and sends, with a warning.
-
-Expiry times are wall-clock seconds (``time.time()``): processes on one machine agree on them; a file shared over
-a network by machines whose clocks differ is not supported (SQLite over a network file system is not either).
-
-This module does not decide what a reply is or store one (``base`` and ``cache`` do); it only orders who sends.
+Before a cache miss is sent, its key is claimed in the ``claims`` table of the cache's SQLite file; other callers
+missing the same key wait for the stored outcome instead of sending (docs/design/batch_and_budget.md). Expiry times
+are wall-clock seconds, so a cache file shared by machines whose clocks differ is not supported. This module does not
+decide what a reply is or store one (``base`` and ``cache`` do); it only orders who sends.
 """
 
 from __future__ import annotations
@@ -46,8 +37,8 @@ T = TypeVar("T")
 
 
 def _gone(owner: str) -> bool:
-    """Whether ``owner`` (``host:pid:nonce``) is a process of this machine that no longer exists: its claim need not
-    wait for its lease. False for another machine's process, or when in doubt. ``_gone("elsewhere:1:ab") is False``"""
+    """Whether ``owner`` (``host:pid:nonce``) is a process of this machine that no longer exists (False when in
+    doubt). ``_gone("elsewhere:1:ab") is False``"""
     host, _, rest = owner.partition(":")
     pid = rest.partition(":")[0]
     if host != socket.gethostname() or not pid.isdigit() or int(pid) == os.getpid():
@@ -66,10 +57,10 @@ class InFlight:
     what ``lookup()`` found while another caller held the key (do not send), or None with the key claimed (send,
     store the outcome; the claim is released on leaving the block)."""
 
-    def __init__(self, path: str | Path, *, lease: float = LEASE, wait_limit: float = WAIT_LIMIT):
+    def __init__(self, path: str | Path, *, lease: float = LEASE):
         if not lease > 0:
             raise ValueError(f"lease must be positive seconds, got {lease!r}")
-        self.path, self.lease, self.wait_limit = Path(path), lease, wait_limit
+        self.path, self.lease = Path(path), lease
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
         self._pid: int | None = None
@@ -82,8 +73,6 @@ class InFlight:
 
     @contextlib.contextmanager
     def claim(self, key: str, lookup: Callable[[], T | None]) -> Iterator[T | None]:
-        """What ``lookup()`` found once another caller's claim on ``key`` ended in a stored outcome, else None with
-        ``key`` claimed by this caller until the block ends."""
         found, claimed = self._wait(key, lookup)
         try:
             yield found
@@ -92,8 +81,8 @@ class InFlight:
                 self._release(key)
 
     def _wait(self, key: str, lookup: Callable[[], T | None]) -> tuple[T | None, bool]:
-        """(what ``lookup`` found, False) or (None, True: claimed). Polls while another caller holds ``key``."""
-        deadline, pause = time.monotonic() + self.wait_limit, POLL[0]
+        """(what ``lookup`` found, False) or (None, True: claimed), polling while another caller holds ``key``."""
+        deadline, pause = time.monotonic() + WAIT_LIMIT, POLL[0]
         while True:
             if self._try(key):
                 found = lookup()  # stored between our last look and the claim: the owner stores, then releases
@@ -105,7 +94,7 @@ class InFlight:
                 return found, False
             if time.monotonic() > deadline:
                 log.warning("a request claimed by another caller for over %.0f s: sent again (%s)",
-                            self.wait_limit, self.path)
+                            WAIT_LIMIT, self.path)
                 return None, False
             time.sleep(pause)
             pause = min(POLL[1], pause * 1.5)
@@ -119,7 +108,7 @@ class InFlight:
         return self._conn
 
     def _try(self, key: str) -> bool:
-        """Claim ``key`` when no live claim holds it; True when this caller now holds it."""
+        """Claim ``key`` unless a live claim holds it; True when this caller now holds it."""
         now = time.time()
         with self._lock:
             conn = self._connection()

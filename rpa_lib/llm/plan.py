@@ -1,16 +1,8 @@
-"""A dry run's stand-in LLM: :class:`PlanLLM` records every call a run would make, with its cache key and
-estimated tokens, and answers without calling a model.
+"""A dry run's stand-in LLM: :class:`PlanLLM` records every call a run would make, with its cache key and estimated
+tokens, and answers without calling a model (docs/plan_and_budget.md).
 
-``PlanLLM(real, path)`` wraps a backend (which connects no client and loads no model until its first call, never
-made here): it keys each call exactly as that backend would, looks the key up in that backend's reply cache, answers
-with the cached reply when there is one (so the run follows the path those replies took) and otherwise as the fake
-backend does, and appends one JSON line per call to ``path``: model, key, whether the cache holds it, estimated
-tokens (:func:`rpa_lib.llm.budget.estimate_tokens`: an upper bound) and the character the call was made for
-(:data:`acting_for`, which the evaluation runner sets). It writes nothing to the reply cache; a graph index built
-from its made-up replies goes to its ``scratch_dir``, never to the cache a real run reads.
-
-Chosen by a run mode (``get_llm(spec, mode=RunMode(plan_file=...))``), never by the environment.
-:mod:`rpa_lib.run.plan` turns plan files into the plan's table.
+It writes nothing to the reply cache and is chosen by a run mode, never by the environment; :mod:`rpa_lib.run.plan`
+turns its plan files into the plan's table.
 """
 
 from __future__ import annotations
@@ -27,16 +19,15 @@ from rpa_lib.llm.budget import estimate_tokens
 from rpa_lib.llm.fake import FakeLLM, default_rule
 from rpa_lib.llm.reply import Raw
 
-# the character whose answer a call is made for (set by the evaluation runner around each job), recorded with each
-# planned call: a fast plan tells a call every character makes alike (e.g. LightRAG's keywords of a questionnaire
-# item) from its own
+# the character a call is made for (set by the evaluation runner around each job): a fast plan tells a call every
+# character makes alike (e.g. LightRAG's keywords of a questionnaire item) from its own
 acting_for: contextvars.ContextVar[str | None] = contextvars.ContextVar("rpa_acting_for", default=None)
 _WRITE_LOCK = threading.Lock()
 _FILES: dict[Path, Any] = {}  # plan files open for appending, one per path, line-buffered
 
 
 def _plan_file(path: Path):
-    """The open plan file at ``path`` (call under ``_WRITE_LOCK``): opened once, not once per call."""
+    """The open plan file at ``path`` (call under ``_WRITE_LOCK``)."""
     f = _FILES.get(path)
     if f is None or f.closed or not path.exists():  # a plan file removed since: a new one
         f = _FILES[path] = open(path, "a", encoding="utf-8", buffering=1)
@@ -44,22 +35,19 @@ def _plan_file(path: Path):
 
 
 class _CacheView:
-    """A backend's reply cache, read only: ``get`` looks up, ``put`` is dropped. A missing file is never created.
-    Recent lookups are remembered: the stand-in and ``base`` look each key up in turn."""
+    """A backend's reply cache, read only (a missing file is never created); recent lookups are remembered, as the
+    stand-in and ``base`` look each key up in turn."""
 
     def __init__(self, cache: Any):
-        self.cache = cache if cache is not None and Path(cache.path).is_file() else None
-        self.get = functools.lru_cache(maxsize=1024)(self._get)
-
-    def _get(self, key: str) -> dict | None:
-        return None if self.cache is None else self.cache.get(key)
+        self.cache = cache
+        self.get = functools.lru_cache(maxsize=1024)(cache.get)
 
     def put(self, key: str, request: dict, reply: dict) -> None:
         pass
 
 
 class PlanLLM(LLM):
-    """``PlanLLM(get_llm("openai:gpt-4.1"), path)``: answers like the fake backend (or from ``real``'s cache) under
+    """``PlanLLM(get_llm("openai:gpt-4.1"), path)``: answers from ``real``'s cache, else like the fake backend, under
     ``real``'s identity (backend, model, label, price, workers, cache key), recording each call to ``path``."""
 
     def __init__(self, real: LLM, path: str | Path):
@@ -68,8 +56,8 @@ class PlanLLM(LLM):
         self._server = getattr(real, "base_url", None)
         self.scratch_dir = self.path.with_suffix(".indexes")  # graph indexes built from its replies: see build_path
         super().__init__(cache=False, max_workers=real.max_workers, retry=real.retry)
-        view = _CacheView(real._cache)
-        self._cache = view if view.cache is not None else None  # no cache file: nothing to look up
+        cache = real._cache  # read through a view; without a cache file there is nothing to look up
+        self._cache = _CacheView(cache) if cache is not None and Path(cache.path).is_file() else None
         self._budget = None  # a plan spends nothing
         self._answers = FakeLLM(real.rule if isinstance(real, FakeLLM) else default_rule, cache=False)
         self._last = threading.local()  # the request whose key was made last, and its fields and key

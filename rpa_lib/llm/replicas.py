@@ -1,18 +1,9 @@
 """Several servers of one model (``RPA_LLM_BASE_URL=http://a:8000/v1,http://b:8000/v1``): which replica gets each
-request, and which are set aside.
+request, and which are set aside (docs/engines_and_servers.md).
 
-:class:`Replicas` orders the replicas for a request. A call made for a character (:data:`~rpa_lib.llm.plan.
-acting_for`, which the evaluation runner sets) goes to the replica that character hashes to (rendezvous hashing:
-stable, and a character moves only while its replica is set aside), so a server's prefix cache keeps serving that
-character's persona; a call for no character goes round robin. A replica that refuses connections is set aside for
-:data:`COOL_DOWN` seconds, with one log line, and requests go to the next in order; after the cool-down it is
-tried again. Replicas set aside stay last in the order, so when every replica is down each is tried and the call
-fails with the usual transport error.
-
-:func:`routing_transport` applies the order at the HTTP layer, under the ``openai`` client: the client and its retries
-see one server. The replicas must serve one model with one set of credentials; which replica answered is recorded
-nowhere (the cache key names the list, see :mod:`rpa_lib.llm.openai_backend`). This module does not balance by
-load or health checks, and does not move a request that failed after it was sent.
+A character's calls go to the replica it hashes to (rendezvous hashing), so that server's prefix cache keeps its
+persona; other calls go round robin; a replica refusing connections is set aside for :data:`COOL_DOWN` seconds. This
+module does not balance by load or health checks, and does not move a request that failed after it was sent.
 """
 
 from __future__ import annotations
@@ -33,7 +24,7 @@ COOL_DOWN = 30.0  # seconds a replica that refused a connection is left out
 
 
 def split_urls(text: str) -> list[str]:
-    """The URLs of a comma-separated list. ``split_urls("http://a/v1, http://b/v1") == ["http://a/v1", "http://b/v1"]``"""
+    """``split_urls("http://a/v1, http://b/v1") == ["http://a/v1", "http://b/v1"]``"""
     return [u.strip() for u in text.split(",") if u.strip()]
 
 
@@ -56,8 +47,7 @@ class Replicas:
         return f"Replicas({self.urls!r})"
 
     def order(self, character: str | None) -> list[int]:
-        """For ``character``: every replica by its hash with the character; for None: round robin. Replicas set
-        aside come last, in the same order."""
+        """By hash with ``character``, round robin for None; replicas set aside come last, in the same order."""
         now = self._clock()
         with self._lock:
             aside = {i for i, until in self._aside.items() if until > now}
@@ -82,11 +72,9 @@ class Replicas:
 
 
 def routing_transport(replicas: Replicas, inner: Any) -> Any:
-    """An ``httpx2`` transport sending each request through ``inner`` to the first replica of
-    ``replicas.order(acting_for)`` that accepts the connection. Requests are addressed to ``replicas.urls[0]``
-    (the client's base URL); the path below it is kept. Built on first use: importing this module imports no
-    ``httpx2``."""
-    import httpx2
+    """An ``httpx2`` transport sending each request (addressed to ``replicas.urls[0]``, the client's base URL) through
+    ``inner`` to the first replica of ``replicas.order(acting_for)`` that accepts the connection."""
+    import httpx2  # here, so that importing this module imports no httpx2
 
     base = httpx2.URL(replicas.urls[0])
 

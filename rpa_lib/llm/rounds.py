@@ -1,27 +1,9 @@
 """Batch rounds, the LLM side: :class:`BatchLLM` answers each round trip from the results of earlier rounds and
 records the ones not in yet; :func:`answer_engine_lines` answers a round's lines of in-process engines.
 
-A run in batch mode (``RunMode(batch_store=..., batch_misses=...)``; :mod:`rpa_lib.run.rounds` drives the rounds)
-wraps every LLM in a ``BatchLLM``. It keys each call exactly as the real backend does and uses the real backend's
-reply cache, so a call whose reply is cached is a hit as in a synchronous run. Otherwise each *round trip* (one
-backend hook call: the first ask, then each re-ask after an empty or invalid reply) becomes a request line:
-
-- for an OpenAI-compatible backend, an OpenAI batch line ``{"custom_id", "method", "url", "body"}`` whose body is
-  the one a synchronous call sends (:meth:`~rpa_lib.llm.openai_backend.OpenAILLM.body`), read back by the same code
-  (:meth:`~rpa_lib.llm.openai_backend.OpenAILLM.raw`);
-- for an in-process engine (local, llama.cpp, fake), ``{"custom_id", "engine": {"spec", "request"}}``: what
-  :func:`answer_engine_lines` needs to rebuild the engine and run its hook.
-
-``custom_id`` is a hash of what determines the answer (server and body; engine, model and request), so identical
-requests collapse into one line. A line answered in an earlier round (the results store: ``results.sqlite`` in the
-``batch_store`` folder) is the round trip's answer; a line not answered yet is appended to the ``batch_misses``
-file and the round trip raises :class:`~rpa_lib.llm.reply.Pending`. When every round trip of a call is answered,
-``base`` stores the reply in the reply cache under the key a synchronous run uses. A line that failed is asked
-again in the next round, once (:data:`RETRIES`); after that its round trip fails (an ``LLMError``) as a
-synchronous call does when its retries run out.
-
-This module sends nothing; :func:`answer_engine_lines` runs in-process engines, the batch transport
-(:mod:`rpa_lib.llm.batches`) sends the rest.
+A round trip becomes a request line: an OpenAI batch line for an OpenAI-compatible backend, an engine line
+(``{"custom_id", "engine": {"spec", "request"}}``) for an in-process one (docs/plan_and_budget.md, "Batch rounds").
+This module sends nothing: :mod:`rpa_lib.run.rounds` drives the rounds and :mod:`rpa_lib.llm.batches` sends lines.
 """
 
 from __future__ import annotations
@@ -42,22 +24,19 @@ from rpa_lib.llm.retry import RetryPolicy
 
 RETRIES = 1  # a failed line is asked again once, in the next round
 ENDPOINT = "/v1/chat/completions"
-# Guided Selection's look-ahead in batch mode: one round judges this many chunks of a walk (a fixed window, so
-# which calls a walk makes depends on the verdicts alone, never on timing); `python -m benchmarks gs --rounds` shows the
-# trade of rounds against extra calls
+# Guided Selection's look-ahead in batch mode: chunks of a walk judged per round (a fixed window: the calls depend on
+# the verdicts alone, never on timing; docs/plan_and_budget.md has the trade of rounds against calls)
 BATCH_LOOKAHEAD = 8
 _WRITE_LOCK = threading.Lock()
 
 
 def results_store(folder: str | Path) -> Cache:
-    """The store of batch results in ``folder``: custom id -> ``{"body": completion}`` (an OpenAI line),
-    ``{"raw": ...}`` (an engine's line) or ``{"error": {"message": ...}, "tries": n}``."""
+    """Custom id -> ``{"body": completion}``, ``{"raw": ...}`` (an engine's line) or ``{"error", "tries"}``."""
     return Cache(Path(folder) / "results.sqlite")
 
 
 def engine_spec(llm: LLM) -> str:
-    """The spec that builds in-process engine ``llm`` again (``get_llm(spec)``). ``engine_spec(FakeLLM()) ==
-    "fake:fake"``"""
+    """The ``get_llm`` spec of in-process engine ``llm``. ``engine_spec(FakeLLM()) == "fake:fake"``"""
     if llm.backend == "fake":
         return f"fake:{llm.label}"
     if llm.backend in ("local", "llamacpp"):
@@ -67,8 +46,8 @@ def engine_spec(llm: LLM) -> str:
 
 class BatchLLM(LLM):
     """``BatchLLM(get_llm("openai:gpt-4.1"), store, misses)``: ``real`` under its identity (backend, model, label,
-    price, workers, cache and cache keys), its round trips answered from the results store in ``store`` and the
-    missing ones recorded to ``misses``."""
+    price, workers, cache and cache keys), its round trips answered from ``store``, the missing ones recorded to
+    ``misses``."""
 
     lookahead = BATCH_LOOKAHEAD
 
@@ -88,15 +67,6 @@ class BatchLLM(LLM):
     def _key_extra(self) -> dict:
         return self.real._key_extra()
 
-    def _chat(self, req: Request) -> Raw:
-        return self._answer(req)
-
-    def _choose(self, req: Request) -> Raw:
-        return self._answer(req)
-
-    def _structured(self, req: Request) -> Raw:
-        return self._answer(req)
-
     def _answer(self, req: Request) -> Raw:
         """The stored answer of ``req``'s line; Pending (the line recorded) when there is none yet or it failed
         fewer than ``1 + RETRIES`` times; LLMError when it failed that often."""
@@ -109,6 +79,8 @@ class BatchLLM(LLM):
             raise LLMError(f"batch line {line['custom_id'][:12]} failed {result['tries']} times: "
                            f"{result['error'].get('message')}")
         return read(result)
+
+    _chat = _choose = _structured = _answer
 
     def line(self, req: Request) -> tuple[dict, Callable[[dict], Raw]]:
         """(the request line of ``req``'s round trip, how to read its stored result as a Raw)."""
@@ -128,7 +100,7 @@ class BatchLLM(LLM):
             lambda result: Raw(**result["raw"])
 
     def _record(self, line: dict, req: Request) -> None:
-        """Append ``line`` to the misses file, with what the rounds count: model, server, price, estimated tokens."""
+        """Append ``line`` to the misses file, with model, server, price and estimated tokens for the rounds."""
         price = None if self.price is None else [self.price.input, self.price.output]
         entry = {**line, "label": self.label, "model": self.model_id, "server": getattr(self.real, "base_url", None),
                  "price": price, "estimate": list(estimate_tokens(req))}
@@ -142,15 +114,13 @@ class BatchLLM(LLM):
 def read_lines(path: str | Path) -> list[dict]:
     """The lines of a misses file, in order ([] when there is none)."""
     path = Path(path)
-    if not path.is_file():
-        return []
-    return [json.loads(text) for text in path.read_text(encoding="utf-8").splitlines() if text.strip()]
+    text = path.read_text(encoding="utf-8") if path.is_file() else ""
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
 def answer_engine_lines(lines: list[dict], build: Callable[[str], LLM], *, progress: bool = True) -> dict[str, dict]:
-    """Run each engine line's round trip on its engine (``build(spec)``, once per spec), ``max_workers`` at a
-    time, with the engine's retries: ``{custom_id: {"raw": ...}}`` for an answer, ``{custom_id: {"error":
-    {"message": ...}}}`` for a failure (an LLMFatalError stops the round and is raised)."""
+    """Each engine line's round trip on ``build(spec)`` (once per spec), with the engine's workers and retries:
+    ``{custom_id: {"raw": ...} or {"error": {"message": ...}}}``; an LLMFatalError stops the round."""
     results: dict[str, dict] = {}
     by_spec: dict[str, list[dict]] = {}
     for line in lines:
@@ -168,9 +138,8 @@ def answer_engine_lines(lines: list[dict], build: Callable[[str], LLM], *, progr
 
 
 def store_results(store: str | Path, lines: list[dict], results: dict[str, Any]) -> tuple[int, int]:
-    """Keep a round's ``results`` (:func:`answer_engine_lines`' or the batch transport's: ``{"status_code",
-    "body"}`` or ``{"error"}``) in the results store, a failure with how many times its line failed so far.
-    Returns (answered, failed); a line with no result is not stored (the next round asks it again)."""
+    """Keep a round's ``results`` in the results store, a failure with how many times its line failed so far;
+    (answered, failed). A line with no result is not stored: the next round asks it again."""
     store = results_store(store)
     answered = failed = 0
     by_id = {line["custom_id"]: line for line in lines}
@@ -199,8 +168,7 @@ def read_log(path: str | Path) -> dict:
 
 
 def log_round(path: str | Path, mode: str, entry: dict) -> None:
-    """Add one round to the log at ``path``: ``entry`` holds ``round``, ``calls``, ``by_notebook`` (calls per
-    notebook), ``answered``, ``failed``, ``seconds`` and ``usd`` (at batch rates; None: a price unknown)."""
+    """Add ``entry`` (round, calls, by_notebook, answered, failed, seconds, usd) to the log at ``path``."""
     log = read_log(path)
     log["mode"] = mode
     log["rounds"].append(entry)
@@ -209,8 +177,8 @@ def log_round(path: str | Path, mode: str, entry: dict) -> None:
 
 
 def rounds_record(path: str | Path, notebook: str) -> dict:
-    """What a run record says of the rounds: their number and mode, this notebook's calls per round, every
-    notebook's, and the price of the rounds at batch rates (None when a model's price is unknown)."""
+    """The rounds for a run record: number, mode, this notebook's and every notebook's calls per round, and the price
+    at batch rates (None when a model's price is unknown)."""
     log = read_log(path)
     rounds = log["rounds"]
     costs = [r.get("usd") for r in rounds]

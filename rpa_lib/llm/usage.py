@@ -1,9 +1,8 @@
 """Running totals of what an LLM spent: calls, cache hits, tokens, time, and an estimated cost in USD.
 
-Cost comes from a small dated price table (USD per million tokens, standard tier, no batch or cached-input
-discount, so it is an upper bound); models not in it (local, fake, self-hosted) cost ``None``. Cache hits cost
-nothing. This module does not count tokens itself (backends report them) and holds no credentials: ``to_dict``
-is safe to save next to results.
+Cost comes from a small dated price table (standard tier, no batch or cached-input discount: an upper bound); models
+not in it cost ``None``, cache hits nothing. This module counts no tokens itself (backends report them) and holds no
+credentials: ``to_dict`` is safe to save next to results.
 """
 
 from __future__ import annotations
@@ -40,10 +39,7 @@ PRICES = {
 
 def price_for(model: str) -> Price | None:
     """The price of ``model`` or of its dated snapshot. ``price_for("gpt-4.1-2025-04-14") == PRICES["gpt-4.1"]``"""
-    if model in PRICES:
-        return PRICES[model]
-    base = re.sub(r"-\d{4}-\d{2}-\d{2}$", "", model)
-    return PRICES.get(base)
+    return PRICES.get(model) or PRICES.get(re.sub(r"-\d{4}-\d{2}-\d{2}$", "", model))
 
 
 class Usage:
@@ -92,9 +88,8 @@ class Usage:
             self.modes[kind] = mode
 
     def record_reply(self, kind: str, valid: bool, *, coerced: bool = False) -> None:
-        """One reply to a choice or a structured request, and whether it was of the asked shape (before any re-ask);
-        ``coerced``: it matched no option and the backend put the top-scoring option in its place (logprobs mode),
-        counted apart, never as invalid or as a model's own valid answer."""
+        """One reply to a choice or structured request and whether it had the asked shape (before any re-ask);
+        ``coerced``: the backend put the top-scoring option in place of no match (logprobs), counted apart."""
         with self._lock:
             counts = self.replies.setdefault(kind, [0, 0, 0])
             counts[0] += 1
@@ -103,7 +98,6 @@ class Usage:
 
     @property
     def coerced(self) -> int:
-        """Replies coerced from logprobs to an option (see :meth:`record_reply`)."""
         with self._lock:
             return sum(c[2] for c in self.replies.values())
 
@@ -114,9 +108,7 @@ class Usage:
     @property
     def wall_seconds(self) -> float:
         """From the start of the first call to the end of the last (concurrent calls overlap)."""
-        if self._first is None or self._last is None:
-            return 0.0
-        return self._last - self._first
+        return 0.0 if self._first is None or self._last is None else self._last - self._first
 
     @property
     def cost_usd(self) -> float | None:
