@@ -48,14 +48,13 @@ def table1_readings(side: pd.DataFrame, characters: int) -> pd.DataFrame:
     variation per character, (Σσ²/n) / (Σμ/n)², of the paper's σ² and of each of ours (docs/design/run.md)."""
     out = []
     for _, r in side.iterrows():
-        n = characters if r.source.startswith("ours") else PAPER_CHARACTERS
-        mu = r.sum_mu / n
-        readings = {"all retrieved scores": r.sum_var, "question means": r.sum_var_q}
-        for reading, value in readings.items():
+        ours = r.source.startswith("ours")
+        n = characters if ours else PAPER_CHARACTERS
+        for reading, value in (("all retrieved scores", r.sum_var), ("question means", r.sum_var_q)):
             if pd.notna(value):
                 out.append({"source": r.source, "embedder": r.embedder, "splitter": r.splitter,
-                            "reading": reading if r.source.startswith("ours") else "as printed",
-                            "cv2_per_character": (value / n) / mu ** 2})
+                            "reading": reading if ours else "as printed",
+                            "cv2_per_character": (value / n) / (r.sum_mu / n) ** 2})
     return pd.DataFrame(out)
 
 

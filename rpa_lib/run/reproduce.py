@@ -177,7 +177,7 @@ def run(profile_name: str = "quick", only: list[str] | None = None, output_dir: 
 
 
 def batch_run(profile_name: str, profile: dict, books: list[Path], output_dir: Path | None, force: bool, batch: str,
-              mode: dict | None = None, budget: Budget | None = None) -> list[dict]:
+              mode: dict, budget: Budget | None) -> list[dict]:
     """Batch rounds of the notebooks that use an LLM (:func:`rpa_lib.run.rounds.run_rounds`), then :func:`_run` in
     batch mode, every answer in. Results in ``<cache>/batch`` (a restart resumes), each run's rounds in its
     ``runs/`` folder."""
@@ -192,7 +192,7 @@ def batch_run(profile_name: str, profile: dict, books: list[Path], output_dir: P
     def collect(stem: str, round_mode: dict, scratch: Path) -> str | None:
         nb, declared = by_stem[stem], parameters(by_stem[stem])
         params = _outputs_in(parameters_for(nb, profile, scratch), declared, scratch)
-        params = with_mode(params, declared, {**(mode or {}), **round_mode})
+        params = with_mode(params, declared, {**mode, **round_mode})
         executed = paths.ensure(scratch / "notebooks") / nb.name
         with environment(RPA_OUTPUT_DIR=str(scratch)):
             return _attempt(nb, executed, params)[0]
@@ -200,11 +200,11 @@ def batch_run(profile_name: str, profile: dict, books: list[Path], output_dir: P
     run_rounds(list(by_stem), collect, mode=batch, store=store, run_dir=run_dir, budget=budget,
                build=lambda spec: get_llm(spec, cache=False))
     final = batch_mode(store, run_dir / "final.misses.jsonl", run_dir / "rounds.json")
-    return _run(profile_name, profile, books, output_dir, force, {**(mode or {}), **final})
+    return _run(profile_name, profile, books, output_dir, force, {**mode, **final})
 
 
-def _run(profile_name: str, profile: dict, books: list[Path], output_dir: Path | None, force: bool = False,
-         mode: dict | None = None) -> list[dict]:
+def _run(profile_name: str, profile: dict, books: list[Path], output_dir: Path | None, force: bool,
+         mode: dict) -> list[dict]:
     executed_dir = paths.ensure((output_dir or paths.RESULTS_DIR) / "notebooks")
     print(f"reproduce: profile {profile_name!r}, {len(books)} notebook(s), executed copies in {executed_dir}",
           flush=True)
@@ -219,7 +219,7 @@ def _run(profile_name: str, profile: dict, books: list[Path], output_dir: Path |
             upstream = [stamps.outputs_digest(stamps.read(executed_dir / b.name)) for b in order[:order.index(nb)]]
             inputs = stamps.inputs_digest(nb, params, upstream, library)
             done = None if force else stamps.up_to_date(executed, inputs)
-            params = with_mode(params, parameters(nb), mode or {})  # after the digest: a budget is no input
+            params = with_mode(params, parameters(nb), mode)  # after the digest: a budget is no input
             if done:
                 print(f"[{i}/{len(books)}] {nb.stem}: up to date (notebook, parameters, library, data, settings and "
                       f"its {len(done['outputs'])} output file(s) unchanged since {done['finished']}), not run; "
@@ -232,7 +232,11 @@ def _run(profile_name: str, profile: dict, books: list[Path], output_dir: Path |
             before = _snapshot(watch)
             print(f"[{i}/{len(books)}] {nb.stem}: ", end="", flush=True)  # one line per notebook, ended below
             start = time.perf_counter()
-            _execute(nb, executed, params)
+            if e := _papermill(nb, executed, params):
+                print(f"FAILED after {time.perf_counter() - start:.1f} s", flush=True)
+                print(f"{nb.name}: cell {e.exec_count} raised {e.ename}: {e.evalue}\n"
+                      f"(executed copy with the traceback: {executed})", file=sys.stderr)
+                raise SystemExit(1)
             seconds = time.perf_counter() - start
             changed = [p for p, t in _snapshot(watch).items() if before.get(p) != t]
             stamps.write(executed, inputs, changed, earlier, seconds)
@@ -263,34 +267,24 @@ def _papermill(nb: Path, executed: Path, params: dict):
     return None
 
 
-def _execute(nb: Path, executed: Path, params: dict) -> None:
-    """papermill; a failing cell is a SystemExit(1) naming the notebook, the cell and the error."""
-    start = time.perf_counter()
-    if e := _papermill(nb, executed, params):
-        print(f"FAILED after {time.perf_counter() - start:.1f} s", flush=True)
-        print(f"{nb.name}: cell {e.exec_count} raised {e.ename}: {e.evalue}\n"
-              f"(executed copy with the traceback: {executed})", file=sys.stderr)
-        raise SystemExit(1)
-
-
-def _sampled(nb: Path, params: dict, declared: dict, size: int) -> tuple[list[str], int] | None:
+def _sampled(nb: Path, params: dict, declared: dict) -> tuple[list[str], int] | None:
     """(the characters to dry-run ``nb`` on, how many it runs on), or None to run whole (not per character, or
     too few characters)."""
     if nb.stem not in PER_CHARACTER or "characters" not in declared:
         return None
     dataset = Dataset(params.get("data_dir"))
     chosen = dataset.characters(params.get("characters"))
-    if len(chosen) <= size:
+    if len(chosen) <= SAMPLE_CHARACTERS:
         return None
-    return character_sample({c: dataset.persona_path(c).stat().st_size for c in chosen}, size), len(chosen)
+    return character_sample({c: dataset.persona_path(c).stat().st_size for c in chosen}), len(chosen)
 
 
 @_profile_environment
 def plan(profile_name: str = "quick", only: list[str] | None = None, workers: int | None = None,
-         sample: int | None = None, exact: bool = False) -> list[dict]:
+         exact: bool = False) -> list[dict]:
     """Print what a run would call, cost and find cached, from dry runs of the notebooks that use an LLM (``workers``
     at once, default one per core up to 4; outputs in a temporary folder), and return the table's rows. Unless
-    ``exact``, a per-character notebook is dry-run on ``sample`` characters and its counts scaled to all."""
+    ``exact``, a per-character notebook is dry-run on a sample of its characters and its counts scaled to all."""
     from rpa_lib.evaluation.power import power_text, profile_sizes
 
     profile = load_profile(profile_name)
@@ -311,7 +305,7 @@ def plan(profile_name: str = "quick", only: list[str] | None = None, workers: in
             for nb in planned:
                 declared = parameters(nb)
                 params = _outputs_in(parameters_for(nb, profile, out), declared, out / nb.stem)
-                drawn = None if exact else _sampled(nb, params, declared, sample or SAMPLE_CHARACTERS)
+                drawn = None if exact else _sampled(nb, params, declared)
                 if drawn:
                     samples[nb.stem] = drawn
                     params["characters"] = drawn[0]
