@@ -60,9 +60,7 @@ def with_models(df: pd.DataFrame, llm: str | None = None, judge: str | None = No
     for column, value in zip((*MODEL_COLUMNS, "gs_llm"), (llm, judge, embedder, gs_llm)):
         if value is None or value == "":
             continue
-        if column not in out.columns:
-            out[column] = pd.Series(None, index=out.index, dtype=object)
-        out[column] = out[column].astype(object)
+        out[column] = out.get(column, pd.Series(None, index=out.index, dtype=object)).astype(object)
         out.loc[mask & out[column].isna(), column] = value
     return out
 
