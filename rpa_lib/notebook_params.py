@@ -1,9 +1,6 @@
-"""Read a notebook's ``parameters`` cell and check values against it, so a profile or a caller that names an
-unknown parameter or passes the wrong type gets one clear line instead of a silent default.
-
-The cell is read with :mod:`ast` (never executed): each ``name = literal`` declares a parameter whose type is its
-default's, or, for a default of None, the one :data:`NONE_DEFAULTS` names for that parameter (papermill cannot
-read annotations such as ``list[str] | None``, so the cells carry none).
+"""Read a notebook's ``parameters`` cell with :mod:`ast` (never executed) and check values against it: each
+``name = literal`` declares a parameter of its default's type, or the one :data:`NONE_DEFAULTS` names (papermill
+cannot read annotations such as ``list[str] | None``, so the cells carry none).
 
 >>> check_value("k", 5, Parameter("k", 3, "int"))
 >>> check_value("characters", "frieren", Parameter("characters", None, "list[str] | None"))
@@ -19,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-# parameters that may be None ("all", "the environment"), by the name every notebook uses for them, whatever their default
+# parameters that may be None ("all", "the environment") whatever their default, by the name every notebook uses
 NONE_DEFAULTS = {"characters": "list[str] | None", "data_dir": "str | None", "figures_dir": "str | None",
                  "results_dir": "str | None", "llm": "str | None", "evaluator_llm": "str | None",
                  "gs_llm": "str | None", "multi_questions": "int | None",
@@ -51,8 +48,6 @@ def parameters(notebook: Path) -> dict[str, Parameter]:
         else:
             continue
         default = ast.literal_eval(value)
-        # a parameter NONE_DEFAULTS names keeps its "... | None" type whatever its default (characters = ["frieren"]
-        # still accepts None, "every character", from a profile)
         inferred = NONE_DEFAULTS.get(name, "None" if default is None else type(default).__name__)
         out[name] = Parameter(name, default, annotation or inferred)
     return out
@@ -76,8 +71,8 @@ def _matches(value: Any, type_text: str) -> bool:
 
 
 def check_value(name: str, value: Any, declared: Parameter) -> None:
-    """A ValueError naming the parameter, the expected type and the value when they disagree. A parameter
-    whose default is None and that has no annotation accepts anything."""
+    """A ValueError naming the parameter, the expected type and the value when they disagree (a declared type of
+    ``None`` accepts anything)."""
     if declared.type == "None":
         return
     if not _matches(value, declared.type):

@@ -1,10 +1,6 @@
-"""The papers' printed tables, and this repository's results beside them.
-
-Every "ours beside the paper" table a notebook shows is built here, so it is tested and linted like the rest of
-the library: AMADEUS Tables 1 to 6 and CharacterCraft's Kendall table. The transcribed numbers live in
-``data/paper_results/`` (see its README for known inconsistencies of the printed tables).
-
-This module computes no score of its own: it arranges scores computed elsewhere (``rpa_lib.evaluation``).
+"""The papers' printed tables with this repository's results beside them: AMADEUS Tables 1 to 6, Figure 1 and
+CharacterCraft's Kendall table, from the numbers transcribed in ``data/paper_results/`` (see its README for the
+printed tables' inconsistencies). It computes no score of its own: it arranges those of ``rpa_lib.evaluation``.
 """
 
 from __future__ import annotations
@@ -25,7 +21,6 @@ from rpa_lib.methods.registry import paper_name
 
 PAPER_CHARACTERS = 15
 PAPER_LLM = "GPT-4.1"
-# Our full questionnaires have the paper's sizes (60 MBTI, 120 BFI items).
 PAPER_ITEMS = {name: items for name, (items, _) in QUESTIONNAIRE_ITEMS.items()}
 # questionnaire -> (labels.csv column of its types, transcribed table, title)
 PERSONALITY_TABLES = {"mbti": ("mbti", "table4_mbti", "Predicted MBTI types per character"),
@@ -37,12 +32,9 @@ def paper_table(name: str, dataset: Dataset | None = None) -> pd.DataFrame:
     return as_dataset(dataset).paper_table(name)
 
 
-# ---- Table 1 ------------------------------------------------------------------------------------------------
-
-
 def table1_beside_paper(ours: pd.DataFrame, characters: int, k: int) -> pd.DataFrame:
-    """Our Table 1 (``splitter, embedder, sum_mu, sum_var, sum_var_q``) above the paper's (which has one σ²
-    reading), with Σμ per character (``mean_mu``), since our number of characters and embedders differ."""
+    """Our Table 1 (``splitter, embedder, sum_mu, sum_var, sum_var_q``) above the paper's, with Σμ per character
+    (``mean_mu``): the numbers of characters differ."""
     cols = ["source", "embedder", "splitter", "sum_mu", "sum_var", "sum_var_q"]
     paper = paper_table("table1_similarity").assign(source=f"AMADEUS paper ({PAPER_CHARACTERS} characters)")
     mine = ours.assign(source=f"ours ({characters} characters, k={k})")
@@ -52,19 +44,17 @@ def table1_beside_paper(ours: pd.DataFrame, characters: int, k: int) -> pd.DataF
 
 
 def table1_readings(side: pd.DataFrame, characters: int) -> pd.DataFrame:
-    """Which reading of σ² do the paper's numbers fit? Scale-free, per embedder and splitter: the squared
-    coefficient of variation per character, (Σσ²/n) / (Σμ/n)², for the paper's σ² and for each of ours.
-    Embedders differ in how they spread cosine scores, so only the order of magnitude can be compared."""
+    """Which reading of σ² the paper's numbers fit: per source, embedder and splitter, the squared coefficient of
+    variation per character, (Σσ²/n) / (Σμ/n)², of the paper's σ² and of each of ours (docs/design/run.md)."""
     out = []
     for _, r in side.iterrows():
-        n = characters if r.source.startswith("ours") else PAPER_CHARACTERS
-        mu = r.sum_mu / n
-        readings = {"all retrieved scores": r.sum_var, "question means": r.sum_var_q}
-        for reading, value in readings.items():
+        ours = r.source.startswith("ours")
+        n = characters if ours else PAPER_CHARACTERS
+        for reading, value in (("all retrieved scores", r.sum_var), ("question means", r.sum_var_q)):
             if pd.notna(value):
                 out.append({"source": r.source, "embedder": r.embedder, "splitter": r.splitter,
-                            "reading": reading if r.source.startswith("ours") else "as printed",
-                            "cv2_per_character": (value / n) / mu ** 2})
+                            "reading": reading if ours else "as printed",
+                            "cv2_per_character": (value / n) / (r.sum_mu / n) ** 2})
     return pd.DataFrame(out)
 
 
@@ -82,38 +72,31 @@ def splitter_ordering(side: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-# ---- Table 3 ------------------------------------------------------------------------------------------------
-
-
 def table3_beside_paper(stats: pd.DataFrame, sizes: pd.DataFrame | None = None, method: str = "amadeus",
                         baseline: str = "naive_rag", control: str = "naive_rag_budget") -> pd.DataFrame:
-    """Average chunk usage rate and GS failure of ``method`` per question set (per-character ``usage_stats``
-    with a ``question_set`` column), the baseline's and the budget-matched ``control``'s usage rates beside it,
-    each rate with its ceiling (the chunks shown over a character's chunks: :func:`~rpa_lib.evaluation.chunk_usage.
-    usage_stats`), then the paper's rows (its Naive RAG rate is printed for MBTI only, in Figure 1). ``sizes``
-    (:func:`~rpa_lib.evaluation.context.context_sizes` by question set and method) adds the context characters and
-    tokens each method put before its LLM. Our rates have 95% intervals (``_low``, ``_high``): a bootstrap of the
-    per-character rates, characters resampled (``n_characters``, ``interval_note``); the paper's none."""
+    """AMADEUS Table 3: ``method``'s average chunk usage and GS failure rates per question set (from per-character
+    ``usage_stats``), with their ceilings, 95% intervals over characters and, given ``sizes``, context sizes; the
+    ``baseline``'s and ``control``'s usage rates beside them; then the paper's rows (Naive RAG from Figure 1)."""
     keys = ["question_set", "method"]
     stats = stats if "ceiling_rate" in stats else stats.assign(ceiling_rate=np.nan)
     avg = stats.groupby(keys, sort=False).agg(chunk_usage_rate=("usage_rate", "mean"),
                                               gs_failure_rate=("gs_failure_rate", "mean"),
                                               ceiling_rate=("ceiling_rate", "mean")).reset_index()
-    per_char = stats.rename(columns={"usage_rate": "chunk_usage_rate", "gs_failure_rate": "gs_failure_rate"})
+    per_char = stats.rename(columns={"usage_rate": "chunk_usage_rate"})
     avg = merge_intervals(avg, interval_columns(per_char, keys, ["chunk_usage_rate", "gs_failure_rate"]), keys)
     ours = avg[avg.method == method].drop(columns="method").assign(source="ours")
     by_set = {m: g.set_index("question_set") for m, g in avg.groupby("method", sort=False)}
-    context = {m: g.set_index("question_set") for m, g in sizes.groupby("method", sort=False)} if sizes is not None else {}
+    sized = {m: g.set_index("question_set").round({"context_chars": 0, "context_tokens": 0})
+             for m, g in sizes.groupby("method", sort=False)} if sizes is not None else {}
+
     def beside(m: str, prefix: str, shown: dict[str, pd.DataFrame], columns: dict[str, str]) -> list[str]:
-        """Columns ``prefix + name`` of ``ours`` holding method ``m``'s ``columns`` per question set (none for a
-        method that did not run)."""
+        """Add ``prefix + name`` columns of method ``m``'s ``columns`` per question set (none if ``m`` did not run)."""
         if m not in shown:
             return []
         for name, source in columns.items():
             ours[prefix + name] = ours.question_set.map(shown[m][source])
         return [prefix + name for name in columns]
 
-    sized = {m: g.round({"context_chars": 0, "context_tokens": 0}) for m, g in context.items()}
     both = {"context_chars": "context_chars", "context_tokens": "context_tokens"}
     columns = ["source", "question_set", "chunk_usage_rate", "ceiling_rate", "gs_failure_rate",
                *beside(method, "", sized, both)]
@@ -129,11 +112,8 @@ def table3_beside_paper(stats: pd.DataFrame, sizes: pd.DataFrame | None = None, 
 
 
 def figure1_rates(stats: pd.DataFrame, question_set: str = "MBTI") -> pd.DataFrame:
-    """Figure 1's average chunk usage rate per method on ``question_set``: ours (``usage_rate``, the mean of the
-    per-character rates of ``stats``, :func:`~rpa_lib.evaluation.chunk_usage.usage_stats` rows with a
-    ``question_set`` column) with its 95% interval (``usage_rate_low``/``_high``: the cluster bootstrap over
-    characters of Table 3), ``n_characters``, ``interval_note``, and the paper's printed rate (``paper_rate``; NaN
-    for a method it does not draw)."""
+    """AMADEUS Figure 1: our mean per-character chunk usage rate per method on ``question_set``, with its 95%
+    interval over characters, beside the paper's printed rate (``paper_rate``; NaN where it draws none)."""
     rows = stats[stats.question_set == question_set]
     ours = rows.groupby("method", sort=False, as_index=False).usage_rate.mean()
     ours = merge_intervals(ours, interval_columns(rows, ["method"], ["usage_rate"]), ["method"])
@@ -141,17 +121,13 @@ def figure1_rates(stats: pd.DataFrame, question_set: str = "MBTI") -> pd.DataFra
     return ours.assign(paper_rate=ours.method.map(lambda m: printed.get(paper_name(m), np.nan)))
 
 
-# ---- Tables 4 and 5 -------------------------------------------------------------------------------------------
-
-
 def _norm_name(name: str) -> str:
     return re.sub(r"[^a-z]", "", name.lower())
 
 
 def paper_types(table: pd.DataFrame, names: dict[str, str]) -> pd.DataFrame:
-    """A transcribed AMADEUS Table 4/5 (``character, <method>, <method>_misses, ..., GT``) indexed by our
-    character slugs (matched on the name without spaces or case, so "Mao Mao" is "Maomao"); rows of
-    characters we do not have are dropped. ``names``: ``{slug: name}`` from ``labels.csv``."""
+    """A transcribed AMADEUS Table 4/5 indexed by our slugs (``names``: slug -> name, matched without spaces or
+    case: "Mao Mao" is "Maomao"); characters we do not have are dropped."""
     by_name = {_norm_name(n): s for s, n in names.items()}
     table = table.assign(slug=table.character.map(lambda n: by_name.get(_norm_name(n))))
     return table.dropna(subset=["slug"]).set_index("slug")
@@ -166,11 +142,10 @@ def _cell(predicted: str, misses) -> str:
     return f"{predicted} ({-int(misses)})"
 
 
-def letter_interval(characters: list[str], predicted: list[str], truth: list[str], position: int | None = None) -> dict:
-    """The 95% interval of the letter accuracy of Tables 4-5 (``accuracy_low``, ``accuracy_high``): a cluster
-    bootstrap over characters of the 0/1 letter outcomes (a tie "-" a miss; ``position``: one letter's only), with
-    ``n_characters`` and ``interval_note`` ("1 character: no cluster interval"). A character listed once per run
-    is resampled with all its runs."""
+def letter_interval(characters: list[str], predicted: list[str], truth: list[str],
+                    position: int | None = None) -> dict:
+    """The 95% interval of Tables 4-5's letter accuracy (``position``: one letter's): a cluster bootstrap over
+    characters (each with all its runs) of the 0/1 letter outcomes, a tie "-" a miss."""
     rows = pd.DataFrame([{"character": c, "accuracy": float(i < len(p) and p[i] == t[i])}
                          for c, p, t in zip(characters, predicted, truth, strict=True)
                          for i in (range(len(t)) if position is None else [position])])
@@ -179,23 +154,22 @@ def letter_interval(characters: list[str], predicted: list[str], truth: list[str
     return interval_columns(rows, [], ["accuracy"]).iloc[0].to_dict()
 
 
-def personality_beside_paper(types: pd.DataFrame, questionnaire: Questionnaire, dataset: Dataset,
-                             characters: list[str], methods: list[str], run: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Table 4 (``mbti``) or 5 (``bigfive``): per character our predicted type with its missed letters for each
-    method, the paper's columns for the same characters, and the truth; then Accuracy and Avg F1 rows.
-    ``types``: :func:`~rpa_lib.evaluation.personality.predicted_types` with ``truth`` and ``misses``.
-    ``run``: the run's ``llm``, ``embedder`` and ``scoring`` labels. Returns ``(table, summary)``; the summary
-    has our scores, the paper's recomputed on these characters and the paper's as printed (15 characters), the
-    first two with the 95% interval of the letter accuracy (:func:`letter_interval`). Several runs (``types`` with a
-    ``repeat`` column): a cell lists each run's type (``ENFP (-1) / ENTP (-2)``), our scores pool the runs and the
-    summary says how many (``n_runs``)."""
+def _paper_types_of(table: str, names: dict[str, str], characters: list[str]) -> pd.DataFrame:
+    paper = paper_types(paper_table(table), names)
+    return paper.loc[[s for s in characters if s in paper.index]]
+
+
+def personality_beside_paper(types: pd.DataFrame, questionnaire: Questionnaire, dataset: Dataset, characters: list[str],
+                             methods: list[str], run: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """AMADEUS Table 4 (``mbti``) or 5 (``bigfive``) and its summary: per character each method's type with its
+    missed letters (``ENFP (-1) / ENTP (-2)`` over runs), the paper's, the truth, Accuracy and Avg F1; the summary
+    has ours, the paper's on these characters and as printed, with :func:`letter_interval`. ``run``: the labels."""
     qname = questionnaire.name
     column, paper_name, _ = PERSONALITY_TABLES[qname]
     labels = {r["slug"]: r for r in dataset.labels()}
     names = {s: labels[s]["name"] for s in characters}
     ours = types[types.questionnaire == qname]
-    paper = paper_types(paper_table(paper_name), names)
-    paper = paper.loc[[s for s in characters if s in paper.index]]
+    paper = _paper_types_of(paper_name, names, characters)
     paper_cols = paper_methods(paper) if len(paper) else []
     rows, summary = [], []
     for s in characters:
@@ -208,23 +182,25 @@ def personality_beside_paper(types: pd.DataFrame, questionnaire: Questionnaire, 
         row["GT"] = labels[s][column]
         rows.append(row)
     acc, f1 = {"character": "Accuracy"}, {"character": "Avg F1-Score"}
+
+    def scored(column: str, who, predicted, truth) -> dict:
+        """The scores and letter interval of one column, its Accuracy and Avg F1 cells filled in."""
+        got = type_scores(list(predicted), list(truth))
+        acc[column], f1[column] = f"{got['accuracy']:.2%}", f"{got['avg_f1']:.4f}"
+        return {**{k: got[k] for k in ("accuracy", "avg_f1", "full_type_accuracy")},
+                **letter_interval(list(who), list(predicted), list(truth))}
+
     for m in methods:
         o = ours[ours.method == m].set_index("character").loc[characters]
-        got = type_scores(list(o.predicted), list(o.truth))
-        acc[m], f1[m] = f"{got['accuracy']:.2%}", f"{got['avg_f1']:.4f}"
         summary.append({"source": "ours", "llm": run["llm"], "embedder": run["embedder"], "scoring": run["scoring"],
                         "items": len(questionnaire.items), "method": m, "characters": len(characters),
-                        **{k: got[k] for k in ("accuracy", "avg_f1", "full_type_accuracy")},
-                        **letter_interval(list(o.index), list(o.predicted), list(o.truth)),
-                        "failed_units": int(o.n_failed.sum()), **({"n_runs": o.repeat.nunique()} if "repeat" in o else {})})
+                        **scored(m, o.index, o.predicted, o.truth), "failed_units": int(o.n_failed.sum()),
+                        **({"n_runs": o.repeat.nunique()} if "repeat" in o else {})})
     printed = paper_table(f"{paper_name}_summary").set_index("method")
     for p in paper_cols:
-        got = type_scores(list(paper[p]), list(paper.GT))
-        acc[f"paper {p}"], f1[f"paper {p}"] = f"{got['accuracy']:.2%}", f"{got['avg_f1']:.4f}"
         summary.append({"source": "paper, recomputed on these characters", "llm": PAPER_LLM, "embedder": "not stated",
                         "items": PAPER_ITEMS[qname], "method": p, "characters": len(paper),
-                        **{k: got[k] for k in ("accuracy", "avg_f1", "full_type_accuracy")},
-                        **letter_interval(list(paper.index), list(paper[p]), list(paper.GT))})
+                        **scored(f"paper {p}", paper.index, paper[p], paper.GT)})
     full = paper_table(paper_name)
     for p in paper_cols:
         ci = letter_interval(list(full.character), list(full[p]), list(full.GT))
@@ -237,8 +213,7 @@ def personality_beside_paper(types: pd.DataFrame, questionnaire: Questionnaire, 
 
 
 def with_context_rows(table: pd.DataFrame, sizes: pd.DataFrame) -> pd.DataFrame:
-    """A Table 4/5 layout (one column per method) with two more rows: the mean context characters and tokens per
-    question each of our methods put before its LLM (``sizes``: :func:`~rpa_lib.evaluation.context.context_sizes`
+    """``table`` (Table 4/5) with rows of each method's mean context characters and tokens per question (``sizes``
     by method); "-" for the paper's columns and the truth."""
     by_method = sizes.set_index("method")
     rows = [{"character": f"Context {unit} per question",
@@ -253,38 +228,32 @@ def _exact(share: float, n: int) -> dict:
 
 
 def _pooled(frame: pd.DataFrame, position: int) -> dict:
-    """Several runs: the cluster bootstrap interval of one letter's accuracy, characters resampled with their runs."""
     ci = letter_interval(list(frame.index), list(frame.predicted), list(frame.truth), position)
-    return {"accuracy_low": ci["accuracy_low"], "accuracy_high": ci["accuracy_high"]}
+    return {k: ci[k] for k in ("accuracy_low", "accuracy_high")}
 
 
 def per_dimension_accuracy(types: pd.DataFrame, questionnaires: list[Questionnaire], dataset: Dataset,
                            characters: list[str], methods: list[str]) -> pd.DataFrame:
-    """Per questionnaire, dimension and method: the share of characters with the right letter and the
-    dimension's F1, for our methods and the paper's AMADEUS column on the same characters; the share with its
-    95% Clopper-Pearson interval (``accuracy_low``, ``accuracy_high``: characters are the independent units). With
-    several runs (a character's type once per run) the share pools them and its interval is the cluster bootstrap
-    over characters, each with all its runs (:func:`letter_interval`)."""
+    """Per questionnaire, dimension and method (ours and the paper's AMADEUS): the right-letter share with its 95%
+    interval (Clopper-Pearson; with several runs, :func:`letter_interval`) and the dimension's F1."""
     names = dataset.names()
     out = []
     for q in questionnaires:
         dims = [f"{d.high}/{d.low}" for d in q.dimensions]
-        sources = [(m, types[(types.questionnaire == q.name) & (types.method == m)].set_index("character").loc[characters])
-                   for m in methods]
-        paper = paper_types(paper_table(PERSONALITY_TABLES[q.name][1]), names)
-        paper = paper.loc[[s for s in characters if s in paper.index]]
+        mine = types[types.questionnaire == q.name]
+        sources = [(m, mine[mine.method == m].set_index("character").loc[characters]) for m in methods]
+        paper = _paper_types_of(PERSONALITY_TABLES[q.name][1], names, characters)
         if len(paper):
-            sources.append((f"paper AMADEUS ({PAPER_LLM})", paper.rename(columns={"AMADEUS": "predicted", "GT": "truth"})))
+            sources.append((f"paper AMADEUS ({PAPER_LLM})",
+                            paper.rename(columns={"AMADEUS": "predicted", "GT": "truth"})))
         for label, frame in sources:
             got = type_scores(list(frame.predicted), list(frame.truth))
             n = frame.index.nunique()
+            scores = zip(dims, got["accuracy_per_position"], got["f1_per_position"], strict=True)
             out += [{"questionnaire": q.name, "dimension": d, "method": label, "accuracy": a, "f1": f, "characters": n,
-                     **(_exact(a, n) if n == len(frame) else _pooled(frame, i))}
-                    for i, (d, a, f) in enumerate(zip(dims, got["accuracy_per_position"], got["f1_per_position"], strict=True))]
+                     **(_exact(a, n) if n == len(frame) else _pooled(frame, i))} for i, (d, a, f) in enumerate(scores)]
     return pd.DataFrame(out)
 
-
-# ---- Table 6 ------------------------------------------------------------------------------------------------
 
 TABLE6_TASKS = ("CharacterRAG", "MBTI", "BFI")
 
@@ -298,7 +267,7 @@ def _num(value) -> str:
 
 
 def _ci(row, metric: str, shown=_pct) -> str:
-    """``[low, high]`` of ``metric``'s interval in ``row``, each bound as ``shown`` prints the score."""
+    """``[low, high]`` of ``metric``'s interval in ``row``, printed by ``shown``."""
     low, high = row.get(f"{metric}_low"), row.get(f"{metric}_high")
     if pd.isna(row.get(metric)):
         return "-"
@@ -311,16 +280,9 @@ SCORES = [("acc", "ACC", _pct), ("acc_l", "ACC_L", _num), ("hs", "HS", _num)]  #
 
 
 def table6_beside_paper(ours: pd.DataFrame, dataset: Dataset | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """AMADEUS Table 6 with this run's columns beside the paper's three LLMs. ``ours``:
-    :func:`rpa_lib.evaluation.qa.table6` (``paper_method``, ``task``, ``llm``, ``acc``, ``acc_l``, ``hs``, ``n_acc``,
-    ``n_hs``).
-
-    Returns ``(table, long)``. ``table``: one row per (method, task), tasks in the paper's order and methods in
-    its order within a task (ours that it lacks after them), and for each source ("ours" with its LLM, then each
-    of the paper's LLMs) the columns ACC (a percentage), ACC_L and HS as printed, "-" where there is no value, and
-    for ours the 95% interval of each score (``ACC 95% CI``, ``ACC_L 95% CI``, ``HS 95% CI``, printed as the score
-    is) when ``ours`` has its ``<score>_low``/``<score>_high`` (:func:`rpa_lib.evaluation.qa.table6`).
-    ``long``: the same numbers, one row per (source, llm, method, task), ACC as a fraction, for CSVs and figures."""
+    """AMADEUS Table 6 with our columns (:func:`rpa_lib.evaluation.qa.table6`) beside the paper's three LLMs:
+    ``(table, long)``, ``table`` as printed (one row per method and task in the paper's order, ACC, ACC_L, HS and
+    our 95% intervals per source), ``long`` one row per source, LLM, method and task, ACC a fraction."""
     paper = paper_table("table6_roleplay", dataset).assign(source="AMADEUS paper")
     mine = ours.assign(source="ours", method=ours.paper_method)
     cols = ["source", "llm", "method", "task", "acc", "acc_l", "hs"]
@@ -337,8 +299,7 @@ def table6_beside_paper(ours: pd.DataFrame, dataset: Dataset | None = None) -> t
             hit = long[(long.source == source) & (long.llm == llm) & (long.method == method) & (long.task == task)]
             head = f"ours ({llm})" if source == "ours" else llm
             got = hit.iloc[0] if len(hit) else pd.Series(dtype=object)  # no row: every cell "-"
-            row[f"{head} ACC"], row[f"{head} ACC_L"] = _pct(got.get("acc")), _num(got.get("acc_l"))
-            row[f"{head} HS"] = _num(got.get("hs"))
+            row.update({f"{head} {name}": shown(got.get(metric)) for metric, name, shown in SCORES})
             for metric, name, shown in SCORES:  # our 95% interval of each score (characters resampled)
                 if source == "ours" and f"{metric}_low" in long:
                     row[f"{head} {name} 95% CI"] = _ci(got, metric, shown)
@@ -349,15 +310,12 @@ def table6_beside_paper(ours: pd.DataFrame, dataset: Dataset | None = None) -> t
     return pd.DataFrame(rows), long
 
 
-# ---- Table 2 (human evaluation) -------------------------------------------------------------------------------
-
 PAPER_TABLE2_RATERS, PAPER_TABLE2_SAMPLES = 11, 30
 
 
 def table2_beside_paper(ours: pd.DataFrame, dataset: Dataset | None = None) -> pd.DataFrame:
-    """AMADEUS Table 2: our rows (:func:`rpa_lib.evaluation.human.table2`, whose ``source`` says who rated)
-    above the paper's (11 human raters, 30 samples per task). The paper prints no interval and no Krippendorff's
-    alpha; its rows get Feldt's 95% interval computed here from the printed alpha with n = 30 and k = 11."""
+    """AMADEUS Table 2: our rows (:func:`rpa_lib.evaluation.human.table2`) above the paper's, which get Feldt's 95%
+    interval of their printed alpha (n = 30 samples, k = 11 raters)."""
     cols = ["task", "source", "samples", "raters", "mu", "mu_low", "mu_high", "sigma", "median", "cronbach_alpha",
             "alpha_low", "alpha_high", "krippendorff_alpha", "n_characters", "interval_note"]
     paper = paper_table("table2_human_eval", dataset).assign(
@@ -368,13 +326,9 @@ def table2_beside_paper(ours: pd.DataFrame, dataset: Dataset | None = None) -> p
     return pd.concat([ours.reindex(columns=cols), paper.reindex(columns=cols)], ignore_index=True)
 
 
-# ---- CharacterCraft Table 6 (judge agreement) -----------------------------------------------------------------
-
-
 def kendall_beside_paper(ours: pd.DataFrame, source: str, dataset: Dataset | None = None) -> pd.DataFrame:
-    """CharacterCraft Table 6 (Kendall's tau x 100 between an LLM judge and people, with and without the
-    reference) under our rows (:func:`rpa_lib.evaluation.charactercraft.kendall_table`), each labelled with what
-    the judge was compared with (``source``: the quality ladder or people)."""
+    """CharacterCraft Table 6 (Kendall's tau x 100, judge vs people) under our rows
+    (:func:`rpa_lib.evaluation.charactercraft.kendall_table`), compared with ``source``."""
     paper = paper_table("charactercraft_table6_kendall", dataset).assign(compared_with="human raters",
                                                                          table="CharacterCraft paper")
     mine = ours.assign(compared_with=source, table="ours")

@@ -1,13 +1,10 @@
-"""Write tables (CSV + LaTeX) and figures (PDF + PNG + the CSV of their numbers) to explicit folders,
-and label every output with the LLM and embedder that produced it.
+"""Write tables (CSV + LaTeX) and figures (PDF + PNG + the CSV of their numbers) to explicit folders, labelled with the
+models that produced them; resolve a notebook's output folders; write its run record. This module computes nothing.
 
 Example (not run as a doctest: it writes files)::
 
     save_table(df, "table1_similarity", caption="...", results_dir=out)   # out/table1_similarity.{csv,tex}
     save_figure(fig, "table1_similarity", data=df, figures_dir=figs)      # figs/table1_similarity.{pdf,png,csv}
-
-Also the notebook preamble: :func:`output_dirs` resolves a notebook's ``figures_dir``/``results_dir``
-parameters. This module computes nothing.
 """
 
 from __future__ import annotations
@@ -27,14 +24,13 @@ from rpa_lib.notebook_params import parameters
 
 def output_dirs(figures_dir: str | Path | None = None, results_dir: str | Path | None = None) -> tuple[Path, Path]:
     """The folders a notebook writes to (created): its parameters, else ``figures/`` and ``results/`` under
-    :func:`rpa_lib.paths.output_root` (the repository in ``make reproduce``; ``results/scratch/`` in JupyterLab)."""
+    :func:`rpa_lib.paths.output_root`."""
     root = paths.output_root()
     return (paths.ensure(Path(figures_dir or root / "figures")), paths.ensure(Path(results_dir or root / "results")))
 
 
 class Written(dict):
-    """The files a save function wrote, by extension. Shows nothing in a notebook (a figure cell ends with
-    ``save_figure(...)``: the figure is the output, not a dict of paths); ``repr`` and indexing are a dict's."""
+    """The files a save function wrote, by extension; shows nothing when a notebook cell ends with the call."""
 
     def _ipython_display_(self) -> None:
         pass
@@ -52,11 +48,8 @@ MODEL_COLUMNS = ("llm", "judge", "embedder")  # the label columns of every resul
 
 def with_models(df: pd.DataFrame, llm: str | None = None, judge: str | None = None, embedder: str | None = None,
                 rows=None, gs_llm: str | None = None) -> pd.DataFrame:
-    """A copy of ``df`` whose ``llm``, ``judge`` and ``embedder`` columns name the models behind its numbers: the
-    role-play LLM, the LLM that scored or rated, the retrieval embedder; and ``gs_llm`` the LLM of Guided Selection
-    and the Attribute Extractor when it is not the role-play LLM. A label left None adds no column. ``rows``
-    (a boolean mask) limits the labels to this run's rows, so the paper's rows beside ours stay unlabelled; a
-    value the table already has in such a column (a paper row's own LLM, say) is kept.
+    """A copy of ``df`` whose ``llm``, ``judge``, ``embedder`` (and ``gs_llm``) columns name the models behind its
+    numbers; a label left None adds no column. Only the ``rows`` (a mask) are labelled, and only where empty.
 
     >>> t = pd.DataFrame({"source": ["ours", "paper"], "llm": [None, "GPT-4.1"], "acc": [0.5, 0.9]})
     >>> with_models(t, llm="SmolLM2", judge="gpt-4.1", rows=t.source == "ours").fillna("-").values.tolist()
@@ -67,18 +60,15 @@ def with_models(df: pd.DataFrame, llm: str | None = None, judge: str | None = No
     for column, value in zip((*MODEL_COLUMNS, "gs_llm"), (llm, judge, embedder, gs_llm)):
         if value is None or value == "":
             continue
-        if column not in out.columns:
-            out[column] = pd.Series(None, index=out.index, dtype=object)
-        out[column] = out[column].astype(object)
+        out[column] = out.get(column, pd.Series(None, index=out.index, dtype=object)).astype(object)
         out.loc[mask & out[column].isna(), column] = value
     return out
 
 
 def save_table(df: pd.DataFrame, name: str, results_dir: Path, caption: str = "", float_format: str = "{:.4f}",
                index: bool = False, models: dict | None = None) -> dict[str, Path]:
-    """``<name>.csv`` and ``<name>.tex`` (a booktabs table with ``caption``); returns the paths written.
-    ``models``: :func:`with_models`'s arguments (``llm``, ``judge``, ``embedder``, ``rows``); the CSV carries those
-    label columns, the LaTeX table does not (its caption names the models)."""
+    """``<name>.csv`` (with :func:`with_models`'s label columns, ``models`` its arguments) and ``<name>.tex`` (a
+    booktabs table with ``caption``, which names the models); returns the paths written."""
     results_dir.mkdir(parents=True, exist_ok=True)
     csv_path, tex_path = results_dir / f"{name}.csv", results_dir / f"{name}.tex"
     (with_models(df, **models) if models else df).to_csv(csv_path, index=index)
@@ -103,8 +93,8 @@ def _tex_escape(text: str) -> str:
 
 def save_figure(fig, name: str, figures_dir: Path, data: pd.DataFrame | None = None,
                 models: dict | None = None) -> dict[str, Path]:
-    """``<name>.pdf`` and ``<name>.png`` (200 dpi), and ``<name>.csv`` with the numbers shown when given, with the
-    label columns of :func:`with_models` (``models``: its arguments)."""
+    """``<name>.pdf``, ``<name>.png`` (200 dpi) and, given ``data``, ``<name>.csv`` with the labels of
+    :func:`with_models` (``models``: its arguments)."""
     figures_dir.mkdir(parents=True, exist_ok=True)
     out = Written()
     for ext in ("pdf", "png"):
@@ -117,8 +107,7 @@ def save_figure(fig, name: str, figures_dir: Path, data: pd.DataFrame | None = N
 
 
 def caption_line(*parts) -> str:
-    """The one caption builder: parts joined with " | ", a string as it is, a ``(label, value)`` pair as
-    ``"label: value"``; a None or empty part, or a pair whose value is None or empty, is left out.
+    """Parts joined with " | ": a string as it is, a ``(label, value)`` pair as ``"label: value"``; empty ones left out.
 
     >>> caption_line(plural(2, "character"), ("GS N", None), ("LLM", "fake"), ("embedder", "hash-64"))
     '2 characters | LLM: fake | embedder: hash-64'
@@ -140,12 +129,12 @@ def plural(n: int, noun: str) -> str:
 
 
 def run_label(llm: str | None = None, embedder: str | None = None) -> str:
-    """A short "LLM: ... | embedder: ..." line for figure titles and table captions (a :func:`caption_line`)."""
+    """``"LLM: ... | embedder: ..."`` for titles and captions."""
     return caption_line(("LLM", llm), ("embedder", embedder))
 
 
 class Timer:
-    """Wall-clock seconds per notebook step, kept as rows (``step``, ``items``, ``seconds``) for the run record.
+    """Wall-clock seconds per notebook step, as rows (``step``, ``items``, ``seconds``) for the run record.
 
     >>> timing = Timer()
     >>> with timing("judging") as step:
@@ -173,20 +162,19 @@ _OUTPUT_PARAMETERS = ("figures_dir", "results_dir")  # where the record itself i
 
 
 def notebook_parameters(notebook: str, namespace: dict) -> dict:
-    """The values the notebook ran with: every parameter its ``parameters`` cell declares (read from
-    ``notebooks/<notebook>.ipynb``), looked up in ``namespace`` (the notebook's ``globals()``, so papermill's injected
-    values count), except the output folders. For :func:`save_run_record`'s ``parameters``."""
+    """The values of the parameters ``notebooks/<notebook>.ipynb`` declares, from ``namespace`` (its ``globals()``),
+    except the output folders."""
     path = paths.NOTEBOOKS_DIR / f"{notebook}.ipynb"
     declared = parameters(path) if path.is_file() else {}
     if not declared:
-        raise ValueError(f"{notebook}: no notebook of that name with a cell tagged 'parameters' in {paths.NOTEBOOKS_DIR}")
+        raise ValueError(f"{notebook}: no notebook of that name with a cell tagged 'parameters' in "
+                         f"{paths.NOTEBOOKS_DIR}")
     return {name: namespace[name] for name in declared if name in namespace and name not in _OUTPUT_PARAMETERS}
 
 
 def save_run_record(name: str, results_dir: Path, parameters: dict | None = None, **fields) -> Path:
-    """``<name>.run.json``: what produced a result: the notebook's ``parameters`` (:func:`notebook_parameters`),
-    then ``fields`` (LLM and embedder labels, resolved values such as the character list, usage, timing), a field
-    replacing a parameter of the same name."""
+    """``<name>.run.json``: what produced a result: the notebook's ``parameters``, then ``fields`` (labels, resolved
+    values, usage, timing), a field replacing a parameter of the same name."""
     record = {"name": name, "finished": time.strftime("%Y-%m-%d %H:%M:%S"), "python": platform.python_version(),
               **(parameters or {}), **fields}
     path = results_dir / f"{name}.run.json"

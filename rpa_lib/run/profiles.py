@@ -1,8 +1,5 @@
-"""Profiles: ``profiles/<name>.yaml`` (or a path), checked against every numbered notebook's parameters cell
-before anything runs, and the list of numbered notebooks. An unknown notebook, parameter or top-level key, a value
-of the wrong type or malformed YAML is a ``SystemExit`` whose one line names the profile file and the key.
-
-This module runs nothing (:mod:`rpa_lib.run.reproduce` does).
+"""Profiles (``profiles/<name>.yaml`` or a path), checked against every numbered notebook's parameters cell before
+anything runs, and the list of numbered notebooks. This module runs nothing (:mod:`rpa_lib.run.reproduce` does).
 """
 
 from __future__ import annotations
@@ -19,8 +16,8 @@ BATCH_MODES = ("local", "openai", "files")  # the profile's ``batch``: how its r
 
 
 def profile_path(name: str) -> Path:
-    """``profiles/<name>.yaml``, or ``name`` itself when it is a ``.yaml`` path (relative: to the working
-    directory, else to the repository). ``profile_path("profiles/paper.yaml") == profile_path("paper")``"""
+    """``profiles/<name>.yaml``, or a ``.yaml`` path (relative: to the working directory, else the repository).
+    ``profile_path("profiles/paper.yaml") == profile_path("paper")``"""
     if not name.endswith((".yaml", ".yml")):
         return paths.PROFILES_DIR / f"{name}.yaml"
     path = Path(name)
@@ -28,9 +25,8 @@ def profile_path(name: str) -> Path:
 
 
 def load_profile(name: str) -> dict:
-    """The profile ``profiles/<name>.yaml`` (or a path), checked against every notebook's parameters cell: an
-    unknown notebook, parameter or top-level key, a value of the wrong type or malformed YAML is a ``SystemExit``
-    whose one line names the profile file and the key."""
+    """The checked profile; an unknown notebook, parameter or key, a value of the wrong type or malformed YAML is a
+    one-line ``SystemExit`` naming the profile file and the key."""
     path = profile_path(name)
     if not path.is_file():
         known = ", ".join(sorted(p.stem for p in paths.PROFILES_DIR.glob("*.yaml")))
@@ -42,7 +38,7 @@ def load_profile(name: str) -> dict:
         where = f"line {mark.line + 1}: " if mark else ""
         raise SystemExit(f"{path}: not valid YAML ({where}{getattr(e, 'problem', None) or e})") from None
     if not isinstance(profile, dict):
-        raise SystemExit(f"{path}: a profile is a mapping with description, defaults, notebooks, env, budget_usd and batch")
+        raise SystemExit(f"{path}: a profile is a mapping with {', '.join(TOP_LEVEL[:-1])} and {TOP_LEVEL[-1]}")
     unknown = set(profile) - set(TOP_LEVEL)
     if unknown:
         raise SystemExit(f"{path}: unknown top-level key(s) {', '.join(sorted(unknown))}")
@@ -56,8 +52,8 @@ def load_profile(name: str) -> dict:
 
 
 def check_profile(path: Path, profile: dict) -> None:
-    """Every key of ``defaults`` declared by some notebook, every ``notebooks.<NN_name>`` an existing notebook
-    and each of its keys declared by it, every value of the declared type."""
+    """Every key of ``defaults`` declared by some notebook, of ``notebooks.<NN_name>`` by that notebook, every
+    value of the declared type."""
     declared = {nb.stem: parameters(nb) for nb in notebooks()}
     sections = {"defaults": profile.get("defaults") or {}, **{f"notebooks.{k}": v or {} for k, v in
                                                                (profile.get("notebooks") or {}).items()}}

@@ -1,29 +1,9 @@
 """Run the numbered notebooks headlessly with papermill: ``python -m rpa_lib.reproduce [--profile quick]``.
 
-Parameters come from one YAML file per profile (``profiles/<name>.yaml``): ``defaults`` go to every notebook
-that declares them in its ``parameters`` cell, ``notebooks.<NN_name>`` to that notebook only. Executed copies
-are saved under ``results/notebooks/`` (or ``--output-dir``); each notebook prints a progress line, and a
-summary gives the time per notebook and the files it wrote. A failing notebook stops the run with its name
-and the failing cell's error. A notebook whose inputs and outputs are unchanged since its last successful run
-is not run again (:mod:`rpa_lib.run.stamps` lists what is compared); ``--force`` runs every notebook.
-
-Profiles: ``quick`` (default; the embedded LLM, a subset, minutes), ``paper`` (the papers' full settings;
-meant for a real LLM), ``smoke`` (fixture data, fake LLM and hash embedder; what the tests run). ``--profile``
-also takes a path to a YAML file.
-
-``--plan`` runs nothing for real: it executes the notebooks that use an LLM with a stand-in LLM
-(:mod:`rpa_lib.run.plan`; outputs in a temporary folder) and prints per notebook the calls, how many are cached,
-the estimated tokens and dollars at the configured model's price. A budget, ``RPA_BUDGET_USD`` or the profile's
-``budget_usd``, stops the run cleanly when the uncached calls of all its notebooks would spend more
-(:mod:`rpa_lib.llm.budget`; the notebooks share a ledger in the cache folder).
-
-``--batch local|openai|files`` (or the profile's ``batch``) runs the LLM calls in batch rounds
-(:mod:`rpa_lib.run.rounds`): at half the price on OpenAI's Batch API, through request files for an offline engine,
-or with the in-process engines (what the tests run).
-
-Dry run, budget and batch rounds reach a notebook as its declared ``run_mode`` parameter
-(:class:`rpa_lib.llm.RunMode`), which its experiment object applies to the LLMs it builds; this module is the only
-one that reads ``RPA_BUDGET_USD``.
+Each notebook gets the parameters of its profile (:mod:`rpa_lib.run.profiles`) and, as its ``run_mode``, the dry run
+(``--plan``, :mod:`rpa_lib.run.plan`), the budget (``RPA_BUDGET_USD`` or ``budget_usd``; this module is the only
+reader of that variable) or the batch rounds (``--batch``, :mod:`rpa_lib.run.rounds`). A notebook that is up to date
+(:mod:`rpa_lib.run.stamps`) is not run again unless ``--force``. Design notes: ``docs/design/run.md``.
 """
 
 from __future__ import annotations
@@ -32,24 +12,38 @@ import argparse
 import contextlib
 import functools
 import json
+import multiprocessing
 import os
 import re
 import sys
 import tempfile
 import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from rpa_lib import paths
+from rpa_lib.data import Dataset
+from rpa_lib.embeddings import stand_in_name
+from rpa_lib.llm import LLMError, get_llm, judge_llm
+from rpa_lib.llm.budget import Budget, BudgetExceeded, dollars, usd
+from rpa_lib.llm.config import setting
 from rpa_lib.notebook_params import parameters
-from rpa_lib.run.profiles import BATCH_MODES, TOP_LEVEL, check_profile, load_profile, notebooks, profile_path  # noqa: F401
-
-if TYPE_CHECKING:
-    from rpa_lib.llm.budget import Budget
+from rpa_lib.run import stamps
+from rpa_lib.run.plan import (
+    PER_CHARACTER,
+    SAMPLE_CHARACTERS,
+    batch_text,
+    character_sample,
+    plan_rows,
+    plan_table,
+    plan_total,
+    read_plan,
+)
+from rpa_lib.run.profiles import BATCH_MODES, load_profile, notebooks
+from rpa_lib.run.rounds import batch_mode, run_rounds
 
 PATH_PARAMETERS = ("data_dir", "figures_dir", "results_dir")
-# the kernel logs errors only: its start-up warning about TCP without encryption (a kernel on 127.0.0.1 that this
-# process started, with a signed connection) would print once per notebook between the progress lines
+# errors only: the kernel's warning about TCP without encryption (on 127.0.0.1, signed) would split the progress lines
 KERNEL_ARGUMENTS = ["--IPKernelApp.log_level=ERROR"]
 
 
@@ -66,9 +60,20 @@ def parameters_for(notebook: Path, profile: dict, output_dir: Path | None) -> di
     return {k: v for k, v in params.items() if k in declared}
 
 
+def _outputs_in(params: dict, declared: dict, folder: Path) -> dict:
+    """``params`` with the declared ``figures_dir``/``results_dir`` in ``folder``'s ``figures``/``results``."""
+    return {**params, **{k: str(folder / k.removesuffix("_dir")) for k in ("figures_dir", "results_dir")
+                         if k in declared}}
+
+
+def _value(params: dict, declared: dict, name: str, default=None):
+    """A parameter's value: the profile's, else the notebook's default."""
+    return params.get(name, getattr(declared.get(name), "default", default))
+
+
 def uses_llm(notebook: Path) -> bool:
-    """Does the notebook declare an ``llm`` or ``evaluator_llm`` parameter or build an LLM (``get_llm(``,
-    ``judge_llm(``)? Those that do not are not planned."""
+    """Does the notebook declare ``llm``/``evaluator_llm`` or call ``get_llm(``/``judge_llm(``? (Only those are
+    planned.)"""
     if {"llm", "evaluator_llm"} & set(parameters(notebook)):
         return True
     cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
@@ -77,8 +82,7 @@ def uses_llm(notebook: Path) -> bool:
 
 @contextlib.contextmanager
 def environment(**values: str | None):
-    """Set (a str) or unset (None) environment variables for the ``with`` block, then restore them. The kernels
-    papermill starts inside the block inherit them."""
+    """Set (a str) or unset (None) environment variables for the ``with`` block (and its kernels), then restore."""
     def apply(settings: dict[str, str | None]) -> None:
         for k, v in settings.items():
             if v is None:
@@ -99,9 +103,12 @@ def _snapshot(folders: list[Path]) -> dict[Path, float]:
             and "cache" not in p.parts and "notebooks" not in p.relative_to(f).parts}
 
 
+def _run_id() -> str:
+    return f"run-{time.strftime('%Y%m%d-%H%M%S')}-{time.time_ns() % 10**9}"
+
+
 def _profile_environment(fn):
-    """``fn(profile_name, ...)`` with the profile's ``env`` (and ``HF_HUB_OFFLINE=1``) set where the environment
-    does not set it already, and restored afterwards: a run or plan leaves the caller's environment as it was."""
+    """``fn(profile_name, ...)`` under the profile's ``env`` and ``HF_HUB_OFFLINE=1``, where not set already."""
 
     @functools.wraps(fn)
     def wrapped(profile_name: str = "quick", *args, **kwargs):
@@ -114,9 +121,6 @@ def _profile_environment(fn):
 
 def budget_of(profile: dict) -> float | None:
     """The run's budget in dollars: ``RPA_BUDGET_USD``, else the profile's ``budget_usd``, else None."""
-    from rpa_lib.llm.budget import dollars
-    from rpa_lib.llm.config import setting
-
     raw = setting("RPA_BUDGET_USD")
     if raw is None:
         return profile.get("budget_usd")
@@ -127,16 +131,13 @@ def budget_of(profile: dict) -> float | None:
 
 
 def with_mode(params: dict, declared: dict, mode: dict) -> dict:
-    """``params`` with ``run_mode`` set to ``mode`` for a notebook that declares it (a notebook that builds no
-    LLM declares none and gets none)."""
+    """``params`` with ``run_mode`` set to ``mode`` when the notebook declares it (one that builds no LLM does not)."""
     return {**params, "run_mode": mode} if mode and "run_mode" in declared else params
 
 
 def check_prices(books: list[Path], profile: dict, output_dir: Path | None, mode: dict) -> None:
-    """SystemExit before anything runs when a notebook's LLM (its ``llm`` or judge) has no known price: a budget
-    cannot be kept for it. Builds the backend objects only (no client, no model load)."""
-    from rpa_lib.llm import LLMError, get_llm, judge_llm
-
+    """SystemExit before anything runs when a notebook's LLM or judge has no known price (no budget can hold it);
+    builds the backend objects only."""
     for nb in books:
         declared, params = parameters(nb), parameters_for(nb, profile, output_dir)
         try:
@@ -151,57 +152,47 @@ def check_prices(books: list[Path], profile: dict, output_dir: Path | None, mode
 @_profile_environment
 def run(profile_name: str = "quick", only: list[str] | None = None, output_dir: Path | None = None,
         force: bool = False, batch: str | None = None) -> list[dict]:
-    """Execute the notebooks that are not up to date (:mod:`rpa_lib.run.stamps`; ``force``: all of them); under a
-    budget (``RPA_BUDGET_USD`` or ``budget_usd``) with one ledger for the run; in batch rounds when ``batch`` (or
-    the profile's ``batch``) names a mode (:func:`batch_run`)."""
+    """Execute the notebooks that are not up to date (all with ``force``), under the run's budget, in batch rounds
+    when ``batch`` (or the profile's ``batch``) names a mode."""
     profile = load_profile(profile_name)
     books = notebooks(only)
     limit = budget_of(profile)
     batch = batch or profile.get("batch")
-    if limit is None:
-        if batch:
-            return batch_run(profile_name, profile, books, output_dir, force, batch)
-        return _run(profile_name, profile, books, output_dir, force)
-    from rpa_lib.llm.budget import Budget, BudgetExceeded, usd
-
-    ledger = paths.cache_dir() / "budget" / f"run-{time.strftime('%Y%m%d-%H%M%S')}-{time.time_ns() % 10**9}.json"
-    mode = {"budget_usd": float(limit), "budget_ledger": str(ledger)}
-    check_prices(books, profile, output_dir, mode)
-    print(f"budget: {usd(limit)} for the uncached LLM calls of this run (ledger {ledger})", flush=True)
+    mode, budget = {}, None
+    if limit is not None:
+        ledger = paths.cache_dir() / "budget" / f"{_run_id()}.json"
+        mode = {"budget_usd": float(limit), "budget_ledger": str(ledger)}
+        check_prices(books, profile, output_dir, mode)
+        print(f"budget: {usd(limit)} for the uncached LLM calls of this run (ledger {ledger})", flush=True)
+        budget = Budget(limit, ledger)
     try:
         if batch:
-            return batch_run(profile_name, profile, books, output_dir, force, batch, mode, Budget(limit, ledger))
+            return batch_run(profile_name, profile, books, output_dir, force, batch, mode, budget)
         return _run(profile_name, profile, books, output_dir, force, mode)
     except BudgetExceeded as e:  # a batch round held more than is left: the run's one line
         raise SystemExit(str(e)) from None
     finally:
-        print(f"budget: ${Budget(limit, ledger).spent:.4f} of {usd(limit)} spent", flush=True)
+        if budget is not None:
+            print(f"budget: ${Budget(limit, ledger).spent:.4f} of {usd(limit)} spent", flush=True)
 
 
 def batch_run(profile_name: str, profile: dict, books: list[Path], output_dir: Path | None, force: bool, batch: str,
-              mode: dict | None = None, budget: Budget | None = None) -> list[dict]:
-    """Batch rounds (:mod:`rpa_lib.run.rounds`): each round executes the notebooks that use an LLM, their outputs
-    in the round's scratch folder, and answers what they missed (``batch``: local, openai or files), until a round
-    has no miss; then :func:`_run` executes the notebooks in batch mode, every answer in, and they write their
-    tables. The results store is ``<cache>/batch`` (shared by runs: a restart resumes); each run's rounds, misses and
-    executed copies are under ``<cache>/batch/runs/``."""
-    from rpa_lib.llm import get_llm
-    from rpa_lib.run.rounds import batch_mode, run_rounds
-
+              mode: dict, budget: Budget | None) -> list[dict]:
+    """Batch rounds of the notebooks that use an LLM (:func:`rpa_lib.run.rounds.run_rounds`), then :func:`_run` in
+    batch mode, every answer in. Results in ``<cache>/batch`` (a restart resumes), each run's rounds in its
+    ``runs/`` folder."""
     if batch not in BATCH_MODES:
         raise SystemExit(f"--batch must be one of {', '.join(BATCH_MODES)}, not {batch!r}")
     store = paths.cache_dir() / "batch"
-    run_dir = store / "runs" / f"run-{time.strftime('%Y%m%d-%H%M%S')}-{time.time_ns() % 10**9}"
+    run_dir = store / "runs" / _run_id()
     by_stem = {nb.stem: nb for nb in books if uses_llm(nb)}
     print(f"batch: {batch} rounds for {', '.join(by_stem) or 'no notebook'}; results in {store}, rounds in {run_dir}",
           flush=True)
 
     def collect(stem: str, round_mode: dict, scratch: Path) -> str | None:
         nb, declared = by_stem[stem], parameters(by_stem[stem])
-        params = parameters_for(nb, profile, scratch)
-        params.update({k: str(scratch / k.removesuffix("_dir")) for k in ("figures_dir", "results_dir")
-                       if k in declared})
-        params = with_mode(params, declared, {**(mode or {}), **round_mode})
+        params = _outputs_in(parameters_for(nb, profile, scratch), declared, scratch)
+        params = with_mode(params, declared, {**mode, **round_mode})
         executed = paths.ensure(scratch / "notebooks") / nb.name
         with environment(RPA_OUTPUT_DIR=str(scratch)):
             return _attempt(nb, executed, params)[0]
@@ -209,15 +200,14 @@ def batch_run(profile_name: str, profile: dict, books: list[Path], output_dir: P
     run_rounds(list(by_stem), collect, mode=batch, store=store, run_dir=run_dir, budget=budget,
                build=lambda spec: get_llm(spec, cache=False))
     final = batch_mode(store, run_dir / "final.misses.jsonl", run_dir / "rounds.json")
-    return _run(profile_name, profile, books, output_dir, force, {**(mode or {}), **final})
+    return _run(profile_name, profile, books, output_dir, force, {**mode, **final})
 
 
-def _run(profile_name: str, profile: dict, books: list[Path], output_dir: Path | None, force: bool = False,
-         mode: dict | None = None) -> list[dict]:
-    from rpa_lib.run import stamps
-
+def _run(profile_name: str, profile: dict, books: list[Path], output_dir: Path | None, force: bool,
+         mode: dict) -> list[dict]:
     executed_dir = paths.ensure((output_dir or paths.RESULTS_DIR) / "notebooks")
-    print(f"reproduce: profile {profile_name!r}, {len(books)} notebook(s), executed copies in {executed_dir}", flush=True)
+    print(f"reproduce: profile {profile_name!r}, {len(books)} notebook(s), executed copies in {executed_dir}",
+          flush=True)
     order = notebooks()  # all of them: a notebook's stamp covers those before it, whichever --only runs
     library = stamps.library_digest()
     summary = []
@@ -229,22 +219,26 @@ def _run(profile_name: str, profile: dict, books: list[Path], output_dir: Path |
             upstream = [stamps.outputs_digest(stamps.read(executed_dir / b.name)) for b in order[:order.index(nb)]]
             inputs = stamps.inputs_digest(nb, params, upstream, library)
             done = None if force else stamps.up_to_date(executed, inputs)
-            params = with_mode(params, parameters(nb), mode or {})  # after the digest: a budget is no input
+            params = with_mode(params, parameters(nb), mode)  # after the digest: a budget is no input
             if done:
-                print(f"[{i}/{len(books)}] {nb.stem}: up to date (notebook, parameters, library, data, settings and its "
-                      f"{len(done['outputs'])} output file(s) unchanged since {done['finished']}), not run; --force runs it",
-                      flush=True)
+                print(f"[{i}/{len(books)}] {nb.stem}: up to date (notebook, parameters, library, data, settings and "
+                      f"its {len(done['outputs'])} output file(s) unchanged since {done['finished']}), not run; "
+                      "--force runs it", flush=True)
                 summary.append({"notebook": nb.stem, "seconds": 0.0, "written": [], "skipped": True})
                 continue
             earlier = stamps.forget(executed)
-            watch = [Path(params.get("figures_dir") or paths.FIGURES_DIR), Path(params.get("results_dir") or paths.RESULTS_DIR)]
+            watch = [Path(params.get("figures_dir") or paths.FIGURES_DIR),
+                     Path(params.get("results_dir") or paths.RESULTS_DIR)]
             before = _snapshot(watch)
             print(f"[{i}/{len(books)}] {nb.stem}: ", end="", flush=True)  # one line per notebook, ended below
             start = time.perf_counter()
-            _execute(nb, executed, params, i, len(books))
+            if e := _papermill(nb, executed, params):
+                print(f"FAILED after {time.perf_counter() - start:.1f} s", flush=True)
+                print(f"{nb.name}: cell {e.exec_count} raised {e.ename}: {e.evalue}\n"
+                      f"(executed copy with the traceback: {executed})", file=sys.stderr)
+                raise SystemExit(1)
             seconds = time.perf_counter() - start
-            after = _snapshot(watch)
-            changed = [p for p, t in after.items() if before.get(p) != t]
+            changed = [p for p, t in _snapshot(watch).items() if before.get(p) != t]
             stamps.write(executed, inputs, changed, earlier, seconds)
             written = sorted(str(p.relative_to(paths.ROOT) if p.is_relative_to(paths.ROOT) else p) for p in changed)
             print(f"ok in {seconds:.1f} s, {len(written)} file(s) written", flush=True)
@@ -260,61 +254,38 @@ def _run(profile_name: str, profile: dict, books: list[Path], output_dir: Path |
     return summary
 
 
-def _execute(nb: Path, executed: Path, params: dict, i: int, n: int) -> None:
-    """papermill; a failing cell is a SystemExit(1) naming the notebook, the cell and the error."""
+def _papermill(nb: Path, executed: Path, params: dict):
+    """Execute ``nb`` to ``executed``: None, or the PapermillExecutionError of the cell that failed."""
     import papermill
 
-    start = time.perf_counter()
     try:
         papermill.execute_notebook(str(nb), str(executed), parameters=params, kernel_name="python3",
                                    cwd=str(paths.NOTEBOOKS_DIR), progress_bar=False, log_output=False,
                                    extra_arguments=KERNEL_ARGUMENTS)
     except papermill.PapermillExecutionError as e:
-        print(f"FAILED after {time.perf_counter() - start:.1f} s", flush=True)
-        print(f"{nb.name}: cell {e.exec_count} raised {e.ename}: {e.evalue}\n"
-              f"(executed copy with the traceback: {executed})", file=sys.stderr)
-        raise SystemExit(1) from None
+        return e
+    return None
 
 
-def _sampled(nb: Path, params: dict, declared: dict, size: int) -> tuple[list[str], int] | None:
-    """(the sample of characters to dry-run ``nb`` on, how many characters it runs on), or None to run it whole:
-    a notebook of :data:`~rpa_lib.run.plan.PER_CHARACTER` whose characters outnumber the sample."""
-    from rpa_lib.data import Dataset
-    from rpa_lib.run.plan import PER_CHARACTER, character_sample
-
+def _sampled(nb: Path, params: dict, declared: dict) -> tuple[list[str], int] | None:
+    """(the characters to dry-run ``nb`` on, how many it runs on), or None to run whole (not per character, or
+    too few characters)."""
     if nb.stem not in PER_CHARACTER or "characters" not in declared:
         return None
     dataset = Dataset(params.get("data_dir"))
     chosen = dataset.characters(params.get("characters"))
-    if len(chosen) <= size:
+    if len(chosen) <= SAMPLE_CHARACTERS:
         return None
-    return character_sample({c: dataset.persona_path(c).stat().st_size for c in chosen}, size), len(chosen)
+    return character_sample({c: dataset.persona_path(c).stat().st_size for c in chosen}), len(chosen)
 
 
 @_profile_environment
 def plan(profile_name: str = "quick", only: list[str] | None = None, workers: int | None = None,
-         sample: int | None = None, exact: bool = False) -> list[dict]:
-    """Print what a run would call, cost and find cached, from a dry run of the notebooks that use an LLM with a
-    stand-in LLM (:mod:`rpa_lib.run.plan`); their outputs go to a temporary folder. The dry runs of different
-    notebooks are independent (the stand-in writes no cache), so ``workers`` of them (default: one per CPU core,
-    at most 4) run at once. Unless ``exact``, a notebook whose calls are a sum over characters is dry-run on
-    ``sample`` of them (default :data:`~rpa_lib.run.plan.SAMPLE_CHARACTERS`, spread over the persona sizes) and
-    its counts are scaled to all of them (a test holds the result within 5% of the exact plan). Returns the
-    table's rows."""
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-
+         exact: bool = False) -> list[dict]:
+    """Print what a run would call, cost and find cached, from dry runs of the notebooks that use an LLM (``workers``
+    at once, default one per core up to 4; outputs in a temporary folder), and return the table's rows. Unless
+    ``exact``, a per-character notebook is dry-run on a sample of its characters and its counts scaled to all."""
     from rpa_lib.evaluation.power import power_text, profile_sizes
-    from rpa_lib.llm.budget import usd
-    from rpa_lib.run.plan import (
-        PER_CHARACTER,
-        SAMPLE_CHARACTERS,
-        batch_text,
-        plan_rows,
-        plan_table,
-        plan_total,
-        read_plan,
-    )
 
     profile = load_profile(profile_name)
     books = notebooks(only)
@@ -327,23 +298,20 @@ def plan(profile_name: str = "quick", only: list[str] | None = None, workers: in
     with tempfile.TemporaryDirectory(prefix="rpa-plan-") as tmp:
         out = Path(tmp)
         records = {nb.stem: out / f"{nb.stem}.plan.jsonl" for nb in planned}
-        # one process per dry run at a time, each with its own plan file
         factors: dict[str, float] = {}
         samples: dict[str, tuple[list[str], int]] = {}
         with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
             futures = {}
             for nb in planned:
-                params = parameters_for(nb, profile, out)
                 declared = parameters(nb)
-                params.update({k: str(out / nb.stem / k.removesuffix("_dir")) for k in ("figures_dir", "results_dir")
-                               if k in declared})
-                drawn = None if exact else _sampled(nb, params, declared, sample or SAMPLE_CHARACTERS)
+                params = _outputs_in(parameters_for(nb, profile, out), declared, out / nb.stem)
+                drawn = None if exact else _sampled(nb, params, declared)
                 if drawn:
                     samples[nb.stem] = drawn
                     params["characters"] = drawn[0]
                     factors[nb.stem] = drawn[1] / len(drawn[0])
                     for name in PER_CHARACTER[nb.stem]:  # counted over all characters: a share for the sample
-                        value = params.get(name, getattr(declared.get(name), "default", None))
+                        value = _value(params, declared, name)
                         if isinstance(value, int) and value > 0:
                             params[name] = max(1, round(value / factors[nb.stem]))
                 params = dry_run_parameters(params, declared, records[nb.stem])
@@ -374,28 +342,23 @@ def plan(profile_name: str = "quick", only: list[str] | None = None, workers: in
         verdict = ("unknown (a model has no price)" if cost is None else
                    f"the estimate ${cost:,.2f} is {'within' if cost <= limit else 'OVER'} it")
         print(f"budget: {usd(limit)} (RPA_BUDGET_USD or budget_usd); {verdict}")
-    print(power_text(profile_sizes(profile)))  # what differences these sizes can detect (issue 28)
+    print(power_text(profile_sizes(profile)))  # what differences these sizes can detect
     print(f"plan made in {time.perf_counter() - start_all:.1f} s")
     return rows
 
 
 def _walk_length(nb: Path, profile: dict) -> int:
     """Guided Selection's N (``max_iterations``) in ``nb`` under ``profile``; 0 when it declares none."""
-    declared = parameters(nb)
-    value = parameters_for(nb, profile, None).get("max_iterations",
-                                                   getattr(declared.get("max_iterations"), "default", 0))
+    value = _value(parameters_for(nb, profile, None), parameters(nb), "max_iterations", 0)
     return value if isinstance(value, int) else 0
 
 
 def dry_run_parameters(params: dict, declared: dict, record: Path) -> dict:
-    """A notebook's parameters for a dry run recording to ``record``: the run mode's ``plan_file`` (no budget: a
-    plan spends nothing), and each paper embedder whose weights are missing named as its labelled stand-in
-    (:func:`rpa_lib.embeddings.stand_in_name`), so the plan counts the LLM calls without the weights."""
-    from rpa_lib.embeddings import stand_in_name
-
+    """A dry run's parameters: the run mode's ``plan_file`` (no budget), and each paper embedder whose weights are
+    missing named as its labelled stand-in (:func:`rpa_lib.embeddings.stand_in_name`)."""
     params = with_mode(params, declared, {"plan_file": str(record)})
     for name in ("embedder", "embedders"):
-        value = params.get(name, getattr(declared.get(name), "default", None))
+        value = _value(params, declared, name)
         if isinstance(value, str):
             params[name] = stand_in_name(value)
         elif isinstance(value, list):
@@ -404,19 +367,12 @@ def dry_run_parameters(params: dict, declared: dict, record: Path) -> dict:
 
 
 def _attempt(nb: Path, executed: Path, params: dict) -> tuple[str | None, float]:
-    """Execute ``nb`` with ``params`` (a dry run's in a worker process of :func:`plan`, a batch round's in
-    :func:`batch_run`): (None, or why the notebook stopped early; seconds)."""
-    import papermill
-
+    """Execute ``nb`` (a dry run or a batch round): (None, or why it stopped early; seconds)."""
     start = time.perf_counter()
-    problem = None
     try:
-        papermill.execute_notebook(str(nb), str(executed), parameters=params, kernel_name="python3",
-                                   cwd=str(paths.NOTEBOOKS_DIR), progress_bar=False, log_output=False,
-                                   extra_arguments=KERNEL_ARGUMENTS)
-    except papermill.PapermillExecutionError as e:
-        problem = (f"dry run stopped at cell {e.exec_count}, {e.ename}: {e.evalue}; "
-                   "the counts cover the calls before it")
+        e = _papermill(nb, executed, params)
+        problem = e and (f"dry run stopped at cell {e.exec_count}, {e.ename}: {e.evalue}; "
+                         "the counts cover the calls before it")
     except Exception as e:  # e.g. the kernel died: report it beside the counts made so far
         problem = f"dry run failed, {type(e).__name__}: {e}; the counts cover the calls before it"
     return problem, time.perf_counter() - start

@@ -1,24 +1,6 @@
-"""Batch rounds: ``python -m rpa_lib.reproduce --batch local|openai|files`` (or the profile's ``batch``).
-
-Our calls depend on earlier answers (Guided Selection's walk, then the Attribute Extractor, then the answer, then
-the judges), so a run in batch mode is a sequence of *rounds*. Round r executes every notebook that uses an LLM
-with a run mode whose LLMs answer from the results of rounds 1..r-1 and record every round trip not answered yet
-(:class:`rpa_lib.llm.rounds.BatchLLM`); a notebook goes as far as those answers take it (items that wait are
-pending, not failed: :class:`~rpa_lib.evaluation.runner.PendingItems`) and writes its outputs to the round's
-scratch folder, never to ``results/``. The misses of every notebook are de-duplicated (identical requests share a
-custom id) and answered: lines of in-process engines (local, llama.cpp, fake) by the engine in this process, the
-others by the batch transport (:func:`rpa_lib.llm.batches.run_round`: the OpenAI Batch API, or request files for
-an offline engine). The answers go to the results store, and the next round starts. A round with no miss ends the
-rounds; ``reproduce`` then runs the notebooks once more in batch mode, every answer in, and they write their
-tables and run records (which name the rounds: :func:`rpa_lib.llm.rounds.rounds_record`).
-
-A line that failed is asked again in the next round, once; a second failure fails its item as a synchronous call
-does. A notebook that stops in a round without recording a miss has failed: the run stops, naming it. The budget
-(``RPA_BUDGET_USD``) goes to the transport, which holds each batch's estimated cost at batch rates before it starts
-and books what its answers cost.
-Progress: one line per round (round, calls per notebook, answered, failed, seconds, dollars at batch rates).
-
-This module knows nothing of papermill: ``reproduce`` passes how to execute a notebook in a round.
+"""Batch rounds (``python -m rpa_lib.reproduce --batch local|openai|files``): execute the notebooks that use an LLM
+until a round records no miss, answering each round's misses in one batch per server and model. Knows nothing of
+papermill (``reproduce`` passes how to execute a notebook in a round). Design notes: ``docs/design/run.md``.
 """
 
 from __future__ import annotations
@@ -43,7 +25,7 @@ Collect = Callable[[str, dict, Path], "str | None"]  # (notebook, run mode, scra
 
 
 def batch_mode(store: Path, misses: Path, log: Path) -> dict:
-    """The ``run_mode`` of a notebook in batch mode: answers from ``store``, misses to ``misses``, rounds in ``log``."""
+    """The ``run_mode`` of batch mode: answers from ``store``, misses to ``misses``, rounds in ``log``."""
     return {"batch_store": str(store), "batch_misses": str(misses), "batch_log": str(log)}
 
 
@@ -56,16 +38,12 @@ def unique_lines(lines_by_notebook: dict[str, list[dict]]) -> list[dict]:
     return list(seen.values())
 
 
-def _price(line: dict) -> Price | None:
-    return None if line.get("price") is None else batch_price(Price(*line["price"]))
-
-
 def cost(lines: list[dict], results: dict[str, dict]) -> float | None:
     """Dollars the answered lines cost at batch rates, from the tokens each answer reports."""
     total = 0.0
     for line in lines:
         result = results.get(line["custom_id"]) or {}
-        price = _price(line)
+        price = None if line.get("price") is None else batch_price(Price(*line["price"]))
         if "body" in result and price is None:
             return None
         if "body" in result:
@@ -82,10 +60,8 @@ def _slug(server: str, model: str) -> str:
 def answer_round(lines: list[dict], mode: str, folder: Path, build: Callable[[str], LLM], *,
                  send: Callable[..., dict[str, dict]] = run_round, budget: Budget | None = None,
                  progress: bool = True) -> dict[str, dict]:
-    """The results of one round's lines: engine lines in this process (``build(spec)`` makes the engine), the
-    others through the batch transport ``send`` in ``mode``, one call per server and model (a batch holds one
-    model), each with its own folder under ``folder / "transport"`` (its ledger: a restart resumes it); ``budget``
-    goes to the transport, which holds each batch's estimated cost before it starts and books what it cost."""
+    """The results of one round's lines: engine lines in this process (``build(spec)``), the others through ``send``
+    once per server and model, each in its own folder under ``folder / "transport"`` (a restart resumes it)."""
     engines = [line for line in lines if "engine" in line]
     results = answer_engine_lines(engines, build, progress=progress) if engines else {}
     remote: dict[tuple[str, str], list[dict]] = {}
@@ -96,8 +72,7 @@ def answer_round(lines: list[dict], mode: str, folder: Path, build: Callable[[st
         if mode == "local":
             raise SystemExit(f"--batch local runs in-process engines only; model {model!r} at {server} is an "
                              "OpenAI-compatible server: use --batch openai (OpenAI's API) or --batch files")
-        # the Batch API of the server the lines are for (OpenAI's, or a server that implements it; vLLM does not:
-        # --batch files), with the client the backend would build for it (its key looked up as for a call)
+        # the Batch API of the lines' server (vLLM has none: --batch files), with the backend's client and key
         client = OpenAILLM(model, base_url=None if server == OPENAI_URL else server, cache=False).openai_client() \
             if mode == "openai" else None
         results.update(send([{k: line[k] for k in LINE_KEYS} for line in group], mode=mode,
@@ -109,13 +84,12 @@ def answer_round(lines: list[dict], mode: str, folder: Path, build: Callable[[st
 def run_rounds(notebooks: list[str], collect: Collect, *, mode: str, store: Path, run_dir: Path,
                build: Callable[[str], LLM], budget: Budget | None = None,
                send: Callable[..., dict[str, dict]] = run_round, progress: bool = True) -> list[dict]:
-    """Rounds until one has no miss (module docstring): ``collect(notebook, run_mode, scratch)`` executes a
-    notebook in a round and says why it stopped (None: it ran to its end). Returns the rounds' log entries; the
-    log is ``run_dir / "rounds.json"``."""
+    """Rounds until one has no miss: ``collect(notebook, run_mode, scratch)`` executes a notebook and says why it
+    stopped (None: it ran to its end). Returns the log entries of ``run_dir / "rounds.json"``."""
     if mode not in BATCH_MODES:
         raise ValueError(f"batch mode must be one of {', '.join(BATCH_MODES)}, not {mode!r}")
     log = run_dir / "rounds.json"
-    waiting = list(notebooks)  # notebooks not yet run to their end without a miss
+    waiting = list(notebooks)  # not yet run to their end without a miss
     entries: list[dict] = []
     start_all = time.monotonic()
     for r in range(1, MAX_ROUNDS + 1):
@@ -138,7 +112,7 @@ def run_rounds(notebooks: list[str], collect: Collect, *, mode: str, store: Path
         results = answer_round(lines, mode, store, build, send=send, budget=budget, progress=progress)
         spent = cost(lines, results)
         answered, failed = store_results(store, lines, results)
-        entry = {"round": r, "calls": len(lines), "by_notebook": {nb: len(set(line["custom_id"] for line in m))
+        entry = {"round": r, "calls": len(lines), "by_notebook": {nb: len({line["custom_id"] for line in m})
                                                                    for nb, m in misses.items() if m},
                  "answered": answered, "failed": failed, "seconds": round(time.monotonic() - start, 1), "usd": spent}
         log_round(log, mode, entry)

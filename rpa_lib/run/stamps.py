@@ -1,24 +1,8 @@
 """Up-to-date stamps: ``reproduce`` skips a notebook whose inputs and outputs are unchanged since its last success.
 
-After a notebook runs to its end, a stamp (``<cache dir>/reproduce/<id>.json``, one per executed copy) records
-the digest of its inputs and the sha256 of every file it wrote. The next run skips the notebook, without
-starting a kernel, only when all of these are unchanged:
-
-- the notebook file, its parameters (after the profile is applied) and the profile's settings;
-- the library: every ``rpa_lib`` source file, and the name and version of every installed distribution
-  (models shipped as packages included) and the Python version;
-- the repository's ``data/``, and every file or folder a parameter names (``data_dir``, ``human_ratings_dir``,
-  a model folder ...), by content;
-- the environment settings ``RPA_*`` and ``OPENAI_*`` (a base URL without its credentials; a path by its
-  content; keys and tokens never enter a stamp, and the cache, index and budget settings do not count, nor
-  ``RPA_OUTPUT_DIR``: it says where the outputs go, and the outputs are checked by their bytes below);
-- the stamps of the notebooks before it (so a notebook re-runs when one it may read from has re-run);
-- each file it wrote: still there, with the same bytes (a deleted or edited table or figure re-runs it).
-
-The stamps live in the cache folder: a run with a fresh ``RPA_CACHE_DIR`` (a cold run) or after ``make clean``
-executes everything, and ``--force`` executes everything while keeping the cache. A failed notebook has no stamp.
-What a stamp cannot see: a file outside those places that a notebook reads, or a remote server that now answers
-differently under the same URL and model name; ``--force`` re-runs then.
+A stamp (``<cache dir>/reproduce/<id>.json``) holds the digest of a notebook's inputs (:func:`inputs_digest`) and the
+sha256 of each file it wrote. It cannot see a file elsewhere that a notebook reads, nor a server that answers
+differently under the same URL and model: ``--force`` re-runs then. What counts as an input: ``docs/design/run.md``.
 """
 
 from __future__ import annotations
@@ -35,8 +19,7 @@ from rpa_lib.fingerprint import file_digest
 
 ENV_PREFIXES = ("RPA_", "OPENAI_")
 SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD")
-# not inputs: where things are kept or written, and the budget. RPA_OUTPUT_DIR in particular names an existing
-# folder, which would count by content: the notebooks' own outputs, so no second run would ever be up to date.
+# not inputs: where things are kept or written, and the budget (RPA_OUTPUT_DIR by content would be the outputs)
 NOT_INPUTS = ("RPA_CACHE_DIR", "RPA_INDEX_DIR", "RPA_OUTPUT_DIR", "RPA_BUDGET_USD")
 OUTPUT_PARAMETERS = ("figures_dir", "results_dir")
 SKIPPED_PARTS = ("__pycache__", ".ipynb_checkpoints", "cache")
@@ -47,8 +30,7 @@ def _sha(value) -> str:
 
 
 def path_digest(path: Path) -> str:
-    """sha256 of a file's bytes, or of a folder's files (relative names and bytes; hidden files, caches and
-    ``__pycache__`` left out)."""
+    """sha256 of a file's bytes, or of a folder's files (names and bytes; hidden files and caches left out)."""
     path = Path(path)
     if path.is_file():
         return file_digest(path)
@@ -58,8 +40,8 @@ def path_digest(path: Path) -> str:
 
 
 def library_digest() -> str:
-    """The ``rpa_lib`` sources, the installed distributions (name and version) and the Python version; computed
-    once per run by the caller (not memoised: a long-lived process may edit the library between runs)."""
+    """The ``rpa_lib`` sources, the installed distributions and the Python version (not memoised: a long-lived
+    process may edit the library between runs)."""
     from importlib.metadata import distributions
 
     installed = sorted({f"{d.metadata['Name']}=={d.version}" for d in distributions() if d.metadata["Name"]})
@@ -87,14 +69,14 @@ def _setting(value: str):
 
 
 def environment_settings() -> dict:
-    """The ``RPA_*`` and ``OPENAI_*`` settings that can change a result (see the module docstring)."""
+    """The ``RPA_*`` and ``OPENAI_*`` settings that can change a result (no secret, no storage setting)."""
     return {k: _setting(v) for k, v in sorted(os.environ.items()) if k.startswith(ENV_PREFIXES)
             and k not in NOT_INPUTS and not any(w in k.upper() for w in SECRET_WORDS)}
 
 
 def inputs_digest(notebook: Path, params: dict, upstream: list[str | None], library: str | None = None) -> str:
-    """One digest of everything a notebook's results depend on, as far as a stamp can see (module docstring);
-    ``library``: :func:`library_digest`, when the caller has it already."""
+    """One digest of everything a notebook's results depend on, as far as a stamp can see: the notebook, its
+    parameters and the paths they name, ``data/``, the library, the settings and the ``upstream`` stamps."""
     named = {k: path_digest(path) for k, v in sorted(params.items())
              if k not in OUTPUT_PARAMETERS and (path := named_path(v)) is not None}
     return _sha({"notebook": file_digest(notebook), "parameters": params, "paths": named,
@@ -103,13 +85,13 @@ def inputs_digest(notebook: Path, params: dict, upstream: list[str | None], libr
 
 
 def stamp_path(executed: Path) -> Path:
-    """The stamp of the notebook whose executed copy is ``executed`` (one per output folder)."""
+    """The stamp of the executed copy ``executed`` (one per output folder)."""
     name = hashlib.sha256(str(Path(executed).resolve()).encode()).hexdigest()[:16]
     return paths.cache_dir() / "reproduce" / f"{Path(executed).stem}-{name}.json"
 
 
 def read(executed: Path) -> dict | None:
-    """The stamp's record, or None when there is none (or it cannot be read: then the notebook runs)."""
+    """The stamp's record, or None when there is none or it cannot be read."""
     try:
         return json.loads(stamp_path(executed).read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -137,7 +119,7 @@ def forget(executed: Path) -> dict:
 
 def write(executed: Path, inputs: str, written: list[Path], earlier: dict, seconds: float) -> dict:
     """Record a successful run: the inputs' digest and the sha256 of the files it wrote, now and in earlier runs
-    (a file a notebook keeps, such as a sheet it never overwrites, stays recorded while it exists)."""
+    (a file it keeps without rewriting stays recorded while it exists)."""
     files = {str(Path(p).resolve()) for p in [*written, executed]} | {p for p in earlier if Path(p).is_file()}
     record = {"notebook": Path(executed).stem, "inputs": inputs, "seconds": round(seconds, 1),
               "finished": time.strftime("%Y-%m-%d %H:%M:%S"),
@@ -151,5 +133,5 @@ def write(executed: Path, inputs: str, written: list[Path], earlier: dict, secon
 
 
 def outputs_digest(stamp: dict | None) -> str | None:
-    """What the notebooks after this one see of it: the digest of its recorded outputs (None: no stamp)."""
+    """The digest of a stamp's recorded outputs, as the notebooks after it see it (None: no stamp)."""
     return _sha(stamp["outputs"]) if stamp else None
