@@ -1,23 +1,7 @@
-"""The bridge between rpa_lib and the ``lightrag-hku`` package: importing it without side effects, running its
-coroutines, and our LLM, embedder and tokenizer as LightRAG sees them. :mod:`rpa_lib.methods.lightrag` is the method.
-
-**Plumbing**: our LLM layer is LightRAG's LLM function (one async adapter per LightRAG role, running
-``llm.chat`` in a worker thread, so every call is cached and counted like any other and traced as a
-:class:`~rpa_lib.methods.base.Call`); our embedder is its ``EmbeddingFunc`` (dimension probed from the embedder,
-no token limit, so LightRAG never re-splits a chunk for the embedder); :class:`WordTokenizer` is its tokenizer
-(LightRAG otherwise builds a tiktoken tokenizer, which downloads its vocabulary). LightRAG's own LLM response
-cache is off (our cache serves repeats). Every constructor and query parameter is passed explicitly
-(:func:`constructor_args`, :func:`query_args`), so the environment and any ``.env`` cannot change them (LightRAG
-reads both when it is imported; :func:`lightrag_modules` imports it lazily and restores ``os.environ`` afterwards).
-One environment variable is still read at extraction time: ``MAX_EXTRACT_INPUT_TOKENS`` (LightRAG's gleaning
-guard, default 20480 tokens).
-
-**Async**: every LightRAG coroutine of the process runs on one event loop in a daemon thread
-(:class:`_EventLoop`); a caller (a worker thread of ``run_jobs``, or a Jupyter cell whose own loop is running)
-submits the coroutine with :func:`run` and waits for it. One shared loop rather than one per workspace, because
-LightRAG's shared-storage locks are process-wide asyncio locks bound to the loop that first waits on them.
-
-What it does not do: decide what is inserted or asked (the method does), or keep workspaces (the method's cache).
+"""The bridge between rpa_lib and ``lightrag-hku``: importing it without side effects, running its coroutines on
+one shared event loop, and our LLM, embedder and tokenizer as LightRAG sees them, with every LightRAG parameter
+passed explicitly so that the environment cannot change it. Not here: what is inserted or asked (the method,
+:mod:`rpa_lib.methods.lightrag`), or keeping workspaces.
 """
 
 from __future__ import annotations
@@ -38,9 +22,8 @@ from rpa_lib.methods.base import Call, Method
 
 
 class WordTokenizer:
-    """Lossless word-level tokenizer for LightRAG: each token is a word or one punctuation mark with the
-    whitespace before it. Ids are interned per process (never stored). Thread-safe, and shared by deep copies
-    (LightRAG deep-copies its configuration). ``t.decode(t.encode("Hi, you.")) == "Hi, you."``"""
+    """Lossless word-level tokenizer (a word or a punctuation mark with the whitespace before it), ids interned per
+    process; thread-safe and shared by deep copies. ``t.decode(t.encode("Hi, you.")) == "Hi, you."``"""
 
     _PIECES = re.compile(r"\s*\w+|\s*[^\w\s]|\s+")
 
@@ -71,15 +54,13 @@ class WordTokenizer:
 
 _TOKENIZER = WordTokenizer()
 
-# ---- importing LightRAG without its side effects -------------------------------------------------------------
-
 _IMPORT_LOCK = threading.Lock()
 _LR: SimpleNamespace | None = None
 
 
 def lightrag_modules() -> SimpleNamespace:
-    """The parts of ``lightrag`` this module uses, imported once. LightRAG's modules call ``load_dotenv(".env")``
-    when imported (the working directory's ``.env``, which may hold API keys); ``os.environ`` is put back as it was."""
+    """The parts of ``lightrag`` this module uses, imported once, with ``os.environ`` put back as it was (LightRAG
+    loads the working directory's ``.env``, which may hold API keys)."""
     global _LR
     with _IMPORT_LOCK:
         if _LR is None:
@@ -109,11 +90,8 @@ def lightrag_modules() -> SimpleNamespace:
         return _LR
 
 
-# ---- the event loop ----------------------------------------------------------------------------------------
-
-
 class _EventLoop:
-    """One asyncio loop in a daemon thread; :meth:`run` runs a coroutine on it from any other thread and waits."""
+    """One asyncio loop in a daemon thread, which :meth:`run` hands a coroutine from any other thread."""
 
     def __init__(self):
         self.loop = asyncio.new_event_loop()
@@ -158,13 +136,10 @@ def run(coro):
     return loop.run(coro)
 
 
-# ---- our LLM and embedder, as LightRAG sees them -----------------------------------------------------------
-
-
 @dataclass
 class Session:
-    """One build or query: the LLM to call, and the calls it made (set in a context variable, which LightRAG
-    carries into the tasks and queue workers that make its LLM calls)."""
+    """One build or query: the LLM to call and the calls it made (a context variable, which LightRAG carries into
+    the tasks that make its LLM calls)."""
 
     llm: Any
     max_tokens: int
@@ -176,8 +151,7 @@ SESSION: contextvars.ContextVar[Session | None] = contextvars.ContextVar("rpa_li
 
 
 def llm_func(role: str):
-    """LightRAG's LLM function for one of its roles (``extract``: extraction, gleaning and description summaries;
-    ``keyword``: query keywords; ``query`` and ``vlm`` are never called with ``only_need_context``)."""
+    """LightRAG's LLM function for one of its roles (``extract``, ``keyword``; ``query`` and ``vlm`` go unused)."""
 
     async def call(prompt: str, system_prompt: str | None = None, history_messages: list | None = None,
                    **kwargs) -> str:
@@ -278,17 +252,18 @@ def query_args(s) -> dict:
                 include_references=False, disable_user_prompt_prefix=True)
 
 
-async def query(rag, question: str, param, session: Session) -> dict:
+async def in_session(session: Session, coro):
+    """``coro`` awaited as part of ``session`` (a build or a query)."""
     token = SESSION.set(session)
     try:
-        return await rag.aquery_llm(question, param)
+        return await coro
     finally:
         SESSION.reset(token)
 
 
 def shutdown(rags: list) -> None:
-    """Finalize the storages of ``rags`` (open LightRAG instances), stop the event loop and reset LightRAG's
-    process-wide shared storage; the next :func:`run` starts a new loop. Call it when no LightRAG call is in flight."""
+    """Finalize the storages of ``rags``, stop the event loop and reset LightRAG's shared storage (call it when no
+    LightRAG call is in flight)."""
     global _LOOP
     with _LOOP_LOCK:
         loop, _LOOP = _LOOP, None
