@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from rpa_lib.llm import LLMError
-from rpa_lib.methods.base import Call, Context, ContextItem, Method, RetrievalSettings, chunk_items
+from rpa_lib.methods.base import Call, Context, ContextItem, Method, RetrievalSettings, chunk_items, traced
 from rpa_lib.methods.gs import Selection, guided_selection, parse_window
 from rpa_lib.methods.prompts import (
     AE_KEYS,
@@ -88,15 +88,13 @@ class Amadeus(Method):
     def attributes(self, character: str, question: str, chunks) -> tuple[dict[str, str], list[Call]]:
         """The Attribute Extractor: {"Belief and Value": ..., "Psychological Traits": ...} from the chunks."""
         name, work = self.profile(character)
-        calls = []
+        calls: list[Call] = []
         if self.settings.extract_format == "json":
-            try:
-                reply = self.selector.structured(extract_messages(name, work, question, chunks), AE_SCHEMA,
-                                                 max_tokens=200, max_retries=self.settings.extract_retries)
-                return ({label: str(reply.data.get(key, "")).strip() for key, label in AE_KEYS.items()},
-                        [self.trace("extract", reply)])
-            except LLMError as e:
-                calls.append(Call.failed("extract", "structured", e))
+            reply = traced(calls, "extract", "structured", lambda: self.selector.structured(
+                extract_messages(name, work, question, chunks), AE_SCHEMA, max_tokens=200,
+                max_retries=self.settings.extract_retries))
+            if reply is not None:
+                return {label: str(reply.data.get(key, "")).strip() for key, label in AE_KEYS.items()}, calls
         attributes = {}
         for label in AE_KEYS.values():
             text = self.selector.chat(extract_text_messages(name, work, question, chunks, label), max_tokens=60)

@@ -5,12 +5,13 @@ role-play prompt. Building a method from its settings is :func:`rpa_lib.methods.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar
 
 from rpa_lib.data import Dataset
 from rpa_lib.display import response_html
+from rpa_lib.llm import LLMError
 from rpa_lib.methods.prompts import respond_messages
 from rpa_lib.retrieval import Retriever, retriever
 from rpa_lib.splitters import SPLITTERS, Chunk
@@ -52,7 +53,6 @@ class ContextItem:
 
 @dataclass
 class Context:
-
     items: list[ContextItem] = field(default_factory=list)
     calls: list[Call] = field(default_factory=list)
     details: dict[str, Any] = field(default_factory=dict)
@@ -151,3 +151,14 @@ class Method:
 
 def chunk_items(role: str, chunks: Iterable[Chunk]) -> list[ContextItem]:
     return [ContextItem.of_chunk(role, c) for c in chunks]
+
+
+def traced(calls: list[Call], purpose: str, kind: str, call: Callable[[], Any]):
+    """``call()``'s reply, its trace appended to ``calls``; None when it raised an LLMError (traced as failed)."""
+    try:
+        reply = call()
+    except LLMError as e:
+        calls.append(Call.failed(purpose, kind, e))
+        return None
+    calls.append(Method.trace(purpose, reply))
+    return reply

@@ -13,8 +13,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from rpa_lib.llm import LLMError
-from rpa_lib.methods.base import Call, Context, ContextItem, Method, RetrievalSettings
+from rpa_lib.methods.base import Call, Context, ContextItem, Method, RetrievalSettings, traced
 from rpa_lib.methods.bm25 import CORPORA, CORPUS_WORDS, corpus_for
 from rpa_lib.methods.crag_prompts import (
     EVALUATOR_OPTIONS,
@@ -148,12 +147,10 @@ class Crag(Method):
 
     def keywords(self, name: str, work: str, question: str, calls: list[Call]) -> list[str]:
         """The rewritten query (at most ``max_keywords``); the question itself when the reply has none."""
-        try:
-            reply = self.llm.chat(keywords_messages(name, work, question, self.settings.max_keywords), max_tokens=32)
-        except LLMError as e:
-            calls.append(Call.failed("rewrite", "chat", e))
+        reply = traced(calls, "rewrite", "chat", lambda: self.llm.chat(
+            keywords_messages(name, work, question, self.settings.max_keywords), max_tokens=32))
+        if reply is None:
             return [question]
-        calls.append(self.trace("rewrite", reply))
         words = [w.strip(" \t-*•\"'`.") for w in re.split(r"[,;\n]", reply.text)]
         words = [re.sub(r"^\d+[.)]\s*", "", w) for w in words]
         return [w for w in words if w][: self.settings.max_keywords] or [question]

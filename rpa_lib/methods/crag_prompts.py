@@ -4,42 +4,36 @@ relevant/irrelevant, and the query rewrite. The LLM plays CRAG's fine-tuned T5 e
 
 from __future__ import annotations
 
+from rpa_lib.methods.prompts import about
+
 RELEVANT, IRRELEVANT = "relevant", "irrelevant"
 EVALUATOR_OPTIONS = [RELEVANT, IRRELEVANT]
 GRADES = ["1", "2", "3", "4", "5"]  # the graded evaluator's options, worst to best
 
 
-def _about(name: str, work: str, question: str) -> str:
-    return f"Character: {name} ({work})\nQuestion someone asks {name}: {question}\n\n"
+def _grading(name: str, work: str, question: str, passage: str, source: str, strict: str, ask: str) -> list[dict]:
+    where = f" (from {source})" if source else ""
+    return [
+        {"role": "system", "content": f"You grade passages retrieved for a question. Be strict: {strict}"},
+        {"role": "user", "content": f"{about(name, work, question)}Passage{where}:\n{passage}\n\n{ask}"},
+    ]
 
 
 def evaluator_messages(name: str, work: str, question: str, passage: str, source: str = "") -> list[dict]:
     """The binary retrieval evaluator, for a retrieved chunk or a strip: does the passage help answer?"""
-    where = f" (from {source})" if source else ""
-    return [
-        {"role": "system", "content": "You grade passages retrieved for a question. Be strict: a passage is relevant "
-                                      "only if it contains information that helps answer the question."},
-        {"role": "user", "content": (
-            f"{_about(name, work, question)}Passage{where}:\n{passage}\n\n"
-            f"Does this passage contain information that helps {name} answer the question? "
-            f"Answer {RELEVANT} or {IRRELEVANT}."
-        )},
-    ]
+    return _grading(name, work, question, passage, source,
+                    "a passage is relevant only if it contains information that helps answer the question.",
+                    f"Does this passage contain information that helps {name} answer the question? "
+                    f"Answer {RELEVANT} or {IRRELEVANT}.")
 
 
 def grade_messages(name: str, work: str, question: str, passage: str, source: str = "") -> list[dict]:
     """The retrieval evaluator on a five-point scale (:data:`GRADES`): how far the passage helps answer."""
-    where = f" (from {source})" if source else ""
-    return [
-        {"role": "system", "content": "You grade passages retrieved for a question. Be strict: grade what the passage "
-                                      "contains that helps answer the question, not the words it shares with it."},
-        {"role": "user", "content": (
-            f"{_about(name, work, question)}Passage{where}:\n{passage}\n\n"
-            f"How much does this passage help {name} answer the question? Answer with one digit: "
-            f"1 = not at all, 2 = barely (same topic, no useful fact), 3 = partly, 4 = mostly, "
-            f"5 = fully (it holds what the answer needs)."
-        )},
-    ]
+    return _grading(name, work, question, passage, source,
+                    "grade what the passage contains that helps answer the question, not the words it shares with it.",
+                    f"How much does this passage help {name} answer the question? Answer with one digit: "
+                    f"1 = not at all, 2 = barely (same topic, no useful fact), 3 = partly, 4 = mostly, "
+                    f"5 = fully (it holds what the answer needs).")
 
 
 def keywords_messages(name: str, work: str, question: str, max_keywords: int = 3) -> list[dict]:
@@ -47,7 +41,7 @@ def keywords_messages(name: str, work: str, question: str, max_keywords: int = 3
     return [
         {"role": "system", "content": "You turn questions into short search-engine queries."},
         {"role": "user", "content": (
-            f"{_about(name, work, question)}Write a search query for this question, as at most {max_keywords} "
+            f"{about(name, work, question)}Write a search query for this question, as at most {max_keywords} "
             f"keywords or short key phrases separated by commas (\"you\" means {name}). Reply with the keywords only."
         )},
     ]

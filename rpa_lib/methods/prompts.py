@@ -13,14 +13,9 @@ if TYPE_CHECKING:
 
 JUDGE_OPTIONS = ["yes", "no"]
 
-AE_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "belief_and_value": {"type": "string"},
-        "psychological_traits": {"type": "string"},
-    },
-    "required": ["belief_and_value", "psychological_traits"],
-}
+AE_SCHEMA = {"type": "object", "properties": {"belief_and_value": {"type": "string"},
+                                              "psychological_traits": {"type": "string"}},
+             "required": ["belief_and_value", "psychological_traits"]}
 AE_KEYS = {"belief_and_value": "Belief and Value", "psychological_traits": "Psychological Traits"}
 
 
@@ -28,7 +23,7 @@ def _passages(chunks: list[Chunk] | list[ContextItem]) -> str:
     return "\n\n".join(f"[{i}] {c.text}" for i, c in enumerate(chunks, start=1))
 
 
-def _about(name: str, work: str, question: str) -> str:
+def about(name: str, work: str, question: str) -> str:
     return f"Character: {name} ({work})\nQuestion someone asks {name}: {question}\n\n"
 
 
@@ -38,7 +33,7 @@ def judge_messages(name: str, work: str, question: str, chunk: Chunk) -> list[di
     return [
         {"role": "system", "content": "You help a role-playing system decide which passages of a character profile are useful."},
         {"role": "user", "content": (
-            f"{_about(name, work, question)}Passage from {name}'s profile:\n{chunk.text}\n\n"
+            f"{about(name, work, question)}Passage from {name}'s profile:\n{chunk.text}\n\n"
             f"From this passage, can you tell something about {name}'s attitudes, values, personality, habits or past "
             f"behaviour that would shape how {name} answers this question? Answer yes or no."
         )},
@@ -50,7 +45,7 @@ def extract_messages(name: str, work: str, question: str, chunks: list[Chunk]) -
     return [
         {"role": "system", "content": "You analyse fictional characters from passages of their profile. Reply with JSON only."},
         {"role": "user", "content": (
-            f"{_about(name, work, question)}Passages:\n{_passages(chunks)}\n\n"
+            f"{about(name, work, question)}Passages:\n{_passages(chunks)}\n\n"
             f"Using only these passages, describe in one or two sentences each:\n"
             f"- belief_and_value: the principles and values of {name} that would guide the answer;\n"
             f"- psychological_traits: the personality, feelings and habits of mind of {name} that would show in it.\n"
@@ -65,7 +60,7 @@ def extract_text_messages(name: str, work: str, question: str, chunks: list[Chun
     return [
         {"role": "system", "content": "You analyse fictional characters from passages of their profile."},
         {"role": "user", "content": (
-            f"{_about(name, work, question)}Passages:\n{_passages(chunks)}\n\n"
+            f"{about(name, work, question)}Passages:\n{_passages(chunks)}\n\n"
             f"In one sentence, using only these passages: what are {what[attribute]} of {name} that would shape the answer?"
         )},
     ]

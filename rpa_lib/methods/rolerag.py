@@ -11,8 +11,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from rpa_lib.embeddings import embed
-from rpa_lib.llm import LLMError
-from rpa_lib.methods.base import Call, Context, ContextItem, RetrievalSettings
+from rpa_lib.methods.base import Call, Context, ContextItem, RetrievalSettings, traced
 from rpa_lib.methods.graph_cache import GraphIndexMethod, IndexCache, build_path, index_key, text_hash
 from rpa_lib.methods.registry import register
 from rpa_lib.methods.rolerag_graph import (
@@ -134,27 +133,18 @@ class RoleRAG(GraphIndexMethod):
         graph, me = g.graph, g.node
         name, work = self.profile(character)
         calls: list[Call] = []
-        hypothetical = ""
-        if s.hypothetical:
-            try:
-                reply = self.llm.chat(hypothetical_messages(name, work, question), max_tokens=120)
-                hypothetical = reply.text.strip()
-                calls.append(self.trace("hypothetical", reply))
-            except LLMError as e:
-                calls.append(Call.failed("hypothetical", "chat", e))
+        reply = traced(calls, "hypothetical", "chat", lambda: self.llm.chat(
+            hypothetical_messages(name, work, question), max_tokens=120)) if s.hypothetical else None
+        hypothetical = reply.text.strip() if reply else ""
         profile = graph.nodes[me]["description"]
-        entities: list[dict] = []
-        failed = False
-        try:
-            reply = self.llm.structured(analysis_messages(name, work, profile, question, hypothetical), ANALYSIS_SCHEMA,
-                                        max_tokens=400, max_retries=s.extract_retries)
-            calls.append(self.trace("analyse", reply))
-            entities = [{"name": " ".join(str(e["name"]).split()), "type": entity_type(e.get("type")),
-                         "relevant": bool(e["relevant"]), "reason": str(e.get("reason") or "").strip(),
-                         "specificity": e["specificity"]} for e in reply.data["entities"] if str(e.get("name", "")).strip()]
-        except LLMError as e:
-            calls.append(Call.failed("analyse", "structured", e))
-            failed = True
+        reply = traced(calls, "analyse", "structured", lambda: self.llm.structured(
+            analysis_messages(name, work, profile, question, hypothetical), ANALYSIS_SCHEMA, max_tokens=400,
+            max_retries=s.extract_retries))
+        failed = reply is None
+        entities = [] if failed else [
+            {"name": " ".join(str(e["name"]).split()), "type": entity_type(e.get("type")),
+             "relevant": bool(e["relevant"]), "reason": str(e.get("reason") or "").strip(),
+             "specificity": e["specificity"]} for e in reply.data["entities"] if str(e.get("name", "")).strip()]
         if not entities:  # nothing to route: search the question itself
             entities = [{"name": question, "type": "other", "relevant": True, "reason": "", "specificity": "specific",
                          "fallback": True}]

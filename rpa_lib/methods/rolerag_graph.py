@@ -13,8 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from rpa_lib.embeddings import embed
-from rpa_lib.llm import LLMError
-from rpa_lib.methods.base import Call, Method
+from rpa_lib.methods.base import Call, traced
 from rpa_lib.methods.graph_cache import IndexCost, write_json
 from rpa_lib.methods.rolerag_prompts import (
     ENTITY_TYPES,
@@ -88,13 +87,9 @@ class _Tally:
         self.failed: Counter = Counter()
 
     def ask(self, purpose: str, kind: str, fn):
-        try:
-            reply = fn()
-        except LLMError as e:
+        reply = traced(self.calls, purpose, kind, fn)
+        if reply is None:
             self.failed[purpose] += 1
-            self.calls.append(Call.failed(purpose, kind, e))
-            return None
-        self.calls.append(Method.trace(purpose, reply))
         return reply
 
 

@@ -9,46 +9,28 @@ import json
 ENTITY_TYPES = ("person", "place", "organization", "event", "object", "activity", "concept", "other")
 SAME_OPTIONS = ["same", "different"]
 
-EXTRACT_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "entities": {"type": "array", "items": {
-            "type": "object",
-            "properties": {"name": {"type": "string"}, "type": {"type": "string"}, "description": {"type": "string"}},
-            "required": ["name"],
-        }},
-        "relations": {"type": "array", "items": {
-            "type": "object",
-            "properties": {"source": {"type": "string"}, "target": {"type": "string"}, "description": {"type": "string"}},
-            "required": ["source", "target"],
-        }},
-    },
-    "required": ["entities", "relations"],
-}
 
-MERGE_SCHEMA = {
-    "type": "object",
-    "properties": {"name": {"type": "string", "minLength": 1}, "description": {"type": "string"}},
-    "required": ["name", "description"],
-}
+def _object(properties: dict, required: list[str]) -> dict:
+    return {"type": "object", "properties": properties, "required": required}
 
-ANALYSIS_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "entities": {"type": "array", "items": {
-            "type": "object",
-            "properties": {
-                "name": {"type": "string"},
-                "type": {"type": "string"},
-                "relevant": {"type": "boolean"},
-                "reason": {"type": "string"},
-                "specificity": {"type": "string", "enum": ["specific", "general"]},
-            },
-            "required": ["name", "relevant", "specificity"],
-        }},
-    },
-    "required": ["entities"],
-}
+
+def _array_of(properties: dict, required: list[str]) -> dict:
+    return {"type": "array", "items": _object(properties, required)}
+
+
+def _strings(*names: str) -> dict:
+    return {n: {"type": "string"} for n in names}
+
+
+EXTRACT_SCHEMA = _object({"entities": _array_of(_strings("name", "type", "description"), ["name"]),
+                          "relations": _array_of(_strings("source", "target", "description"), ["source", "target"])},
+                         ["entities", "relations"])
+MERGE_SCHEMA = _object({"name": {"type": "string", "minLength": 1}, "description": {"type": "string"}},
+                       ["name", "description"])
+ANALYSIS_SCHEMA = _object({"entities": _array_of(
+    {**_strings("name", "type"), "relevant": {"type": "boolean"}, "reason": {"type": "string"},
+     "specificity": {"type": "string", "enum": ["specific", "general"]}}, ["name", "relevant", "specificity"])},
+    ["entities"])
 
 _TYPES = ", ".join(ENTITY_TYPES)
 
