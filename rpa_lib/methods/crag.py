@@ -221,23 +221,16 @@ class Crag(Method):
         return Context(items, calls, details)
 
 
-OWN_INCLUDED = " (this character's own included)"
-
-
 def departures(settings: CragSettings) -> str:
-    """One line for a caption: how this CRAG departs from the original.
-
-    >>> departures(CragSettings())[:63]
-    'CRAG-offline departs from CRAG: an LLM grades passages 1-5 (not'
-    """
-    evaluator = ("an LLM grades passages 1-5 (not CRAG's fine-tuned T5)" if settings.evaluator == "scale"
-                 else "an LLM says relevant or irrelevant (not CRAG's fine-tuned T5)")
-    return (f"CRAG-offline departs from CRAG: {evaluator}; thresholds {settings.upper:g} / {settings.lower:g}, not tuned "
-            f"per dataset; strips of {settings.strip_sentences} sentences, at most {settings.max_strips} per source scoring "
-            f"above {settings.strip_threshold:g}, in reading order (CRAG: top 10 internal / 5 web strips by score); "
-            f"the top {settings.k} chunks evaluated (CRAG: 10 documents); BM25 over {CORPUS_WORDS[settings.corpus]}"
-            f"{OWN_INCLUDED if settings.corpus == 'pooled' else ''} instead of web search, its "
-            "paragraphs cut into strips (CRAG keeps web pages whole)")
+    """One line for a caption: how this CRAG departs from the original."""
+    s = settings
+    evaluator = "grades passages 1-5" if s.evaluator == "scale" else "says relevant or irrelevant"
+    own = " (this character's own included)" if s.corpus == "pooled" else ""
+    return (f"CRAG-offline departs from CRAG: an LLM {evaluator} (not CRAG's fine-tuned T5); thresholds {s.upper:g} / "
+            f"{s.lower:g}, not tuned per dataset; strips of {s.strip_sentences} sentences, at most {s.max_strips} per "
+            f"source scoring above {s.strip_threshold:g}, in reading order (CRAG: top 10 internal / 5 web strips by "
+            f"score); the top {s.k} chunks evaluated (CRAG: 10 documents); BM25 over {CORPUS_WORDS[s.corpus]}{own} "
+            "instead of web search, its paragraphs cut into strips (CRAG keeps web pages whole)")
 
 
 def route_counts(rows: pd.DataFrame) -> pd.DataFrame:

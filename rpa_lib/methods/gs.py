@@ -32,8 +32,7 @@ class Selection(Generic[T]):
 
 
 class AdaptiveWindow:
-    """The look-ahead from the judge's running yes-rate (keep one object per judge to learn across walks). A
-    walk's yes-rate is ``(yes + w * r) / (judged + w)``, ``r`` the judge's running rate, ``w = history_weight``.
+    """The look-ahead from the judge's running yes-rate (one object per judge learns across walks).
 
     >>> AdaptiveWindow(margin=1).ahead(slots_left=2)  # nothing seen yet: yes-rate 0.25, so 2 / 0.25 chunks
     8

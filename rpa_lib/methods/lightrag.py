@@ -145,12 +145,11 @@ class LightRAG(GraphIndexMethod):
     def _documents(self, character: str, persona) -> list[tuple[str, str, str]]:
         if self.settings.documents == "persona":
             return [(f"{character}:persona", persona.source, persona.name)]
-        docs, seen = [], set()
+        docs: dict[str, tuple[str, str, str]] = {}  # by text: LightRAG would merge identical documents
         for chunk in split(persona, "acts"):
-            if chunk.text.strip() and chunk.text not in seen:  # LightRAG would merge identical documents
-                seen.add(chunk.text)
-                docs.append((chunk.id, chunk.text, chunk.id))
-        return docs
+            if chunk.text.strip():
+                docs.setdefault(chunk.text, (chunk.id, chunk.text, chunk.id))
+        return list(docs.values())
 
     def workspace_dir(self, character: str, key: str | None = None) -> Path:
         return cache_dir() / "lightrag" / character / (key or self.cache_key(character))

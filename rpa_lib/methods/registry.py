@@ -2,9 +2,6 @@
 (:data:`VARIANTS`), and building a method from declared settings, an unknown one being an error.
 
 >>> from rpa_lib.llm import FakeLLM
->>> build_method("naive_rag", llm=FakeLLM(), max_iteration=8)
-Traceback (most recent call last):
-ValueError: method 'naive_rag' has no setting 'max_iteration'; its settings: budget_chars, embedder, k, max_tokens, splitter
 >>> m = build_method("naive_rag_vanilla", llm=FakeLLM())
 >>> m.name, m.settings.splitter, method_label(m.name)
 ('naive_rag_vanilla', 'vanilla', 'Naive RAG (Vanilla)')

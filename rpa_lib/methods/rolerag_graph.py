@@ -169,9 +169,7 @@ class GraphBuilder:
         for key, node in canonical.items():
             members.setdefault(node, []).append(key)
         for node, keys in members.items():
-            types = Counter()
-            for k in keys:
-                types.update(names[k].types)
+            types = sum((names[k].types for k in keys), Counter())
             named = [t for t, _ in types.most_common() if t != "other"]
             graph.add_node(node, type=named[0] if named else "other",
                            chunks=list(dict.fromkeys(c for k in keys for c in names[k].chunks)),
