@@ -123,33 +123,22 @@ def guided_selection(ranked_chunks: Sequence[T], judge: Callable[[T], bool], max
             if verdict:
                 slot.append(chunk)
     else:
-
-        def frontier(t: int) -> int:
-            # chunks [0, frontier) are judged or in flight when the walk stands at t
-            if isinstance(policy, AdaptiveWindow):
-                return t + policy.ahead(slot_size - len(slot), len(slot), t)
-            return t + policy
-
         width = policy if isinstance(policy, int) else MAX_THREADS
         pool = ThreadPoolExecutor(max_workers=max(1, min(width, limit, MAX_THREADS)), thread_name_prefix="gs")
         futures: dict[int, Future] = {}
         t = launched = 0
-
-        def consume(verdict: bool) -> None:
-            nonlocal t
-            verdicts.append(verdict)
-            if verdict:
-                slot.append(ranked_chunks[t])
-            t += 1
-
         try:
             while t < limit and len(slot) < slot_size:  # one round: send the calls the policy asks for, then ...
-                for j in range(launched, min(limit, max(t + 1, frontier(t)))):
+                ahead = policy.ahead(slot_size - len(slot), len(slot), t) if isinstance(policy, AdaptiveWindow) else policy
+                for j in range(launched, min(limit, max(t + 1, t + ahead))):
                     futures[j] = pool.submit(judge, ranked_chunks[j])
                     launched = j + 1
                 round_trips += 1
                 while t < launched and len(slot) < slot_size:  # ... take their verdicts in order, until the stop
-                    consume(bool(futures[t].result()))  # an error on a chunk the walk asks about propagates
+                    verdicts.append(bool(futures[t].result()))  # an error on a chunk the walk asks about propagates
+                    if verdicts[-1]:
+                        slot.append(ranked_chunks[t])
+                    t += 1
         finally:
             # Calls past the stop run to their end (a re-run finds them cached) and are in the caller's trace.
             speculative = launched - t

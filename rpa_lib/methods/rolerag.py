@@ -149,21 +149,13 @@ class RoleRAG(GraphIndexMethod):
             entities = [{"name": question, "type": "other", "relevant": True, "reason": "", "specificity": "specific",
                          "fallback": True}]
 
-        items: dict[str, ContextItem] = {}
+        items: dict[str, ContextItem] = {}  # by label: each entity and relation once
 
-        def add_node(node: str) -> None:
-            if node != me and f"entity: {node}" not in items:
-                items[f"entity: {node}"] = ContextItem("graph", g.text(node), tuple(graph.nodes[node]["chunks"]),
-                                                      f"entity: {node}")
-
-        def add_relation(node: str) -> None:
-            label = f"relation: {me} — {node}"
-            if graph.has_edge(me, node) and label not in items:
-                edge = graph.edges[me, node]
-                items[label] = ContextItem("graph", f"{me} — {node}: {edge['description']}", tuple(edge["chunks"]), label)
+        def add(label: str, text: str, chunks: list[str]) -> None:
+            items.setdefault(label, ContextItem("graph", text, tuple(chunks), label))
 
         if profile:
-            items["profile"] = ContextItem("graph", f"{me}: {profile}", tuple(graph.nodes[me]["chunks"]), "profile")
+            add("profile", f"{me}: {profile}", graph.nodes[me]["chunks"])
         outside: list[tuple[str, str]] = []
         for e in entities:
             if not e["relevant"]:
@@ -172,13 +164,14 @@ class RoleRAG(GraphIndexMethod):
             elif e["specificity"] == "general":
                 same_type = [n for n in graph.neighbors(me) if graph.nodes[n]["type"] == e["type"]]
                 e["route"], e["matched"] = "general", self._nearest(g, character, e["name"], same_type, s.neighbours)
-                for node in e["matched"]:
-                    add_node(node)
             else:
                 e["route"], e["matched"] = "specific", self._nearest(g, character, e["name"], list(graph.nodes), s.k)
-                for node in e["matched"]:
-                    add_node(node)
-                    add_relation(node)
+            for node in e["matched"]:
+                if node != me:
+                    add(f"entity: {node}", g.text(node), graph.nodes[node]["chunks"])
+                if e["route"] == "specific" and graph.has_edge(me, node):
+                    edge = graph.edges[me, node]
+                    add(f"relation: {me} — {node}", f"{me} — {node}: {edge['description']}", edge["chunks"])
         # A boundary note only when an entity is out of scope (RoleRAG, section 3.4).
         boundary = [ContextItem("boundary", boundary_note(name, outside), (), "boundary")] if outside else []
         context_items = [*items.values(), *boundary]
