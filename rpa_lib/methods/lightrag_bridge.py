@@ -202,27 +202,22 @@ def constructor_args(s, folder: Path, workspace: str, embed_func, max_async: int
     roles = {role: lr.RoleLLMConfig(func=llm_func(role), kwargs={}, max_async=max_async, timeout=s.llm_timeout)
              for role in ("extract", "keyword", "query", "vlm")}
     return dict(
-        working_dir=str(folder.parent), workspace=workspace,
-        kv_storage="JsonKVStorage", vector_storage="NanoVectorDBStorage", graph_storage="NetworkXStorage",
-        doc_status_storage="JsonDocStatusStorage",
-        top_k=s.top_k, chunk_top_k=s.chunk_top_k, max_entity_tokens=s.max_entity_tokens,
-        max_relation_tokens=s.max_relation_tokens, max_total_tokens=s.max_total_tokens,
-        related_chunk_number=s.related_chunk_number, kg_chunk_pick_method=s.chunk_pick_method,
-        enable_content_headings=False,
-        entity_extract_max_gleaning=s.max_gleaning, entity_extract_max_records=s.max_extraction_records,
-        entity_extract_max_entities=s.max_extraction_entities,
+        working_dir=str(folder.parent), workspace=workspace, kv_storage="JsonKVStorage",
+        vector_storage="NanoVectorDBStorage", graph_storage="NetworkXStorage", doc_status_storage="JsonDocStatusStorage",
+        **_retrieval_args(s), related_chunk_number=s.related_chunk_number, kg_chunk_pick_method=s.chunk_pick_method,
+        enable_content_headings=False, entity_extract_max_gleaning=s.max_gleaning,
+        entity_extract_max_records=s.max_extraction_records, entity_extract_max_entities=s.max_extraction_entities,
         force_llm_summary_on_merge=s.force_llm_summary_on_merge,
         chunk_token_size=s.chunk_token_size, chunk_overlap_token_size=s.chunk_overlap_token_size,
         tokenizer=lr.Tokenizer("rpa-words", _TOKENIZER), tiktoken_model_name="",
         embedding_func=embed_func, embedding_chunk_overlap_token_size=0, embedding_batch_num=32,
-        embedding_func_max_async=1, embedding_cache_config={"enabled": False, "similarity_threshold": 0.95,
-                                                            "use_llm_check": False},
+        embedding_func_max_async=1,
+        embedding_cache_config={"enabled": False, "similarity_threshold": 0.95, "use_llm_check": False},
         default_embedding_timeout=max(600, s.llm_timeout),
         llm_model_func=llm_func("base"), role_llm_configs=roles, llm_model_name="rpa_lib",
         llm_model_max_async=max_async, llm_model_kwargs={}, default_llm_timeout=s.llm_timeout,
         summary_max_tokens=s.summary_max_tokens, summary_context_size=s.summary_context_size,
-        summary_length_recommended=s.summary_length_recommended,
-        entity_extraction_use_json=False,
+        summary_length_recommended=s.summary_length_recommended, entity_extraction_use_json=False,
         rerank_model_func=None, rerank_model_max_async=1, default_rerank_timeout=30, min_rerank_score=0.0,
         vector_db_storage_cls_kwargs={"cosine_better_than_threshold": s.cosine_threshold},
         cosine_better_than_threshold=s.cosine_threshold,
@@ -233,23 +228,23 @@ def constructor_args(s, folder: Path, workspace: str, embed_func, max_async: int
         max_pending_documents=0, max_graph_nodes=1000, max_source_ids_per_entity=200,
         max_source_ids_per_relation=200, source_ids_limit_method="KEEP", max_file_paths=75,
         file_path_more_placeholder="truncated", auto_manage_storages_states=False, user_prompt_prefix="",
-        addon_params={
-            "language": s.language, "entity_type_prompt_file": "",
-            "chunker": {"chunk_token_size": s.chunk_token_size,
-                        "fixed_token": {"chunk_token_size": s.chunk_token_size,
-                                        "chunk_overlap_token_size": s.chunk_overlap_token_size,
-                                        "split_by_character": None, "split_by_character_only": False}},
-        },
+        addon_params={"language": s.language, "entity_type_prompt_file": "", "chunker": {
+            "chunk_token_size": s.chunk_token_size,
+            "fixed_token": {"chunk_token_size": s.chunk_token_size, "chunk_overlap_token_size": s.chunk_overlap_token_size,
+                            "split_by_character": None, "split_by_character_only": False}}},
     )
+
+
+def _retrieval_args(s) -> dict:
+    return dict(top_k=s.top_k, chunk_top_k=s.chunk_top_k, max_entity_tokens=s.max_entity_tokens,
+                max_relation_tokens=s.max_relation_tokens, max_total_tokens=s.max_total_tokens)
 
 
 def query_args(s) -> dict:
     """Every QueryParam field: ``only_need_context``, no rerank, no server-side prompt prefix, and our settings."""
     return dict(mode=s.mode, only_need_context=True, only_need_prompt=False, response_type="Multiple Paragraphs",
-                stream=False, top_k=s.top_k, chunk_top_k=s.chunk_top_k, max_entity_tokens=s.max_entity_tokens,
-                max_relation_tokens=s.max_relation_tokens, max_total_tokens=s.max_total_tokens, hl_keywords=[],
-                ll_keywords=[], conversation_history=[], user_prompt=None, enable_rerank=False,
-                include_references=False, disable_user_prompt_prefix=True)
+                stream=False, **_retrieval_args(s), hl_keywords=[], ll_keywords=[], conversation_history=[],
+                user_prompt=None, enable_rerank=False, include_references=False, disable_user_prompt_prefix=True)
 
 
 async def in_session(session: Session, coro):
