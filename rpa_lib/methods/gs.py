@@ -117,10 +117,9 @@ def guided_selection(ranked_chunks: Sequence[T], judge: Callable[[T], bool], max
         for chunk in ranked_chunks[:limit]:
             if len(slot) >= slot_size:
                 break
-            verdict = bool(judge(chunk))
+            verdicts.append(bool(judge(chunk)))
             round_trips += 1
-            verdicts.append(verdict)
-            if verdict:
+            if verdicts[-1]:
                 slot.append(chunk)
     else:
         width = policy if isinstance(policy, int) else MAX_THREADS

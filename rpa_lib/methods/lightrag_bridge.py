@@ -48,7 +48,7 @@ class WordTokenizer:
     def decode(self, tokens: list[int]) -> str:
         return "".join(self._pieces[t] for t in tokens)
 
-    def __deepcopy__(self, memo):
+    def __deepcopy__(self, memo):  # LightRAG deep-copies its configuration: every copy shares the ids
         return self
 
 
