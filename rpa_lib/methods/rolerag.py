@@ -99,6 +99,7 @@ class RoleRAG(GraphIndexMethod):
         return cache_dir() / "rolerag" / character / f"{key or self.cache_key(character)}.json"
 
     def index(self, character: str, key: str | None = None) -> CharacterGraph:
+        """The character's graph: from memory, from disk, or built now (once, whatever the threads)."""
         key = key or self.cache_key(character)
         path = self.cache_path(character, key)
         built = build_path(self.llm, path)
