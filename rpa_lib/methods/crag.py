@@ -56,10 +56,9 @@ class CragSettings(RetrievalSettings):
             raise ValueError(f"need -1 <= lower <= upper <= 1 (got lower={self.lower}, upper={self.upper})")
         if not -1 <= self.strip_threshold < 1:
             raise ValueError(f"strip_threshold must be in [-1, 1), not {self.strip_threshold}")
-        if self.evaluator not in EVALUATORS:
-            raise ValueError(f"unknown evaluator {self.evaluator!r}; choose one of {', '.join(EVALUATORS)}")
-        if self.corpus not in CORPORA:
-            raise ValueError(f"unknown corpus {self.corpus!r}; choose one of {', '.join(CORPORA)}")
+        for name, choices in (("evaluator", EVALUATORS), ("corpus", CORPORA)):
+            if getattr(self, name) not in choices:
+                raise ValueError(f"unknown {name} {getattr(self, name)!r}; choose one of {', '.join(choices)}")
         for name in ("strip_sentences", "max_strips", "search_k", "max_keywords"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, not {getattr(self, name)}")

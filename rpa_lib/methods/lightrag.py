@@ -74,12 +74,9 @@ class LightRAGSettings(AnswerSettings):
 
     def __post_init__(self):
         super().__post_init__()
-        if self.documents not in DOCUMENTS:
-            raise ValueError(f"unknown documents {self.documents!r}; choose one of {', '.join(DOCUMENTS)}")
-        if self.mode not in MODES:
-            raise ValueError(f"unknown mode {self.mode!r}; choose one of {', '.join(MODES)}")
-        if self.chunk_pick_method not in ("VECTOR", "WEIGHT"):
-            raise ValueError(f"chunk_pick_method must be 'VECTOR' or 'WEIGHT', not {self.chunk_pick_method!r}")
+        for name, choices in (("documents", DOCUMENTS), ("mode", MODES), ("chunk_pick_method", ("VECTOR", "WEIGHT"))):
+            if getattr(self, name) not in choices:
+                raise ValueError(f"unknown {name} {getattr(self, name)!r}; choose one of {', '.join(choices)}")
         positive = ("top_k", "chunk_top_k", "max_entity_tokens", "max_relation_tokens", "max_total_tokens",
                     "related_chunk_number", "chunk_token_size", "max_extraction_records", "max_extraction_entities",
                     "force_llm_summary_on_merge", "summary_max_tokens", "summary_length_recommended",
