@@ -1,24 +1,17 @@
-"""The records and the base class every role-playing method shares.
-
-A method turns ``(character, question)`` into a :class:`Response` in two steps: :meth:`Method.context` builds
-what the LLM will see (a list of :class:`ContextItem`: persona chunks as knowledge, GS-selected chunks, AE
-attributes, CRAG strips, ...; each with the ids of the persona chunks it came from) plus a ``details`` mapping
-for what is method-specific (GS selection and failure, AE attributes, CRAG's route, ...); then
-:meth:`Method.respond` answers with the one role-play prompt. So an evaluation reads the context items and
-details, never a method's class, and chunk statistics can stop after ``context`` without paying for the reply.
-
-Each method declares its settings as a frozen dataclass (``Settings``); building one is
-:func:`rpa_lib.methods.build_method`'s job, which rejects an unknown setting by name.
+"""The records and the base class every role-playing method shares: :meth:`Method.context` builds what the LLM
+will see (context items, calls spent, method-specific details), then :meth:`Method.respond` answers with the one
+role-play prompt. Building a method from its settings is :func:`rpa_lib.methods.build_method`'s job.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar
 
 from rpa_lib.data import Dataset
 from rpa_lib.display import response_html
+from rpa_lib.llm import LLMError
 from rpa_lib.methods.prompts import respond_messages
 from rpa_lib.retrieval import Retriever, retriever
 from rpa_lib.splitters import SPLITTERS, Chunk
@@ -38,17 +31,15 @@ class Call:
 
     @classmethod
     def failed(cls, purpose: str, kind: str, error: Exception) -> Call:
-        """The trace of a call that raised ``error``: what it spent where the error says (a model that never
-        answered validly, :class:`~rpa_lib.llm.LLMNoValidAnswer`: its re-asks included), else nothing known."""
+        """The trace of a call that raised ``error``, with what it spent where the error says (re-asks included)."""
         return cls(purpose, kind, bool(getattr(error, "cached", False)), getattr(error, "prompt_tokens", 0),
                    getattr(error, "completion_tokens", 0), round(getattr(error, "seconds", 0.0), 3), f"failed: {error}")
 
 
 @dataclass(frozen=True)
 class ContextItem:
-    """One piece of what reached the LLM. ``role`` says what it is to the answer (``knowledge``: facts;
-    ``selected``: passages showing the character; ``attribute``: an extracted attribute; methods may add their
-    own roles); ``chunk_ids`` the persona chunks it came from (empty when it did not come from the persona)."""
+    """One piece of what reached the LLM: its ``role`` (``knowledge``, ``selected``, ``attribute`` or a method's
+    own) and the persona chunks it came from (none when it did not come from the persona)."""
 
     role: str
     text: str
@@ -62,8 +53,6 @@ class ContextItem:
 
 @dataclass
 class Context:
-    """What :meth:`Method.context` returns: the items for the prompt, the LLM calls spent, and the details."""
-
     items: list[ContextItem] = field(default_factory=list)
     calls: list[Call] = field(default_factory=list)
     details: dict[str, Any] = field(default_factory=dict)
@@ -96,8 +85,6 @@ class Response:
 
 @dataclass(frozen=True)
 class AnswerSettings:
-    """Settings of the role-play answer, shared by every method."""
-
     max_tokens: int = 160  # longest reply, in tokens
 
     def __post_init__(self):
@@ -107,10 +94,7 @@ class AnswerSettings:
 
 @dataclass(frozen=True)
 class RetrievalSettings(AnswerSettings):
-    """Settings of a method that retrieves persona chunks."""
-
-    splitter: str = "acts"  # vanilla | ats | acts (ACTS: the one pool every method of a table draws from, as the
-    #                         paper applies ACTS to Naive RAG; "vanilla" is the named variant naive_rag_vanilla)
+    splitter: str = "acts"  # vanilla | ats | acts (the one pool every method of a table draws from)
     embedder: str = "minilm"  # short name or sentence-transformers model id
     k: int = 3  # chunks retrieved as knowledge
     min_k: ClassVar[int] = 1
@@ -124,8 +108,7 @@ class RetrievalSettings(AnswerSettings):
 
 
 class Method:
-    """Base class. A subclass sets ``name`` and ``Settings`` and implements :meth:`context`; the answer is
-    shared. Its settings are ``method.settings`` (a frozen ``Settings`` instance)."""
+    """A subclass sets ``name`` and ``Settings`` and implements :meth:`context`; the answer is shared."""
 
     name: ClassVar[str] = "method"
     Settings: ClassVar[type] = AnswerSettings
@@ -138,14 +121,12 @@ class Method:
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.settings})"
 
-    # ---- shared plumbing -------------------------------------------------------------------------------------
-
     def profile(self, character: str) -> tuple[str, str]:
         """(name, work) of a character, from ``labels.csv``, else the persona's title."""
         return self.dataset.profile(character)
 
     def retriever(self, character: str) -> Retriever:
-        """The character's retriever for this method's splitter and embedder (shared across methods)."""
+        """The character's retriever for this method's splitter and embedder."""
         return retriever(character, self.settings.splitter, self.settings.embedder, self.dataset)
 
     def search(self, character: str, question: str, k: int) -> list[Chunk]:
@@ -156,10 +137,8 @@ class Method:
         return Call(purpose, reply.kind, reply.cached, reply.prompt_tokens, reply.completion_tokens,
                     round(reply.seconds, 3), reply.text)
 
-    # ---- the two steps ---------------------------------------------------------------------------------------
-
     def context(self, character: str, question: str) -> Context:
-        """Everything the answer will see, and the calls spent building it. No context by default."""
+        """Everything the answer will see, and the calls spent building it (none by default)."""
         return Context()
 
     def respond(self, character: str, question: str) -> Response:
@@ -172,3 +151,14 @@ class Method:
 
 def chunk_items(role: str, chunks: Iterable[Chunk]) -> list[ContextItem]:
     return [ContextItem.of_chunk(role, c) for c in chunks]
+
+
+def traced(calls: list[Call], purpose: str, kind: str, call: Callable[[], Any]):
+    """``call()``'s reply, its trace appended to ``calls``; None when it raised an LLMError (traced as failed)."""
+    try:
+        reply = call()
+    except LLMError as e:
+        calls.append(Call.failed(purpose, kind, e))
+        return None
+    calls.append(Method.trace(purpose, reply))
+    return reply

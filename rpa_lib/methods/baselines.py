@@ -1,16 +1,6 @@
-"""The baselines of AMADEUS Table 6 that need no outside service: no RAG and Naive RAG.
-
-- ``no_rag``: the role-play prompt with only the character's name and work; what the LLM already knows.
-- ``naive_rag``: the top-k chunks most similar to the question as knowledge, from ACTS chunks by default (the
-  paper applies ACTS to Naive RAG, and AMADEUS and CRAG draw from the same pool); ``splitter="vanilla"`` is the
-  conventional fixed-length splitting (the named variant ``naive_rag_vanilla``).
-- ``budget_chars``: instead of k, the top-ranked chunks until their texts hold this many characters; the chunk
-  that would cross the budget is cut at the last word boundary inside it (counted in part), so the context is
-  the budget (or the whole persona when that is shorter). The named variant ``naive_rag_budget`` is Naive RAG at
-  AMADEUS's mean context budget (:func:`rpa_lib.evaluation.context.matched_budget`), the control that tells the
-  method from the amount of text it shows.
-
-Not here: choosing the budget (the notebooks measure AMADEUS's context and pass it).
+"""The baselines of AMADEUS Table 6 that need no outside service: no RAG (the name and work only) and Naive RAG
+(the top-k chunks, or the top-ranked chunks up to ``budget_chars`` characters: the budget-matched control). Not
+here: choosing the budget (the notebooks measure AMADEUS's context and pass it).
 """
 
 from __future__ import annotations
@@ -33,9 +23,7 @@ class NaiveRAGSettings(RetrievalSettings):
 
 
 def within_budget(chunks, budget: int) -> list[ContextItem]:
-    """``knowledge`` items of the ranked ``chunks`` whose texts add up to ``budget`` characters: whole chunks while
-    they fit, then the next one cut at its last space within the rest, and no more (dropped when the rest
-    holds no whole word): :func:`rpa_lib.text.within_budget`, cut at a word instead of a character.
+    """``knowledge`` items of the ranked ``chunks`` up to ``budget`` characters, the last one cut at a word.
 
     >>> from rpa_lib.splitters import Chunk
     >>> c = [Chunk(f"x:acts:{i}", "x", "acts", t, t, (), 0, len(t)) for i, t in enumerate(["aaaa bbbb", "cc dd ee"])]
@@ -44,16 +32,13 @@ def within_budget(chunks, budget: int) -> list[ContextItem]:
     """
     chunks = list(chunks)
     texts = texts_within_budget([c.text for c in chunks], budget, prefix=_word_prefix)
-    items = [ContextItem.of_chunk("knowledge", c) for c in chunks[:len(texts)]]
-    if texts and texts[-1] != chunks[len(texts) - 1].text:  # the last one was cut
-        last = items.pop()
-        if texts[-1]:
-            items.append(ContextItem("knowledge", texts[-1], last.chunk_ids, last.label))
+    items = [ContextItem("knowledge", t, (c.id,), c.context) for c, t in zip(chunks, texts)]
+    if texts and not texts[-1] and chunks[len(texts) - 1].text:  # the last one, cut, holds no whole word
+        items.pop()
     return items
 
 
 def _word_prefix(text: str, n: int) -> str:
-    """``text`` cut to at most ``n`` characters at a word boundary ("" when no whole word fits)."""
     head = text[:n + 1]
     return head.rsplit(" ", 1)[0].rstrip() if " " in head else ""
 

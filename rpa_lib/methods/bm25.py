@@ -1,21 +1,11 @@
-"""BM25 over persona paragraphs: the offline stand-in for CRAG's web search.
-
-CRAG (Yan et al. 2024) asks a web search engine when the retrieved documents look wrong. This repository runs
-offline, so :mod:`rpa_lib.methods.crag` searches a fixed corpus of persona paragraphs with Okapi BM25
-(``rank-bm25``) instead. Three corpora:
-
-- ``pooled`` (default): every character's paragraphs, each prefixed with that character's name (as a web page
-  carries its title), so the character's own paragraphs compete with everyone else's;
-- ``others``: every character but the one asked, only noise, the worst case of a search that finds nothing on
-  the character;
-- ``none``: no corpus; the search returns nothing.
+"""BM25 over persona paragraphs: the offline stand-in for CRAG's web search (:mod:`rpa_lib.methods.crag`). Corpora:
+``pooled`` (every character's paragraphs, each prefixed with the character's name), ``others`` (all but the one
+asked) and ``none``. It is not a web search and ranks by the words alone.
 
 >>> corpus = BM25Corpus([Passage("a", "Ada: I keep the lamp.", "I keep the lamp.", "Ada", 0, 16),
 ...                      Passage("b", "Bram: I bake rye bread.", "I bake rye bread.", "Bram", 0, 17)])
 >>> [f.passage.character for f in corpus.search("lamp oil", 5)]
 ['a']
-
-This is not a web search and says so wherever it is reported; it does not rank by anything but the words.
 """
 
 from __future__ import annotations
@@ -31,8 +21,8 @@ CORPUS_WORDS = {"pooled": "all characters' personas", "others": "the other chara
 
 @dataclass(frozen=True)
 class Passage:
-    """One paragraph of a persona as a search result: ``text`` is what is indexed (``"<name>: <body>"``), ``body``
-    the paragraph itself, ``start``/``end`` the body's offsets in the character's ``persona.md``."""
+    """One persona paragraph: ``text`` is what is indexed (``"<name>: <body>"``), ``start``/``end`` the body's
+    offsets in ``persona.md``."""
 
     character: str  # the slug whose persona it comes from
     text: str
@@ -75,8 +65,7 @@ class BM25Corpus:
         words = tokenize(query)
         if self._bm25 is None or not words or k < 1:
             return []
-        # Only passages that share a word with the query: a search engine returns no page without a match, and
-        # rank-bm25's floored IDF can score a word found in most passages at zero or below.
+        # No page without a match: rank-bm25's floored IDF can score a word found in most passages at zero or below.
         scores = self._bm25.get_scores(words)
         matching = [i for i, found in enumerate(self._words) if found.intersection(words)]
         order = sorted(matching, key=lambda i: (-scores[i], i))
@@ -86,7 +75,8 @@ class BM25Corpus:
 def persona_passages(dataset, slug: str) -> list[Passage]:
     """Every paragraph of one character's persona, prefixed with the character's name."""
     name = dataset.profile(slug)[0]
-    return [Passage(slug, f"{name}: {p.text}", p.text, p.context, p.start, p.end) for p in dataset.persona(slug).paragraphs]
+    return [Passage(slug, f"{name}: {p.text}", p.text, p.context, p.start, p.end)
+            for p in dataset.persona(slug).paragraphs]
 
 
 _CORPORA: dict[tuple, BM25Corpus] = {}
@@ -98,7 +88,7 @@ def corpus_for(dataset, character: str, variant: str = "pooled") -> BM25Corpus:
     if variant not in CORPORA:
         raise ValueError(f"unknown corpus {variant!r}; choose one of {', '.join(CORPORA)}")
     slugs = [] if variant == "none" else [s for s in dataset.slugs() if variant == "pooled" or s != character]
-    stats = tuple((s, dataset.persona_path(s).stat().st_mtime_ns, dataset.persona_path(s).stat().st_size) for s in slugs)
+    stats = tuple((s, st.st_mtime_ns, st.st_size) for s in slugs for st in [dataset.persona_path(s).stat()])
     key = (dataset, variant, character if variant == "others" else None, stats)
     with _LOCK:
         if key not in _CORPORA:

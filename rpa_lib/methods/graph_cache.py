@@ -1,15 +1,6 @@
-"""What LightRAG and RoleRAG share: a per-character index that the LLM builds once and a cache that keeps it.
-
-- :class:`IndexCost`: what building one character's index took (one record for both methods).
-- :class:`GraphIndexMethod`: the base of a method with such an index: its persona embedder, its cache key and
-  :meth:`~GraphIndexMethod.index_cost`.
-- :func:`index_key`: the cache key, a hash of every input that changes the index, the text of the prompts that
-  build it included, so that editing a prompt makes a new key by itself (no version number to bump).
-- :class:`IndexCache`: per key, memory, then disk, then build; one build per key whatever the threads.
-- :func:`write_json`: a file written whole or not at all (another process never reads half a graph).
-- :func:`build_path`: where an index is built; a plan's stand-in LLM builds into its own scratch folder.
-
-What it does not do: build, store or query a graph (each method does, with its own storage), or evict anything.
+"""What LightRAG and RoleRAG share: a per-character index the LLM builds once, its cost record (:class:`IndexCost`),
+its cache key (a hash of every input, the prompts' text included) and cache (:class:`IndexCache`: memory, then
+disk, then build). Not here: building, storing or querying a graph (each method does), or evicting anything.
 """
 
 from __future__ import annotations
@@ -32,8 +23,7 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class IndexCost:
-    """What building one character's index took. Tokens of failed calls are not known (an LLMError carries none).
-    The fields after ``relations`` are one method's own; :meth:`to_dict` leaves out those a method does not set."""
+    """What building one character's index took; the fields after ``relations`` are one method's own."""
 
     character: str
     chunks: int  # chunks extraction read (LightRAG: the chunks it made of the documents)
@@ -60,14 +50,14 @@ class IndexCost:
 
     @classmethod
     def from_dict(cls, data: dict) -> IndexCost:
-        """The record :meth:`to_dict` wrote (lists read back as tuples; a field this version lacks is ignored)."""
+        """The record :meth:`to_dict` wrote (a field this version lacks is ignored)."""
         known = {f.name for f in fields(cls)}
         return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items() if k in known})
 
 
 def index_key(inputs: dict, prompts: Any) -> str:
-    """24 hex digits of a hash of ``inputs`` (persona hash, model ids, settings) and of ``prompts`` (the text of the
-    prompts that build the index, rendered, with anything else that shapes the requests).
+    """24 hex digits of a hash of ``inputs`` (persona hash, model ids, settings) and of ``prompts`` (what shapes the
+    requests that build the index, the prompts' text included).
 
     >>> index_key({"k": 1}, ["Extract the entities of {passage}."]) == index_key({"k": 1}, ["Extract the entities."])
     False
@@ -77,13 +67,12 @@ def index_key(inputs: dict, prompts: Any) -> str:
 
 
 def text_hash(text: str) -> str:
-    """sha256 of a text, for the inputs of :func:`index_key`."""
     return hashlib.sha256(text.encode()).hexdigest()
 
 
 class IndexCache(Generic[T]):
-    """Built indexes by key: :meth:`get` returns the one in memory, else ``load()`` (from disk; None when there is
-    none), else ``build()``; two threads asking for one key wait for one build."""
+    """Built indexes by key: :meth:`get` returns the one in memory, else ``load()`` (None when there is none), else
+    ``build()``, one build per key whatever the threads."""
 
     def __init__(self):
         self._items: dict[str, T] = {}
@@ -109,7 +98,7 @@ class IndexCache(Generic[T]):
             return item
 
     def clear(self) -> list[T]:
-        """Forget every index (the next :meth:`get` loads from disk); returns those that were held."""
+        """Forget every index, returning those that were held."""
         with self._lock:
             items = list(self._items.values())
             self._items.clear()
@@ -126,10 +115,8 @@ def write_json(path: Path, data: dict, indent: int | None = None) -> None:
 
 
 def build_path(llm, path: Path) -> Path:
-    """Where an index that ``llm`` builds is stored: ``path`` (in the cache folder), or, for a stand-in LLM whose
-    replies are made up (a plan's: its ``scratch_dir``), the same place under that folder, so that no real run
-    ever loads an index built from them. Indexes are looked up at ``path`` first (a real index costs a plan no
-    calls), then here."""
+    """Where an index that ``llm`` builds is stored: ``path``, or for a stand-in LLM (a plan's, whose replies are
+    made up) the same place under its ``scratch_dir``, so that no real run loads it."""
     scratch = getattr(llm, "scratch_dir", None)
     if scratch is None:
         return path
@@ -141,19 +128,13 @@ def build_path(llm, path: Path) -> Path:
 
 
 class GraphIndexMethod(Method):
-    """A method whose per-character index the LLM builds (LightRAG, RoleRAG). A subclass implements
-    :meth:`index` (the character's index, from :class:`IndexCache`, carrying a ``cost``) and :meth:`cache_key`."""
+    """A method whose per-character index the LLM builds; a subclass implements :meth:`index` (carrying a ``cost``)
+    and :meth:`cache_key`."""
 
     def embedder(self, character: str):
-        """The method's ``embedder`` setting for this persona (TF-IDF fitted on its paragraphs)."""
+        """The ``embedder`` setting for this persona (TF-IDF is fitted on its paragraphs)."""
         return persona_embedder(self.dataset.persona(character), self.settings.embedder)
 
-    def cache_key(self, character: str) -> str:
-        raise NotImplementedError
-
-    def index(self, character: str, key: str | None = None):
-        raise NotImplementedError
-
     def index_cost(self, character: str) -> IndexCost:
-        """What building the character's index took (building it now if it is not built or cached)."""
+        """What building the character's index took (building it now if need be)."""
         return self.index(character).cost

@@ -1,37 +1,7 @@
-"""Guided Selection (AMADEUS Algorithm 1), usable on its own with any judge.
-
-Walk the chunks in descending similarity to the query; ask ``judge(chunk)`` whether the character's attributes
-regarding the query can be inferred from it; keep it when yes; stop once the slot holds ``slot_size`` (K)
-chunks or ``max_iterations`` (N) chunks were examined. An empty slot is a GS failure: return the top K+1.
-``max_iterations=0`` turns GS off: nothing is examined or selected, and that is not a failure (no walk ran).
-
-Speculation hides the latency of a remote judge: upcoming chunks are judged concurrently (threads), ahead of
-the walk, and the walk still returns exactly what the sequential algorithm returns, because verdicts are
-consumed in order and the walk stops at the same place. Answers to chunks past that place are speculative: not
-counted in ``examined`` (only in ``speculative``) and never affecting the result. How far ahead to judge:
-
-- ``window=1``: no speculation (the sequential algorithm, one call at a time).
-- ``window=w > 1``: rounds of the ``w`` chunks from the walk's position.
-- ``window="adaptive"`` or an :class:`AdaptiveWindow`: a share (the margin, 0.8 by default) of the chunks the
-  slot is expected to need. With ``K - |S|`` slots left and the yes-rate estimated at ``p``,
-  ``ceil(margin x (K - |S|) / p)`` chunks past the walk's position are judged or in flight. ``p`` combines this
-  walk's verdicts with the judge's running yes-rate (a prior of 0.25 at first, then, when the same
-  :class:`AdaptiveWindow` object is passed to several walks, as a method keeps one, the verdicts of the walks
-  before). A judge that says yes to nearly everything then costs about K calls a walk; a strict one gets its
-  whole look-ahead in one round trip. ``"adaptive"`` makes a fresh
-  object per walk (prior only).
-
-The walk goes in rounds: send the calls the policy asks for, then take their verdicts in order (until the stop),
-then ask the policy again, so later calls use what earlier ones said. Which calls are sent depends on the
-verdicts alone, never on timing, and every call sent runs to its end, past the stop too (cancelling calls not
-yet started would save little and depend on timing); the walk returns when they have, so that whoever keeps the
-trace of its calls has every call it paid for. A speculative call that raised is logged and counted
-(``Selection.speculative_errors``), never raised: its verdict was not needed. So the cost of a walk is
-reproducible, and a re-run on a warm reply cache sends no call at all (with a shared :class:`AdaptiveWindow`:
-when the walks run in the same order). Up to ``MAX_THREADS`` calls run at once. ``Selection.round_trips`` counts the rounds: the latency-bound
-steps of a walk whose calls are not cached (the sequential walk has one per chunk).
-
-This module knows nothing about LLMs or prompts; ``amadeus`` builds the judge.
+"""Guided Selection (AMADEUS Algorithm 1) with any judge, optionally judging upcoming chunks concurrently ahead of
+the walk (``window``) while returning exactly what the sequential algorithm returns; every call sent runs to its
+end and is counted. How the look-ahead works and why: ``docs/design/methods.md``. Not here: LLMs or prompts
+(:mod:`rpa_lib.methods.amadeus` builds the judge).
 """
 
 from __future__ import annotations
@@ -62,19 +32,12 @@ class Selection(Generic[T]):
 
 
 class AdaptiveWindow:
-    """The look-ahead from the judge's running yes-rate; keep one object per judge to let it learn across walks.
-
-    The walk's yes-rate is estimated as ``(yes + w * r) / (judged + w)``: this walk's ``yes`` of ``judged``
-    verdicts, shrunk towards ``r``, the judge's running rate over the walks before (itself starting from the prior
-    ``prior_yes_rate``, worth ``prior_weight`` verdicts), which counts as ``w = history_weight`` verdicts. So a
-    question the judge finds unusually hard or easy moves the estimate within its own walk.
+    """The look-ahead from the judge's running yes-rate (one object per judge learns across walks).
 
     >>> AdaptiveWindow(margin=1).ahead(slots_left=2)  # nothing seen yet: yes-rate 0.25, so 2 / 0.25 chunks
     8
     >>> AdaptiveWindow().ahead(slots_left=2)  # the default margin 0.8: ceil(0.8 x 8)
     7
-
-    Thread-safe. What it learns changes only how many calls run ahead, never what a walk selects.
     """
 
     def __init__(self, prior_yes_rate: float = 0.25, prior_weight: float = 4.0, history_weight: float = 8.0,
@@ -91,12 +54,11 @@ class AdaptiveWindow:
         return f"AdaptiveWindow(judge_yes_rate={self.judge_yes_rate():.3f}, judged={self.judged})"
 
     def judge_yes_rate(self) -> float:
-        """The judge's running yes-rate: the prior plus the verdicts of the finished walks."""
+        """The prior plus the verdicts of the finished walks."""
         with self._lock:
             return (self.yes + self.prior_yes_rate * self.prior_weight) / (self.judged + self.prior_weight)
 
     def yes_rate(self, yes: int = 0, judged: int = 0) -> float:
-        """The estimate for a walk that has seen ``yes`` of ``judged`` verdicts so far."""
         return (yes + self.history_weight * self.judge_yes_rate()) / (judged + self.history_weight)
 
     def ahead(self, slots_left: int, yes: int = 0, judged: int = 0) -> int:
@@ -104,7 +66,6 @@ class AdaptiveWindow:
         return max(1, math.ceil(self.margin * slots_left / self.yes_rate(yes, judged) - 1e-9))
 
     def observe(self, verdicts: Sequence[bool]) -> None:
-        """Learn from a finished walk's verdicts (those the sequential algorithm asked for)."""
         with self._lock:
             self.yes += sum(map(bool, verdicts))
             self.judged += len(verdicts)
@@ -114,8 +75,7 @@ Window = int | str | AdaptiveWindow
 
 
 def parse_window(window: Window) -> int | AdaptiveWindow:
-    """A policy from a setting: an int >= 1 (a fixed window), ``"adaptive"`` (a new :class:`AdaptiveWindow`),
-    ``"adaptive:M"`` (with margin M), ``"4"`` (a fixed window written as text) or an :class:`AdaptiveWindow`.
+    """A policy from an int >= 1 (also as text), ``"adaptive"``, ``"adaptive:M"`` (margin M) or an AdaptiveWindow.
 
     >>> parse_window("adaptive:1.2").margin
     1.2
@@ -139,7 +99,7 @@ def parse_window(window: Window) -> int | AdaptiveWindow:
 
 def guided_selection(ranked_chunks: Sequence[T], judge: Callable[[T], bool], max_iterations: int = 30,
                      slot_size: int = 2, window: Window = 1) -> Selection[T]:
-    """Algorithm 1 over chunks already sorted by similarity (best first); ``window`` says how far ahead to judge.
+    """Algorithm 1 over chunks sorted by similarity (best first); ``window`` says how far ahead to judge.
 
     >>> guided_selection(["a", "b", "c", "d"], judge=lambda c: c in "bd", slot_size=2).selected
     ['b', 'd']
@@ -157,43 +117,29 @@ def guided_selection(ranked_chunks: Sequence[T], judge: Callable[[T], bool], max
         for chunk in ranked_chunks[:limit]:
             if len(slot) >= slot_size:
                 break
-            verdict = bool(judge(chunk))
+            verdicts.append(bool(judge(chunk)))
             round_trips += 1
-            verdicts.append(verdict)
-            if verdict:
+            if verdicts[-1]:
                 slot.append(chunk)
     else:
-
-        def frontier(t: int) -> int:
-            """Chunks [0, frontier) should be judged or in flight when the walk stands at ``t``."""
-            if isinstance(policy, AdaptiveWindow):
-                return t + policy.ahead(slot_size - len(slot), len(slot), t)
-            return t + policy
-
         width = policy if isinstance(policy, int) else MAX_THREADS
         pool = ThreadPoolExecutor(max_workers=max(1, min(width, limit, MAX_THREADS)), thread_name_prefix="gs")
         futures: dict[int, Future] = {}
         t = launched = 0
-
-        def consume(verdict: bool) -> None:
-            nonlocal t
-            verdicts.append(verdict)
-            if verdict:
-                slot.append(ranked_chunks[t])
-            t += 1
-
         try:
             while t < limit and len(slot) < slot_size:  # one round: send the calls the policy asks for, then ...
-                for j in range(launched, min(limit, max(t + 1, frontier(t)))):
+                ahead = policy.ahead(slot_size - len(slot), len(slot), t) if isinstance(policy, AdaptiveWindow) else policy
+                for j in range(launched, min(limit, max(t + 1, t + ahead))):
                     futures[j] = pool.submit(judge, ranked_chunks[j])
                     launched = j + 1
                 round_trips += 1
                 while t < launched and len(slot) < slot_size:  # ... take their verdicts in order, until the stop
-                    consume(bool(futures[t].result()))  # an error on a chunk the walk asks about propagates
+                    verdicts.append(bool(futures[t].result()))  # an error on a chunk the walk asks about propagates
+                    if verdicts[-1]:
+                        slot.append(ranked_chunks[t])
+                    t += 1
         finally:
-            # Calls past the stop run to their end (so that the cache holds them for a re-run, which then sends the
-            # same calls), and the walk waits for them, so that they are in the caller's trace: spent, never
-            # counted as examined.
+            # Calls past the stop run to their end (a re-run finds them cached) and are in the caller's trace.
             speculative = launched - t
             pool.shutdown(wait=True)
         for j in range(t, launched):  # (an error on a chunk the walk asked about was raised above)
@@ -204,7 +150,5 @@ def guided_selection(ranked_chunks: Sequence[T], judge: Callable[[T], bool], max
                             "not needed", j, type(error).__name__, error)
         if isinstance(policy, AdaptiveWindow):
             policy.observe(verdicts)
-    if not slot:
-        return Selection(list(ranked_chunks[:slot_size + 1]), True, len(verdicts), verdicts, speculative, round_trips,
-                         speculative_errors)
-    return Selection(slot, False, len(verdicts), verdicts, speculative, round_trips, speculative_errors)
+    return Selection(slot or list(ranked_chunks[:slot_size + 1]), not slot, len(verdicts), verdicts, speculative,
+                     round_trips, speculative_errors)

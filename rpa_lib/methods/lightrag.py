@@ -1,30 +1,7 @@
-"""LightRAG (Guo et al. 2024), the graph-based baseline of AMADEUS Table 6, run through the ``lightrag-hku`` package
-(through :mod:`rpa_lib.methods.lightrag_bridge`, which holds the import, the event loop and the adapters).
-
-**Index** (once per character, on disk, its cost recorded): each ACTS chunk of the persona is inserted as one
-LightRAG document (id and file path: the chunk id, as LightRAG rejects two documents with one file path), and
-LightRAG's own pipeline splits it (one LightRAG chunk per document while ``chunk_token_size`` exceeds the chunk),
-extracts entities and relations with its own prompts (plus ``max_gleaning`` re-asks), merges them into its
-NetworkX graph and embeds entities, relations and chunks into its NanoVectorDB stores. ACTS chunks rather than
-the raw persona text, because then the chunks LightRAG puts in front of the LLM map back exactly to persona chunk
-ids (chunk statistics compare across methods) and each chunk carries its heading path into extraction;
-``documents="persona"`` inserts the persona text as one document instead (LightRAG chunks it with
-``chunk_token_size``; no chunk ids then).
-
-The workspace lives in ``cache_dir()/lightrag/<character>/<key>``, the key (:func:`~rpa_lib.methods.graph_cache.
-index_key`) a hash of the persona text, the documents, the LLM's ``model_id``, the embedder's ``model_id``, the
-LightRAG version, LightRAG's prompts and every setting that changes the index. A build that did not finish (no
-``rpa_index.json`` beside LightRAG's files) is removed and redone. Within one process a workspace is opened once;
-:func:`close_lightrag` finalizes them all.
-
-**Answer**: ``aquery_llm`` with ``only_need_context=True`` in ``mode`` (default ``mix``): LightRAG's keyword
-extraction (one LLM call), then its entities, relations and chunks as one ``graph`` context item (LightRAG's
-context text; chunk ids: the ACTS chunks whose text, whole or a piece, is in it), answered by the shared
-role-play prompt like every other method. LightRAG's "no context" sentence (``PROMPTS["fail_response"]``) counts
-as an empty context: no item. A query that fails inside LightRAG is an error, never an empty context.
-
-What it does not do: LightRAG's answer generation, reranking, multimodal processing, or any network access.
-LightRAG logs to the ``lightrag`` logger at INFO; ``logging.getLogger("lightrag").setLevel("WARNING")`` quiets it.
+"""LightRAG (Guo et al. 2024), the graph-based baseline of AMADEUS Table 6, through ``lightrag-hku``
+(:mod:`rpa_lib.methods.lightrag_bridge`): each ACTS chunk is one LightRAG document of a per-character workspace,
+built once and cached; the answer is LightRAG's retrieved context (``only_need_context``) in the shared role-play
+prompt. Not here: LightRAG's answer generation, reranking, multimodal processing, or any network access.
 """
 
 from __future__ import annotations
@@ -56,10 +33,11 @@ MODES = ("local", "global", "hybrid", "naive", "mix")
 DOCUMENTS = ("acts", "persona")
 COST_FILE = "rpa_index.json"
 EMPTY_DATASET = "Query returned empty dataset."  # LightRAG 1.5.7 (operate.py): no entity, relation or chunk passed
-_INDEX_SETTINGS = ("documents", "chunk_token_size", "chunk_overlap_token_size", "max_gleaning", "max_extraction_records",
-                   "max_extraction_entities", "force_llm_summary_on_merge", "summary_max_tokens",
-                   "summary_length_recommended", "summary_context_size", "language", "llm_max_tokens",
-                   "cosine_threshold", "related_chunk_number", "chunk_pick_method")  # the settings that change an index
+_INDEX_SETTINGS = ("documents", "chunk_token_size", "chunk_overlap_token_size", "max_gleaning",  # change an index
+                   "max_extraction_records", "max_extraction_entities", "force_llm_summary_on_merge",
+                   "summary_max_tokens", "summary_length_recommended", "summary_context_size", "language",
+                   "llm_max_tokens", "cosine_threshold", "related_chunk_number", "chunk_pick_method")
+
 
 @dataclass(frozen=True)
 class LightRAGSettings(AnswerSettings):
@@ -96,12 +74,9 @@ class LightRAGSettings(AnswerSettings):
 
     def __post_init__(self):
         super().__post_init__()
-        if self.documents not in DOCUMENTS:
-            raise ValueError(f"unknown documents {self.documents!r}; choose one of {', '.join(DOCUMENTS)}")
-        if self.mode not in MODES:
-            raise ValueError(f"unknown mode {self.mode!r}; choose one of {', '.join(MODES)}")
-        if self.chunk_pick_method not in ("VECTOR", "WEIGHT"):
-            raise ValueError(f"chunk_pick_method must be 'VECTOR' or 'WEIGHT', not {self.chunk_pick_method!r}")
+        for name, choices in (("documents", DOCUMENTS), ("mode", MODES), ("chunk_pick_method", ("VECTOR", "WEIGHT"))):
+            if getattr(self, name) not in choices:
+                raise ValueError(f"unknown {name} {getattr(self, name)!r}; choose one of {', '.join(choices)}")
         positive = ("top_k", "chunk_top_k", "max_entity_tokens", "max_relation_tokens", "max_total_tokens",
                     "related_chunk_number", "chunk_token_size", "max_extraction_records", "max_extraction_entities",
                     "force_llm_summary_on_merge", "summary_max_tokens", "summary_length_recommended",
@@ -128,7 +103,7 @@ class _Workspace:
     source: str  # "built" | "disk"
 
 
-_WORKSPACES: IndexCache[_Workspace] = IndexCache()  # by key: LightRAG's shared storage is per workspace name, process-wide
+_WORKSPACES: IndexCache[_Workspace] = IndexCache()  # by key: LightRAG's shared storage is per workspace, process-wide
 
 
 def close_lightrag() -> None:
@@ -141,8 +116,6 @@ def close_lightrag() -> None:
 class LightRAG(GraphIndexMethod):
     name = "lightrag"
     Settings = LightRAGSettings
-
-    # ---- index ----------------------------------------------------------------------------------------------
 
     def documents(self, character: str) -> list[tuple[str, str, str]]:
         """(id, text, file path) of each document inserted: the ACTS chunks, or the persona as one document."""
@@ -157,8 +130,7 @@ class LightRAG(GraphIndexMethod):
         return index_key(inputs, lr.PROMPTS)
 
     def _prepared(self, character: str) -> tuple[Any, list[tuple[str, str, str]], str]:
-        """(persona, its documents, their hash), made once per persona and not per question: splitting the persona
-        for the index key took half of a query's time."""
+        """(persona, its documents, their hash), once per persona (splitting it took half of a query's time)."""
         persona = self.dataset.persona(character)
         memo = self.__dict__.setdefault("_documents_of", {})
         held = memo.get(character)
@@ -170,19 +142,17 @@ class LightRAG(GraphIndexMethod):
     def _documents(self, character: str, persona) -> list[tuple[str, str, str]]:
         if self.settings.documents == "persona":
             return [(f"{character}:persona", persona.source, persona.name)]
-        docs, seen = [], set()
+        docs: dict[str, tuple[str, str, str]] = {}  # by text: LightRAG would merge identical documents
         for chunk in split(persona, "acts"):
-            if chunk.text.strip() and chunk.text not in seen:  # LightRAG would merge identical documents
-                seen.add(chunk.text)
-                docs.append((chunk.id, chunk.text, chunk.id))
-        return docs
+            if chunk.text.strip():
+                docs.setdefault(chunk.text, (chunk.id, chunk.text, chunk.id))
+        return list(docs.values())
 
     def workspace_dir(self, character: str, key: str | None = None) -> Path:
         return cache_dir() / "lightrag" / character / (key or self.cache_key(character))
 
     def index(self, character: str, key: str | None = None) -> _Workspace:
-        """The character's open workspace: from this process, from disk, or built now (once, whatever the threads).
-        A workspace already open under another cache folder has the same key, hence the same content, and is used."""
+        """The character's open workspace: from this process, from disk, or built now (once, whatever the threads)."""
         key = key or self.cache_key(character)
         folder = self.workspace_dir(character, key)
         built = build_path(self.llm, folder)
@@ -212,7 +182,6 @@ class LightRAG(GraphIndexMethod):
         return _Workspace(key, folder, rag, cost, "built")
 
     def _open(self, character: str, key: str, folder: Path):
-        """A LightRAG instance on the workspace folder, its storages initialized."""
         embedder = self.embedder(character)
         dim = int(embed(embedder, ["dimension probe"]).shape[1])
         max_async = self.settings.llm_max_async or max(1, int(getattr(self.llm, "max_workers", 1) or 1))
@@ -234,12 +203,9 @@ class LightRAG(GraphIndexMethod):
         lr = bridge.lightrag_modules()
         docs = self.documents(character)
         session = bridge.Session(self.llm, self.settings.llm_max_tokens)
-        token = bridge.SESSION.set(session)
         started = time.monotonic()
-        try:
-            await rag.ainsert([d[1] for d in docs], ids=[d[0] for d in docs], file_paths=[d[2] for d in docs])
-        finally:
-            bridge.SESSION.reset(token)
+        await bridge.in_session(session, rag.ainsert([d[1] for d in docs], ids=[d[0] for d in docs],
+                                                     file_paths=[d[2] for d in docs]))
         seconds = time.monotonic() - started
         if session.fatal is not None:
             raise session.fatal
@@ -252,15 +218,14 @@ class LightRAG(GraphIndexMethod):
             chunks=sum(st.chunks_count or 0 for st in statuses.values() if st.status == lr.DocStatus.PROCESSED),
             llm_calls=len(calls), cached_calls=sum(c.cached for c in calls),
             failed_calls=sum(c.output.startswith("failed:") for c in calls),
-            prompt_tokens=sum(c.prompt_tokens for c in calls), completion_tokens=sum(c.completion_tokens for c in calls),
-            seconds=round(seconds, 3), entities=len(await graph.get_all_nodes()), relations=len(await graph.get_all_edges()),
+            prompt_tokens=sum(c.prompt_tokens for c in calls),
+            completion_tokens=sum(c.completion_tokens for c in calls), seconds=round(seconds, 3),
+            entities=len(await graph.get_all_nodes()), relations=len(await graph.get_all_edges()),
             failed_documents=len(failed), errors=tuple(str(st.error_msg)[:300] for st in failed[:3]),
             lightrag_version=lr.version)
 
-    # ---- answer ---------------------------------------------------------------------------------------------
-
     def query_param(self):
-        """LightRAG's QueryParam with every field set (its defaults come from the environment)."""
+        """LightRAG's QueryParam with every field set (its defaults would come from the environment)."""
         return bridge.lightrag_modules().QueryParam(**bridge.query_args(self.settings))
 
     def context(self, character: str, question: str) -> Context:
@@ -268,22 +233,23 @@ class LightRAG(GraphIndexMethod):
         in_memory = key in _WORKSPACES
         ws = self.index(character, key)
         session = bridge.Session(self.llm, self.settings.llm_max_tokens)
-        result = bridge.run(bridge.query(ws.rag, question, self.query_param(), session))
+        result = bridge.run(bridge.in_session(session, ws.rag.aquery_llm(question, self.query_param())))
         if session.fatal is not None:
             raise session.fatal
-        llm_response = result.get("llm_response") or {}
-        no_results = ((result.get("metadata") or {}).get("failure_reason") == "no_results"
+        metadata = result.get("metadata") or {}
+        no_results = (metadata.get("failure_reason") == "no_results"
                       or result.get("message") == EMPTY_DATASET)  # nothing retrieved: an empty context, not an error
         if result.get("status") == "failure" and not no_results:  # LightRAG caught an exception and said so
             raise RuntimeError(f"LightRAG query failed: {result.get('message')}")
-        text = (llm_response.get("content") or "").strip()
-        empty = no_results or not text or bridge.lightrag_modules().PROMPTS["fail_response"].strip() in text or "[no-context]" in text
+        text = ((result.get("llm_response") or {}).get("content") or "").strip()
+        empty = (no_results or not text or bridge.lightrag_modules().PROMPTS["fail_response"].strip() in text
+                 or "[no-context]" in text)
         data = result.get("data") or {}
         known = {d[0] for d in self.documents(character)} if self.settings.documents == "acts" else set()
-        chunk_ids = [] if empty else list(dict.fromkeys(
-            doc for c in data.get("chunks") or [] if (doc := str(c.get("chunk_id", "")).rsplit("-chunk-", 1)[0]) in known))
-        items = [] if empty else [ContextItem("graph", text, tuple(chunk_ids), f"lightrag {self.settings.mode}")]
-        keywords = (result.get("metadata") or {}).get("keywords") or {}
+        docs = (str(c.get("chunk_id", "")).rsplit("-chunk-", 1)[0] for c in data.get("chunks") or [])
+        chunk_ids = tuple(dict.fromkeys(doc for doc in docs if doc in known))
+        items = [] if empty else [ContextItem("graph", text, chunk_ids, f"lightrag {self.settings.mode}")]
+        keywords = metadata.get("keywords") or {}
         details = {"index": "memory" if in_memory else ws.source, "mode": self.settings.mode, "empty_context": empty,
                    "keywords": {"high_level": list(keywords.get("high_level") or []),
                                 "low_level": list(keywords.get("low_level") or [])},

@@ -1,23 +1,7 @@
-"""The bridge between rpa_lib and the ``lightrag-hku`` package: importing it without side effects, running its
-coroutines, and our LLM, embedder and tokenizer as LightRAG sees them. :mod:`rpa_lib.methods.lightrag` is the method.
-
-**Plumbing**: our LLM layer is LightRAG's LLM function (one async adapter per LightRAG role, running
-``llm.chat`` in a worker thread, so every call is cached and counted like any other and traced as a
-:class:`~rpa_lib.methods.base.Call`); our embedder is its ``EmbeddingFunc`` (dimension probed from the embedder,
-no token limit, so LightRAG never re-splits a chunk for the embedder); :class:`WordTokenizer` is its tokenizer
-(LightRAG otherwise builds a tiktoken tokenizer, which downloads its vocabulary). LightRAG's own LLM response
-cache is off (our cache serves repeats). Every constructor and query parameter is passed explicitly
-(:func:`constructor_args`, :func:`query_args`), so the environment and any ``.env`` cannot change them (LightRAG
-reads both when it is imported; :func:`lightrag_modules` imports it lazily and restores ``os.environ`` afterwards).
-One environment variable is still read at extraction time: ``MAX_EXTRACT_INPUT_TOKENS`` (LightRAG's gleaning
-guard, default 20480 tokens).
-
-**Async**: every LightRAG coroutine of the process runs on one event loop in a daemon thread
-(:class:`_EventLoop`); a caller (a worker thread of ``run_jobs``, or a Jupyter cell whose own loop is running)
-submits the coroutine with :func:`run` and waits for it. One shared loop rather than one per workspace, because
-LightRAG's shared-storage locks are process-wide asyncio locks bound to the loop that first waits on them.
-
-What it does not do: decide what is inserted or asked (the method does), or keep workspaces (the method's cache).
+"""The bridge between rpa_lib and ``lightrag-hku``: importing it without side effects, running its coroutines on
+one shared event loop, and our LLM, embedder and tokenizer as LightRAG sees them, with every LightRAG parameter
+passed explicitly so that the environment cannot change it. Not here: what is inserted or asked (the method,
+:mod:`rpa_lib.methods.lightrag`), or keeping workspaces.
 """
 
 from __future__ import annotations
@@ -38,9 +22,8 @@ from rpa_lib.methods.base import Call, Method
 
 
 class WordTokenizer:
-    """Lossless word-level tokenizer for LightRAG: each token is a word or one punctuation mark with the
-    whitespace before it. Ids are interned per process (never stored). Thread-safe, and shared by deep copies
-    (LightRAG deep-copies its configuration). ``t.decode(t.encode("Hi, you.")) == "Hi, you."``"""
+    """Lossless word-level tokenizer (a word or a punctuation mark with the whitespace before it), ids interned per
+    process; thread-safe and shared by deep copies. ``t.decode(t.encode("Hi, you.")) == "Hi, you."``"""
 
     _PIECES = re.compile(r"\s*\w+|\s*[^\w\s]|\s+")
 
@@ -65,21 +48,19 @@ class WordTokenizer:
     def decode(self, tokens: list[int]) -> str:
         return "".join(self._pieces[t] for t in tokens)
 
-    def __deepcopy__(self, memo):
+    def __deepcopy__(self, memo):  # LightRAG deep-copies its configuration: every copy shares the ids
         return self
 
 
 _TOKENIZER = WordTokenizer()
-
-# ---- importing LightRAG without its side effects -------------------------------------------------------------
 
 _IMPORT_LOCK = threading.Lock()
 _LR: SimpleNamespace | None = None
 
 
 def lightrag_modules() -> SimpleNamespace:
-    """The parts of ``lightrag`` this module uses, imported once. LightRAG's modules call ``load_dotenv(".env")``
-    when imported (the working directory's ``.env``, which may hold API keys); ``os.environ`` is put back as it was."""
+    """The parts of ``lightrag`` this module uses, imported once, with ``os.environ`` put back as it was (LightRAG
+    loads the working directory's ``.env``, which may hold API keys)."""
     global _LR
     with _IMPORT_LOCK:
         if _LR is None:
@@ -109,11 +90,8 @@ def lightrag_modules() -> SimpleNamespace:
         return _LR
 
 
-# ---- the event loop ----------------------------------------------------------------------------------------
-
-
 class _EventLoop:
-    """One asyncio loop in a daemon thread; :meth:`run` runs a coroutine on it from any other thread and waits."""
+    """One asyncio loop in a daemon thread, which :meth:`run` hands a coroutine from any other thread."""
 
     def __init__(self):
         self.loop = asyncio.new_event_loop()
@@ -158,13 +136,10 @@ def run(coro):
     return loop.run(coro)
 
 
-# ---- our LLM and embedder, as LightRAG sees them -----------------------------------------------------------
-
-
 @dataclass
 class Session:
-    """One build or query: the LLM to call, and the calls it made (set in a context variable, which LightRAG
-    carries into the tasks and queue workers that make its LLM calls)."""
+    """One build or query: the LLM to call and the calls it made (a context variable, which LightRAG carries into
+    the tasks that make its LLM calls)."""
 
     llm: Any
     max_tokens: int
@@ -176,8 +151,7 @@ SESSION: contextvars.ContextVar[Session | None] = contextvars.ContextVar("rpa_li
 
 
 def llm_func(role: str):
-    """LightRAG's LLM function for one of its roles (``extract``: extraction, gleaning and description summaries;
-    ``keyword``: query keywords; ``query`` and ``vlm`` are never called with ``only_need_context``)."""
+    """LightRAG's LLM function for one of its roles (``extract``, ``keyword``; ``query`` and ``vlm`` go unused)."""
 
     async def call(prompt: str, system_prompt: str | None = None, history_messages: list | None = None,
                    **kwargs) -> str:
@@ -228,27 +202,22 @@ def constructor_args(s, folder: Path, workspace: str, embed_func, max_async: int
     roles = {role: lr.RoleLLMConfig(func=llm_func(role), kwargs={}, max_async=max_async, timeout=s.llm_timeout)
              for role in ("extract", "keyword", "query", "vlm")}
     return dict(
-        working_dir=str(folder.parent), workspace=workspace,
-        kv_storage="JsonKVStorage", vector_storage="NanoVectorDBStorage", graph_storage="NetworkXStorage",
-        doc_status_storage="JsonDocStatusStorage",
-        top_k=s.top_k, chunk_top_k=s.chunk_top_k, max_entity_tokens=s.max_entity_tokens,
-        max_relation_tokens=s.max_relation_tokens, max_total_tokens=s.max_total_tokens,
-        related_chunk_number=s.related_chunk_number, kg_chunk_pick_method=s.chunk_pick_method,
-        enable_content_headings=False,
-        entity_extract_max_gleaning=s.max_gleaning, entity_extract_max_records=s.max_extraction_records,
-        entity_extract_max_entities=s.max_extraction_entities,
+        working_dir=str(folder.parent), workspace=workspace, kv_storage="JsonKVStorage",
+        vector_storage="NanoVectorDBStorage", graph_storage="NetworkXStorage", doc_status_storage="JsonDocStatusStorage",
+        **_retrieval_args(s), related_chunk_number=s.related_chunk_number, kg_chunk_pick_method=s.chunk_pick_method,
+        enable_content_headings=False, entity_extract_max_gleaning=s.max_gleaning,
+        entity_extract_max_records=s.max_extraction_records, entity_extract_max_entities=s.max_extraction_entities,
         force_llm_summary_on_merge=s.force_llm_summary_on_merge,
         chunk_token_size=s.chunk_token_size, chunk_overlap_token_size=s.chunk_overlap_token_size,
         tokenizer=lr.Tokenizer("rpa-words", _TOKENIZER), tiktoken_model_name="",
         embedding_func=embed_func, embedding_chunk_overlap_token_size=0, embedding_batch_num=32,
-        embedding_func_max_async=1, embedding_cache_config={"enabled": False, "similarity_threshold": 0.95,
-                                                            "use_llm_check": False},
+        embedding_func_max_async=1,
+        embedding_cache_config={"enabled": False, "similarity_threshold": 0.95, "use_llm_check": False},
         default_embedding_timeout=max(600, s.llm_timeout),
         llm_model_func=llm_func("base"), role_llm_configs=roles, llm_model_name="rpa_lib",
         llm_model_max_async=max_async, llm_model_kwargs={}, default_llm_timeout=s.llm_timeout,
         summary_max_tokens=s.summary_max_tokens, summary_context_size=s.summary_context_size,
-        summary_length_recommended=s.summary_length_recommended,
-        entity_extraction_use_json=False,
+        summary_length_recommended=s.summary_length_recommended, entity_extraction_use_json=False,
         rerank_model_func=None, rerank_model_max_async=1, default_rerank_timeout=30, min_rerank_score=0.0,
         vector_db_storage_cls_kwargs={"cosine_better_than_threshold": s.cosine_threshold},
         cosine_better_than_threshold=s.cosine_threshold,
@@ -259,36 +228,37 @@ def constructor_args(s, folder: Path, workspace: str, embed_func, max_async: int
         max_pending_documents=0, max_graph_nodes=1000, max_source_ids_per_entity=200,
         max_source_ids_per_relation=200, source_ids_limit_method="KEEP", max_file_paths=75,
         file_path_more_placeholder="truncated", auto_manage_storages_states=False, user_prompt_prefix="",
-        addon_params={
-            "language": s.language, "entity_type_prompt_file": "",
-            "chunker": {"chunk_token_size": s.chunk_token_size,
-                        "fixed_token": {"chunk_token_size": s.chunk_token_size,
-                                        "chunk_overlap_token_size": s.chunk_overlap_token_size,
-                                        "split_by_character": None, "split_by_character_only": False}},
-        },
+        addon_params={"language": s.language, "entity_type_prompt_file": "", "chunker": {
+            "chunk_token_size": s.chunk_token_size,
+            "fixed_token": {"chunk_token_size": s.chunk_token_size, "chunk_overlap_token_size": s.chunk_overlap_token_size,
+                            "split_by_character": None, "split_by_character_only": False}}},
     )
+
+
+def _retrieval_args(s) -> dict:
+    return dict(top_k=s.top_k, chunk_top_k=s.chunk_top_k, max_entity_tokens=s.max_entity_tokens,
+                max_relation_tokens=s.max_relation_tokens, max_total_tokens=s.max_total_tokens)
 
 
 def query_args(s) -> dict:
     """Every QueryParam field: ``only_need_context``, no rerank, no server-side prompt prefix, and our settings."""
     return dict(mode=s.mode, only_need_context=True, only_need_prompt=False, response_type="Multiple Paragraphs",
-                stream=False, top_k=s.top_k, chunk_top_k=s.chunk_top_k, max_entity_tokens=s.max_entity_tokens,
-                max_relation_tokens=s.max_relation_tokens, max_total_tokens=s.max_total_tokens, hl_keywords=[],
-                ll_keywords=[], conversation_history=[], user_prompt=None, enable_rerank=False,
-                include_references=False, disable_user_prompt_prefix=True)
+                stream=False, **_retrieval_args(s), hl_keywords=[], ll_keywords=[], conversation_history=[],
+                user_prompt=None, enable_rerank=False, include_references=False, disable_user_prompt_prefix=True)
 
 
-async def query(rag, question: str, param, session: Session) -> dict:
+async def in_session(session: Session, coro):
+    """``coro`` awaited as part of ``session`` (a build or a query)."""
     token = SESSION.set(session)
     try:
-        return await rag.aquery_llm(question, param)
+        return await coro
     finally:
         SESSION.reset(token)
 
 
 def shutdown(rags: list) -> None:
-    """Finalize the storages of ``rags`` (open LightRAG instances), stop the event loop and reset LightRAG's
-    process-wide shared storage; the next :func:`run` starts a new loop. Call it when no LightRAG call is in flight."""
+    """Finalize the storages of ``rags``, stop the event loop and reset LightRAG's shared storage (call it when no
+    LightRAG call is in flight)."""
     global _LOOP
     with _LOOP_LOCK:
         loop, _LOOP = _LOOP, None

@@ -1,20 +1,7 @@
-"""The method registry: a name per method class, and building a method from declared settings.
+"""The method registry: a name per method class (``@register``), named variants with settings fixed
+(:data:`VARIANTS`), and building a method from declared settings, an unknown one being an error.
 
 >>> from rpa_lib.llm import FakeLLM
->>> build_method("naive_rag", llm=FakeLLM(), k=2).settings.k
-2
->>> build_method("naive_rag", llm=FakeLLM(), max_iteration=8)
-Traceback (most recent call last):
-ValueError: method 'naive_rag' has no setting 'max_iteration'; its settings: budget_chars, embedder, k, max_tokens, splitter
-
-Adding a method is one module: a :class:`~rpa_lib.methods.base.Method` subclass with ``name``, a frozen
-``Settings`` dataclass and ``@register`` above the class (the one line that registers it), imported (and so
-registered) in ``rpa_lib/methods/__init__.py``.
-
-A **variant** is a registered method under its own name with some settings fixed (:data:`VARIANTS`), so two
-set-ups of one method run side by side in one table with rows of their own: ``naive_rag_vanilla`` (Naive RAG on
-Vanilla chunks) and ``naive_rag_budget`` (Naive RAG at a character budget, which the caller gives):
-
 >>> m = build_method("naive_rag_vanilla", llm=FakeLLM())
 >>> m.name, m.settings.splitter, method_label(m.name)
 ('naive_rag_vanilla', 'vanilla', 'Naive RAG (Vanilla)')
@@ -45,8 +32,7 @@ VARIANTS: dict[str, Variant] = {
     "naive_rag_vanilla": Variant("naive_rag", (("splitter", "vanilla"),), "Naive RAG (Vanilla)"),
     "naive_rag_budget": Variant("naive_rag", (), "Naive RAG (budget-matched)", requires=("budget_chars",)),
 }
-# the one table of method names: ours (tables, figures, the explorer) and, where the paper has the method, the name
-# AMADEUS Table 6 prints
+# method names: ours (tables, figures, the explorer) and those AMADEUS Table 6 prints
 LABELS = {"no_rag": "No RAG", "naive_rag": "Naive RAG", "amadeus": "AMADEUS", "crag": "CRAG-offline",
           "lightrag": "LightRAG", "rolerag": "RoleRAG"}
 PAPER_NAMES = {"no_rag": "w/o RAG", "naive_rag": "Naive RAG", "lightrag": "LightRAG", "crag": "CRAG",
@@ -64,8 +50,7 @@ def paper_name(name: str) -> str:
 
 
 def register(cls: type[Method]) -> type[Method]:
-    """Add a method class under its ``name`` (a second class with the same name is an error); used as ``@register``
-    above the class."""
+    """Add a method class under its ``name`` (used as ``@register`` above the class)."""
     if cls.name in METHODS and METHODS[cls.name] is not cls:
         raise ValueError(f"a method named {cls.name!r} is already registered ({METHODS[cls.name].__name__})")
     METHODS[cls.name] = cls
@@ -81,45 +66,38 @@ def method_class(name: str) -> type[Method]:
 
 
 def setting_names(name: str) -> list[str]:
-    """The settings a method declares, sorted."""
     return sorted(f.name for f in fields(method_class(name).Settings))
 
 
 def build_method(name: str, llm=None, *, dataset=None, gs_llm=None, **settings) -> Method:
-    """A registered method with its settings; an unknown setting is a ValueError naming the valid ones.
-    ``llm`` defaults to ``get_llm()``; ``dataset`` (a :class:`rpa_lib.data.Dataset` or a folder) to ``data/``;
-    ``gs_llm``: the LLM of Guided Selection and the Attribute Extractor, for a method that has them (AMADEUS; the
-    paper runs them on GPT-4.1 whatever the role-play LLM); None: the role-play LLM."""
+    """A registered method with its settings. ``llm`` defaults to ``get_llm()``, ``dataset`` (a Dataset or a folder)
+    to ``data/``; ``gs_llm`` runs Guided Selection and the Attribute Extractor (None: the role-play LLM)."""
     cls = method_class(name)
     unknown = sorted(set(settings) - set(setting_names(name)))
     if unknown:
         raise ValueError(f"method {name!r} has no setting{'s' * (len(unknown) > 1)} {', '.join(map(repr, unknown))}; "
                          f"its settings: {', '.join(setting_names(name))}")
-    if name in VARIANTS:
-        variant = VARIANTS[name]
+    variant = VARIANTS.get(name)
+    if variant:
         missing = [k for k in variant.requires if settings.get(k) is None]
         if missing:
             raise ValueError(f"method {name!r} ({variant.label}) needs the setting(s) {', '.join(missing)}")
         settings = {**dict(variant.settings), **settings}
-    if llm is None:
-        llm = get_llm()
-    method = cls(llm, cls.Settings(**settings), as_dataset(dataset))
+    method = cls(get_llm() if llm is None else llm, cls.Settings(**settings), as_dataset(dataset))
     if gs_llm is not None:
         if not hasattr(method, "gs_llm"):
             raise ValueError(f"method {name!r} has no Guided Selection or Attribute Extractor to give gs_llm")
         method.gs_llm = gs_llm
-    if name in VARIANTS:
+    if variant:
         method.name = name  # its rows and table entries are its own
     return method
 
 
 def build_methods(names: list[str], llm=None, *, dataset=None, per_method: dict[str, dict] | None = None,
                   gs_llm=None, **settings) -> list[Method]:
-    """Several methods sharing one set of run settings: each setting goes to every method that declares it
-    (``k`` to Naive RAG and AMADEUS, not to no RAG); a setting that none of them declares is an error, so a
-    typo never passes silently. ``None`` values mean "the method's default". ``per_method`` adds or overrides
-    settings of one method (``{"lightrag": {"max_gleaning": 0}}``); a method it names must be among ``names``.
-    ``gs_llm`` goes to the methods that run Guided Selection and the Attribute Extractor."""
+    """Several methods sharing one set of run settings: each goes to every method that declares it (one none
+    declares is an error; None means the default). ``per_method`` adds or overrides one method's settings
+    (``{"lightrag": {"max_gleaning": 0}}``)."""
     if isinstance(names, str):
         raise ValueError(f"methods must be a list of names, e.g. [{names!r}]")
     per_method = per_method or {}
@@ -130,9 +108,8 @@ def build_methods(names: list[str], llm=None, *, dataset=None, per_method: dict[
     declared = {n: set(setting_names(n)) for n in names}
     stray = sorted(k for k in settings if not any(k in d for d in declared.values()))
     if stray:
-        valid = sorted(set().union(*declared.values())) if declared else []
         raise ValueError(f"no method of {', '.join(names)} has the setting(s) {', '.join(map(repr, stray))}; "
-                         f"their settings: {', '.join(valid)}")
+                         f"their settings: {', '.join(sorted(set().union(*declared.values())))}")
     shared = {n: {k: v for k, v in settings.items() if k in declared[n] and v is not None} for n in names}
     return [build_method(n, llm, dataset=dataset, gs_llm=gs_llm if hasattr(method_class(n), "gs_llm") else None,
                          **{**shared[n], **per_method.get(n, {})}) for n in names]

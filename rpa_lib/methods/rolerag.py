@@ -1,44 +1,7 @@
-"""RoleRAG (Wang, Leung and Shen 2025): a per-character knowledge graph with entity normalization, and
-retrieval that knows the character's cognitive boundary.
-
-**Index** (once per character, cached on disk, its cost recorded):
-
-1. Split the persona (default: fixed-length chunks of 2400 characters with 400 overlap, RoleRAG's 600 and 100
-   tokens at about four characters a token) and let the LLM extract entities (name, type, description) and
-   relations (source, target, description) from each chunk as JSON. A chunk whose extraction stays invalid after
-   ``extract_retries`` re-asks is skipped and counted, never fatal (a very small model often fails).
-2. Normalize names: embed every distinct name (the method's ``embedder``); each name's ``merge_k`` nearest names
-   with cosine similarity >= ``merge_similarity`` are candidate pairs; the LLM confirms each pair (same or
-   different); confirmed pairs are joined by connected component (networkx), and the LLM gives each component of
-   two or more names one canonical name and one merged description. The character's own name is never renamed.
-3. Build an undirected networkx graph: nodes carry a type, a description (descriptions gathered from several
-   chunks and longer than ``max_description`` characters are summarized by the LLM) and the chunks they came from;
-   edges carry the relations' descriptions (joined, cut at ``max_description``) and chunks.
-
-The graph (built by :mod:`rpa_lib.methods.rolerag_graph`) is stored under ``cache_dir()/rolerag/<character>/``
-keyed by the persona's content hash, the splitting, the LLM's model id, the embedder's model id, the settings that
-change it and the text of the prompts that build it; :meth:`RoleRAG.index_cost` returns what building it took (LLM
-calls, tokens, seconds, entities, relations, failed calls).
-
-**Answer**: the LLM guesses what the answer involves (hypothetical context, RoleRAG's HyDE step), then analyses
-the question into entities with a type, a relevance to the character (with a reason) and a specificity, shown
-the character's profile (their node's description). Three routes: an entity the character could not know is
-named in the boundary note, so the character can decline; a specific entity is looked up by vector search over
-the entity descriptions (top ``k``) with its relation to the character; a general entity brings the
-character's neighbours of that type (at most ``neighbours``, nearest first). When the analysis fails or finds
-nothing, the question itself is searched as one specific entity.
-
-Context items: ``graph`` (the profile, entity descriptions, relations; chunk ids of the chunks they were
-extracted from) and, only when the analysis finds an out-of-scope entity, one ``boundary`` note naming it (as
-RoleRAG does); the shared role-play prompt shows both as knowledge. Details:
-``index`` (built, disk or memory), ``hypothetical``, ``analysis_failed``, ``entities`` (with their route and
-the nodes they matched), ``out_of_scope``, ``graph`` (size and failed extractions).
-
-Departures from the paper, each to keep a small local model usable or the cost bounded: a candidate pair is
-confirmed by one constrained choice (same / different, always a valid answer) rather than one call per entity
-listing its k candidates; a group's canonical name and merged description come from one structured call; a
-node's descriptions from several chunks are summarized only past ``max_description`` characters, and relation
-descriptions are joined, never summarized.
+"""RoleRAG (Wang, Leung and Shen 2025): a per-character knowledge graph with normalized entity names (built once by
+:mod:`rpa_lib.methods.rolerag_graph`, cached on disk), and retrieval that knows the character's cognitive boundary:
+the question's entities are routed as out of scope (a boundary note), specific (vector search) or general (the
+character's neighbours of that type). Its departures from the paper: ``docs/design/methods.md``.
 """
 
 from __future__ import annotations
@@ -48,8 +11,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from rpa_lib.embeddings import embed
-from rpa_lib.llm import LLMError
-from rpa_lib.methods.base import Call, Context, ContextItem, RetrievalSettings
+from rpa_lib.methods.base import Call, Context, ContextItem, RetrievalSettings, traced
 from rpa_lib.methods.graph_cache import GraphIndexMethod, IndexCache, build_path, index_key, text_hash
 from rpa_lib.methods.registry import register
 from rpa_lib.methods.rolerag_graph import (
@@ -70,12 +32,11 @@ __all__ = ["RoleRAG", "RoleRAGSettings", "entity_type", "name_key"]
 CHUNK_LENGTH, CHUNK_OVERLAP = 2400, 400  # characters: RoleRAG's 600 / 100 tokens at ~4 characters a token
 
 
-
 @dataclass(frozen=True)
 class RoleRAGSettings(RetrievalSettings):
     splitter: str = "vanilla"
-    chunk_length: int | None = None  # vanilla only: None = 2400 characters (RoleRAG: 600 tokens)
-    overlap: int | None = None  # vanilla only: None = 400 characters (RoleRAG: 100 tokens)
+    chunk_length: int | None = None  # vanilla only: None = CHUNK_LENGTH
+    overlap: int | None = None  # vanilla only: None = CHUNK_OVERLAP
     merge_k: int = 5  # candidate names per name, from embedding similarity (0: no normalization)
     merge_similarity: float = 0.75  # least cosine similarity of a candidate pair
     neighbours: int = 5  # general entities: the character's neighbours of that type, at most
@@ -99,7 +60,6 @@ class RoleRAGSettings(RetrievalSettings):
 
     @property
     def lengths(self) -> tuple[int, int]:
-        """(chunk length, overlap) of the vanilla splitter."""
         return (CHUNK_LENGTH if self.chunk_length is None else self.chunk_length,
                 CHUNK_OVERLAP if self.overlap is None else self.overlap)
 
@@ -114,11 +74,9 @@ class RoleRAG(GraphIndexMethod):
         self._graphs: IndexCache[CharacterGraph] = IndexCache()
         self._lock = threading.Lock()  # one thread embeds a graph's node texts; the others wait for them
 
-    # ---- index ----------------------------------------------------------------------------------------------
-
     def chunks(self, character: str) -> list[Chunk]:
-        """The chunks extraction reads. Non-default vanilla lengths get their own ids (``<slug>:vanilla-2400-400:0000``),
-        so they are never mistaken for the Vanilla chunks of the other methods."""
+        """The chunks extraction reads; non-default vanilla lengths get ids of their own
+        (``<slug>:vanilla-2400-400:0000``)."""
         persona = self.dataset.persona(character)
         if self.settings.splitter != "vanilla":
             return split(persona, self.settings.splitter)
@@ -155,10 +113,7 @@ class RoleRAG(GraphIndexMethod):
         save_graph(g, path)
         return g
 
-    # ---- answer ---------------------------------------------------------------------------------------------
-
     def _nearest(self, g: CharacterGraph, character: str, query: str, candidates: list[str], k: int) -> list[str]:
-        """The ``k`` candidate nodes whose texts are most similar to ``query``."""
         if not candidates or k < 1:
             return []
         embedder = self.embedder(character)
@@ -179,48 +134,29 @@ class RoleRAG(GraphIndexMethod):
         graph, me = g.graph, g.node
         name, work = self.profile(character)
         calls: list[Call] = []
-        hypothetical = ""
-        if s.hypothetical:
-            try:
-                reply = self.llm.chat(hypothetical_messages(name, work, question), max_tokens=120)
-                hypothetical = reply.text.strip()
-                calls.append(self.trace("hypothetical", reply))
-            except LLMError as e:
-                calls.append(Call.failed("hypothetical", "chat", e))
+        reply = traced(calls, "hypothetical", "chat", lambda: self.llm.chat(
+            hypothetical_messages(name, work, question), max_tokens=120)) if s.hypothetical else None
+        hypothetical = reply.text.strip() if reply else ""
         profile = graph.nodes[me]["description"]
-        entities: list[dict] = []
-        try:
-            reply = self.llm.structured(analysis_messages(name, work, profile, question, hypothetical), ANALYSIS_SCHEMA,
-                                        max_tokens=400, max_retries=s.extract_retries)
-            calls.append(self.trace("analyse", reply))
-            for e in reply.data["entities"]:
-                if str(e.get("name", "")).strip():
-                    entities.append({"name": " ".join(str(e["name"]).split()), "type": entity_type(e.get("type")),
-                                     "relevant": bool(e["relevant"]), "reason": str(e.get("reason") or "").strip(),
-                                     "specificity": e["specificity"]})
-            failed = False
-        except LLMError as e:
-            calls.append(Call.failed("analyse", "structured", e))
-            failed = True
+        reply = traced(calls, "analyse", "structured", lambda: self.llm.structured(
+            analysis_messages(name, work, profile, question, hypothetical), ANALYSIS_SCHEMA, max_tokens=400,
+            max_retries=s.extract_retries))
+        failed = reply is None
+        entities = [] if failed else [
+            {"name": " ".join(str(e["name"]).split()), "type": entity_type(e.get("type")),
+             "relevant": bool(e["relevant"]), "reason": str(e.get("reason") or "").strip(),
+             "specificity": e["specificity"]} for e in reply.data["entities"] if str(e.get("name", "")).strip()]
         if not entities:  # nothing to route: search the question itself
             entities = [{"name": question, "type": "other", "relevant": True, "reason": "", "specificity": "specific",
                          "fallback": True}]
 
-        items: dict[str, ContextItem] = {}
+        items: dict[str, ContextItem] = {}  # by label: each entity and relation once
 
-        def add_node(node: str) -> None:
-            if node != me and f"entity: {node}" not in items:
-                items[f"entity: {node}"] = ContextItem("graph", g.text(node), tuple(graph.nodes[node]["chunks"]),
-                                                      f"entity: {node}")
-
-        def add_relation(node: str) -> None:
-            label = f"relation: {me} — {node}"
-            if graph.has_edge(me, node) and label not in items:
-                edge = graph.edges[me, node]
-                items[label] = ContextItem("graph", f"{me} — {node}: {edge['description']}", tuple(edge["chunks"]), label)
+        def add(label: str, text: str, chunks: list[str]) -> None:
+            items.setdefault(label, ContextItem("graph", text, tuple(chunks), label))
 
         if profile:
-            items["profile"] = ContextItem("graph", f"{me}: {profile}", tuple(graph.nodes[me]["chunks"]), "profile")
+            add("profile", f"{me}: {profile}", graph.nodes[me]["chunks"])
         outside: list[tuple[str, str]] = []
         for e in entities:
             if not e["relevant"]:
@@ -229,15 +165,15 @@ class RoleRAG(GraphIndexMethod):
             elif e["specificity"] == "general":
                 same_type = [n for n in graph.neighbors(me) if graph.nodes[n]["type"] == e["type"]]
                 e["route"], e["matched"] = "general", self._nearest(g, character, e["name"], same_type, s.neighbours)
-                for node in e["matched"]:
-                    add_node(node)
             else:
                 e["route"], e["matched"] = "specific", self._nearest(g, character, e["name"], list(graph.nodes), s.k)
-                for node in e["matched"]:
-                    add_node(node)
-                    add_relation(node)
-        # RoleRAG informs the LLM of an entity's irrelevance only when the analysis finds one out of scope (paper,
-        # section 3.4): no note otherwise.
+            for node in e["matched"]:
+                if node != me:
+                    add(f"entity: {node}", g.text(node), graph.nodes[node]["chunks"])
+                if e["route"] == "specific" and graph.has_edge(me, node):
+                    edge = graph.edges[me, node]
+                    add(f"relation: {me} — {node}", f"{me} — {node}: {edge['description']}", edge["chunks"])
+        # A boundary note only when an entity is out of scope (RoleRAG, section 3.4).
         boundary = [ContextItem("boundary", boundary_note(name, outside), (), "boundary")] if outside else []
         context_items = [*items.values(), *boundary]
         details = {"index": "memory" if in_memory else g.source, "hypothetical": hypothetical, "analysis_failed": failed,

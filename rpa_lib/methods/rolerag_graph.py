@@ -1,9 +1,5 @@
-"""RoleRAG's index (steps 1-3 of :mod:`rpa_lib.methods.rolerag`): extraction, name normalization and the graph of
-one character, and the graph's file. The method, its settings, its cache key and its query are in
-:mod:`rpa_lib.methods.rolerag`.
-
-What it does not do: decide when a graph is built or reused (the method's :class:`~rpa_lib.methods.graph_cache.
-IndexCache`), or search the graph.
+"""RoleRAG's index: extraction, name normalization and the graph of one character, and the graph's file. Not
+here: deciding when a graph is built or reused (the method's cache), or searching it (:mod:`rpa_lib.methods.rolerag`).
 """
 
 from __future__ import annotations
@@ -17,8 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from rpa_lib.embeddings import embed
-from rpa_lib.llm import LLMError
-from rpa_lib.methods.base import Call, Method
+from rpa_lib.methods.base import Call, traced
 from rpa_lib.methods.graph_cache import IndexCost, write_json
 from rpa_lib.methods.rolerag_prompts import (
     ENTITY_TYPES,
@@ -92,13 +87,9 @@ class _Tally:
         self.failed: Counter = Counter()
 
     def ask(self, purpose: str, kind: str, fn):
-        try:
-            reply = fn()
-        except LLMError as e:
+        reply = traced(self.calls, purpose, kind, fn)
+        if reply is None:
             self.failed[purpose] += 1
-            self.calls.append(Call.failed(purpose, kind, e))
-            return None
-        self.calls.append(Method.trace(purpose, reply))
         return reply
 
 
@@ -106,9 +97,10 @@ def _joined(descriptions: list[str], limit: int) -> str:
     text = " ".join(descriptions)
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
+
 def build_prompts() -> list:
-    """What the build sends, as text: each prompt rendered with placeholders, the schemas, the options and the
-    token limits. Part of the graph's cache key, so that editing any of them builds a new graph."""
+    """What the build sends, as text (prompts rendered with placeholders, schemas, options, token limits): part of
+    the graph's cache key, so that editing any of them builds a new graph."""
     return [extract_messages("{name}", "{work}", "{passage}"), EXTRACT_SCHEMA,
             same_entity_messages("{name}", "{work}", "{a}", "{a description}", "{b}", "{b description}"), SAME_OPTIONS,
             canonical_messages("{name}", "{work}", ["{name 1}", "{name 2}"], ["{description 1}", "{description 2}"]),
@@ -117,7 +109,6 @@ def build_prompts() -> list:
 
 
 def load_graph(character: str, path: Path) -> CharacterGraph | None:
-    """The graph :func:`save_graph` wrote, or None when there is no file."""
     import networkx as nx
 
     if not path.is_file():
@@ -160,7 +151,8 @@ class GraphBuilder:
 
         for chunk in chunks:
             reply = tally.ask("extract", "structured", lambda c=chunk: self.llm.structured(
-                extract_messages(name, work, c.text), EXTRACT_SCHEMA, max_tokens=EXTRACT_TOKENS, max_retries=s.extract_retries))
+                extract_messages(name, work, c.text), EXTRACT_SCHEMA, max_tokens=EXTRACT_TOKENS,
+                max_retries=s.extract_retries))
             if reply is None:
                 continue
             for e in reply.data.get("entities", []):
@@ -177,9 +169,7 @@ class GraphBuilder:
         for key, node in canonical.items():
             members.setdefault(node, []).append(key)
         for node, keys in members.items():
-            types = Counter()
-            for k in keys:
-                types.update(names[k].types)
+            types = sum((names[k].types for k in keys), Counter())
             named = [t for t, _ in types.most_common() if t != "other"]
             graph.add_node(node, type=named[0] if named else "other",
                            chunks=list(dict.fromkeys(c for k in keys for c in names[k].chunks)),
@@ -208,8 +198,8 @@ class GraphBuilder:
         return CharacterGraph(self.character, canonical[name_key(name)], graph, cost, "built")
 
     def _normalize(self, names: dict[str, _Name]) -> tuple[dict[str, str], dict[str, str]]:
-        """Name key -> node name: candidate pairs by embedding similarity, confirmed by the LLM, merged by
-        connected component under one canonical name; and node -> the description the LLM wrote for a group."""
+        """Name key -> node (pairs by embedding similarity, confirmed by the LLM, merged by connected component),
+        and node -> the description the LLM wrote for a group."""
         import networkx as nx
 
         s, name, work, tally = self.settings, self.name, self.work, self.tally
@@ -254,7 +244,7 @@ class GraphBuilder:
         return canonical, merged
 
     def _description(self, node: str, keys: list[str], names: dict[str, _Name]) -> str:
-        """The node's gathered descriptions, summarized by the LLM when longer than ``max_description``."""
+        """The node's gathered descriptions, summarized by the LLM past ``max_description``."""
         descriptions = list(dict.fromkeys(d for k in keys for d in names[k].descriptions))
         text = " ".join(descriptions)
         if len(text) <= self.settings.max_description:

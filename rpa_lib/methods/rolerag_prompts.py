@@ -1,10 +1,5 @@
-"""The prompts and JSON schemas of RoleRAG (:mod:`rpa_lib.methods.rolerag`), written for this repository.
-
-Indexing: entity and relation extraction per chunk, the same-entity test for a candidate pair of names, the
-canonical name and merged description of a group of names, and the summary of a long description. Answering:
-the hypothetical context (RoleRAG's HyDE step), the query analysis, and the boundary note that reaches the
-shared role-play prompt as knowledge. Schemas ask only for what the method reads, and mark little as required,
-so that a small model's partial answer still counts.
+"""The prompts and JSON schemas of RoleRAG (:mod:`rpa_lib.methods.rolerag`): extraction, name normalization and
+summaries for the index; the hypothetical context, the query analysis and the boundary note for the answer.
 """
 
 from __future__ import annotations
@@ -14,46 +9,28 @@ import json
 ENTITY_TYPES = ("person", "place", "organization", "event", "object", "activity", "concept", "other")
 SAME_OPTIONS = ["same", "different"]
 
-EXTRACT_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "entities": {"type": "array", "items": {
-            "type": "object",
-            "properties": {"name": {"type": "string"}, "type": {"type": "string"}, "description": {"type": "string"}},
-            "required": ["name"],
-        }},
-        "relations": {"type": "array", "items": {
-            "type": "object",
-            "properties": {"source": {"type": "string"}, "target": {"type": "string"}, "description": {"type": "string"}},
-            "required": ["source", "target"],
-        }},
-    },
-    "required": ["entities", "relations"],
-}
 
-MERGE_SCHEMA = {
-    "type": "object",
-    "properties": {"name": {"type": "string", "minLength": 1}, "description": {"type": "string"}},
-    "required": ["name", "description"],
-}
+def _object(properties: dict, required: list[str]) -> dict:
+    return {"type": "object", "properties": properties, "required": required}
 
-ANALYSIS_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "entities": {"type": "array", "items": {
-            "type": "object",
-            "properties": {
-                "name": {"type": "string"},
-                "type": {"type": "string"},
-                "relevant": {"type": "boolean"},
-                "reason": {"type": "string"},
-                "specificity": {"type": "string", "enum": ["specific", "general"]},
-            },
-            "required": ["name", "relevant", "specificity"],
-        }},
-    },
-    "required": ["entities"],
-}
+
+def _array_of(properties: dict, required: list[str]) -> dict:
+    return {"type": "array", "items": _object(properties, required)}
+
+
+def _strings(*names: str) -> dict:
+    return {n: {"type": "string"} for n in names}
+
+
+EXTRACT_SCHEMA = _object({"entities": _array_of(_strings("name", "type", "description"), ["name"]),
+                          "relations": _array_of(_strings("source", "target", "description"), ["source", "target"])},
+                         ["entities", "relations"])
+MERGE_SCHEMA = _object({"name": {"type": "string", "minLength": 1}, "description": {"type": "string"}},
+                       ["name", "description"])
+ANALYSIS_SCHEMA = _object({"entities": _array_of(
+    {**_strings("name", "type"), "relevant": {"type": "boolean"}, "reason": {"type": "string"},
+     "specificity": {"type": "string", "enum": ["specific", "general"]}}, ["name", "relevant", "specificity"])},
+    ["entities"])
 
 _TYPES = ", ".join(ENTITY_TYPES)
 
@@ -63,8 +40,7 @@ def _character(name: str, work: str) -> str:
 
 
 def extract_messages(name: str, work: str, passage: str) -> list[dict]:
-    """Entities and relations of one chunk. The persona is written in the character's voice, so the prompt says
-    that "I" is the character and asks for the character's own name, keeping one node for them."""
+    """Entities and relations of one chunk ("I" is the character, named, so the character is one node)."""
     example = {"entities": [{"name": "...", "type": "person", "description": "..."}],
                "relations": [{"source": "...", "target": "...", "description": "..."}]}
     return [
@@ -82,7 +58,6 @@ def extract_messages(name: str, work: str, passage: str) -> list[dict]:
 
 
 def same_entity_messages(name: str, work: str, a: str, a_description: str, b: str, b_description: str) -> list[dict]:
-    """The LLM's check of a candidate pair of names found by embedding similarity."""
     return [
         {"role": "system", "content": "You resolve names in knowledge graphs of fictional characters."},
         {"role": "user", "content": (
@@ -94,7 +69,6 @@ def same_entity_messages(name: str, work: str, a: str, a_description: str, b: st
 
 
 def canonical_messages(name: str, work: str, names: list[str], descriptions: list[str]) -> list[dict]:
-    """One name and one description for a group of names that refer to the same entity."""
     listing = "\n".join(f"- {n}" for n in names)
     facts = "\n".join(f"- {d}" for d in descriptions if d) or "- none"
     return [
@@ -110,7 +84,6 @@ def canonical_messages(name: str, work: str, names: list[str], descriptions: lis
 
 
 def summarize_messages(name: str, entity: str, descriptions: list[str]) -> list[dict]:
-    """A description gathered from many chunks, shortened to what an answer needs."""
     facts = "\n".join(f"- {d}" for d in descriptions)
     return [
         {"role": "system", "content": "You summarize facts about fictional characters."},
@@ -123,8 +96,7 @@ def summarize_messages(name: str, entity: str, descriptions: list[str]) -> list[
 
 
 def hypothetical_messages(name: str, work: str, question: str) -> list[dict]:
-    """RoleRAG's first query step (after HyDE): a guess at what the answer would be about, used only to find the
-    entities involved, never shown as fact."""
+    """RoleRAG's HyDE step: a guess at what the answer is about, used only to find the entities involved."""
     return [
         {"role": "system", "content": "You help a role-playing system find what a question is about."},
         {"role": "user", "content": (
@@ -136,9 +108,7 @@ def hypothetical_messages(name: str, work: str, question: str) -> list[dict]:
 
 
 def analysis_messages(name: str, work: str, profile: str, question: str, hypothetical: str = "") -> list[dict]:
-    """The query analysis: entities of the question (and of the guessed context), each with a type, whether the
-    character could know it (with a reason) and whether it is specific (one named thing) or general (a kind of
-    thing: hobbies, food, music)."""
+    """The query analysis: the question's entities, each with a type, a relevance and a specificity."""
     guess = f"A guess at what the answer involves: {hypothetical}\n" if hypothetical else ""
     example = {"entities": [{"name": "...", "type": "person", "relevant": True, "reason": "...",
                              "specificity": "specific"}]}
@@ -158,8 +128,7 @@ def analysis_messages(name: str, work: str, profile: str, question: str, hypothe
 
 
 def boundary_note(name: str, outside: list[tuple[str, str]]) -> str:
-    """The note naming the entities of the question that lie outside what the character knows, shown with the
-    knowledge. RoleRAG adds it only when the analysis finds such an entity, so ``outside`` is never empty."""
+    """The note naming the question's entities outside what the character knows (``outside`` is never empty)."""
     if not outside:
         raise ValueError("boundary_note needs at least one out-of-scope entity (RoleRAG adds no note otherwise)")
     listed = "; ".join(f"{entity} ({reason})" if reason else entity for entity, reason in outside)
