@@ -1,11 +1,7 @@
-"""The files of a rating sheet: one rater's ``.xlsx`` workbook and ``.csv`` file, written and read back as rows.
-
-A workbook has an "Instructions" sheet (the spec's guide), a "Ratings" sheet (the spec's columns; each rating
-column only takes whole numbers on its scale) and a hidden "_meta" sheet recording the sample set and the rater.
-:mod:`rpa_lib.evaluation.sheets` decides what goes in a sheet (a :class:`~rpa_lib.evaluation.sheets.SheetSpec`)
-and validates what comes back; this module lays cells out, reads them back as ``(row, id, {rating column:
-value})`` with the sheet's recorded sample set and rater (:func:`load`), and defines the error a bad file raises
-(:class:`SheetError`, one :class:`SheetProblem` per problem). openpyxl is imported where used.
+"""The files of a rating sheet: one rater's ``.xlsx`` workbook (Instructions, Ratings and a hidden "_meta" sheet
+with the sample set and rater) and ``.csv`` file, written and read back as ``(row, id, {rating column: value})``
+rows (:func:`load_sheet`), and the error a bad file raises (:class:`SheetError`). What goes in a sheet and its
+validation are :mod:`rpa_lib.evaluation.sheets`'. openpyxl is imported where used.
 """
 
 from __future__ import annotations
@@ -40,7 +36,7 @@ def _instructions(ws, spec, rater: str, sample_set: str, n: int) -> None:
 
 
 def _row_height(spec, values: dict[str, str]) -> float:
-    """Points for a row whose wrapped cells show ``values`` at the spec's widths (15 points a line, Excel's max 409)."""
+    """Points for a row showing ``values`` (15 points a wrapped line, Excel's max 409)."""
     lines = 1
     for column in spec.wrapped:
         width = spec.widths.get(column, DEFAULT_WIDTH)
@@ -92,8 +88,8 @@ def write_workbook(path: Path, spec, rows: pd.DataFrame, rater: str, sample_set:
 
 
 def read_workbook(path: Path) -> tuple[dict, list[tuple] | None, str | None]:
-    """``(meta, table, problem)``: the "_meta" sheet as a dict and the "Ratings" sheet's rows (the header first),
-    or a problem saying why the file is not a workbook written by :func:`write_workbook`."""
+    """``(meta, table, problem)``: the "_meta" sheet as a dict and the "Ratings" rows (header first), or why the
+    file is not a workbook written by :func:`write_workbook`."""
     from openpyxl import load_workbook
 
     try:
@@ -112,12 +108,9 @@ def read_workbook(path: Path) -> tuple[dict, list[tuple] | None, str | None]:
     return meta, table, None
 
 
-# ---- errors ------------------------------------------------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class SheetProblem:
-    """One problem of a sheet: its row (None when it concerns no single row), the value, what is wrong."""
+    """One problem of a sheet: its row (None: no single row), the value, what is wrong."""
 
     row: int | None
     value: object
@@ -141,15 +134,11 @@ class SheetError(DataError):
 
 
 def fail(path: Path, problem: str, row: int | None = None):
-    """Raise a :class:`SheetError` with one problem."""
     raise SheetError(path, [SheetProblem(row, None, problem)])
 
 
-# ---- csv ---------------------------------------------------------------------------------------------------
-
-
 def cell_text(value) -> str:
-    """A cell's text ("" for None or NaN)."""
+    """A cell's text ("" for None or NaN). ``cell_text(None) == ""``"""
     return "" if pd.isna(value) else str(value)
 
 
@@ -161,12 +150,9 @@ def write_csv(path: Path, spec, rows: pd.DataFrame, rater: str, sample_set: str)
             writer.writerow([record[c] for c in spec.shown] + [""] * len(spec.scales) + ["", sample_set, rater])
 
 
-# ---- reading -----------------------------------------------------------------------------------------------
-
-
 @dataclass
 class LoadedSheet:
-    """A sheet as read from its file, before validation: its recorded sample set and rater, and its rows."""
+    """A sheet as read from its file, before validation."""
 
     path: Path
     sample_set: str
@@ -179,7 +165,7 @@ class LoadedSheet:
 
 
 def blank(value) -> bool:
-    """An empty cell (None, blank text or NaN)."""
+    """An empty cell (None, blank text or NaN). ``blank(" ")``"""
     return pd.isna(value) or (isinstance(value, str) and not value.strip())
 
 
@@ -213,7 +199,7 @@ def parse_rating(value, column: str, low: int, high: int) -> tuple[int | None, s
 
 
 def _rows(table: list, path: Path, spec) -> list[tuple[int, object, dict[str, object]]]:
-    """The body of a table (header first) as ``(row, id, {rating column: value})``, blank rows left out."""
+    """A table's rows (header first) as ``(row, id, {rating column: value})``, blank rows left out."""
     cols = {str(h).strip().lower(): j for j, h in enumerate(table[0]) if not blank(h)}
     missing = [c for c in (spec.id, *spec.scales) if c not in cols]
     if missing:
