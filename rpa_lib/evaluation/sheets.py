@@ -52,7 +52,7 @@ class SheetSpec:
 
     @property
     def columns(self) -> tuple[str, ...]:
-            return (*self.shown, *self.scales, "comment")
+        return (*self.shown, *self.scales, "comment")
 
     @property
     def csv_columns(self) -> tuple[str, ...]:
