@@ -39,24 +39,16 @@ MODES = ("with", "without")
 CHARACTERCRAFT_REFERENCE_DIMENSIONS = ("pers", "emo", "dec")  # where CharacterCraft's reference applies (Table 6)
 
 
-# ---- the character's profile ----------------------------------------------------------------------------------
-
-
 def character_profile(dataset: Dataset, slug: str, max_chars: int = 700) -> str:
     """``Attribute: first sentence`` of each attribute section of the persona, cut to ``max_chars``: the same for
     every question, as CharacterCraft's profile is for every scene."""
-    persona = dataset.persona(slug)
-    lines, seen = [], set()
-    for p in persona.paragraphs:
-        if p.attribute and p.attribute not in seen:
-            seen.add(p.attribute)
-            first = re.split(r"(?<=[.!?])\s+", p.text.strip())[0]
-            lines.append(f"{p.attribute}: {first}")
-    text = "\n".join(lines)
+    first = {}
+    for p in dataset.persona(slug).paragraphs:
+        if p.attribute and p.attribute not in first:
+            first[p.attribute] = re.split(r"(?<=[.!?])\s+", p.text.strip())[0]
+    text = "\n".join(f"{attribute}: {sentence}" for attribute, sentence in first.items())
     return text if len(text) <= max_chars else text[:max_chars].rsplit(" ", 1)[0] + " ..."
 
-
-# ---- the judge ------------------------------------------------------------------------------------------------
 
 VERDICT_COLUMNS = ["reply_id", "character", "qa_id", "rung", "mode", "dimension", "reference_shown", "answer", "value",
                    "status", "problem", "error", "judge", "coerced"]
@@ -102,9 +94,6 @@ def judge_ladder(ladder: pd.DataFrame, judge, profiles: dict[str, str], about: d
                         workers=workers, progress=progress)
 
 
-# ---- agreement ------------------------------------------------------------------------------------------------
-
-
 def agreement(verdicts: pd.DataFrame, levels: pd.DataFrame, source: str) -> pd.DataFrame:
     """Kendall's tau-b per (mode, dimension) between the judge's values and ``levels`` (reply_id, dimension,
     level), with ``note`` saying why a tau is undefined. Repeated runs are averaged per reply first."""
@@ -147,20 +136,18 @@ def rung_means(verdicts: pd.DataFrame) -> pd.DataFrame:
     return means.rename(columns={"count": "n"})
 
 
-# ---- people's dimension sheets --------------------------------------------------------------------------------
-
 DIMENSION_SHEET = SheetSpec(id="reply_id", shown=("reply_id", "character", "question", "reference", "reply"),
                             scales={d: (0, TOP[d]) for d in DIMENSIONS}, noun=("reply", "replies"), formats=("csv",))
 
 
-def instructions(top: dict[str, int] = TOP) -> str:
+def instructions() -> str:
     """The text of ``INSTRUCTIONS.txt`` beside the dimension sheets: each dimension, its scale and anchors."""
     lines = ["Rate each reply of a role-playing agent speaking as a fictional character, on each dimension.",
              "The reference answer says what is true of the character here (written about them in the third person).",
              "Type a whole number in each dimension column; leave a cell blank only if you cannot judge it.",
              "Do not edit the other columns or the file name; save as CSV (UTF-8).", ""]
     for d in DIMENSIONS:
-        lines.append(f"{d} = {NAMES[d]} (0-{top[d]}): {WHAT[d]}")
+        lines.append(f"{d} = {NAMES[d]} (0-{TOP[d]}): {WHAT[d]}")
         lines += [f"  {i} = {text}" for i, text in enumerate(REFERENCE_ANCHORS[d])]
     return "\n".join(lines) + "\n"
 
@@ -176,12 +163,6 @@ def export_dimension_sheets(ladder: pd.DataFrame, raters: int, folder: Path, sam
                                instructions=instructions())
 
 
-def _long(sheet: pd.DataFrame) -> pd.DataFrame:
-    rows = [{"reply_id": r["reply_id"], "rater": r["rater"], "dimension": d, "value": r[d]}
-            for r in sheet.to_dict("records") for d in DIMENSIONS if not math.isnan(r[d])]
-    return pd.DataFrame(rows, columns=["reply_id", "rater", "dimension", "value"])
-
-
 def human_levels(ladder: pd.DataFrame, sample_set: str, human_dir: Path | None = None) -> pd.DataFrame | None:
     """People's mean rating per (reply, dimension) from ``<human_dir>/<sample_set>/`` (columns reply_id,
     dimension, level, raters); None when no sheet there holds a rating."""
@@ -192,9 +173,10 @@ def human_levels(ladder: pd.DataFrame, sample_set: str, human_dir: Path | None =
                               spec=DIMENSION_SHEET)
     if not rated:
         return None
-    long = pd.concat([_long(sheet) for sheet in rated.values()], ignore_index=True)
-    return (long.groupby(["reply_id", "dimension"], sort=False).value.agg(level="mean", raters="count")
-            .reset_index())
+    long = pd.DataFrame([{"reply_id": r["reply_id"], "dimension": d, "value": r[d]} for sheet in rated.values()
+                         for r in sheet.to_dict("records") for d in DIMENSIONS if not math.isnan(r[d])],
+                        columns=["reply_id", "dimension", "value"])
+    return long.groupby(["reply_id", "dimension"], sort=False).value.agg(level="mean", raters="count").reset_index()
 
 
 def rating_source(ladder: pd.DataFrame, sample_set: str, human_dir: Path | None = None) -> tuple[pd.DataFrame, str]:

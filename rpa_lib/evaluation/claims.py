@@ -15,6 +15,7 @@ from rpa_lib.data import Dataset, as_dataset
 from rpa_lib.evaluation.metrics.agreement import feldt_interval
 from rpa_lib.evaluation.metrics.intervals import ALPHA, clopper_pearson, holm, smallest_exact_p, two_proportion_test
 from rpa_lib.evaluation.outcomes import compare, load_outcomes, paper_personality_outcomes, summarize
+from rpa_lib.report import plural
 
 PAPER_QUESTIONS = 450  # Table 6: 15 characters x 30 CharacterRAG questions
 PAPER_CHARACTERS = 15
@@ -87,13 +88,6 @@ def verdict(p: float, favours: bool, n_characters: int, why_not: str = "") -> st
     if n_characters < 6:
         return NOISE + f" ({n_characters} characters: a sign test cannot reach p < 0.05 below 6)"
     return NOISE
-
-
-# ---- (a) the paper's printed evidence ---------------------------------------------------------------------------
-
-
-def _chars(n) -> str:
-    return f"{int(n)} character" + ("s" if int(n) != 1 else "")
 
 
 def _p(value: float) -> str:
@@ -201,9 +195,6 @@ def _paper_evidence(claim: Claim, personality: pd.DataFrame, dataset: Dataset | 
             "paper_verdict": "not testable: no per-character rates printed"}
 
 
-# ---- (b) this repository's evidence -----------------------------------------------------------------------------
-
-
 def _ours(claim: Claim, paired: pd.DataFrame, summary: pd.DataFrame, run: dict) -> dict:
     if not claim.reference:  # a level, not a comparison
         s = summary[(summary.table == claim.table) & (summary.outcome == claim.outcome)
@@ -211,7 +202,7 @@ def _ours(claim: Claim, paired: pd.DataFrame, summary: pd.DataFrame, run: dict) 
         if s.empty:
             return {"ours_evidence": "-", "ours_verdict": "not testable with this run: no per-item outcomes"}
         text = "; ".join(f"{r.task}: {r.score:.3g} [{_p(r.ci_low)}, {_p(r.ci_high)}] ({r.n_items} items, "
-                         f"{_chars(r.n_characters)})" for r in s.itertuples())
+                         f"{plural(int(r.n_characters), 'character')})" for r in s.itertuples())
         return {"ours_evidence": text, "ours_n_characters": int(s.n_characters.max()),
                 "ours_verdict": "not testable: a level without a threshold; see the interval"
                 + (f" ({run['llm']})" if run.get("llm") else "")}
@@ -229,7 +220,7 @@ def _ours(claim: Claim, paired: pd.DataFrame, summary: pd.DataFrame, run: dict) 
         favours = diff > 0 if claim.higher_is_better else diff < 0
         label = r.task if claim.task is None else r.embedder if isinstance(getattr(r, "embedder", None), str) else ""
         rows.append(f"{label + ': ' if label else ''}{claim.method} - {claim.reference} = {diff + 0.0:+.3g} "
-                    f"[{_p(low)}, {_p(high)}], {r.n_pairs} pairs, {_chars(r.n_characters)}, item p "
+                    f"[{_p(low)}, {_p(high)}], {r.n_pairs} pairs, {plural(int(r.n_characters), 'character')}, item p "
                     f"{_p(r.p_item)} ({r.test_item.split(' (')[0]}), character p {_p(r.p_character)}")
         verdicts.append((label, verdict(r.p_character, favours, r.n_characters)))
         first = first if rows[1:] else {"ours_difference": diff, "ours_low": low, "ours_high": high, "ours_p_item": r.p_item,

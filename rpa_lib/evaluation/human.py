@@ -40,9 +40,6 @@ HUMAN_SOURCE = "human raters"
 SCALE_VALUES = [1, 2, 3, 4, 5]
 
 
-# ---- 1. the sample ---------------------------------------------------------------------------------------------
-
-
 def sample_jobs(dataset: Dataset, characters: list[str], pools: dict[str, int | None], per_task: int,
                 seed: int = 0) -> list[Job]:
     """``per_task`` seeded (character, interview question) jobs per questionnaire of ``pools`` (name -> item
@@ -107,9 +104,6 @@ def sample_set_id(samples: pd.DataFrame, prefix: str = "table2") -> str:
     return f"{prefix}-{counts.get('MBTI', 0)}m{counts.get('BFI', 0)}b-{digest}"
 
 
-# ---- 2. empty sheets for people --------------------------------------------------------------------------------
-
-
 def rater_names(n: int) -> list[str]:
     """``rater01`` ... ``raterNN``. ``rater_names(2) == ["rater01", "rater02"]``"""
     return [f"rater{i:02d}" for i in range(1, n + 1)]
@@ -118,9 +112,6 @@ def rater_names(n: int) -> list[str]:
 def export_empty_sheets(samples: pd.DataFrame, raters: int, folder: Path, sample_set: str) -> tuple[list[Path], list[str]]:
     """:func:`rpa_lib.evaluation.sheets.export_empty_sheets` for ``raters`` people: ``(written, kept)``."""
     return sheets.export_empty_sheets(samples, rater_names(raters), folder, sample_set=sample_set)
-
-
-# ---- 3. ratings: people's sheets, else the LLM rater panel -----------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -224,9 +215,6 @@ def table2_ratings(samples: pd.DataFrame, sample_set: str, *, panel: Sequence[LL
     write_panel_sheets(samples, verdicts, sheets_dir, sample_set)
     table = merge_sheets(sheets_dir, expected_ids=samples.sample_id, sample_set=sample_set, allow_missing=True)
     return table, LLM_SOURCE, verdicts
-
-
-# ---- 4. Table 2 ------------------------------------------------------------------------------------------------
 
 
 def _quiet(fn, *args, **kwargs):

@@ -125,16 +125,17 @@ def check_agreement(verdicts: pd.DataFrame) -> pd.DataFrame:
     """Per check of :data:`~rpa_lib.evaluation.known_quality.CHECKS`: its cases, ``agree``, ``undecided`` (an
     unparsed or failed verdict), ``agreement`` = agree / decided and ``coerced`` (of the decided). A pair check
     (ACC_L, HS) agrees when the first value is strictly above the second."""
-    def rows(item, metric, case):
-        return verdicts[(verdicts.item == item) & (verdicts.metric == metric) & (verdicts.case == case)]
+    found = {}  # (item, metric, case) -> its first verdict row
+    for r in verdicts.to_dict("records"):
+        found.setdefault((r["item"], r["metric"], r["case"]), r)
 
     def value(item, metric, case):
-        hit = rows(item, metric, case)
-        return (float(hit.value.iloc[0]) if hit.status.iloc[0] == OK else None) if len(hit) else "absent"
+        r = found.get((item, metric, case))
+        return "absent" if r is None else float(r["value"]) if r["status"] == OK else None
 
     def coerced(item, metric, case) -> bool:
-        hit = rows(item, metric, case) if case is not None and "coerced" in verdicts else []
-        return bool(len(hit)) and bool(hit.coerced.iloc[0])
+        r = found.get((item, metric, case)) if case is not None else None
+        return r is not None and bool(r.get("coerced", False))
 
     pairs = {"acc: gold answer": ("acc", "gold", None), "acc: another character's answer": ("acc", "other", None),
              "acc: denial of the gold answer": ("acc", "denial", None),

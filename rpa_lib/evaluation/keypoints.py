@@ -146,6 +146,5 @@ def keypoints_for(items: Sequence[tuple[str, QA]], judge, path: Path, names: dic
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         with path.open("a", encoding="utf-8") as f:
-            for record in new:
-                f.write(json.dumps(record, ensure_ascii=False) + "\n")
+            f.writelines(json.dumps(record, ensure_ascii=False) + "\n" for record in new)
     return pd.DataFrame([rows[i] for i in range(len(items))], columns=KEYPOINT_COLUMNS)
