@@ -87,25 +87,25 @@ def write_workbook(path: Path, spec, rows: pd.DataFrame, rater: str, sample_set:
     wb.save(path)
 
 
-def read_workbook(path: Path) -> tuple[dict, list[tuple] | None, str | None]:
-    """``(meta, table, problem)``: the "_meta" sheet as a dict and the "Ratings" rows (header first), or why the
-    file is not a workbook written by :func:`write_workbook`."""
+def read_workbook(path: Path) -> tuple[dict, list[tuple]]:
+    """``(meta, table)``: the "_meta" sheet as a dict and the "Ratings" rows (header first) of a workbook written by
+    :func:`write_workbook`, else a :class:`SheetError`."""
     from openpyxl import load_workbook
 
     try:
         wb = load_workbook(path, read_only=True, data_only=True)
     except Exception as exc:  # noqa: BLE001  (a corrupt or foreign file: openpyxl raises many kinds)
-        return {}, None, f"cannot be read as a workbook: {exc}"
+        fail(path, f"cannot be read as a workbook: {exc}")
     try:
         if META_SHEET not in wb.sheetnames or RATINGS_SHEET not in wb.sheetnames:
-            return {}, None, f"no '{RATINGS_SHEET}' or '{META_SHEET}' sheet: not a sheet written by export_sheets"
+            fail(path, f"no '{RATINGS_SHEET}' or '{META_SHEET}' sheet: not a sheet written by export_sheets")
         meta = {str(k).strip(): v for k, v, *_ in wb[META_SHEET].iter_rows(values_only=True) if k is not None}
         table = list(wb[RATINGS_SHEET].iter_rows(values_only=True))
     finally:
         wb.close()
     if not table:
-        return meta, None, f"the '{RATINGS_SHEET}' sheet is empty"
-    return meta, table, None
+        fail(path, f"the '{RATINGS_SHEET}' sheet is empty")
+    return meta, table
 
 
 @dataclass(frozen=True)
@@ -126,11 +126,10 @@ class SheetError(DataError):
 
     def __init__(self, path: Path | str, problems: list[SheetProblem]):
         self.problems = list(problems)
-        text = str(self.problems[0]) if len(self.problems) == 1 else (
-            f"{len(self.problems)} problems:\n" + "\n".join(f"  {p}" for p in self.problems))
-        first = self.problems[0].row if len(self.problems) == 1 else None
-        super().__init__(path, None, text)
-        self.line = first
+        one = len(self.problems) == 1
+        super().__init__(path, None, str(self.problems[0]) if one else (
+            f"{len(self.problems)} problems:\n" + "\n".join(f"  {p}" for p in self.problems)))
+        self.line = self.problems[0].row if one else None
 
 
 def fail(path: Path, problem: str, row: int | None = None):
@@ -242,9 +241,7 @@ def load_sheet(path: Path, sample_set: str, spec) -> LoadedSheet:
     if suffix not in (".xlsx", ".csv"):
         fail(path, "a sheet is a .xlsx or .csv file")
     if suffix == ".xlsx":
-        meta, table, problem = read_workbook(path)
-        if problem:
-            fail(path, problem)
+        meta, table = read_workbook(path)
         sheet = LoadedSheet(path, cell_text(meta.get("sample_set")).strip(), cell_text(meta.get("rater")).strip(),
                        _rows(table, path, spec))
     else:
