@@ -1,20 +1,9 @@
-"""A judge's constrained choice with contextual calibration (Zhao et al. 2021, "Calibrate Before Use").
+"""Contextual calibration of a judge's constrained choice (Zhao et al. 2021, "Calibrate Before Use").
 
-A small model scoring options by likelihood tends to prefer one option whatever it reads (SmolLM2-135M picks
-"1", or "0", for everything). Calibration subtracts each option's score for a *content-free* prompt (the same
-template with :data:`CONTENT_FREE` in every slot) from its score for the real prompt, then takes the best option.
-
-- :data:`CONTENT_FREE`: the content-free input, the one constant every prompt module fills its slots with;
-- :func:`baseline_scores`: the option scores of the content-free prompt (one call per prompt template);
-- :func:`template_baselines`: those of several templates at once, a failed one kept as its error;
-- :func:`best_option`: the option with the best calibrated score;
-- :func:`calibrated_verdict`: the calibrated choice as a :class:`~rpa_lib.evaluation.judges.Verdict`, or, with
-  no baseline, :func:`~rpa_lib.evaluation.judges.choose_verdict` itself.
-
-Used by the CharacterCraft judge, the Table 2 rater panel and the personality evaluator's option scoring.
-Calibration needs a backend that returns option scores (the embedded model, or an OpenAI-compatible server with
-logprobs); a backend without them is a ValueError, never a silent uncalibrated verdict. This module builds no
-prompt and writes nothing.
+Each option's score for a content-free prompt (the template with :data:`CONTENT_FREE` in every slot) is subtracted
+from its score for the real prompt before the best option is taken. Used by the CharacterCraft judge, the Table 2
+rater panel and the personality evaluator. A backend without option scores is a ValueError, never a silent
+uncalibrated verdict. Builds no prompt and writes nothing.
 """
 
 from __future__ import annotations
@@ -26,21 +15,23 @@ from rpa_lib.evaluation.judges import OK, Verdict, choose_or_unparsed, choose_ve
 CONTENT_FREE = "N/A"
 
 
-def baseline_scores(judge, messages: list[dict], options: Sequence[str] | dict[str, object]) -> dict[str, float]:
-    """The judge's score of every option for a content-free prompt; ValueError when the backend gives none."""
-    reply = judge.choose(messages, list(options), name="calibration baseline")
+def _scores(judge, reply) -> dict[str, float]:
     if not reply.scores:
         raise ValueError(f"calibration needs option scores, which {judge.label} does not return; "
                          "run without calibration")
     return dict(reply.scores)
 
 
+def baseline_scores(judge, messages: list[dict], options: Sequence[str] | dict[str, object]) -> dict[str, float]:
+    """The judge's score of every option for a content-free prompt."""
+    return _scores(judge, judge.choose(messages, list(options), name="calibration baseline"))
+
+
 def template_baselines(judge, keys: Iterable[Hashable], messages: Callable[[Hashable], list[dict]],
                        options: Callable[[Hashable], Sequence[str] | dict[str, object]]
                        ) -> tuple[dict, dict[Hashable, str]]:
-    """:func:`baseline_scores` of each prompt template ``key`` (``messages(key)``: its content-free prompt):
-    ``(baselines, broken)``, ``broken`` mapping a template whose baseline failed to why. A caller fails every
-    verdict of a broken template with that error (recorded on each, raised at the end of the run)."""
+    """``(baselines, broken)`` per prompt template ``key``; ``broken`` maps a template whose baseline failed to
+    why (a caller fails every verdict of that template with it)."""
     baselines, broken = {}, {}
     for key in dict.fromkeys(keys):
         try:
@@ -58,15 +49,12 @@ def best_option(scores: dict[str, float], baseline: dict[str, float], options: I
 
 def calibrated_verdict(judge, metric: str, messages: list[dict], options: dict[str, object],
                        baseline: dict[str, float] | None = None) -> Verdict:
-    """The option with the best ``score - baseline[option]`` (``options``: option -> its number), as a
-    :class:`Verdict`; ``baseline`` None: the plain constrained choice. Unparseable: status ``"unparsed"``; a
-    fault is raised. ``answer`` is the calibrated option."""
+    """The calibrated choice as a :class:`Verdict` (``options``: option -> its number); ``baseline`` None: the
+    plain constrained choice."""
     if baseline is None:
         return choose_verdict(judge, metric, messages, options)
     reply = choose_or_unparsed(judge, metric, messages, options)
     if isinstance(reply, Verdict):
         return reply
-    if not reply.scores:
-        raise ValueError(f"calibration needs option scores, which {judge.label} did not return")
-    best = best_option(reply.scores, baseline, options)
-    return Verdict(metric, best, float(options[best]), OK, coerced=getattr(reply, "coerced", False))  # matched none
+    best = best_option(_scores(judge, reply), baseline, options)
+    return Verdict(metric, best, float(options[best]), OK, coerced=getattr(reply, "coerced", False))

@@ -1,19 +1,13 @@
-"""The prompts of our CharacterCraft-style judge, written for this repository: one reply of a role-playing agent
-rated on one dimension at a time, with or without a reference answer.
-
-The eight dimensions that apply to a single reply (CharacterCraft section 4.1; expression diversity needs many
-replies and is left out): fluency, coherence, background, personality, utterance style, emotion, decision
-(0-2) and human-likeness (0-3). Each has two sets of anchors: :data:`ANCHORS` judge the reply against the
-character's profile alone; :data:`REFERENCE_ANCHORS` judge it against a reference answer too (our reference is
-the QA pair's gold answer, a third-person statement of what is true of the character; CharacterCraft's is the
-character's own line from the novel). The criteria are our own wording of what each dimension means.
-
-Verdicts are constrained choices among the digits of the scale (:func:`options`). This module calls no LLM.
+"""The prompts of our CharacterCraft-style judge: one reply of a role-playing agent rated on one of the eight
+single-reply dimensions (CharacterCraft section 4.1), against the character's profile alone (:data:`ANCHORS`) or
+with a reference answer too (:data:`REFERENCE_ANCHORS`). Verdicts are constrained choices among the scale's digits
+(:func:`options`). The criteria are our own wording. Calls no LLM.
 """
 
 from __future__ import annotations
 
 from rpa_lib.evaluation.calibration import CONTENT_FREE
+from rpa_lib.evaluation.judge_prompts import one_line
 from rpa_lib.evaluation.metrics.charactercraft import DIMENSIONS
 
 NAMES = {"flu": "Fluency", "coh": "Coherence", "bg": "Background", "pers": "Personality", "us": "Utterance style",
@@ -97,31 +91,27 @@ def options(dimension: str) -> dict[str, float]:
     return {str(i): float(i) for i in range(TOP[dimension] + 1)}
 
 
-def _one_line(text: str) -> str:
-    return " ".join(str(text).split())
-
-
 def dimension_messages(dimension: str, name: str, work: str, profile: str, question: str, reply: str,
                        reference: str | None = None) -> list[dict]:
-    """Rate ``reply`` on ``dimension``; with ``reference`` (the gold answer) the reference's anchors apply."""
+    """Rate ``reply`` on ``dimension``; with ``reference`` (the gold answer), against :data:`REFERENCE_ANCHORS`."""
     if dimension not in NAMES:
         raise ValueError(f"unknown dimension {dimension!r}; known: {', '.join(NAMES)}")
     anchors = (REFERENCE_ANCHORS if reference is not None else ANCHORS)[dimension]
     scale = "\n".join(f"{i} = {text}" for i, text in enumerate(anchors))
     shown = (f"Reference answer (what is true of {name} here, written about {name} in the third person): "
-             f"{_one_line(reference)}\n") if reference is not None else ""
+             f"{one_line(reference)}\n") if reference is not None else ""
     digits = ", ".join(str(i) for i in range(TOP[dimension])) + f" or {TOP[dimension]}"
     return [
         {"role": "system", "content": SYSTEM},
         {"role": "user", "content": (
             f"Character: {name} ({work})\nProfile of {name} (excerpts):\n{profile}\n\n"
-            f"The user asked {name}: {_one_line(question)}\n{name}'s reply: {_one_line(reply) or '(empty)'}\n{shown}\n"
+            f"The user asked {name}: {one_line(question)}\n{name}'s reply: {one_line(reply) or '(empty)'}\n{shown}\n"
             f"Dimension: {NAMES[dimension]}: {WHAT[dimension]}\n{scale}\nAnswer with one digit: {digits}."
         )},
     ]
 
 
 def content_free_messages(dimension: str, with_reference: bool) -> list[dict]:
-    """The same template with every slot "N/A": the judge's baseline for calibration."""
+    """The template with every slot :data:`~rpa_lib.evaluation.calibration.CONTENT_FREE`."""
     c = CONTENT_FREE
     return dimension_messages(dimension, c, c, c, c, c, c if with_reference else None)

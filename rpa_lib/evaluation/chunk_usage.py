@@ -1,25 +1,9 @@
 """Chunk statistics (AMADEUS Figure 1 and Table 3): which persona chunks a method puts in front of the LLM.
 
-For a character and a question set:
-- chunk usage rate: the share of the character's chunks used at least once as context;
-- GS failure rate: the share of questions for which Guided Selection's slot stayed empty (methods whose
-  details report ``gs_failed``; others have none);
-- duplication frequencies: for each chunk, in how many of the questions it was used.
-
-What counts as "used" is read from each job's context items (``roles`` picks which: e.g. ``["selected"]`` for
-the chunks GS chose); no reply is generated (the runner stops at ``context``). A chunk counts as used only when
-at least :data:`MIN_USED_CHARS` characters of its text (or all of it, for a shorter chunk) reached the LLM: a
-budget-matched Naive RAG that ends on a chunk cut to a few words has not used that chunk. Beside each rate,
-``ceiling_rate`` is the most a method could reach with the chunks it showed (distinct chunks cannot exceed the
-chunks shown per question times the questions): a rate at its ceiling says the question set, not the method,
-set the number.
-
-:data:`COMPARISONS` names the two set-ups Table 3 can compare Naive RAG and AMADEUS in, both on the one ACTS pool
-(the paper applies ACTS to Naive RAG): ``equal`` (the same budget K, each counted on everything that reaches its
-LLM) and ``paper-like`` (Naive RAG's top-3 against the chunks GS selects, AMADEUS also showing its own top-3;
-the paper's Table 3 counts the GS chunks). Each row keeps the job's context items, so
-:func:`rpa_lib.evaluation.context.context_sizes` gives the characters and tokens each method put in front of its
-LLM, and a budget-matched Naive RAG (``naive_rag_budget``) can be run beside them.
+Per character and question set: the chunk usage rate (with ``ceiling_rate``, the most the chunks shown allow),
+the GS failure rate and each chunk's duplication frequency, read from the jobs' context items (the runner stops
+at ``context``: no reply is generated). :data:`COMPARISONS` names the two set-ups Table 3 compares Naive RAG and
+AMADEUS in.
 """
 
 from __future__ import annotations
@@ -53,9 +37,8 @@ COMPARISONS = {"equal": Comparison("acts", None, 0, None), "paper-like": Compari
 
 
 def comparison_methods(name: str, llm, dataset, **amadeus_settings):
-    """``((naive_rag, roles), (amadeus, roles))`` for a named :data:`COMPARISONS` entry; ``amadeus_settings``
-    (embedder, max_iterations, slot_size, window) go to AMADEUS, the embedder to both. AMADEUS runs without the
-    Attribute Extractor: usage needs only the chunks."""
+    """``((naive_rag, roles), (amadeus, roles))`` for a :data:`COMPARISONS` entry; ``amadeus_settings`` go to
+    AMADEUS (its embedder to both), which runs without the Attribute Extractor: usage needs only the chunks."""
     if name not in COMPARISONS:
         raise ValueError(f"unknown comparison {name!r}; choose one of {', '.join(COMPARISONS)}")
     c = COMPARISONS[name]
@@ -67,8 +50,8 @@ def comparison_methods(name: str, llm, dataset, **amadeus_settings):
 
 
 def counted_items(items: list[dict], method, character: str, min_chars: int = MIN_USED_CHARS) -> list[dict]:
-    """The context items whose persona chunk reached the LLM with at least ``min_chars`` characters of its text
-    (or all of it, for a chunk shorter than that); items without a chunk are kept (they add no chunk id)."""
+    """The context items whose chunk reached the LLM with at least ``min_chars`` of its characters (or all of a
+    shorter chunk); items without a chunk are kept."""
     retriever = method.retriever(character)
 
     def full(item: dict) -> int:
@@ -78,9 +61,8 @@ def counted_items(items: list[dict], method, character: str, min_chars: int = MI
 
 def used_chunks(method, jobs: list[Job], *, roles: list[str] | None = None, llm=None, desc: str = "chunks",
                 min_chars: int = MIN_USED_CHARS) -> pd.DataFrame:
-    """One row per job: the chunk ids of the context items of ``roles`` (None: every role) that count as used
-    (:func:`counted_items`), every context item that reached the LLM (``context``, whatever ``roles`` counts),
-    GS's outcome where the method reports one, and the error of a failed job (kept, never dropped)."""
+    """One row per job: the used chunk ids of the items of ``roles`` (None: all), every context item, GS's
+    outcome where reported, and a failed job's error (kept)."""
     rows = run_jobs(method, jobs, step="context", llm=llm, desc=desc)
     out = []
     for r in rows.to_dict("records"):
@@ -90,8 +72,7 @@ def used_chunks(method, jobs: list[Job], *, roles: list[str] | None = None, llm=
         chunks = chunk_ids(counted, *(roles or ())) if ok else []
         row = {"method": r["method"], "character": r["character"], "question_id": r["question_id"],
                "question": r["question"], "chunks": chunks, "context": r["context"] if ok else None,
-               "gs_failed": details.get("gs_failed"),
-               "examined": details.get("examined", 0)}
+               "gs_failed": details.get("gs_failed"), "examined": details.get("examined", 0)}
         if ok and "gs_failed" in details:
             row["judge_calls_cached"] = r["cached_calls"]
         out.append({**row, "error": None if ok else r["error"]})
@@ -99,8 +80,7 @@ def used_chunks(method, jobs: list[Job], *, roles: list[str] | None = None, llm=
 
 
 def usage_stats(used: pd.DataFrame, n_chunks: dict[str, int]) -> pd.DataFrame:
-    """Per (method, character): chunks, chunks used, usage rate, its ceiling (the chunks shown over all questions,
-    at most every chunk, over the character's chunks), GS failure rate, failed items."""
+    """Per (method, character): chunks, chunks used, usage rate and its ceiling, GS failure rate, failed items."""
     rows = []
     for (method, character), g in used.groupby(["method", "character"], sort=False):
         ok = g[g.error.isna()]

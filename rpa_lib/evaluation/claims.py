@@ -1,15 +1,7 @@
-"""The AMADEUS paper's empirical claims, each re-tested on the paper's printed numbers and on this repository's
-committed results, with a verdict in words.
-
-For each claim (:data:`CLAIMS`): (a) what the printed evidence allows: Tables 4-5 print per-character types, so a
-paired test per dimension (exact McNemar) and per character (sign test) is possible; Table 6 prints only
-proportions of 450 questions, so only the discordant questions they imply, the smallest paired p those allow and an
-unpaired two-proportion test; Tables 1 and 3 print sums and averages, so nothing can be tested. (b) This run's
-evidence: the paired comparison of :func:`rpa_lib.evaluation.outcomes.compare` on the committed per-item files.
-(c) A verdict, from the test at the independent unit (characters): supported, contradicted, not distinguishable
-from noise at this n, or not testable (and why).
-
-It makes no LLM call and reads files only in :func:`claims_table` (the folder it is given).
+"""The AMADEUS paper's empirical claims (:data:`CLAIMS`), each re-tested (a) on the paper's printed numbers, as far
+as they allow, and (b) on this repository's committed per-item results (:func:`rpa_lib.evaluation.outcomes.compare`),
+with a verdict in words from the test at the independent unit (characters). Makes no LLM call; reads files only in
+:func:`claims_table`.
 """
 
 from __future__ import annotations
@@ -21,14 +13,9 @@ import pandas as pd
 
 from rpa_lib.data import Dataset, as_dataset
 from rpa_lib.evaluation.metrics.agreement import feldt_interval
-from rpa_lib.evaluation.metrics.intervals import (
-    ALPHA,
-    clopper_pearson,
-    holm,
-    smallest_exact_p,
-    two_proportion_test,
-)
-from rpa_lib.evaluation.outcomes import compare, load_outcomes, paper_personality_outcomes
+from rpa_lib.evaluation.metrics.intervals import ALPHA, clopper_pearson, holm, smallest_exact_p, two_proportion_test
+from rpa_lib.evaluation.outcomes import compare, load_outcomes, paper_personality_outcomes, summarize
+from rpa_lib.report import plural
 
 PAPER_QUESTIONS = 450  # Table 6: 15 characters x 30 CharacterRAG questions
 PAPER_CHARACTERS = 15
@@ -38,9 +25,8 @@ SUPPORTED, CONTRADICTED, NOISE = "supported", "contradicted", "not distinguishab
 
 @dataclass(frozen=True)
 class Claim:
-    """One claim: where the paper makes it, its words, and how to test it. ``table``/``outcome``/``task``/
-    ``method``/``reference`` select the paired comparison (``method`` better than ``reference``;
-    ``higher_is_better`` False for HS and variance)."""
+    """One claim: where the paper makes it, its words, and the paired comparison that tests it (``method``
+    better than ``reference``)."""
 
     id: str
     source: str
@@ -90,8 +76,7 @@ PAPER_NAMES = {"amadeus": "AMADEUS", "crag": "CRAG", "lightrag": "LightRAG", "na
 
 
 def verdict(p: float, favours: bool, n_characters: int, why_not: str = "") -> str:
-    """The verdict in words from the test at the independent unit: ``why_not`` (not testable), one character
-    (not testable), p < 0.05 in the claim's direction (supported) or against it (contradicted), else noise."""
+    """Supported, contradicted, noise or not testable, from the p of the test at the character level."""
     if why_not:
         return f"not testable: {why_not}"
     if n_characters <= 1:
@@ -105,13 +90,6 @@ def verdict(p: float, favours: bool, n_characters: int, why_not: str = "") -> st
     return NOISE
 
 
-# ---- (a) the paper's printed evidence ---------------------------------------------------------------------------
-
-
-def _chars(n) -> str:
-    return f"{int(n)} character" + ("s" if int(n) != 1 else "")
-
-
 def _p(value: float) -> str:
     if pd.isna(value):
         return "-"
@@ -120,8 +98,7 @@ def _p(value: float) -> str:
 
 
 def paper_personality_tests(dataset: Dataset | None = None) -> pd.DataFrame:
-    """Tables 4-5 as printed, every claim's pair on the 15 characters' types: discordant dimensions, exact McNemar,
-    characters better/worse, sign test, and Holm's adjustment over the claims of this family."""
+    """Tables 4-5 as printed, every claim's pair compared on the 15 characters' types (McNemar, sign test, Holm)."""
     parts = []
     for questionnaire, name in (("mbti", "table4_mbti"), ("bigfive", "table5_sloan")):
         out = paper_personality_outcomes(as_dataset(dataset).paper_table(name), questionnaire)
@@ -133,9 +110,8 @@ def paper_personality_tests(dataset: Dataset | None = None) -> pd.DataFrame:
 
 
 def table6_printed(method: str, reference: str, outcome: str = "acc", dataset: Dataset | None = None) -> pd.DataFrame:
-    """What Table 6's printed proportions of 450 questions allow, per LLM: the questions each method answered
-    (rounded), the fewest discordant questions that difference implies, the smallest two-sided paired p those can
-    give (all discordant one way), and the unpaired two-proportion test (ignores the pairing: conservative)."""
+    """Per LLM, what Table 6's printed proportions of 450 questions allow: the fewest discordant questions, the
+    smallest paired p they can give, and the unpaired two-proportion test."""
     t6 = as_dataset(dataset).paper_table("table6_roleplay")
     t6 = t6[t6.task == "CharacterRAG"]
     rows = []
@@ -219,9 +195,6 @@ def _paper_evidence(claim: Claim, personality: pd.DataFrame, dataset: Dataset | 
             "paper_verdict": "not testable: no per-character rates printed"}
 
 
-# ---- (b) this repository's evidence -----------------------------------------------------------------------------
-
-
 def _ours(claim: Claim, paired: pd.DataFrame, summary: pd.DataFrame, run: dict) -> dict:
     if not claim.reference:  # a level, not a comparison
         s = summary[(summary.table == claim.table) & (summary.outcome == claim.outcome)
@@ -229,7 +202,7 @@ def _ours(claim: Claim, paired: pd.DataFrame, summary: pd.DataFrame, run: dict) 
         if s.empty:
             return {"ours_evidence": "-", "ours_verdict": "not testable with this run: no per-item outcomes"}
         text = "; ".join(f"{r.task}: {r.score:.3g} [{_p(r.ci_low)}, {_p(r.ci_high)}] ({r.n_items} items, "
-                         f"{_chars(r.n_characters)})" for r in s.itertuples())
+                         f"{plural(int(r.n_characters), 'character')})" for r in s.itertuples())
         return {"ours_evidence": text, "ours_n_characters": int(s.n_characters.max()),
                 "ours_verdict": "not testable: a level without a threshold; see the interval"
                 + (f" ({run['llm']})" if run.get("llm") else "")}
@@ -247,7 +220,7 @@ def _ours(claim: Claim, paired: pd.DataFrame, summary: pd.DataFrame, run: dict) 
         favours = diff > 0 if claim.higher_is_better else diff < 0
         label = r.task if claim.task is None else r.embedder if isinstance(getattr(r, "embedder", None), str) else ""
         rows.append(f"{label + ': ' if label else ''}{claim.method} - {claim.reference} = {diff + 0.0:+.3g} "
-                    f"[{_p(low)}, {_p(high)}], {r.n_pairs} pairs, {_chars(r.n_characters)}, item p "
+                    f"[{_p(low)}, {_p(high)}], {r.n_pairs} pairs, {plural(int(r.n_characters), 'character')}, item p "
                     f"{_p(r.p_item)} ({r.test_item.split(' (')[0]}), character p {_p(r.p_character)}")
         verdicts.append((label, verdict(r.p_character, favours, r.n_characters)))
         first = first if rows[1:] else {"ours_difference": diff, "ours_low": low, "ours_high": high, "ours_p_item": r.p_item,
@@ -262,7 +235,7 @@ def _ours(claim: Claim, paired: pd.DataFrame, summary: pd.DataFrame, run: dict) 
 
 
 def run_labels(outcomes: pd.DataFrame) -> dict:
-    """The role-play LLM, judge and embedder of the committed results (the first label found; "" if none)."""
+    """The first role-play LLM, judge and embedder label of the committed results ("" if none)."""
     def first(col):
         v = outcomes[col].dropna() if col in outcomes else pd.Series(dtype=object)
         return str(v.iloc[0]) if len(v) else ""
@@ -270,11 +243,8 @@ def run_labels(outcomes: pd.DataFrame) -> dict:
 
 
 def claims_table(results_dir: Path, dataset: Dataset | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """One row per claim of :data:`CLAIMS`: the claim, (a) the paper's printed evidence re-tested and its verdict,
-    (b) this run's paired evidence from the per-item files of ``results_dir`` and its verdict. Returns
-    ``(claims, paired)``, ``paired`` every comparison of the committed results (``compare``)."""
-    from rpa_lib.evaluation.outcomes import summarize
-
+    """``(claims, paired)``: per claim, the paper's and this run's evidence and verdicts; ``paired``, every
+    comparison of the committed per-item files in ``results_dir``."""
     ds = as_dataset(dataset)
     labels = pd.read_csv(ds.root / "labels.csv") if (ds.root / "labels.csv").is_file() else None
     outcomes = load_outcomes(results_dir, labels)
@@ -296,7 +266,7 @@ def claims_table(results_dir: Path, dataset: Dataset | None = None) -> tuple[pd.
 
 
 def verdict_counts(claims: pd.DataFrame) -> pd.DataFrame:
-    """How many claims get each verdict (the words before any parenthesis), paper and ours side by side."""
+    """How many claims get each verdict (its first words), paper and ours side by side."""
     def short(v):
         return str(v).split(" (")[0].split(":")[0]
     return pd.DataFrame({"paper": claims.paper_verdict.map(short).value_counts(),

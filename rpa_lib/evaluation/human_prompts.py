@@ -1,9 +1,6 @@
-"""The prompts of the LLM rater panel that stands in for people in AMADEUS Table 2, written for this repository.
-
-Each LLM rater gets the same question and the same 1-5 scale with its anchors as a person does on the
-annotation sheet (:data:`rpa_lib.evaluation.sheets.QUESTION` and :data:`~rpa_lib.evaluation.sheets.SCALE`), and a
-persona of its own (:data:`RATER_PERSONAS`), so that the panel's raters differ the way people do: in what they
-count as support. Answered with one digit by constrained choice. This module calls no LLM.
+"""The prompts of the LLM rater panel that stands in for people in AMADEUS Table 2: the sheet's question and 1-5
+anchors (:data:`rpa_lib.evaluation.sheets.QUESTION`, :data:`~rpa_lib.evaluation.sheets.SCALE`) and a persona of
+its own per rater (:data:`RATER_PERSONAS`), answered with one digit by constrained choice. Calls no LLM.
 """
 
 from __future__ import annotations
@@ -13,7 +10,6 @@ from rpa_lib.evaluation.sheets import QUESTION, SCALE
 
 RATING_OPTIONS = {str(k): float(k) for k in SCALE}
 
-# name -> who the rater is and what they look for (each in a few sentences of our own)
 RATER_PERSONAS = {
     "psychologist": (
         "You are a personality psychologist. You accept a trait or a value only when the passages show behaviour or "
@@ -33,10 +29,8 @@ RATER_PERSONAS = {
 }
 
 
-
 def rating_messages(persona: str, name: str, question: str, chunks: str, attributes: str) -> list[dict]:
-    """One sample for one LLM rater: the character, the question, the chunks and the attributes exactly as the
-    sheet shows them, the question of the sheet and its five anchors; answered with a digit 1-5."""
+    """One sample, exactly as the sheet shows it, for the rater of ``persona``."""
     if persona not in RATER_PERSONAS:
         raise ValueError(f"unknown rater persona {persona!r}; known: {', '.join(RATER_PERSONAS)}")
     scale = "\n".join(f"{k} = {v}" for k, v in SCALE.items())
@@ -54,5 +48,5 @@ def rating_messages(persona: str, name: str, question: str, chunks: str, attribu
 
 
 def content_free_messages(persona: str) -> list[dict]:
-    """The same template with every slot "N/A": the rater's baseline for calibration."""
+    """The template with every slot :data:`~rpa_lib.evaluation.calibration.CONTENT_FREE`."""
     return rating_messages(persona, CONTENT_FREE, CONTENT_FREE, CONTENT_FREE, CONTENT_FREE)

@@ -1,19 +1,7 @@
-"""Every prompt the LLM judges of the QA evaluation send (AMADEUS Table 6, RAGEval key points), written for this
-repository, each with its scale and the anchors of the scale spelled out.
-
-- :func:`acc_messages`: ACC, does the response contain the correct answer (yes / no);
-- :func:`acc_l_messages`: ACC_L, how well the response reflects the correct answer (1-10);
-- :func:`hs_messages`: HS, how much of the response is hallucinated given what the method put in front of its
-  LLM and, for QA, the correct answer (1-10, 1 = nothing hallucinated);
-- :func:`keypoint_messages` / :func:`keypoint_lines_messages`: a gold answer's key points (RAGEval section 3.5),
-  as a JSON object, or one a line for a judge that cannot write the JSON;
-- :func:`keypoint_label_messages`: one key point against one response: covered, not covered or contradicted.
-
-Verdicts are asked as constrained choices among short options (single letters or numbers, so that a local
-model scoring options by likelihood favours none for being short); :mod:`rpa_lib.evaluation.judges` maps the
-option to the value. Every prompt tells the judge to use only the texts shown, never what it may know about a
-famous character from elsewhere: the evaluation measures the role-playing agent, not the judge's memory.
-Prompts are plain functions returning chat messages; this module calls no LLM.
+"""Every prompt the LLM judges of the QA evaluation send (AMADEUS Table 6's ACC, ACC_L and HS; RAGEval's key
+points and their labels), each with its scale and anchors spelled out. Verdicts are constrained choices among short
+options; :mod:`rpa_lib.evaluation.judges` maps an option to its value. Every prompt tells the judge to use only the
+texts shown. Plain functions returning chat messages; calls no LLM.
 """
 
 from __future__ import annotations
@@ -51,35 +39,30 @@ HS_ANCHORS = (
 )
 
 
-def _one_line(text: str) -> str:
+def one_line(text: str) -> str:
     return " ".join(str(text).split())
 
 
 def _qa_block(name: str, question: str, gold: str, reply: str) -> str:
     return (f"Character: {name}\n"
-            f"Question asked to {name}: {_one_line(question)}\n"
-            f"Correct answer (it describes {name} in the third person): {_one_line(gold)}\n"
-            f"{name}'s response (in the first person): {_one_line(reply) or '(empty)'}\n\n")
+            f"Question asked to {name}: {one_line(question)}\n"
+            f"Correct answer (it describes {name} in the third person): {one_line(gold)}\n"
+            f"{name}'s response (in the first person): {one_line(reply) or '(empty)'}\n\n")
 
 
 def passages_text(context: Sequence[dict]) -> str:
-    """The context items a method used, numbered, each with its role and label:
-    ``[1] (knowledge: Early life) text``. ``context`` holds the dicts of a ``run_jobs`` row."""
+    """A ``run_jobs`` row's context items, numbered, with role and label: ``[1] (knowledge: Early life) text``."""
     lines = []
     for i, item in enumerate(context, start=1):
         tag = item.get("role", "")
         if item.get("label"):
-            tag = f"{tag}: {_one_line(item['label'])}"
-        lines.append(f"[{i}] ({tag}) {_one_line(item.get('text', ''))}")
+            tag = f"{tag}: {one_line(item['label'])}"
+        lines.append(f"[{i}] ({tag}) {one_line(item.get('text', ''))}")
     return "\n".join(lines)
 
 
 def acc_messages(name: str, question: str, gold: str, reply: str) -> list[dict]:
-    """ACC (AMADEUS, "whether the character's response contains the correct answer or not"): yes or no.
-
-    The gold answer speaks of the character in the third person and the response in the first, so the judge is
-    told that a restatement in other words, in the first person or inside other talk still counts, and that a
-    hint, a refusal or a different fact does not."""
+    """ACC (AMADEUS, "whether the character's response contains the correct answer or not"): yes or no."""
     return [
         {"role": "system", "content": JUDGE_SYSTEM},
         {"role": "user", "content": (
@@ -94,8 +77,7 @@ def acc_messages(name: str, question: str, gold: str, reply: str) -> list[dict]:
 
 
 def acc_l_messages(name: str, question: str, gold: str, reply: str) -> list[dict]:
-    """ACC_L (AMADEUS: "how well the character's response reflects the correct answer", 1-10), with the scale's
-    anchors :data:`ACC_L_ANCHORS`. Answered with the number only."""
+    """ACC_L (AMADEUS: "how well the character's response reflects the correct answer"), 1-10."""
     return [
         {"role": "system", "content": JUDGE_SYSTEM},
         {"role": "user", "content": (
@@ -109,25 +91,19 @@ def acc_l_messages(name: str, question: str, gold: str, reply: str) -> list[dict
 def hs_messages(name: str, question: str, context: Sequence[dict], reply: str, gold: str | None = None, *,
                 reference: bool = False) -> list[dict]:
     """HS, the Hallucination Score (AMADEUS: "close to 1 when the response faithfully reflects only the facts
-    contained in the chunks or answer without distortion or addition"), 1-10 with :data:`HS_ANCHORS`.
-
-    The judge sees the question, the context the method actually put in front of its LLM (``context``: the
-    ``run_jobs`` row's items) and, for a QA question, the correct answer (``gold``; None for an interview
-    question, whose reply is judged against the passages alone). Only claims of fact count: the character's
-    tone, greetings and feelings are no hallucination, and a preference that follows from the passages is
-    supported. With ``reference``, ``context`` is a reference from the persona shared by every method, and the
-    judge is told so instead."""
+    contained in the chunks or answer"), 1-10, against ``context`` (the method's own, or with ``reference`` one
+    shared by every method) and ``gold`` (None for an interview question)."""
     sources = "the passages or the correct answer" if gold is not None else "the passages"
     heading = f"Passages from {name}'s persona (the reference)" if reference else "Passages the agent was given"
     shown = f"{heading}:\n{passages_text(context) or '(none)'}\n\n"
     if gold is not None:
-        shown += f"Correct answer (it describes {name} in the third person): {_one_line(gold)}\n"
+        shown += f"Correct answer (it describes {name} in the third person): {one_line(gold)}\n"
     return [
         {"role": "system", "content": JUDGE_SYSTEM},
         {"role": "user", "content": (
             f"Character: {name}\n{shown}"
-            f"Question asked to {name}: {_one_line(question)}\n"
-            f"{name}'s response (in the first person): {_one_line(reply) or '(empty)'}\n\n"
+            f"Question asked to {name}: {one_line(question)}\n"
+            f"{name}'s response (in the first person): {one_line(reply) or '(empty)'}\n\n"
             f"How much of the response is hallucinated, that is, states facts about {name} or their world that "
             f"{sources} do not support, or distorts what they say? Count only claims of fact (events, people, places, "
             "numbers, abilities, relationships, habits); tone, greetings and feelings are not hallucinations, and a "
@@ -153,38 +129,35 @@ _KEYPOINT_TASK = (
 
 
 def keypoint_messages(name: str, question: str, answer: str) -> list[dict]:
-    """RAGEval's key points of a gold answer (typically 1-5 facts), as ``{"key_points": [...]}``
-    (:data:`KEYPOINT_SCHEMA`). The judge may only split and restate the answer, never add to it."""
+    """RAGEval's key points (1-5) of a gold answer as :data:`KEYPOINT_SCHEMA` JSON: split and restated, never added."""
     return [
         {"role": "system", "content": "You break reference answers into their key facts. Reply with JSON only."},
         {"role": "user", "content": (
-            f"Question asked to {name}: {_one_line(question)}\nAnswer: {_one_line(answer)}\n\n{_KEYPOINT_TASK}\n"
+            f"Question asked to {name}: {one_line(question)}\nAnswer: {one_line(answer)}\n\n{_KEYPOINT_TASK}\n"
             'Reply as {"key_points": ["...", "..."]}'
         )},
     ]
 
 
 def keypoint_lines_messages(name: str, question: str, answer: str) -> list[dict]:
-    """The same request for a judge that cannot write the JSON of :func:`keypoint_messages`: one key point a
-    line, nothing else."""
+    """:func:`keypoint_messages` for a judge that cannot write the JSON: one key point a line."""
     return [
         {"role": "system", "content": "You break reference answers into their key facts."},
         {"role": "user", "content": (
-            f"Question asked to {name}: {_one_line(question)}\nAnswer: {_one_line(answer)}\n\n{_KEYPOINT_TASK}\n"
+            f"Question asked to {name}: {one_line(question)}\nAnswer: {one_line(answer)}\n\n{_KEYPOINT_TASK}\n"
             "Write one key point per line and nothing else."
         )},
     ]
 
 
 def keypoint_label_messages(name: str, question: str, key_point: str, reply: str) -> list[dict]:
-    """One key point against one response (RAGEval's indicator functions): A covered (stated, correctly),
-    B not covered (neither stated nor contradicted), C contradicted. Options :data:`KEYPOINT_OPTIONS`."""
+    """One key point against one response (RAGEval): A covered, B not covered, C contradicted."""
     return [
         {"role": "system", "content": JUDGE_SYSTEM},
         {"role": "user", "content": (
-            f"Character: {name}\nQuestion asked to {name}: {_one_line(question)}\n"
-            f"Key point (a fact about {name}): {_one_line(key_point)}\n"
-            f"{name}'s response (in the first person): {_one_line(reply) or '(empty)'}\n\n"
+            f"Character: {name}\nQuestion asked to {name}: {one_line(question)}\n"
+            f"Key point (a fact about {name}): {one_line(key_point)}\n"
+            f"{name}'s response (in the first person): {one_line(reply) or '(empty)'}\n\n"
             "Compare the response with the key point.\n"
             "A = covered: the response states this point, correctly (other words are fine)\n"
             "B = not covered: the response neither states this point nor says anything against it\n"

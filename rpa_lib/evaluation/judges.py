@@ -1,19 +1,9 @@
 """The LLM judges of the QA evaluation (AMADEUS Table 6, RAGEval key-point labels) and the check of their validity.
 
-- :func:`judge_llm`: the judge, built in the LLM layer (:func:`rpa_lib.llm.judge_llm`, re-exported here): an LLM
-  chosen apart from the role-play LLM (``RPA_JUDGE_MODEL`` and ``RPA_JUDGE_BASE_URL``, else the role-play LLM's
-  settings), through the same cached LLM layer; every notebook and the price check build it alike.
-- :func:`judge_acc`, :func:`judge_acc_l`, :func:`judge_hs`, :func:`label_keypoint`: one verdict each, by
-  constrained choice (``llm.choose``), never by parsing free text. A judge that gives no allowed option after
-  the LLM layer's re-asks has an *unparseable* verdict: a :class:`Verdict` with status ``"unparsed"`` and a NaN
-  value, counted by the tables, never replaced by a default. A fault (network, server, bug) is not a verdict:
-  it is raised, and the verdict runner (:func:`rpa_lib.methods.run_verdicts`) records it as a failed item.
-- :func:`judge_check`: the judge on the known-quality cases of :func:`rpa_lib.evaluation.known_quality.
-  judge_check_cases`, and its agreement with them (:func:`check_agreement`, :func:`check_summary`).
-
-The prompts are :mod:`rpa_lib.evaluation.judge_prompts`'; key-point extraction is :mod:`rpa_lib.evaluation.
-keypoints`. Running the judges over a run's answers and building the tables is :mod:`rpa_lib.evaluation.qa`'s
-job; this module writes nothing and draws nothing.
+One verdict per call, by constrained choice, never by parsing free text: no allowed option after the LLM layer's
+re-asks is an ``"unparsed"`` :class:`Verdict` (NaN, never a default), while a fault is raised for the verdict runner
+to record. :func:`judge_check` runs a judge on the known-quality cases. :func:`judge_llm` is re-exported from the
+LLM layer. Writes nothing and draws nothing; running the judges over a run is :mod:`rpa_lib.evaluation.qa`'s job.
 """
 
 from __future__ import annotations
@@ -39,25 +29,16 @@ from rpa_lib.evaluation.known_quality import CHECKS
 from rpa_lib.evaluation.runner import FAILED, OK, UNPARSED, run_verdicts  # noqa: F401  (the statuses, re-exported)
 from rpa_lib.llm import LLMNoValidAnswer, judge_llm  # noqa: F401  (judge_llm: re-exported)
 
-# ---- the judge LLM ---------------------------------------------------------------------------------------------
-
 
 def judge_id(judge) -> str:
-    """A file-name-safe id of a judge (its model id, which changes with the weights or the served model).
-    ``judge_id(FakeLLM()) == "fake-fake"``"""
+    """A file-name-safe id of a judge's model. ``judge_id(FakeLLM()) == "fake-fake"``"""
     return re.sub(r"[^A-Za-z0-9._-]+", "-", str(getattr(judge, "model_id", None) or judge.label)).strip("-.")
-
-
-# ---- one verdict ---------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class Verdict:
-    """One judge verdict. ``answer``: the option's meaning (``"yes"``, ``"7"``, ``"covered"``), None when the
-    judge's answer could not be parsed; ``value``: its number (1/0 for ACC, 1-10 for a scale; NaN when unparsed
-    or, for key-point labels, always); ``problem``: why it is unparsed; ``coerced``: the judge's reply matched no
-    option and the LLM layer took the option of the highest score (logprobs mode) in its place: a verdict, counted
-    apart beside the unparsed ones."""
+    """One judge verdict. ``answer``: the option's meaning (None unparsed); ``value``: its number (NaN unparsed or
+    a label); ``coerced``: the reply matched no option and the LLM layer took the best-scored one instead."""
 
     metric: str
     answer: str | None
@@ -68,14 +49,12 @@ class Verdict:
 
 
 def unparseable(error: BaseException) -> bool:
-    """Is this LLM error the judge's answer being unparseable (no allowed option or valid JSON after the
-    re-asks: :class:`~rpa_lib.llm.LLMNoValidAnswer`), as opposed to a fault that no answer came back from?"""
+    """Is this LLM error an unparseable answer (:class:`~rpa_lib.llm.LLMNoValidAnswer`) rather than a fault?"""
     return isinstance(error, LLMNoValidAnswer)
 
 
 def choose_or_unparsed(judge, metric: str, messages: list[dict], options: dict[str, object]):
-    """The judge's reply to a constrained choice among ``options``, or an ``"unparsed"`` :class:`Verdict` when
-    no allowed option came back after the re-asks; a fault is raised."""
+    """The judge's reply to a constrained choice among ``options``, or an ``"unparsed"`` :class:`Verdict`."""
     try:
         return judge.choose(messages, list(options), name=metric)
     except LLMNoValidAnswer as exc:
@@ -83,8 +62,7 @@ def choose_or_unparsed(judge, metric: str, messages: list[dict], options: dict[s
 
 
 def choose_verdict(judge, metric: str, messages: list[dict], options: dict[str, object]) -> Verdict:
-    """The judge's constrained choice among ``options`` (option -> its meaning: a float value or a label), as a
-    :class:`Verdict`; unparseable: status ``"unparsed"``; a fault is raised."""
+    """The judge's constrained choice among ``options`` (option -> a float value or a label) as a :class:`Verdict`."""
     reply = choose_or_unparsed(judge, metric, messages, options)
     if isinstance(reply, Verdict):
         return reply
@@ -106,10 +84,8 @@ def judge_acc_l(judge, name: str, question: str, gold: str, reply: str) -> Verdi
 
 def judge_hs(judge, name: str, question: str, context: Sequence[dict], reply: str, gold: str | None = None, *,
              reference: bool = False) -> Verdict:
-    """HS: 1-10, 1 when the response states only facts of the passages (and of ``gold``, for a QA question;
-    None for an interview question). The passages are ``context``: the method's own (``reference=False``) or one
-    reference shared by every method (``reference=True``, :func:`rpa_lib.evaluation.qa.hs_references`). No
-    passages: ValueError."""
+    """HS: 1-10, 1 when the response states only facts of ``context`` (and of ``gold``, None for an interview
+    question); ``reference``: ``context`` is shared by every method. No passages: ValueError."""
     if not context:
         raise ValueError("HS needs passages to judge against; a method without retrieved context gets no HS")
     return choose_verdict(judge, "hs", hs_messages(name, question, context, reply, gold, reference=reference),
@@ -117,13 +93,9 @@ def judge_hs(judge, name: str, question: str, context: Sequence[dict], reply: st
 
 
 def label_keypoint(judge, name: str, question: str, key_point: str, reply: str) -> Verdict:
-    """One key point against one response: ``answer`` is ``"covered"``, ``"not_covered"`` or
-    ``"contradicted"`` (RAGEval's labels, :data:`rpa_lib.evaluation.metrics.keypoints.LABELS`), None unparsed."""
+    """One key point against one response: ``answer`` is one of RAGEval's labels (None unparsed)."""
     return choose_verdict(judge, "keypoint", keypoint_label_messages(name, question, key_point, reply),
                           KEYPOINT_OPTIONS)
-
-
-# ---- the judge check ------------------------------------------------------------------------------------------
 
 
 def _judge_case(judge, case: dict) -> Verdict:
@@ -140,13 +112,8 @@ CHECK_COLUMNS = ["item", "character", "qa_id", "attribute", "case", "metric", "r
 
 def judge_check(cases: list[dict], judge, *, workers: int | None = None,
                 progress: bool = True) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Run the judge on the check cases (:func:`rpa_lib.evaluation.known_quality.judge_check_cases`). Returns
-    ``(verdicts, agreement)``: one row per case with the judge's answer, value, status and error; and one row per
-    check of :data:`~rpa_lib.evaluation.known_quality.CHECKS` with the cases it has, how many the judge got right
-    (``agree``), how many it could not decide (a verdict unparseable or failed, never counted as agreement or
-    disagreement) and ``agreement`` = agree / decided; ``coerced``: of the decided cases, those with a verdict the
-    LLM layer coerced from logprobs (the judge's reply matched no option). A pair check (ACC_L, HS) agrees when the
-    first value is strictly above the second."""
+    """``(verdicts, agreement)`` of the judge on the cases of
+    :func:`rpa_lib.evaluation.known_quality.judge_check_cases`: a row per case, and :func:`check_agreement`."""
     verdicts = run_verdicts(
         judge, cases, lambda case: _judge_case(judge, case),
         lambda case: {**{k: case[k] for k in CHECK_COLUMNS[:7]}, "judge": judge.label},
@@ -155,18 +122,20 @@ def judge_check(cases: list[dict], judge, *, workers: int | None = None,
 
 
 def check_agreement(verdicts: pd.DataFrame) -> pd.DataFrame:
-    """The agreement table of :func:`judge_check` from its verdict rows (see there; rows saved before the
-    ``coerced`` column count none coerced)."""
-    def rows(item, metric, case):
-        return verdicts[(verdicts.item == item) & (verdicts.metric == metric) & (verdicts.case == case)]
+    """Per check of :data:`~rpa_lib.evaluation.known_quality.CHECKS`: its cases, ``agree``, ``undecided`` (an
+    unparsed or failed verdict), ``agreement`` = agree / decided and ``coerced`` (of the decided). A pair check
+    (ACC_L, HS) agrees when the first value is strictly above the second."""
+    found = {}  # (item, metric, case) -> its first verdict row
+    for r in verdicts.to_dict("records"):
+        found.setdefault((r["item"], r["metric"], r["case"]), r)
 
     def value(item, metric, case):
-        hit = rows(item, metric, case)
-        return (float(hit.value.iloc[0]) if hit.status.iloc[0] == OK else None) if len(hit) else "absent"
+        r = found.get((item, metric, case))
+        return "absent" if r is None else float(r["value"]) if r["status"] == OK else None
 
     def coerced(item, metric, case) -> bool:
-        hit = rows(item, metric, case) if case is not None and "coerced" in verdicts else []
-        return bool(len(hit)) and bool(hit.coerced.iloc[0])
+        r = found.get((item, metric, case)) if case is not None else None
+        return r is not None and bool(r.get("coerced", False))
 
     pairs = {"acc: gold answer": ("acc", "gold", None), "acc: another character's answer": ("acc", "other", None),
              "acc: denial of the gold answer": ("acc", "denial", None),
@@ -196,8 +165,7 @@ def check_agreement(verdicts: pd.DataFrame) -> pd.DataFrame:
 
 
 def check_summary(agreement: pd.DataFrame) -> str:
-    """One line for captions: ``"judge check: acc: gold answer 5/6, ..."`` (agree / decided; undecided and
-    coerced noted)."""
+    """One line for captions: ``"judge check: acc: gold answer 5/6, ..."`` (agree / decided)."""
     parts = []
     for r in agreement.itertuples():
         decided = r.cases - r.undecided

@@ -1,13 +1,8 @@
-"""RAGEval's key points of each gold answer: extracted once per answer by the judge, kept as data with their
-provenance (judge, model, prompt, date) in a JSONL file that later runs reuse.
-
-- :func:`extract_keypoints`: the key points (1-5) of one gold answer, as structured output, else one a line;
-- :func:`keypoints_for`: those of many answers, reused from :func:`keypoints_path` (``keypoints_<judge id>.jsonl``)
-  when the judge model, the prompt and the question-and-answer text are unchanged, else extracted and appended.
-
-Labelling a response's coverage of each key point is :func:`rpa_lib.evaluation.judges.label_keypoint`; the
-arithmetic of Completeness, Hallucination and Irrelevance is :mod:`rpa_lib.evaluation.metrics.keypoints`. The
-prompts are :mod:`rpa_lib.evaluation.judge_prompts`'. This module writes only the key-point file.
+"""RAGEval's key points of each gold answer: extracted once per answer by the judge and kept, with their provenance
+(judge, model, prompt, date), in a JSONL file that later runs reuse while the judge model, the prompt and the
+question and answer are unchanged. Labelling a response against them is
+:func:`~rpa_lib.evaluation.judges.label_keypoint`; their arithmetic, :mod:`rpa_lib.evaluation.metrics.keypoints`.
+Writes only the key-point file.
 """
 
 from __future__ import annotations
@@ -29,15 +24,13 @@ from rpa_lib.evaluation.runner import FAILED, OK, UNPARSED
 from rpa_lib.llm import LLMNoValidAnswer
 
 MAX_KEYPOINTS = 5
-
-
 KEYPOINT_FORMATS = ("json", "lines")
 _BULLET = re.compile(r"^\s*(?:[-*•]+|\(?\d{1,2}[.):]|key points?:?)\s*", re.IGNORECASE)
 
 
 def parse_keypoint_lines(text: str, limit: int = MAX_KEYPOINTS) -> list[str]:
-    """Key points written one a line: bullets and numbering removed, blank lines and a "Key points:" heading
-    dropped, at most ``limit``. ``parse_keypoint_lines("1. A.\\n2) B.") == ["A.", "B."]``"""
+    """Key points one a line, without bullets, numbering or heading, at most ``limit``.
+    ``parse_keypoint_lines("1. A.\\n2) B.") == ["A.", "B."]``"""
     points = [_BULLET.sub("", line).strip() for line in text.splitlines()]
     return [p for p in points if p][:limit]
 
@@ -54,10 +47,8 @@ class KeyPoints:
 
 def extract_keypoints(judge, name: str, question: str, answer: str, *, format: str = "json", retries: int = 2,
                       max_tokens: int = 200) -> KeyPoints:
-    """RAGEval's key points (1-5) of a gold ``answer``. ``format="json"``: structured output
-    (``{"key_points": [...]}``, ``retries`` re-asks), then, if the judge never writes valid JSON, one key point a
-    line; ``"lines"``: one a line at once (for a small local judge). Lines are the judge's list, cut to 5; no
-    line at all is unparseable. A fault is raised."""
+    """RAGEval's key points (1-5) of a gold ``answer``: ``format="json"`` asks for structured output and falls back
+    to one a line; ``"lines"`` asks for lines at once (for a small local judge). No point at all is unparsed."""
     if format not in KEYPOINT_FORMATS:
         raise ValueError(f"format must be one of {KEYPOINT_FORMATS}, not {format!r}")
     problem = None
@@ -93,7 +84,7 @@ def _digest(*parts: object) -> str:
 
 
 def prompt_id(format: str) -> str:
-    """A hash of the key-point prompt in ``format``; a changed prompt makes the stored key points stale."""
+    """A hash of the key-point prompt in ``format``: a changed prompt makes the stored key points stale."""
     messages = keypoint_messages("{name}", "{question}", "{answer}")
     if format == "lines":
         messages = [*messages, *keypoint_lines_messages("{name}", "{question}", "{answer}")]
@@ -115,11 +106,8 @@ KEYPOINT_COLUMNS = ["qa_id", "character", "question", "answer", "key_points", "s
 def keypoints_for(items: Sequence[tuple[str, QA]], judge, path: Path, names: dict[str, str] | None = None, *,
                   format: str = "json", retries: int = 2, max_tokens: int = 200, workers: int | None = None,
                   progress: bool = True) -> pd.DataFrame:
-    """The key points of each ``(character, QA)``: reused from ``path`` when a record there has the same judge
-    model, prompt and question-and-answer text, else extracted by :func:`extract_keypoints` and appended to
-    ``path`` with their provenance (judge label and model, prompt hash, date). An unparseable extraction is kept
-    too (status ``"unparsed"``, no key points) so the file shows it; a fault is not stored and comes back as a
-    row with its ``error``. One row per item, columns :data:`KEYPOINT_COLUMNS`."""
+    """The key points of each ``(character, QA)``, reused from ``path`` or extracted and appended there (an
+    unparsed extraction too; a fault only as a row with its ``error``). One row per item, :data:`KEYPOINT_COLUMNS`."""
     names = names or {}
     prompt = prompt_id(format)
     stored = {(r["qa_id"], r["answer_sha"]): r for r in read_keypoints(path)
@@ -158,6 +146,5 @@ def keypoints_for(items: Sequence[tuple[str, QA]], judge, path: Path, names: dic
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         with path.open("a", encoding="utf-8") as f:
-            for record in new:
-                f.write(json.dumps(record, ensure_ascii=False) + "\n")
+            f.writelines(json.dumps(record, ensure_ascii=False) + "\n" for record in new)
     return pd.DataFrame([rows[i] for i in range(len(items))], columns=KEYPOINT_COLUMNS)

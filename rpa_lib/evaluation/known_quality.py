@@ -1,26 +1,11 @@
 """Known-quality cases: replies whose verdict, or whose order, is known by construction, built from our own QA.
 
-Two sets, one idea: a judge is checked against answers we know before it speaks.
+- The judge check of the QA judges (AMADEUS Table 6; :func:`judge_check_cases`, :data:`CHECKS`);
+- the quality ladder of the CharacterCraft judge (CharacterCraft Table 6; :func:`build_ladder`, :data:`RUNGS`,
+  :data:`EXPECTED`): per QA question, replies whose level on each dimension is known (2 best; None: no claim).
 
-- **The judge check** of the QA judges (AMADEUS Table 6; :func:`judge_check_cases`, :data:`CHECKS`): per gold
-  answer, the gold answer itself (ACC yes), another character's answer to a question of the same attribute and a
-  denial of the gold answer (ACC no), and the gold answer with an invented fact added (HS above the plain gold
-  answer's). Run by :func:`rpa_lib.evaluation.judges.judge_check`.
-- **The quality ladder** of the CharacterCraft judge (CharacterCraft Table 6; :func:`build_ladder`, :data:`RUNGS`,
-  :data:`EXPECTED`): per QA question, replies whose level on each dimension is known (2 best; None: no claim):
-  the character's own evidence, the answer in an AI assistant's voice, part of it plus an invented claim, a
-  dismissive denial, another character's evidence, and the evidence with its words shuffled (what moves fluency).
-
-**What the ladder can test, and what it cannot.** It tests whether a judge orders replies that differ in a known,
-built-in way (voice, language, topic, contradiction of the persona): Kendall's tau against the ladder is the
-judge's agreement with that order. It cannot stand in for people on subtle differences, and it cannot test
-whether the reference answer helps: on bg, pers and dec the ladder's order is itself defined by agreement with
-the gold answer that the with-reference judge is shown (a reply that denies or omits it ranks low), so a higher
-tau with the reference there is circular. The notebook therefore reports the with and without rows but draws no
-"the reference helps" conclusion from the ladder; people's ratings (:func:`rpa_lib.evaluation.charactercraft.
-rating_source`) can test it.
-
-This module calls no LLM and writes nothing.
+The ladder tests whether a judge orders replies that differ in a built-in way; it cannot test whether the reference
+answer helps (see docs/design/evaluation.md). Calls no LLM and writes nothing.
 """
 
 from __future__ import annotations
@@ -38,8 +23,7 @@ from rpa_lib.data import QA, Dataset
 from rpa_lib.evaluation.metrics.charactercraft import DIMENSIONS
 from rpa_lib.evaluation.runner import spread
 
-# Invented facts that no persona of ours states, in the two voices the cases need: said of the character by name
-# (the judge check's invented addition) and said by the character (the ladder's partly wrong reply).
+# Facts no persona of ours states: said of the character by name (judge check) and by the character (ladder).
 INVENTED_FACTS = (
     ("{name} also won a national chess championship three years in a row.",
      "I also won a national chess championship three years in a row."),
@@ -54,7 +38,6 @@ INVENTED_FACTS = (
 )
 INVENTIONS = tuple(said_of for said_of, _ in INVENTED_FACTS)  # third person, "{name}" to fill
 INVENTIONS_FIRST_PERSON = tuple(said_by for _, said_by in INVENTED_FACTS)
-# Denials of the gold answer: the judge check's plain one, and the ladder's in the character's dismissive voice.
 DENIAL = "That is not true. It is false that: {answer}"
 DISMISSIVE_DENIAL = ("No. Whoever told you that has it wrong: it is simply not true of me that {answer_lower} I have "
                      "never cared about any of that, and I am not going to pretend otherwise. Ask someone else.")
@@ -62,8 +45,6 @@ OUT_OF_CHARACTER = ("As an AI language model, I do not have personal experiences
                     "description says. {answer} I hope this information is helpful! Let me know if you have any "
                     "other questions.")
 
-
-# ---- the judge check (QA judges) ---------------------------------------------------------------------------------
 
 # check -> (metric, expected, what it tests)
 CHECKS = {
@@ -78,8 +59,8 @@ CHECKS = {
 
 
 def _balanced(pairs: list[tuple[str, QA]], n: int) -> list[tuple[str, QA]]:
-    """``n`` of ``(character, qa)`` spread over attributes and characters: each pick takes the least-used
-    attribute, then its least-used character, then the first unused item (file order)."""
+    """``n`` of ``(character, qa)``, each pick the least-used attribute, its least-used character, its first
+    unused item."""
     attrs = list(dict.fromkeys(q.attribute for _, q in pairs))
     chars = list(dict.fromkeys(c for c, _ in pairs))
     used_a, used_c, chosen, taken = dict.fromkeys(attrs, 0), dict.fromkeys(chars, 0), [], set()
@@ -97,12 +78,8 @@ def _balanced(pairs: list[tuple[str, QA]], n: int) -> list[tuple[str, QA]]:
 
 
 def judge_check_cases(dataset: Dataset, characters: list[str], n: int = 6) -> list[dict]:
-    """The judge check set, built from our own QA: ``n`` gold answers spread over attributes and characters,
-    each with the replies of :data:`CHECKS`: the gold answer itself (ACC yes), another character's answer to a
-    question of the same attribute (ACC no; left out with a single character), a denial of the gold answer
-    (ACC no) and the gold answer with an invented addition (HS higher than the plain gold answer's, both judged
-    against the QA's evidence as context). One dict per (item, reply): ``case``, ``check``, ``metric``,
-    ``reply``, and what the judge needs."""
+    """``n`` gold answers spread over attributes and characters, each with the replies of :data:`CHECKS` (another
+    character's answer left out with a single character). One dict per (item, reply) with what the judge needs."""
     pairs = [(c, q) for c in characters for q in dataset.qa(c)]
     names = {c: dataset.profile(c)[0] for c in characters}
     cases = []
@@ -124,8 +101,6 @@ def judge_check_cases(dataset: Dataset, characters: list[str], n: int = 6) -> li
                       {**base, "case": "other", "metric": "acc_l", "reply": other[1].answer, "other_qa": other[1].id}]
     return cases
 
-
-# ---- the quality ladder (CharacterCraft judge) -----------------------------------------------------------------
 
 LADDER_SOURCE = "quality ladder (known order by construction), not human"
 RUNGS = {
@@ -154,7 +129,7 @@ def _sentences(text: str) -> list[str]:
 
 
 def garble(text: str, seed: int) -> str:
-    """The words of each sentence of ``text`` in a seeded random order (a sentence of 3+ words always changes).
+    """Each sentence's words in a seeded random order (3+ words always change).
     ``sorted(garble("a b c.", 1).split()) == sorted("a b c.".split())``"""
     rng = np.random.default_rng(seed)
     out = []
@@ -193,9 +168,8 @@ LADDER_COLUMNS = ["reply_id", "character", "qa_id", "attribute", "question", "re
 
 def build_ladder(dataset: Dataset, characters: list[str], per_character: int | None = None,
                  rungs: Sequence[str] = DEFAULT_RUNGS) -> pd.DataFrame:
-    """One row per (QA question, rung): ``per_character`` questions of each character spread over the six
-    attributes (None: all), each with the replies of ``rungs`` (:data:`RUNGS`). Columns
-    :data:`LADDER_COLUMNS`: ``reference`` is the gold answer, ``source`` where an off-topic reply came from."""
+    """One row per (QA question, rung) of ``per_character`` questions a character spread over the attributes
+    (None: all); ``reference`` is the gold answer, ``source`` where an off-topic reply came from."""
     unknown = [r for r in rungs if r not in RUNGS]
     if unknown or isinstance(rungs, str) or len(set(rungs)) < 2:
         raise ValueError(f"rungs: at least two distinct of {', '.join(RUNGS)}; got {rungs!r}")
@@ -224,15 +198,14 @@ def build_ladder(dataset: Dataset, characters: list[str], per_character: int | N
 
 
 def ladder_levels(ladder: pd.DataFrame) -> pd.DataFrame:
-    """The ladder as a rating source: one row per (reply, dimension) with a claim in :data:`EXPECTED`:
-    ``reply_id``, ``dimension``, ``level``."""
+    """The ladder as a rating source: a ``level`` per (reply, dimension) with a claim in :data:`EXPECTED`."""
     rows = [{"reply_id": r.reply_id, "dimension": d, "level": float(EXPECTED[r.rung][d])}
             for r in ladder.itertuples() for d in DIMENSIONS if EXPECTED[r.rung][d] is not None]
     return pd.DataFrame(rows, columns=["reply_id", "dimension", "level"])
 
 
 def expected_table(rungs: Sequence[str] = DEFAULT_RUNGS) -> pd.DataFrame:
-    """:data:`EXPECTED` for ``rungs`` as a table (rung, what, and a column per dimension; "-": no claim)."""
+    """:data:`EXPECTED` for ``rungs`` as a table ("-": no claim)."""
     return pd.DataFrame([{"rung": r, "reply": RUNGS[r], **{d: "-" if EXPECTED[r][d] is None else EXPECTED[r][d]
                                                            for d in DIMENSIONS}} for r in rungs])
 

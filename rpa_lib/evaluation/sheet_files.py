@@ -1,11 +1,7 @@
-"""The files of a rating sheet: one rater's ``.xlsx`` workbook and ``.csv`` file, written and read back as rows.
-
-A workbook has an "Instructions" sheet (the spec's guide), a "Ratings" sheet (the spec's columns; each rating
-column only takes whole numbers on its scale) and a hidden "_meta" sheet recording the sample set and the rater.
-:mod:`rpa_lib.evaluation.sheets` decides what goes in a sheet (a :class:`~rpa_lib.evaluation.sheets.SheetSpec`)
-and validates what comes back; this module lays cells out, reads them back as ``(row, id, {rating column:
-value})`` with the sheet's recorded sample set and rater (:func:`load`), and defines the error a bad file raises
-(:class:`SheetError`, one :class:`SheetProblem` per problem). openpyxl is imported where used.
+"""The files of a rating sheet: one rater's ``.xlsx`` workbook (Instructions, Ratings and a hidden "_meta" sheet
+with the sample set and rater) and ``.csv`` file, written and read back as ``(row, id, {rating column: value})``
+rows (:func:`load_sheet`), and the error a bad file raises (:class:`SheetError`). What goes in a sheet and its
+validation are :mod:`rpa_lib.evaluation.sheets`'. openpyxl is imported where used.
 """
 
 from __future__ import annotations
@@ -40,7 +36,7 @@ def _instructions(ws, spec, rater: str, sample_set: str, n: int) -> None:
 
 
 def _row_height(spec, values: dict[str, str]) -> float:
-    """Points for a row whose wrapped cells show ``values`` at the spec's widths (15 points a line, Excel's max 409)."""
+    """Points for a row showing ``values`` (15 points a wrapped line, Excel's max 409)."""
     lines = 1
     for column in spec.wrapped:
         width = spec.widths.get(column, DEFAULT_WIDTH)
@@ -91,33 +87,30 @@ def write_workbook(path: Path, spec, rows: pd.DataFrame, rater: str, sample_set:
     wb.save(path)
 
 
-def read_workbook(path: Path) -> tuple[dict, list[tuple] | None, str | None]:
-    """``(meta, table, problem)``: the "_meta" sheet as a dict and the "Ratings" sheet's rows (the header first),
-    or a problem saying why the file is not a workbook written by :func:`write_workbook`."""
+def read_workbook(path: Path) -> tuple[dict, list[tuple]]:
+    """``(meta, table)``: the "_meta" sheet as a dict and the "Ratings" rows (header first) of a workbook written by
+    :func:`write_workbook`, else a :class:`SheetError`."""
     from openpyxl import load_workbook
 
     try:
         wb = load_workbook(path, read_only=True, data_only=True)
     except Exception as exc:  # noqa: BLE001  (a corrupt or foreign file: openpyxl raises many kinds)
-        return {}, None, f"cannot be read as a workbook: {exc}"
+        fail(path, f"cannot be read as a workbook: {exc}")
     try:
         if META_SHEET not in wb.sheetnames or RATINGS_SHEET not in wb.sheetnames:
-            return {}, None, f"no '{RATINGS_SHEET}' or '{META_SHEET}' sheet: not a sheet written by export_sheets"
+            fail(path, f"no '{RATINGS_SHEET}' or '{META_SHEET}' sheet: not a sheet written by export_sheets")
         meta = {str(k).strip(): v for k, v, *_ in wb[META_SHEET].iter_rows(values_only=True) if k is not None}
         table = list(wb[RATINGS_SHEET].iter_rows(values_only=True))
     finally:
         wb.close()
     if not table:
-        return meta, None, f"the '{RATINGS_SHEET}' sheet is empty"
-    return meta, table, None
-
-
-# ---- errors ------------------------------------------------------------------------------------------------
+        fail(path, f"the '{RATINGS_SHEET}' sheet is empty")
+    return meta, table
 
 
 @dataclass(frozen=True)
 class SheetProblem:
-    """One problem of a sheet: its row (None when it concerns no single row), the value, what is wrong."""
+    """One problem of a sheet: its row (None: no single row), the value, what is wrong."""
 
     row: int | None
     value: object
@@ -133,23 +126,18 @@ class SheetError(DataError):
 
     def __init__(self, path: Path | str, problems: list[SheetProblem]):
         self.problems = list(problems)
-        text = str(self.problems[0]) if len(self.problems) == 1 else (
-            f"{len(self.problems)} problems:\n" + "\n".join(f"  {p}" for p in self.problems))
-        first = self.problems[0].row if len(self.problems) == 1 else None
-        super().__init__(path, None, text)
-        self.line = first
+        one = len(self.problems) == 1
+        super().__init__(path, None, str(self.problems[0]) if one else (
+            f"{len(self.problems)} problems:\n" + "\n".join(f"  {p}" for p in self.problems)))
+        self.line = self.problems[0].row if one else None
 
 
 def fail(path: Path, problem: str, row: int | None = None):
-    """Raise a :class:`SheetError` with one problem."""
     raise SheetError(path, [SheetProblem(row, None, problem)])
 
 
-# ---- csv ---------------------------------------------------------------------------------------------------
-
-
 def cell_text(value) -> str:
-    """A cell's text ("" for None or NaN)."""
+    """A cell's text ("" for None or NaN). ``cell_text(None) == ""``"""
     return "" if pd.isna(value) else str(value)
 
 
@@ -161,12 +149,9 @@ def write_csv(path: Path, spec, rows: pd.DataFrame, rater: str, sample_set: str)
             writer.writerow([record[c] for c in spec.shown] + [""] * len(spec.scales) + ["", sample_set, rater])
 
 
-# ---- reading -----------------------------------------------------------------------------------------------
-
-
 @dataclass
 class LoadedSheet:
-    """A sheet as read from its file, before validation: its recorded sample set and rater, and its rows."""
+    """A sheet as read from its file, before validation."""
 
     path: Path
     sample_set: str
@@ -179,7 +164,7 @@ class LoadedSheet:
 
 
 def blank(value) -> bool:
-    """An empty cell (None, blank text or NaN)."""
+    """An empty cell (None, blank text or NaN). ``blank(" ")``"""
     return pd.isna(value) or (isinstance(value, str) and not value.strip())
 
 
@@ -213,7 +198,7 @@ def parse_rating(value, column: str, low: int, high: int) -> tuple[int | None, s
 
 
 def _rows(table: list, path: Path, spec) -> list[tuple[int, object, dict[str, object]]]:
-    """The body of a table (header first) as ``(row, id, {rating column: value})``, blank rows left out."""
+    """A table's rows (header first) as ``(row, id, {rating column: value})``, blank rows left out."""
     cols = {str(h).strip().lower(): j for j, h in enumerate(table[0]) if not blank(h)}
     missing = [c for c in (spec.id, *spec.scales) if c not in cols]
     if missing:
@@ -256,9 +241,7 @@ def load_sheet(path: Path, sample_set: str, spec) -> LoadedSheet:
     if suffix not in (".xlsx", ".csv"):
         fail(path, "a sheet is a .xlsx or .csv file")
     if suffix == ".xlsx":
-        meta, table, problem = read_workbook(path)
-        if problem:
-            fail(path, problem)
+        meta, table = read_workbook(path)
         sheet = LoadedSheet(path, cell_text(meta.get("sample_set")).strip(), cell_text(meta.get("rater")).strip(),
                        _rows(table, path, spec))
     else:

@@ -1,21 +1,10 @@
-"""Rating sheets, one reader and writer for all of them: AMADEUS Table 2's annotation sheets and CharacterCraft's
-dimension sheets, each described by a :class:`SheetSpec` (the id column, the columns a rater reads, the rating
-columns and their scales, the file formats).
+"""Rating sheets, one reader and writer for all of them (AMADEUS Table 2's annotation sheets, CharacterCraft's
+dimension sheets), each described by a :class:`SheetSpec`.
 
-- :func:`export_sheets` writes ``<rater>.xlsx`` and/or ``<rater>.csv`` (:mod:`rpa_lib.evaluation.sheet_files`),
-  as the spec's formats say; :func:`export_empty_sheets` does so only for raters without a sheet (it may be filled).
-- :func:`read_sheet` reads one filled sheet (.xlsx or .csv) back and validates it: one row per expected id, each
-  rating a whole number on its scale. Every problem of a sheet is reported at once in one :class:`SheetError`,
-  naming the file, the row (as a spreadsheet shows it: the header is row 1) and the value.
-- :func:`read_sheets` reads a folder (the rated sheets, and the raters who have not rated yet);
-  :func:`merge_sheets` makes of it the wide table (samples x raters) that
-  :func:`rpa_lib.evaluation.metrics.cronbach_alpha` takes.
-
-:data:`TABLE2_SHEET` is Table 2's spec (with :data:`QUESTION` and :data:`SCALE`, the rater's question and anchors);
-CharacterCraft's is :data:`rpa_lib.evaluation.charactercraft.DIMENSION_SHEET`. This module writes files only in
-the export functions, and never over an existing sheet unless asked: a filled sheet is the only copy of a rater's
-work. It does not choose samples, compute agreement or contact raters. Ids are compared as text (``7`` and
-``"7"`` are the same id).
+:func:`export_sheets` writes ``<rater>.xlsx`` and/or ``<rater>.csv``; :func:`read_sheet`, :func:`read_sheets` and
+:func:`merge_sheets` read filled ones back and validate them, reporting every problem of a sheet at once in one
+:class:`SheetError` (file, spreadsheet row, value). Writes files only when exporting, and never over an existing
+sheet unless asked: a filled sheet is the only copy of a rater's work. Does not choose samples or compute agreement.
 """
 
 from __future__ import annotations
@@ -46,10 +35,8 @@ MAX_CELL = 32_767  # Excel's limit on the characters of one cell
 
 @dataclass(frozen=True)
 class SheetSpec:
-    """What a rating sheet holds. ``id``: the id column; ``shown``: the columns a rater reads (``id`` first);
-    ``scales``: each rating column and its (lowest, highest) whole number; ``noun``: what a row is (singular,
-    plural), for messages; ``allowed``: the values a shown column may take; ``formats``: ``"xlsx"``, ``"csv"``;
-    ``title``, ``guide``, ``prompts``, ``widths``, ``wrapped``: the workbook's layout."""
+    """What a rating sheet holds: the id column, the ``shown`` columns (``id`` first), each rating column's
+    (lowest, highest) whole number, what a row is called, allowed values, formats and the workbook's layout."""
 
     id: str
     shown: tuple[str, ...]
@@ -65,7 +52,6 @@ class SheetSpec:
 
     @property
     def columns(self) -> tuple[str, ...]:
-        """The columns a rater sees: the shown ones, the rating columns, a comment."""
         return (*self.shown, *self.scales, "comment")
 
     @property
@@ -100,9 +86,6 @@ TABLE2_SHEET = SheetSpec(
     widths={"sample_id": 14, "task": 8, "character": 18, "question": 40, "chunks": 90, "attributes": 50, "rating": 9,
             "comment": 40},
     wrapped=("question", "chunks", "attributes", "comment"))
-
-
-# ---- export ----------------------------------------------------------------------------------------------------
 
 
 def _check_samples(samples: pd.DataFrame, spec: SheetSpec) -> pd.DataFrame:
@@ -150,12 +133,8 @@ def _check_raters(raters: list[str]) -> list[str]:
 
 def export_sheets(samples: pd.DataFrame, raters: list[str], folder: Path | str, *, sample_set: str,
                   spec: SheetSpec = TABLE2_SHEET, overwrite: bool = False) -> list[Path]:
-    """Write ``<rater>.xlsx`` and/or ``<rater>.csv`` (the spec's formats) for every rater into ``folder``.
-
-    ``samples`` has the spec's shown columns (Table 2: sample_id, task "MBTI" or "BFI", character, question, chunks,
-    attributes); rows keep their order. An existing sheet is never replaced unless ``overwrite=True`` (it may hold
-    ratings). Returns the paths written.
-    """
+    """Write every rater's sheet (the spec's formats) of ``samples`` (the spec's shown columns, in order) into
+    ``folder``; an existing one only with ``overwrite=True``. Returns the paths written."""
     if not str(sample_set).strip():
         raise ValueError("sample_set is the id of this set of samples, e.g. 'table2-v1'")
     sample_set = str(sample_set).strip()
@@ -177,9 +156,8 @@ def export_sheets(samples: pd.DataFrame, raters: list[str], folder: Path | str, 
 
 def export_empty_sheets(samples: pd.DataFrame, raters: list[str], folder: Path | str, *, sample_set: str,
                         spec: SheetSpec = TABLE2_SHEET, instructions: str | None = None) -> tuple[list[Path], list[str]]:
-    """:func:`export_sheets` for the raters that have no sheet in ``folder`` yet, and ``INSTRUCTIONS.txt`` when
-    ``instructions`` is given and the file is not there. Returns ``(paths written, raters whose sheets were kept)``:
-    an existing sheet may be filled, so it is never rewritten."""
+    """:func:`export_sheets` for the raters without a sheet in ``folder`` (and ``INSTRUCTIONS.txt`` if given and
+    absent). Returns ``(paths written, raters whose sheets were kept)``."""
     folder = Path(folder)
     kept = [n for n in raters if any((folder / f"{n}.{ext}").exists() for ext in spec.formats)]
     todo = [n for n in raters if n not in kept]
@@ -189,9 +167,6 @@ def export_empty_sheets(samples: pd.DataFrame, raters: list[str], folder: Path |
         guide.write_text(instructions, encoding="utf-8")
         written.append(guide)
     return written, kept
-
-
-# ---- read ------------------------------------------------------------------------------------------------------
 
 
 def _expected(expected_ids: Iterable) -> list[str]:
@@ -240,22 +215,15 @@ def _validate(sheet: LoadedSheet, expected: list[str], allow_missing: bool, spec
 
 def read_sheet(path: Path | str, *, expected_ids: Iterable, sample_set: str, allow_missing: bool = False,
                spec: SheetSpec = TABLE2_SHEET) -> pd.DataFrame:
-    """One filled sheet (.xlsx or .csv) as a DataFrame (the id, ``rater``, each rating column), in
-    ``expected_ids`` order.
-
-    A :class:`SheetError` lists every problem: a sheet for another sample set, a rating off its scale or not a
-    whole number, an empty rating (unless ``allow_missing``, which gives NaN), a duplicated, foreign or missing id.
-    Rows may be reordered and columns moved; they are found by their header.
-    """
+    """One filled sheet as a DataFrame (the id, ``rater``, each rating column) in ``expected_ids`` order; an empty
+    rating is a problem unless ``allow_missing`` (NaN). Columns are found by their header."""
     return _validate(load_sheet(Path(path), sample_set, spec), _expected(expected_ids), allow_missing, spec)
 
 
 def read_sheets(folder: Path | str, *, expected_ids: Iterable, sample_set: str, allow_missing: bool = False,
                 spec: SheetSpec = TABLE2_SHEET) -> tuple[dict[str, pd.DataFrame], dict[str, str], list[str]]:
-    """Every sheet of ``folder``: ``(ratings, files, waiting)``: :func:`read_sheet`'s frame per rater who has rated,
-    the file read per rater, and the raters whose sheets hold no rating yet. A rater's .xlsx and .csv are two
-    copies of one sheet: the one that holds ratings is read; two rated copies, or any invalid sheet, are a
-    :class:`SheetError`. Office lock files (``~$...``) and hidden files (``.name``) are ignored."""
+    """``(ratings, files, waiting)`` of ``folder``: :func:`read_sheet`'s frame and the file read per rater who has
+    rated, and the raters yet to rate. Of a rater's .xlsx and .csv copies, the rated one is read (two: an error)."""
     folder = Path(folder)
     if not folder.is_dir():
         raise FileNotFoundError(f"no sheet folder {folder}")
@@ -282,9 +250,8 @@ def read_sheets(folder: Path | str, *, expected_ids: Iterable, sample_set: str, 
 
 def merge_sheets(folder: Path | str, *, expected_ids: Iterable, sample_set: str, allow_missing: bool = False,
                  spec: SheetSpec = TABLE2_SHEET, column: str = "rating") -> pd.DataFrame:
-    """Every rated sheet of ``folder`` (:func:`read_sheets`) as one table: rows the ids (in ``expected_ids`` order),
-    columns the raters, values their ``column`` rating. A rater who has not rated yet is left out with a warning
-    and listed in ``table.attrs["not_yet_rated"]``; ``table.attrs["sheets"]`` maps each rater to the file read."""
+    """The rated sheets of ``folder`` as one table (ids x raters); a rater yet to rate is left out with a warning
+    and listed in ``attrs["not_yet_rated"]``; ``attrs["sheets"]`` maps each rater to the file read."""
     ratings, used, waiting = read_sheets(folder, expected_ids=expected_ids, sample_set=sample_set,
                                          allow_missing=allow_missing, spec=spec)
     table = pd.DataFrame({r: f[column].to_numpy() for r, f in ratings.items()},
