@@ -44,12 +44,12 @@ def interview_rows(rows: pd.DataFrame) -> pd.DataFrame:
         ok = pd.isna(r["error"])
         d = r["details"] if ok else {}
         out.append({"method": r["method"], "questionnaire": r["questionnaire"], "character": r["character"],
-                    "item": r["question_id"], "dimension": r["dimension"], "keyed": r["keyed"], "question": r["question"],
-                    "reply": r["reply"] if ok else None, "error": None if ok else r["error"],
+                    "item": r["question_id"], "dimension": r["dimension"], "keyed": r["keyed"],
+                    "question": r["question"], "reply": r["reply"] if ok else None, "error": None if ok else r["error"],
                     "gs_failed": d.get("gs_failed") if ok else None, "examined": d.get("examined", 0) if ok else None,
                     "knowledge": ";".join(chunk_ids(r["context"], "knowledge")) if ok else None,
                     "selected": ";".join(chunk_ids(r["context"], "selected")) if ok else None,
-                    "attributes": json.dumps(d["attributes"], ensure_ascii=False) if ok and d.get("attributes") else None,
+                    "attributes": json.dumps(d["attributes"], ensure_ascii=False) if d.get("attributes") else None,
                     "route": d.get("route") if ok else None,  # CRAG's action
                     **(context_columns(r["context"]) if ok else dict.fromkeys(CONTEXT_COLUMNS)),
                     "llm_calls": r["llm_calls"], "cached_calls": r["cached_calls"], "seconds": r["seconds"]})
@@ -73,7 +73,8 @@ def _ok(row: dict) -> bool:
     return pd.isna(row.get("error"))
 
 
-def place_on_scale(evaluator, name: str, item, reply: str, questionnaire: Questionnaire, calibrate: bool = False) -> int:
+def place_on_scale(evaluator, name: str, item, reply: str, questionnaire: Questionnaire,
+                   calibrate: bool = False) -> int:
     """The scale point the evaluator chooses for one reply, by constrained choice; ``calibrate``: each option's
     score minus its score for a content-free reply (:mod:`rpa_lib.evaluation.calibration`; needs option scores)."""
     options = scale_options(questionnaire)
@@ -89,8 +90,9 @@ def place_on_scale(evaluator, name: str, item, reply: str, questionnaire: Questi
 RATING_COLUMNS = [*KEYS, "dimension", "unit", "item_ids", "answer", "rating", "analysis", "error"]
 
 
-def score_options(interviews: pd.DataFrame, questionnaire: Questionnaire, evaluator, names: dict[str, str] | None = None,
-                  *, calibrate: bool = False, workers: int | None = None, progress: bool = True) -> pd.DataFrame:
+def score_options(interviews: pd.DataFrame, questionnaire: Questionnaire, evaluator,
+                  names: dict[str, str] | None = None, *, calibrate: bool = False, workers: int | None = None,
+                  progress: bool = True) -> pd.DataFrame:
     """Option conversion: per interview row the ``answer`` (:func:`place_on_scale`) and the ``rating`` keyed toward
     the high letter; failures are rows with an ``error`` and no rating."""
     rows = interviews[interviews.questionnaire == questionnaire.name]
@@ -129,8 +131,9 @@ def score_expert(interviews: pd.DataFrame, questionnaire: Questionnaire, evaluat
     ok = pd.DataFrame([r for r in rows.to_dict("records") if _ok(r)], columns=rows.columns)
     for (method, character, dim_id), group in ok.groupby(["method", "character", "dimension"], sort=False):
         recs = group.to_dict("records")
-        for b, start in enumerate(range(0, len(recs), batch_size), start=1):
-            batches.append((method, character, questionnaire.dimension(dim_id), f"b{b}", recs[start:start + batch_size]))
+        dim = questionnaire.dimension(dim_id)
+        batches += [(method, character, dim, f"b{b}", recs[start:start + batch_size])
+                    for b, start in enumerate(range(0, len(recs), batch_size), start=1)]
 
     def rate(batch) -> dict:
         _, character, dim, _, recs = batch
@@ -166,9 +169,9 @@ def evaluator_check(questionnaire: Questionnaire, evaluator, per_dimension: int 
                           lambda job: {"item": job[0].id, "kind": job[1]}, columns=["item", "kind", "value", "error"],
                           desc=f"evaluator check · {questionnaire.name}", progress=progress)
     got = {(r.item, r.kind): r.value if pd.isna(r.error) else np.nan for r in placed.itertuples()}
-    rows = [{"questionnaire": questionnaire.name, "item": i.id, "dimension": i.dimension, "answer_yes": got[i.id, "yes"],
-             "answer_no": got[i.id, "no"], "separates": bool(got[i.id, "yes"] > got[i.id, "no"])} for i in items]
-    return pd.DataFrame(rows)
+    return pd.DataFrame([{"questionnaire": questionnaire.name, "item": i.id, "dimension": i.dimension,
+                          "answer_yes": got[i.id, "yes"], "answer_no": got[i.id, "no"],
+                          "separates": bool(got[i.id, "yes"] > got[i.id, "no"])} for i in items])
 
 
 def _ordered(ratings: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
@@ -177,7 +180,8 @@ def _ordered(ratings: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=RATING_COLUMNS)
     rank = {k: {v: i for i, v in enumerate(dict.fromkeys(rows[k]))} for k in ("method", "character")}
     ratings = ratings.assign(_m=ratings.method.map(rank["method"]), _c=ratings.character.map(rank["character"]))
-    return ratings.sort_values(["_m", "_c"], kind="stable").drop(columns=["_m", "_c"]).reset_index(drop=True)[RATING_COLUMNS]
+    ratings = ratings.sort_values(["_m", "_c"], kind="stable").drop(columns=["_m", "_c"])
+    return ratings.reset_index(drop=True)[RATING_COLUMNS]
 
 
 def dimension_scores(ratings: pd.DataFrame, questionnaire: Questionnaire) -> pd.DataFrame:

@@ -19,8 +19,10 @@ from rpa_lib.evaluation.metrics.intervals import ALPHA, POWER, mde_paired_binary
 PAPER_ACC = 0.9267
 PRINTED = [  # (comparison, outcome, unit, delta, observed discordant share or None, level p1, p2, units per character)
     ("ACC, AMADEUS vs Naive RAG (GPT-4.1, Table 6)", "acc", "questions", 6 / 450, None, 0.9267, 0.9133, "questions"),
-    ("MBTI dimensions, AMADEUS vs CRAG (Table 4)", "dimension_correct", "dimensions", 11 / 60, 21 / 60, 0.85, 0.6667, "mbti"),
-    ("SLOAN dimensions, AMADEUS vs CRAG (Table 5)", "dimension_correct", "dimensions", 4 / 75, 16 / 75, 0.8133, 0.76, "sloan"),
+    ("MBTI dimensions, AMADEUS vs CRAG (Table 4)", "dimension_correct", "dimensions", 11 / 60, 21 / 60, 0.85, 0.6667,
+     "mbti"),
+    ("SLOAN dimensions, AMADEUS vs CRAG (Table 5)", "dimension_correct", "dimensions", 4 / 75, 16 / 75, 0.8133, 0.76,
+     "sloan"),
 ]
 
 
@@ -42,16 +44,14 @@ def _independent(p1: float, p2: float) -> float:
 def mde_table(sizes: Sizes, alpha: float = ALPHA, power: float = POWER) -> pd.DataFrame:
     """The MDE (in the share right) of ACC and MBTI/SLOAN dimension accuracy at ``sizes``, with independent errors
     at the paper's levels and with the paper's observed discordance."""
-    rows = []
-    for name, pairs, p, observed in (
-            ("ACC (Table 6)", sizes.qa_characters * sizes.questions_per_character, PAPER_ACC, None),
-            ("MBTI dimension accuracy (Table 4)", sizes.personality_characters * sizes.mbti_dimensions, 0.85, 21 / 60),
-            ("SLOAN dimension accuracy (Table 5)", sizes.personality_characters * sizes.sloan_dimensions, 0.8133, 16 / 75)):
-        psi = _independent(p, p)
-        rows.append({"outcome": name, "pairs": pairs, "level": p,
-                     "mde_independent_errors": mde_paired_binary(pairs, psi, alpha, power),
-                     "mde_observed_discordance": mde_paired_binary(pairs, observed, alpha, power) if observed else math.nan})
-    return pd.DataFrame(rows)
+    chars = sizes.personality_characters
+    outcomes = [("ACC (Table 6)", sizes.qa_characters * sizes.questions_per_character, PAPER_ACC, None),
+                ("MBTI dimension accuracy (Table 4)", chars * sizes.mbti_dimensions, 0.85, 21 / 60),
+                ("SLOAN dimension accuracy (Table 5)", chars * sizes.sloan_dimensions, 0.8133, 16 / 75)]
+    return pd.DataFrame([{"outcome": name, "pairs": pairs, "level": p,
+                          "mde_independent_errors": mde_paired_binary(pairs, _independent(p, p), alpha, power),
+                          "mde_observed_discordance": mde_paired_binary(pairs, observed, alpha, power)
+                          if observed else math.nan} for name, pairs, p, observed in outcomes])
 
 
 def needed_table(alpha: float = ALPHA, power: float = POWER) -> pd.DataFrame:

@@ -54,7 +54,8 @@ def qa_items(dataset: Dataset, characters: list[str], per_character: int | None 
 
 
 def task_jobs(dataset: Dataset, characters: list[str], qa_questions: int | None = None,
-              questionnaires: dict[str, int | None] | None = None, multi_questions: int | None = 0) -> dict[str, list[Job]]:
+              questionnaires: dict[str, int | None] | None = None,
+              multi_questions: int | None = 0) -> dict[str, list[Job]]:
     """The jobs of each task: ``CharacterRAG``, ``CharacterRAG (multi)`` (``multi_questions`` 0: none; None: all),
     then one task per questionnaire (name -> items, ``{"mbti": 8, "bigfive": 10}``) named as in Table 6."""
     tasks = {QA_TASK: qa_jobs(dataset, characters, qa_questions)}
@@ -114,22 +115,18 @@ def _answered(answers: pd.DataFrame) -> list[dict]:
 
 
 def _attribute(row: dict):
-    value = row.get("attribute")
-    return None if pd.isna(value) else value
+    return None if pd.isna(row.get("attribute")) else row.get("attribute")
 
 
-def verdict_jobs(answers: pd.DataFrame, gold: dict[tuple[str, str], QA], metrics: Sequence[str] = METRICS) -> list[tuple]:
+def verdict_jobs(answers: pd.DataFrame, gold: dict[tuple[str, str], QA],
+                 metrics: Sequence[str] = METRICS) -> list[tuple]:
     """``(row, metric)`` for each answered row: ACC and ACC_L with a gold answer, HS when the method used context."""
     unknown = set(metrics) - set(METRICS)
     if unknown:
         raise ValueError(f"unknown metric(s) {sorted(unknown)}; known: {', '.join(METRICS)}")
-    jobs = []
-    for r in _answered(answers):
-        has_gold = (r["character"], r["question_id"]) in gold and r.get("task") in QA_TASKS
-        for m in metrics:
-            if (m in ("acc", "acc_l") and has_gold) or (m == "hs" and r.get("context")):
-                jobs.append((r, m))
-    return jobs
+    return [(r, m) for r in _answered(answers) for m in metrics
+            if (m in ("acc", "acc_l") and (r["character"], r["question_id"]) in gold and r.get("task") in QA_TASKS)
+            or (m == "hs" and r.get("context"))]
 
 
 HS_REFERENCE = ("HS judged for every method against one reference: for a QA question the persona paragraphs that "
@@ -154,7 +151,8 @@ def hs_references(dataset: Dataset, answers: pd.DataFrame, gold: dict[tuple[str,
         qa = gold.get(key) if r.get("task") in QA_TASKS else None
         if qa is not None:
             if r["character"] not in flat:
-                flat[r["character"]] = [(p, " ".join(p.text.split())) for p in dataset.persona(r["character"]).paragraphs]
+                paragraphs = dataset.persona(r["character"]).paragraphs
+                flat[r["character"]] = [(p, " ".join(p.text.split())) for p in paragraphs]
             held = [p for p, text in flat[r["character"]] if any(" ".join(e.split()) in text for e in qa.evidence)]
             refs[key] = [_reference_item(" > ".join(p.headings[1:]), p.text) for p in dict.fromkeys(held)]
         else:
@@ -247,8 +245,9 @@ def table6(answers: pd.DataFrame, verdicts: pd.DataFrame, llm: str, judge: str) 
     if ok.empty:
         return table
     runs = ["repeat"] if "repeat" in ok else []  # several runs: a response per run, each resampled with its character
-    wide = ok.pivot_table(index=["task", "method", "character", "question_id", *runs], columns="metric", values="value",
-                          aggfunc="first").reset_index().reindex(columns=["task", "method", "character", *runs, *METRICS])
+    wide = ok.pivot_table(index=["task", "method", "character", "question_id", *runs], columns="metric",
+                          values="value", aggfunc="first").reset_index()
+    wide = wide.reindex(columns=["task", "method", "character", *runs, *METRICS])
     return merge_intervals(table, interval_columns(wide, ["task", "method"], list(METRICS)), ["task", "method"])
 
 
@@ -268,9 +267,8 @@ def keypoint_scores_per_response(answers: pd.DataFrame, labels: pd.DataFrame, ke
                     "judged": s.judged, "unparsed": s.unparsed, "failed": int((mine.status == FAILED).sum()),
                     "job_failed": not pd.isna(r.get("error")), "completeness": s.completeness,
                     "hallucination": s.hallucination, "irrelevance": s.irrelevance, "coerced": _coerced(done)})
-    return pd.DataFrame(out, columns=["method", "character", "question_id", "attribute", "keypoints", "judged", "unparsed",
-                                      "failed", "job_failed", "completeness", "hallucination", "irrelevance",
-                                      "coerced"])
+    return pd.DataFrame(out, columns=["method", "character", "question_id", "attribute", "keypoints", "judged",
+                                      "unparsed", "failed", "job_failed", *KEYPOINT_METRICS, "coerced"])
 
 
 def keypoint_table(per_response: pd.DataFrame, llm: str, judge: str) -> pd.DataFrame:
@@ -280,7 +278,8 @@ def keypoint_table(per_response: pd.DataFrame, llm: str, judge: str) -> pd.DataF
     for method, group in per_response.groupby("method", sort=False):
         answered = group[~group.job_failed]
         avg = average_keypoint_scores([KeypointScores(r.completeness, r.hallucination, r.irrelevance,
-                                                      r.judged + r.unparsed, r.unparsed) for r in answered.itertuples()])
+                                                      r.judged + r.unparsed, r.unparsed)
+                                       for r in answered.itertuples()])
         out.append({"method": method, "paper_method": paper_name(method), "llm": llm, "judge": judge,
                     "completeness": avg.completeness, "hallucination": avg.hallucination,
                     "irrelevance": avg.irrelevance, "responses": len(group), "scored": avg.scored,

@@ -34,7 +34,7 @@ class Job:
     character: str
     id: str  # the question's id: a QA id or a questionnaire item id
     question: str
-    meta: dict[str, Any] = field(default_factory=dict, hash=False)  # columns carried into the row (attribute, item, ...)
+    meta: dict[str, Any] = field(default_factory=dict, hash=False)  # columns carried into the row (attribute, ...)
 
 
 def spread(items: list, key, n: int | None) -> list:
@@ -92,8 +92,8 @@ def run_jobs(method, jobs: Iterable[Job], *, step: str = "respond", llm=None, de
         if out.ok:
             if step == "context":  # the context step as a Response without a reply, so chunk ids come from one place
                 r = Response(job.character, job.question, method.name, None, r.items, r.calls, r.details)
-            row.update(reply=r.reply, context=[asdict(i) for i in r.context], chunk_ids=r.chunk_ids(), details=r.details,
-                       llm_calls=len(r.calls), cached_calls=sum(c.cached for c in r.calls),
+            row.update(reply=r.reply, context=[asdict(i) for i in r.context], chunk_ids=r.chunk_ids(),
+                       details=r.details, llm_calls=len(r.calls), cached_calls=sum(c.cached for c in r.calls),
                        seconds=round(sum(c.seconds for c in r.calls), 3), error=None)
         else:
             row.update(dict.fromkeys(COLUMNS[4:]), error=out.error)

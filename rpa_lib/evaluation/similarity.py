@@ -60,7 +60,8 @@ def similarity_table(per_char: pd.DataFrame) -> pd.DataFrame:
     return t
 
 
-def truncation_table(dataset: Dataset, characters: list[str], splitters: list[str], embedders: list[str]) -> pd.DataFrame:
+def truncation_table(dataset: Dataset, characters: list[str], splitters: list[str],
+                     embedders: list[str]) -> pd.DataFrame:
     """Share of chunks longer than each embedder reads, per splitter (never truncated silently)."""
     rows = []
     for emb in embedders:

@@ -44,9 +44,7 @@ def _check_shape(frame: pd.DataFrame, what: str) -> None:
 
 def feldt_interval(alpha: float, n: int, k: int, ci: float = 0.95) -> tuple[float, float]:
     """Feldt's interval for Cronbach's alpha of ``n`` samples and ``k`` raters (Feldt, Woodruff and Salih 1987).
-
-    ``feldt_interval(0.8, 30, 11)`` -> ``(0.674..., 0.891...)``
-    """
+    ``feldt_interval(0.8, 30, 11)`` -> ``(0.674..., 0.891...)``"""
     if not 0 < ci < 1:
         raise ValueError(f"ci is a confidence level between 0 and 1, got {ci}")
     if np.isnan(alpha):
@@ -59,11 +57,8 @@ def feldt_interval(alpha: float, n: int, k: int, ci: float = 0.95) -> tuple[floa
 
 
 def cronbach_alpha(table, *, nan_policy: str = "pairwise", ci: float = 0.95) -> tuple[float, tuple[float, float]]:
-    """Cronbach's alpha of the raters of ``table`` and its Feldt interval: ``(alpha, (low, high))``.
-
-    ``"pairwise"`` computes each covariance over the samples both raters rated; ``"listwise"`` first drops every
-    sample with a missing rating. NaN, with a warning, when alpha is undefined.
-    """
+    """Cronbach's alpha of the raters of ``table`` and its Feldt interval, ``(alpha, (low, high))``; NaN with a
+    warning when undefined. ``nan_policy``: covariances over the samples both raters rated, or complete samples."""
     _check_choice("nan_policy", nan_policy, NAN_POLICIES)
     frame = _ratings(table)
     empty = [str(c) for c in frame.columns[frame.isna().all()]]
@@ -117,10 +112,8 @@ def _tau_a(x: np.ndarray, y: np.ndarray) -> float:
 
 
 def kendall_tau(x, y, variant: str = "b") -> KendallTau:
-    """Kendall's tau (``"a"``, ``"b"`` or ``"c"``) between two paired sequences, pairs with a missing value dropped.
-
-    NaN with a warning when fewer than 2 pairs remain or either side is constant.
-    """
+    """Kendall's tau (``"a"``, ``"b"`` or ``"c"``) between two paired sequences, pairs with a missing value dropped;
+    NaN with a warning when fewer than 2 pairs remain or either side is constant."""
     _check_choice("variant", variant, TAU_VARIANTS)
     xs, ys = (pd.to_numeric(pd.Series(list(v), dtype=object), errors="raise").astype(float).to_numpy() for v in (x, y))
     if len(xs) != len(ys):
@@ -154,10 +147,8 @@ class LikertSummary:
 
 
 def likert_summary(table, *, ddof: int = 1) -> LikertSummary:
-    """AMADEUS Table 2's mu = E(E(S)), sigma = E(sigma(S)) and Mdn = E(Mdn(S)), S a sample's ratings over raters.
-
-    Missing ratings are skipped within a sample; a sample without a rating is left out of the mean over samples.
-    """
+    """AMADEUS Table 2's mu = E(E(S)), sigma = E(sigma(S)) and Mdn = E(Mdn(S)), S a sample's ratings over raters
+    (missing ratings skipped)."""
     if ddof < 0:
         raise ValueError(f"ddof must be >= 0, got {ddof}")
     frame = _ratings(table)

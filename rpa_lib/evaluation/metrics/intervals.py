@@ -74,8 +74,8 @@ def cluster_bootstrap(values, clusters=None, confidence: float = CONFIDENCE, n_r
         res = stats.bootstrap((sums, counts), ratio, paired=True, vectorized=True, n_resamples=n_resamples,
                               confidence_level=confidence, method="percentile", rng=np.random.default_rng(seed))
     reason = f"{k} characters: a percentile interval under-covers with few clusters" if k < 10 else ""
-    return Interval(estimate, float(res.confidence_interval.low), float(res.confidence_interval.high), BOOTSTRAP, n, k,
-                    reason)
+    ci = res.confidence_interval
+    return Interval(estimate, float(ci.low), float(ci.high), BOOTSTRAP, n, k, reason)
 
 
 def clopper_pearson(successes: int, n: int, confidence: float = CONFIDENCE) -> Interval:
@@ -90,9 +90,7 @@ def clopper_pearson(successes: int, n: int, confidence: float = CONFIDENCE) -> I
 def mcnemar_exact(b: int, c: int) -> float:
     """Two-sided exact McNemar p of ``b`` pairs where only the first is right and ``c`` where only the second is.
     ``mcnemar_exact(16, 5)`` = 2 P(X <= 5 | 21, 1/2) = 0.0266"""
-    if b + c == 0:
-        return 1.0
-    return float(stats.binomtest(int(b), int(b + c), 0.5).pvalue)
+    return 1.0 if b + c == 0 else float(stats.binomtest(int(b), int(b + c), 0.5).pvalue)
 
 
 def sign_test(differences) -> tuple[int, int, float]:
@@ -166,8 +164,7 @@ def holm(pvalues) -> np.ndarray:
     if m == 0:
         return out
     order = ok[np.argsort(p[ok], kind="stable")]
-    adjusted = np.minimum(1.0, np.maximum.accumulate(p[order] * (m - np.arange(m))))
-    out[order] = adjusted
+    out[order] = np.minimum(1.0, np.maximum.accumulate(p[order] * (m - np.arange(m))))
     return out
 
 
@@ -175,9 +172,7 @@ def two_proportion_test(k1: int, n1: int, k2: int, n2: int) -> float:
     """Two-sided p of the unpaired pooled two-proportion z test (what printed proportions allow without the pairs)."""
     p1, p2, pooled = k1 / n1, k2 / n2, (k1 + k2) / (n1 + n2)
     se = math.sqrt(pooled * (1 - pooled) * (1 / n1 + 1 / n2))
-    if se == 0:
-        return 1.0
-    return float(2 * stats.norm.sf(abs(p1 - p2) / se))
+    return 1.0 if se == 0 else float(2 * stats.norm.sf(abs(p1 - p2) / se))
 
 
 def smallest_exact_p(discordant: int) -> float:
@@ -222,7 +217,5 @@ def n_paired_continuous(delta: float, sd_difference: float, alpha: float = ALPHA
 
 def mde_paired_continuous(n: int, sd_difference: float, alpha: float = ALPHA, power: float = POWER) -> float:
     """The smallest mean paired difference ``n`` pairs detect (normal approximation of the paired t test)."""
-    if n <= 0:
-        return math.nan
     za, zb = _z(alpha, power)
-    return (za + zb) * sd_difference / math.sqrt(n)
+    return (za + zb) * sd_difference / math.sqrt(n) if n > 0 else math.nan

@@ -22,7 +22,7 @@ def normalize(text: str) -> str:
 
 
 def split_sentences(text: str, language: str = "en") -> list[str]:
-    """The sentences of ``text`` (pysbd), each normalized; empty ones dropped. ``"A b. C d."`` -> ``["A b.", "C d."]``"""
+    """The normalized, non-empty sentences of ``text`` (pysbd). ``"A b. C d."`` -> ``["A b.", "C d."]``"""
     if not isinstance(text, str):
         raise TypeError(f"evidence and chunks are strings, got {type(text).__name__}")
     return list(_sentences(text, language))
