@@ -314,9 +314,8 @@ def attribute_breakdown(verdicts: pd.DataFrame, per_response: pd.DataFrame | Non
 def attribute_table(breakdown: pd.DataFrame, metric: str = "acc") -> pd.DataFrame:
     """One metric of :func:`attribute_breakdown` as attributes x methods (in the order met)."""
     wide = breakdown.pivot(index="attribute", columns="method", values=metric)
-    methods = list(dict.fromkeys(breakdown.method))
-    attributes = list(dict.fromkeys(breakdown.attribute))
-    return wide.loc[attributes, methods].reset_index().rename_axis(columns=None)
+    wide = wide.loc[list(dict.fromkeys(breakdown.attribute)), list(dict.fromkeys(breakdown.method))]
+    return wide.reset_index().rename_axis(columns=None)
 
 
 def rank_agreement(table: pd.DataFrame, source: str, task: str = QA_TASK) -> pd.DataFrame:

@@ -202,16 +202,12 @@ def failed_items(**parts: pd.DataFrame | None) -> pd.DataFrame:
     for part, frame in parts.items():
         if frame is None or not len(frame) or "error" not in frame:
             continue
-        waiting = pending_mask(frame)
-        for r, pending in zip(frame[frame.error.notna()].to_dict("records"), waiting[frame.error.notna()], strict=True):
-            row = {"part": part, "where": _where({k: v for k, v in r.items() if k not in ("part", "where")}),
-                   "error": r["error"]}
-            out.append({**row, "pending": True} if pending else row)
-    columns = ["part", "where", "error", *(["pending"] if any("pending" in r for r in out) else [])]
-    frame = pd.DataFrame(out, columns=columns)
-    if "pending" in frame:
-        frame["pending"] = frame.pending.eq(True)
-    return frame
+        failed = frame.error.notna()
+        out += [{"part": part, "where": _where({k: v for k, v in r.items() if k not in ("part", "where")}),
+                 "error": r["error"], "pending": pending}
+                for r, pending in zip(frame[failed].to_dict("records"), pending_mask(frame)[failed], strict=True)]
+    frame = pd.DataFrame(out, columns=["part", "where", "error", "pending"])
+    return frame if frame.pending.any() else frame.drop(columns="pending")
 
 
 def check_failures(rows: pd.DataFrame, what: str, max_share: float = 0.0) -> None:
