@@ -102,8 +102,7 @@ def chunk_usage_outcomes(items: pd.DataFrame, per_character: pd.DataFrame) -> pd
 
 
 def similarity_outcomes(per_character: pd.DataFrame) -> pd.DataFrame:
-    """Table 1: per character ``mu`` and ``var`` of retrieved-chunk similarity (task: the embedder, method: the
-    splitter)."""
+    """Table 1: per character ``mu`` and ``var`` of similarity (task: the embedder, method: the splitter)."""
     d = per_character.assign(task=per_character.embedder, method=per_character.splitter.str.upper()
                              .replace({"VANILLA": "Vanilla"}), item="all")
     long = d.melt(id_vars=["task", "method", "character", "item", "embedder"], value_vars=["mu", "var"],
@@ -203,8 +202,7 @@ def summarize(outcomes: pd.DataFrame) -> pd.DataFrame:
 
 
 def default_pairs(table: str, methods: list[str]) -> list[tuple[str, str]]:
-    """(method, reference) pairs: each method against AMADEUS (ACTS for the splitter tables), and Naive RAG against
-    its budget-matched control."""
+    """(method, reference) pairs: each method against AMADEUS (ACTS for splitters), Naive RAG against its control."""
     ref = next((m for m in methods if m.lower() == ("acts" if table in SPLITTER_TABLES else REFERENCE)), None)
     pairs = [(m, ref) for m in methods if ref is not None and m != ref]
     return pairs + [(m, r) for m, r in EXTRA_PAIRS if m in methods and r in methods]

@@ -294,8 +294,7 @@ def keypoint_table(per_response: pd.DataFrame, llm: str, judge: str) -> pd.DataF
 
 
 def attribute_breakdown(verdicts: pd.DataFrame, per_response: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Per method and QA attribute: ACC, ACC_L, Completeness (with ``per_response``) and the ACC verdicts'
-    counts."""
+    """Per method and QA attribute: ACC, ACC_L, Completeness (with ``per_response``) and the ACC counts."""
     v = verdicts[verdicts.task == QA_TASK]
     out = []
     for (method, attribute), group in v.groupby(["method", "attribute"], sort=False):

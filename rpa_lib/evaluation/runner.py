@@ -66,8 +66,7 @@ def questionnaire_jobs(questionnaire: Questionnaire, characters: list[str]) -> l
 
 def run_jobs(method, jobs: Iterable[Job], *, step: str = "respond", llm=None, desc: str | None = None,
              workers: int | None = None, progress: bool = True) -> pd.DataFrame:
-    """One row per job (:data:`COLUMNS` and the jobs' ``meta`` keys), through the LLM layer's ``map``;
-    ``step="context"`` stops before the reply."""
+    """One row per job (:data:`COLUMNS`, the jobs' ``meta``); ``step="context"`` stops before the reply."""
     if step not in ("respond", "context"):
         raise ValueError(f"step must be 'respond' or 'context', not {step!r}")
     jobs = list(jobs)
@@ -245,7 +244,6 @@ def _named(items: list[str]) -> str:
 
 
 def index_costs(methods: Iterable, characters: list[str]) -> pd.DataFrame:
-    """What building each character's index took per (method, character) for the methods with ``index_cost``
-    (LightRAG, RoleRAG); an index not yet built is built now."""
+    """What building each character's index took, for the methods with ``index_cost`` (built now if need be)."""
     return pd.DataFrame([{"method": m.name, **m.index_cost(c).to_dict()}
                          for m in methods if hasattr(m, "index_cost") for c in characters])
