@@ -1,24 +1,6 @@
-"""Per-item outcomes in one long format, and the intervals and paired comparisons computed from them.
-
-The format (:data:`COLUMNS`): one row per ``(table, task, method, character, item, repeat, outcome)`` with its
-numeric ``value`` and the ``llm``, ``judge`` and ``embedder`` labels of the run. ``item`` is what was scored once:
-a question id (Table 6 ACC, ACC_L, HS), a questionnaire dimension (Tables 4-5: 1 when the predicted letter is the
-true one), a rating unit or a human-evaluation sample (Likert), or ``"all"`` where the committed file holds one
-number per character (Table 1's mean similarity, evidence recall, chunk usage rate). A failed item keeps its row
-with a NaN value, so counts show it; intervals use the values. ``repeat`` is the run (:mod:`rpa_lib.experiment`'s
-``repeats``: the same item answered again, with another seed): 0 in a file without the column, i.e. one run.
-Scores average over the runs; the cluster bootstrap resamples characters with all their runs inside, so
-run-to-run variance is in the interval (``n_repeats``). Runs of two methods are not paired with each other (their
-seeds are independent draws): a paired comparison pairs each item's mean over its runs (tested with Wilcoxon, as
-the means are no longer 0/1), and the character-level sign test pairs each character's mean over items and runs;
-the character, the unit the intervals resample, is the independent one.
-
-The adapters turn the committed per-item files into this format (each takes the file's DataFrame, so a test or a
-notebook can pass its own). :func:`summarize` gives each (table, task, outcome, method) its score and 95% interval
-(characters resampled as clusters; Clopper-Pearson beside it for 0/1 items as if independent), :func:`compare`
-each method against its reference (AMADEUS, or ACTS for the splitter tables; Naive RAG against its budget-matched
-control): the paired difference with its interval, an item-level and a character-level test, and Holm's
-adjustment across the comparisons of one table. This module reads no file: :func:`load_outcomes` takes paths.
+"""Per-item outcomes in one long format (:data:`COLUMNS`), adapters from the committed per-item files to it, and
+the scores, intervals and paired comparisons computed from them. Only :func:`load_outcomes` reads files; it
+decides no comparison a caller does not ask for and writes nothing.
 """
 
 from __future__ import annotations
@@ -55,7 +37,7 @@ CHARACTER_TEST = "sign test (per-character mean differences)"
 
 
 def _frame(rows: pd.DataFrame, **fixed) -> pd.DataFrame:
-    out = rows.assign(**{k: v for k, v in fixed.items()})
+    out = rows.assign(**fixed)
     for col in COLUMNS:
         if col not in out:
             out[col] = 0 if col == "repeat" else np.nan  # a file without runs is one run
@@ -63,12 +45,8 @@ def _frame(rows: pd.DataFrame, **fixed) -> pd.DataFrame:
     return out[COLUMNS].reset_index(drop=True)
 
 
-# ---- adapters: committed per-item files -> outcomes ------------------------------------------------------------
-
-
 def qa_outcomes(verdicts: pd.DataFrame) -> pd.DataFrame:
-    """Table 6: ``results/qa_verdicts.csv`` (one row per question and metric: ``acc`` 0/1, ``acc_l`` and ``hs``
-    1-10); a verdict whose status is not ``ok`` keeps its row with a NaN value."""
+    """Table 6 from ``results/qa_verdicts.csv``; a verdict whose status is not ``ok`` keeps its row, value NaN."""
     v = verdicts.assign(value=verdicts.value.where(verdicts.status == "ok"))
     return _frame(v.rename(columns={"question_id": "item", "metric": "outcome"}), table="table6_roleplay")
 
@@ -80,14 +58,11 @@ def _letters(predicted, truth, n: int) -> list[float]:
 
 
 def personality_outcomes(types: pd.DataFrame, labels: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Tables 4-5: ``results/personality_types.csv`` -> one 0/1 row per character and dimension (outcome
-    ``dimension_correct``; a tie "-" is a miss, as in the tables). The truth is the file's ``truth`` column, else
-    ``data/labels.csv`` (``labels``: its DataFrame)."""
+    """Tables 4-5 from ``results/personality_types.csv``: one 0/1 ``dimension_correct`` row per character and
+    dimension (a tie is a miss); the truth is the file's ``truth`` column, else ``labels`` (``data/labels.csv``)."""
     rows = []
-    truth = {}
-    if labels is not None:
-        truth = {(s, q): r[col] for _, r in labels.iterrows() for q, col in (("mbti", "mbti"), ("bigfive", "sloan"))
-                 for s in [r["slug"]]}
+    truth = {} if labels is None else {(r["slug"], q): r[col] for _, r in labels.iterrows()
+                                       for q, col in (("mbti", "mbti"), ("bigfive", "sloan"))}
     for _, r in types.iterrows():
         table, task, dims = PERSONALITY[r.questionnaire]
         gt = r.get("truth") if isinstance(r.get("truth"), str) else truth.get((r.character, r.questionnaire))
@@ -98,8 +73,7 @@ def personality_outcomes(types: pd.DataFrame, labels: pd.DataFrame | None = None
 
 
 def paper_personality_outcomes(table: pd.DataFrame, questionnaire: str) -> pd.DataFrame:
-    """The paper's printed Table 4 (``mbti``) or 5 (``bigfive``) (``data/paper_results/table4_mbti.csv``):
-    per character and method column, 1 where the printed letter equals the printed GT letter."""
+    """The paper's printed Table 4 (``mbti``) or 5 (``bigfive``): 1 where a method's letter equals the GT letter."""
     name, task, dims = PERSONALITY[questionnaire]
     methods = [c for c in table.columns if f"{c}_misses" in table.columns]
     rows = [{"table": f"{name} (paper)", "task": task, "method": m, "character": r.character, "item": d,
@@ -110,17 +84,15 @@ def paper_personality_outcomes(table: pd.DataFrame, questionnaire: str) -> pd.Da
 
 
 def rating_outcomes(ratings: pd.DataFrame) -> pd.DataFrame:
-    """The interview ratings behind Tables 4-5 (``results/personality_ratings.csv``): one Likert rating per
-    method, character and unit (outcome ``rating``; not a score of quality, kept for run-to-run checks)."""
+    """The interview ratings behind Tables 4-5 (``results/personality_ratings.csv``), for run-to-run checks."""
     r = ratings.rename(columns={"unit": "item", "rating": "value"})
     r["task"] = r.questionnaire.map(lambda q: PERSONALITY.get(q, (None, q))[1])
     return _frame(r, table="personality_ratings", outcome="rating")
 
 
 def chunk_usage_outcomes(items: pd.DataFrame, per_character: pd.DataFrame) -> pd.DataFrame:
-    """Table 3 and Figure 1: per question the chunks a method put in the context (``chunks_used``) and, for
-    AMADEUS, whether GS failed (``gs_failed``, 0/1) from ``results/chunk_usage_items.jsonl``; per character the
-    usage rate (distinct chunks used over chunks) from ``results/chunk_usage_per_character.csv``."""
+    """Table 3 and Figure 1: per question ``chunks_used`` and AMADEUS's ``gs_failed``, per character the
+    ``usage_rate`` (``results/chunk_usage_items.jsonl``, ``results/chunk_usage_per_character.csv``)."""
     it = items.rename(columns={"question_set": "task", "question_id": "item"})
     used = it.assign(outcome="chunks_used", value=it.chunks.map(lambda c: len(c) if isinstance(c, list) else np.nan))
     gs = it[it.gs_failed.notna()].assign(outcome="gs_failed", value=lambda d: d.gs_failed.astype(float))
@@ -130,8 +102,7 @@ def chunk_usage_outcomes(items: pd.DataFrame, per_character: pd.DataFrame) -> pd
 
 
 def similarity_outcomes(per_character: pd.DataFrame) -> pd.DataFrame:
-    """Table 1: per character the mean (``mu``) and variance (``var``) of retrieved-chunk similarity, from
-    ``results/table1_similarity_per_character.csv``; the task is the embedder, the method the splitter."""
+    """Table 1: per character ``mu`` and ``var`` of similarity (task: the embedder, method: the splitter)."""
     d = per_character.assign(task=per_character.embedder, method=per_character.splitter.str.upper()
                              .replace({"VANILLA": "Vanilla"}), item="all")
     long = d.melt(id_vars=["task", "method", "character", "item", "embedder"], value_vars=["mu", "var"],
@@ -140,8 +111,7 @@ def similarity_outcomes(per_character: pd.DataFrame) -> pd.DataFrame:
 
 
 def evidence_recall_outcomes(per_character: pd.DataFrame) -> pd.DataFrame:
-    """Evidence recall and EIR at each k: per character (the mean over its questions) from
-    ``results/evidence_recall_per_character.csv``; the task is ``"<qa set>, k=<k>"``, the method the splitter."""
+    """Evidence recall and EIR per character at each k (task ``"<qa set>, k=<k>"``, method: the splitter)."""
     d = per_character.assign(task=per_character.set + ", k=" + per_character.k.astype(str),
                              method=per_character.splitter, item="all")
     long = d.melt(id_vars=["task", "method", "character", "item", "embedder"],
@@ -150,9 +120,8 @@ def evidence_recall_outcomes(per_character: pd.DataFrame) -> pd.DataFrame:
 
 
 def budget_outcomes(scores: pd.DataFrame) -> pd.DataFrame:
-    """Evidence recall at equal context budgets, per question (:func:`rpa_lib.evaluation.evidence.budget_scores`
-    rows): the task is ``"<qa set>, <budget> <unit>"``, the method the splitter, outcomes ``recall`` and
-    ``all_found`` (0/1)."""
+    """Evidence recall at equal context budgets per question (:func:`rpa_lib.evaluation.evidence.budget_scores`
+    rows; task ``"<qa set>, <budget> <unit>"``, method: the splitter)."""
     d = scores.assign(task=scores.set + ", " + scores.budget.astype(str) + " " + scores.unit,
                       method=scores.splitter.map(SPLITTER_NAMES).fillna(scores.splitter), item=scores.question,
                       all_found=scores.all_found.astype(float))
@@ -162,8 +131,7 @@ def budget_outcomes(scores: pd.DataFrame) -> pd.DataFrame:
 
 
 def keypoint_outcomes(per_response: pd.DataFrame) -> pd.DataFrame:
-    """RAGEval key points per QA response (``results/qa_keypoint_scores.csv``): completeness, hallucination and
-    irrelevance of each response with a judged key point (the others keep a NaN row)."""
+    """RAGEval's key-point scores per QA response (a response without a judged key point keeps NaN rows)."""
     d = per_response.assign(task="CharacterRAG", item=per_response.question_id)
     scored = ~d.job_failed.astype(bool) & (d.judged > 0)
     long = d.melt(id_vars=["task", "method", "character", "item", *[c for c in LABELS if c in d]],
@@ -173,8 +141,7 @@ def keypoint_outcomes(per_response: pd.DataFrame) -> pd.DataFrame:
 
 
 def human_outcomes(ratings: pd.DataFrame, samples: pd.DataFrame) -> pd.DataFrame:
-    """Table 2: one rating per sample (the mean over raters) from ``human_eval/llm_ratings_*.csv`` (or people's
-    sheets in the same shape), the character from ``human_eval/samples_*.csv``; the method is who rated."""
+    """Table 2: one rating per sample (the mean over raters; method: who rated), characters from the samples file."""
     ok = ratings[ratings.get("status", "ok") == "ok"] if "status" in ratings else ratings
     source = "LLM raters" if ok.rater.astype(str).str.startswith("llm-").all() else "raters"
     per = ok.groupby(["sample_id", "task"], as_index=False).rating.mean()
@@ -184,34 +151,28 @@ def human_outcomes(ratings: pd.DataFrame, samples: pd.DataFrame) -> pd.DataFrame
                   method=source, outcome="rating", llm=model)
 
 
+def _read(path: Path) -> pd.DataFrame:
+    if path.suffix == ".jsonl":
+        return pd.DataFrame([json.loads(line) for line in path.read_text().splitlines() if line.strip()])
+    return pd.read_csv(path)
+
+
 def load_outcomes(results_dir: Path, labels: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Every adapter on the files of ``results_dir`` that exist (a missing file adds nothing)."""
+    """Every adapter on the files of ``results_dir`` that exist."""
     r = Path(results_dir)
-    parts = []
-    if (r / "qa_verdicts.csv").is_file():
-        parts.append(qa_outcomes(pd.read_csv(r / "qa_verdicts.csv")))
-    if (r / "qa_keypoint_scores.csv").is_file():
-        parts.append(keypoint_outcomes(pd.read_csv(r / "qa_keypoint_scores.csv")))
-    if (r / "personality_types.csv").is_file():
-        parts.append(personality_outcomes(pd.read_csv(r / "personality_types.csv"), labels))
-    if (r / "personality_ratings.csv").is_file():
-        parts.append(rating_outcomes(pd.read_csv(r / "personality_ratings.csv")))
-    if (r / "chunk_usage_items.jsonl").is_file() and (r / "chunk_usage_per_character.csv").is_file():
-        items = pd.DataFrame([json.loads(line) for line in (r / "chunk_usage_items.jsonl").read_text().splitlines()
-                              if line.strip()])
-        parts.append(chunk_usage_outcomes(items, pd.read_csv(r / "chunk_usage_per_character.csv")))
-    if (r / "table1_similarity_per_character.csv").is_file():
-        parts.append(similarity_outcomes(pd.read_csv(r / "table1_similarity_per_character.csv")))
-    if (r / "evidence_recall_per_character.csv").is_file():
-        parts.append(evidence_recall_outcomes(pd.read_csv(r / "evidence_recall_per_character.csv")))
+    adapters = [(qa_outcomes, "qa_verdicts.csv"), (keypoint_outcomes, "qa_keypoint_scores.csv"),
+                (lambda types: personality_outcomes(types, labels), "personality_types.csv"),
+                (rating_outcomes, "personality_ratings.csv"),
+                (chunk_usage_outcomes, "chunk_usage_items.jsonl", "chunk_usage_per_character.csv"),
+                (similarity_outcomes, "table1_similarity_per_character.csv"),
+                (evidence_recall_outcomes, "evidence_recall_per_character.csv")]
+    parts = [adapt(*(_read(r / name) for name in names)) for adapt, *names in adapters
+             if all((r / name).is_file() for name in names)]
     for ratings in sorted((r / "human_eval").glob("llm_ratings_*.csv")):
         samples = ratings.with_name(ratings.name.replace("llm_ratings_", "samples_"))
         if samples.is_file():
             parts.append(human_outcomes(pd.read_csv(ratings), pd.read_csv(samples)))
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=COLUMNS)
-
-
-# ---- intervals and paired comparisons ---------------------------------------------------------------------------
 
 
 def _keys(df: pd.DataFrame) -> list[str]:
@@ -222,16 +183,9 @@ def _keys(df: pd.DataFrame) -> list[str]:
 BINARY = {"acc", "dimension_correct", "gs_failed", "all_found"}
 
 
-def _binary(outcome: str) -> bool:
-    return outcome in BINARY
-
-
 def summarize(outcomes: pd.DataFrame) -> pd.DataFrame:
-    """Per (table, task, outcome, labels, method): ``score`` (mean over items), ``ci_low``/``ci_high`` (the
-    cluster bootstrap over characters of :func:`~rpa_lib.evaluation.metrics.intervals.cluster_bootstrap`),
-    ``interval`` (its method) and ``note`` (why it is NaN or a caveat), ``n_items``, ``n_failed`` (NaN values),
-    ``n_characters``; for 0/1 outcomes also ``exact_low``/``exact_high``, Clopper-Pearson over items as if
-    they were independent."""
+    """Per (table, task, outcome, labels, method): the score with its cluster-bootstrap interval and counts; for 0/1
+    outcomes also Clopper-Pearson's ``exact_low``/``exact_high`` (items as independent)."""
     rows = []
     for key, g in outcomes.groupby([*_keys(outcomes), "method"], sort=False, dropna=False):
         ci = cluster_bootstrap(g.value, g.character)
@@ -239,7 +193,7 @@ def summarize(outcomes: pd.DataFrame) -> pd.DataFrame:
         row.update(score=ci.estimate, ci_low=ci.low, ci_high=ci.high, interval=BOOTSTRAP, note=ci.reason,
                    n_items=ci.n_items, n_failed=int(g.value.isna().sum()), n_characters=ci.n_clusters,
                    n_repeats=int(g.repeat.nunique()))
-        if _binary(row["outcome"]):
+        if row["outcome"] in BINARY:
             v = g.value.dropna()
             ex = clopper_pearson(int(v.sum()), len(v))
             row.update(exact_low=ex.low, exact_high=ex.high, exact_interval=EXACT)
@@ -248,8 +202,7 @@ def summarize(outcomes: pd.DataFrame) -> pd.DataFrame:
 
 
 def default_pairs(table: str, methods: list[str]) -> list[tuple[str, str]]:
-    """(method, reference) pairs of a table: every method against AMADEUS (ACTS for the splitter tables), and
-    Naive RAG against its budget-matched control, for those present."""
+    """(method, reference) pairs: each method against AMADEUS (ACTS for splitters), Naive RAG against its control."""
     ref = next((m for m in methods if m.lower() == ("acts" if table in SPLITTER_TABLES else REFERENCE)), None)
     pairs = [(m, ref) for m in methods if ref is not None and m != ref]
     return pairs + [(m, r) for m, r in EXTRA_PAIRS if m in methods and r in methods]
@@ -260,9 +213,8 @@ def _item_means(d: pd.DataFrame) -> pd.DataFrame:
 
 
 def paired_difference(a: pd.DataFrame, b: pd.DataFrame, binary: bool) -> dict:
-    """The paired comparison of two methods' outcomes on the same (character, item)s: ``a`` minus ``b``;
-    ``binary``: 0/1 outcomes (McNemar at items), else Wilcoxon. No character with a nonzero mean difference: the
-    sign test's p is 1."""
+    """``a`` minus ``b`` on the same (character, item)s: the difference with its interval, an item-level test
+    (McNemar for ``binary`` outcomes, else Wilcoxon) and the character-level sign test."""
     if a.duplicated(["character", "item"]).any() or b.duplicated(["character", "item"]).any():
         # several runs: each item's mean over its runs, so run-to-run noise is in the pairs (no longer 0/1)
         a, b, binary = _item_means(a), _item_means(b), False
@@ -276,7 +228,8 @@ def paired_difference(a: pd.DataFrame, b: pd.DataFrame, binary: bool) -> dict:
            "n_characters": ci.n_clusters, "characters_better": better, "characters_worse": worse,
            "p_character": p_char if len(both) else np.nan, "test_character": CHARACTER_TEST}
     if binary:
-        b_, c_ = int(((both.value_a == 1) & (both.value_b == 0)).sum()), int(((both.value_a == 0) & (both.value_b == 1)).sum())
+        b_ = int(((both.value_a == 1) & (both.value_b == 0)).sum())
+        c_ = int(((both.value_a == 0) & (both.value_b == 1)).sum())
         out.update(only_method=b_, only_reference=c_, p_item=mcnemar_exact(b_, c_) if len(both) else np.nan)
     else:
         out.update(only_method=int((diff > 0).sum()), only_reference=int((diff < 0).sum()),
@@ -286,10 +239,8 @@ def paired_difference(a: pd.DataFrame, b: pd.DataFrame, binary: bool) -> dict:
 
 
 def compare(outcomes: pd.DataFrame, pairs: dict[str, list[tuple[str, str]]] | None = None) -> pd.DataFrame:
-    """Per table, task, outcome and labels: each (method, reference) pair of :func:`default_pairs` (or
-    ``pairs[table]``), with :func:`paired_difference`'s columns and ``p_item_holm``/``p_character_holm``, Holm's
-    adjustment across every comparison of the same table (each test family apart). ``only_method`` and
-    ``only_reference`` are the discordant counts for 0/1 outcomes, the positive and negative differences else."""
+    """Each pair of :func:`default_pairs` (or ``pairs[table]``) per table, task, outcome and labels, with
+    :func:`paired_difference`'s columns and Holm's adjustment within each table (each test family apart)."""
     rows = []
     for key, g in outcomes.groupby(_keys(outcomes), sort=False, dropna=False):
         table = key[0]
@@ -299,7 +250,7 @@ def compare(outcomes: pd.DataFrame, pairs: dict[str, list[tuple[str, str]]] | No
             if len(a) and len(b):
                 rows.append({**dict(zip(_keys(outcomes), key, strict=True)), "method": method, "reference": ref,
                              **paired_difference(a[["character", "item", "value"]], b[["character", "item", "value"]],
-                                                   _binary(key[2]))})
+                                                   key[2] in BINARY)})
     out = pd.DataFrame(rows)
     if out.empty:
         return out

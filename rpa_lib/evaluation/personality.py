@@ -1,18 +1,7 @@
 """Personality evaluation (AMADEUS Tables 4-5, after InCharacter): interview a role-playing agent with a
-questionnaire, score the replies, turn the scores into type letters and compare them with ground truth.
-
-1. :func:`interview`: every item's interview question is put to a method, a fresh context per item.
-2. Scoring, two ways: :func:`score_options` (option conversion: an evaluator places each reply on the item's
-   agreement scale by constrained choice; ``keyed == "low"`` items are flipped) or :func:`score_expert` (expert
-   rating: an evaluator reads a dimension's replies in batches and rates the dimension; one rating a batch).
-   :func:`dimension_scores` averages the units that did not fail and counts those that did.
-3. :func:`letter` / :func:`predicted_types`: a dimension's letter from its score against the scale midpoint;
-   :func:`~rpa_lib.evaluation.metrics.types.type_scores` compares predicted and true types.
-
-Also :func:`evaluator_check` (does the evaluator tell a clear yes from a clear no?), and :func:`interview_all` /
-:func:`score_all`, a whole run over methods and questionnaires, through the evaluation runner. The prompts live in
-:mod:`rpa_lib.evaluation.personality_prompts`. This module builds no method or LLM (the caller passes them),
-writes no file and draws nothing.
+questionnaire, score the replies (option conversion or expert rating), turn the scores into type letters and
+compare them with ground truth. The prompts live in :mod:`rpa_lib.evaluation.personality_prompts`. This module
+builds no method or LLM (the caller passes them), writes no file and draws nothing.
 """
 
 from __future__ import annotations
@@ -34,43 +23,33 @@ from rpa_lib.evaluation.runner import answer_tasks, chunk_ids, questionnaire_job
 KEYS = ["method", "questionnaire", "character"]
 
 
-# ---- items -----------------------------------------------------------------------------------------------------
-
-
 def pole_names(questionnaire: Questionnaire) -> dict[str, tuple[str, str]]:
-    """``{dimension id: (high pole name, low pole name)}`` from the questionnaire's ``high_name`` and ``low_name``
-    (e.g. ``("Social", "Reserved")``), else ``("high <name>", "low <name>")``."""
+    """``{dimension id: (high pole name, low pole name)}``, by default ``("high <name>", "low <name>")``."""
     return {d.id: (d.high_name or f"high {d.name}", d.low_name or f"low {d.name}") for d in questionnaire.dimensions}
-
-
-# ---- 1. interview ----------------------------------------------------------------------------------------------
 
 
 def interview(method, characters: list[str], questionnaire: Questionnaire, *, llm, workers: int | None = None,
               progress: bool = True) -> pd.DataFrame:
-    """Put every item's question to ``method`` for every character, each in a fresh context (a new
-    ``respond`` call with no history), through :func:`~rpa_lib.methods.run_jobs`. One row per (character, item):
-    the item, the reply (None when the call failed), the error, and what the method did (GS failure, chunks
-    examined, knowledge and selected chunk ids, AE attributes, LLM calls and cache hits)."""
+    """Every item's question put to ``method`` for every character, a fresh context per item: one row per
+    (character, item) with the reply or the error and what the method did (:func:`interview_rows`)."""
     return interview_rows(run_jobs(method, questionnaire_jobs(questionnaire, characters), llm=llm, workers=workers,
                                    progress=progress, desc=f"{method.name} · {questionnaire.name}"))
 
 
 def interview_rows(rows: pd.DataFrame) -> pd.DataFrame:
-    """The runner's rows of questionnaire jobs as interview rows (see :func:`interview`), in method order (then
-    the rows' order); with the size of the context that reached the LLM (:func:`~rpa_lib.evaluation.context.
-    context_columns`) and CRAG's route."""
+    """The runner's rows of questionnaire jobs as interview rows, in method order: GS failure, chunks examined,
+    knowledge and selected chunk ids, AE attributes, CRAG's route, context size, LLM calls and cache hits."""
     out = []
     for r in rows.to_dict("records"):
         ok = pd.isna(r["error"])
         d = r["details"] if ok else {}
         out.append({"method": r["method"], "questionnaire": r["questionnaire"], "character": r["character"],
-                    "item": r["question_id"], "dimension": r["dimension"], "keyed": r["keyed"], "question": r["question"],
-                    "reply": r["reply"] if ok else None, "error": None if ok else r["error"],
+                    "item": r["question_id"], "dimension": r["dimension"], "keyed": r["keyed"],
+                    "question": r["question"], "reply": r["reply"] if ok else None, "error": None if ok else r["error"],
                     "gs_failed": d.get("gs_failed") if ok else None, "examined": d.get("examined", 0) if ok else None,
                     "knowledge": ";".join(chunk_ids(r["context"], "knowledge")) if ok else None,
                     "selected": ";".join(chunk_ids(r["context"], "selected")) if ok else None,
-                    "attributes": json.dumps(d["attributes"], ensure_ascii=False) if ok and d.get("attributes") else None,
+                    "attributes": json.dumps(d["attributes"], ensure_ascii=False) if d.get("attributes") else None,
                     "route": d.get("route") if ok else None,  # CRAG's action
                     **(context_columns(r["context"]) if ok else dict.fromkeys(CONTEXT_COLUMNS)),
                     "llm_calls": r["llm_calls"], "cached_calls": r["cached_calls"], "seconds": r["seconds"]})
@@ -81,20 +60,12 @@ def interview_rows(rows: pd.DataFrame) -> pd.DataFrame:
     return out.sort_values("method", key=lambda m: m.map(rank), kind="stable").reset_index(drop=True)
 
 
-# ---- 2. scoring ------------------------------------------------------------------------------------------------
-
-
-def _failed_interviews(rows: pd.DataFrame) -> list[dict]:
-    """One failed unit per item whose interview failed: it cannot be rated, and it must stay visible."""
-    return [{**{k: r[k] for k in KEYS}, "dimension": r["dimension"], "unit": r["item"], "item_ids": r["item"],
-             "answer": np.nan, "rating": np.nan, "analysis": None, "error": f"interview failed: {r['error']}"}
-            for r in rows.to_dict("records") if not _ok(r)]
-
-
 def _with_failed(rated: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
-    """The rated units and one failed unit per failed interview, in :data:`RATING_COLUMNS`."""
-    frames = [f for f in (pd.DataFrame(_failed_interviews(rows), columns=RATING_COLUMNS), rated[RATING_COLUMNS])
-              if len(f)]
+    """The rated units and one failed unit per failed interview (it cannot be rated, and it must stay visible)."""
+    failed = [{**{k: r[k] for k in KEYS}, "dimension": r["dimension"], "unit": r["item"], "item_ids": r["item"],
+               "answer": np.nan, "rating": np.nan, "analysis": None, "error": f"interview failed: {r['error']}"}
+              for r in rows.to_dict("records") if not _ok(r)]
+    frames = [f for f in (pd.DataFrame(failed, columns=RATING_COLUMNS), rated[RATING_COLUMNS]) if len(f)]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=RATING_COLUMNS)
 
 
@@ -102,14 +73,10 @@ def _ok(row: dict) -> bool:
     return pd.isna(row.get("error"))
 
 
-def place_on_scale(evaluator, name: str, item, reply: str, questionnaire: Questionnaire, calibrate: bool = False) -> int:
-    """The scale point (1..points) the evaluator chooses for one reply, by constrained choice.
-
-    ``calibrate`` applies contextual calibration (:mod:`rpa_lib.evaluation.calibration`): each option's score
-    for the reply minus its score for a content-free reply (:data:`~rpa_lib.evaluation.calibration.CONTENT_FREE`)
-    to the same item, then the best option. It removes a small model's standing preference for one option
-    (SmolLM2-135M picks "1" for everything) and needs a backend that returns option scores (the local model, or
-    an OpenAI-compatible server with logprobs)."""
+def place_on_scale(evaluator, name: str, item, reply: str, questionnaire: Questionnaire,
+                   calibrate: bool = False) -> int:
+    """The scale point the evaluator chooses for one reply, by constrained choice; ``calibrate``: each option's
+    score minus its score for a content-free reply (:mod:`rpa_lib.evaluation.calibration`; needs option scores)."""
     options = scale_options(questionnaire)
     got = evaluator.choose(option_messages(name, item, reply, questionnaire), options)
     if not calibrate:
@@ -123,12 +90,11 @@ def place_on_scale(evaluator, name: str, item, reply: str, questionnaire: Questi
 RATING_COLUMNS = [*KEYS, "dimension", "unit", "item_ids", "answer", "rating", "analysis", "error"]
 
 
-def score_options(interviews: pd.DataFrame, questionnaire: Questionnaire, evaluator, names: dict[str, str] | None = None,
-                  *, calibrate: bool = False, workers: int | None = None, progress: bool = True) -> pd.DataFrame:
-    """Option conversion: one row per interview row of ``questionnaire``. ``answer`` is the scale point the
-    evaluator chose for the reply (1..points, constrained choice, optionally calibrated: :func:`place_on_scale`);
-    ``rating`` is it keyed toward the dimension's high letter (``points + 1 - answer`` for items keyed low).
-    Failed interviews and failed evaluator calls are rows with an ``error`` and no rating."""
+def score_options(interviews: pd.DataFrame, questionnaire: Questionnaire, evaluator,
+                  names: dict[str, str] | None = None, *, calibrate: bool = False, workers: int | None = None,
+                  progress: bool = True) -> pd.DataFrame:
+    """Option conversion: per interview row the ``answer`` (:func:`place_on_scale`) and the ``rating`` keyed toward
+    the high letter; failures are rows with an ``error`` and no rating."""
     rows = interviews[interviews.questionnaire == questionnaire.name]
     items = {i.id: i for i in questionnaire.items}
     names = names or {}
@@ -153,10 +119,8 @@ def score_options(interviews: pd.DataFrame, questionnaire: Questionnaire, evalua
 def score_expert(interviews: pd.DataFrame, questionnaire: Questionnaire, evaluator, names: dict[str, str] | None = None,
                  *, batch_size: int = 4, poles: dict[str, tuple[str, str]] | None = None, max_tokens: int = 256,
                  workers: int | None = None, progress: bool = True) -> pd.DataFrame:
-    """Expert rating: the replies of each (method, character, dimension) in item order, in batches of
-    ``batch_size``; the evaluator rates the dimension on the questionnaire's scale (high letter at the top) from
-    each batch (a short analysis, then the score; ``max_tokens`` bounds the reply). One row per batch (``unit``
-    ``"b1"``, ``"b2"``, ...; ``item_ids`` the item ids), plus one failed row per item whose interview failed."""
+    """Expert rating: one rating of the dimension per batch of ``batch_size`` replies of a (method, character,
+    dimension) (``unit`` ``"b1"``, ``"b2"``, ...), plus one failed row per failed interview."""
     if batch_size < 1:
         raise ValueError("batch_size must be at least 1")
     rows = interviews[interviews.questionnaire == questionnaire.name]
@@ -167,8 +131,9 @@ def score_expert(interviews: pd.DataFrame, questionnaire: Questionnaire, evaluat
     ok = pd.DataFrame([r for r in rows.to_dict("records") if _ok(r)], columns=rows.columns)
     for (method, character, dim_id), group in ok.groupby(["method", "character", "dimension"], sort=False):
         recs = group.to_dict("records")
-        for b, start in enumerate(range(0, len(recs), batch_size), start=1):
-            batches.append((method, character, questionnaire.dimension(dim_id), f"b{b}", recs[start:start + batch_size]))
+        dim = questionnaire.dimension(dim_id)
+        batches += [(method, character, dim, f"b{b}", recs[start:start + batch_size])
+                    for b, start in enumerate(range(0, len(recs), batch_size), start=1)]
 
     def rate(batch) -> dict:
         _, character, dim, _, recs = batch
@@ -195,10 +160,8 @@ CANNED_REPLIES = {"yes": "Yes, absolutely. That is exactly how I am, every singl
 
 def evaluator_check(questionnaire: Questionnaire, evaluator, per_dimension: int = 1, name: str = "the interviewee",
                     *, calibrate: bool = False, progress: bool = True) -> pd.DataFrame:
-    """Can the evaluator tell a clear yes from a clear no? For ``per_dimension`` items of each dimension, option
-    conversion of two canned replies (:data:`CANNED_REPLIES`); ``separates`` is True when the yes lands higher on
-    the agreement scale than the no. An evaluator that fails this reads no signal from real replies either
-    (a very small model that answers the same point for everything makes every balanced dimension a tie)."""
+    """Can the evaluator tell a clear yes from a clear no (:data:`CANNED_REPLIES`)? ``separates``: the yes lands
+    higher on the scale, for ``per_dimension`` items of each dimension."""
     items = questionnaire.subset(per_dimension * len(questionnaire.dimensions)).items
     jobs = [(item, kind) for item in items for kind in CANNED_REPLIES]
     placed = run_verdicts(evaluator, jobs, lambda job: place_on_scale(evaluator, name, job[0], CANNED_REPLIES[job[1]],
@@ -206,9 +169,9 @@ def evaluator_check(questionnaire: Questionnaire, evaluator, per_dimension: int 
                           lambda job: {"item": job[0].id, "kind": job[1]}, columns=["item", "kind", "value", "error"],
                           desc=f"evaluator check · {questionnaire.name}", progress=progress)
     got = {(r.item, r.kind): r.value if pd.isna(r.error) else np.nan for r in placed.itertuples()}
-    rows = [{"questionnaire": questionnaire.name, "item": i.id, "dimension": i.dimension, "answer_yes": got[i.id, "yes"],
-             "answer_no": got[i.id, "no"], "separates": bool(got[i.id, "yes"] > got[i.id, "no"])} for i in items]
-    return pd.DataFrame(rows)
+    return pd.DataFrame([{"questionnaire": questionnaire.name, "item": i.id, "dimension": i.dimension,
+                          "answer_yes": got[i.id, "yes"], "answer_no": got[i.id, "no"],
+                          "separates": bool(got[i.id, "yes"] > got[i.id, "no"])} for i in items])
 
 
 def _ordered(ratings: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
@@ -217,13 +180,13 @@ def _ordered(ratings: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=RATING_COLUMNS)
     rank = {k: {v: i for i, v in enumerate(dict.fromkeys(rows[k]))} for k in ("method", "character")}
     ratings = ratings.assign(_m=ratings.method.map(rank["method"]), _c=ratings.character.map(rank["character"]))
-    return ratings.sort_values(["_m", "_c"], kind="stable").drop(columns=["_m", "_c"]).reset_index(drop=True)[RATING_COLUMNS]
+    ratings = ratings.sort_values(["_m", "_c"], kind="stable").drop(columns=["_m", "_c"])
+    return ratings.reset_index(drop=True)[RATING_COLUMNS]
 
 
 def dimension_scores(ratings: pd.DataFrame, questionnaire: Questionnaire) -> pd.DataFrame:
-    """One row per (method, questionnaire, character, dimension): ``score`` (mean rating of the units that did
-    not fail), ``n_rated``, ``n_failed`` (units excluded because they failed, shown, never dropped silently) and
-    the ``letter``."""
+    """Per (method, questionnaire, character, dimension): the mean rating of the units that did not fail, the counts
+    rated and failed, and the letter."""
     out = []
     for key, group in ratings.groupby([*KEYS, "dimension"], sort=False):
         ok = group.rating.notna()
@@ -234,12 +197,9 @@ def dimension_scores(ratings: pd.DataFrame, questionnaire: Questionnaire) -> pd.
     return pd.DataFrame(out, columns=[*KEYS, "dimension", "score", "n_rated", "n_failed", "letter"])
 
 
-# ---- 3. letters ------------------------------------------------------------------------------------------------
-
-
 def letter(score: float, dimension: Dimension, midpoint: float) -> str:
-    """The dimension's high letter above the midpoint, its low letter below, :data:`TIE` on it and
-    :data:`NO_SCORE` without a score. ``letter(5.2, Dimension("EI", "...", "E", "I"), 4.0) == "E"``"""
+    """The high letter above the midpoint, the low one below, :data:`TIE` on it, :data:`NO_SCORE` without a score.
+    ``letter(5.2, Dimension("EI", "...", "E", "I"), 4.0) == "E"``"""
     if score is None or np.isnan(score):
         return NO_SCORE
     if np.isclose(score, midpoint):
@@ -248,14 +208,13 @@ def letter(score: float, dimension: Dimension, midpoint: float) -> str:
 
 
 def keyed_rating(answer: int, keyed: str, points: int) -> int:
-    """An agreement answer turned toward the high letter: items keyed low are flipped.
-    ``keyed_rating(2, "low", 7) == 6``"""
+    """An agreement answer turned toward the high letter. ``keyed_rating(2, "low", 7) == 6``"""
     return answer if keyed == "high" else points + 1 - answer
 
 
 def predicted_types(dim_scores: pd.DataFrame, questionnaire: Questionnaire) -> pd.DataFrame:
-    """One row per (method, questionnaire, character): ``predicted`` (letters in the questionnaire's dimension
-    order; a dimension never scored counts as :data:`NO_SCORE`), each dimension's score and the failed units."""
+    """Per (method, questionnaire, character): the ``predicted`` type (:data:`NO_SCORE` for a dimension never
+    scored), each dimension's score and the units rated and failed."""
     out = []
     for key, group in dim_scores.groupby(KEYS, sort=False):
         by_dim = group.set_index("dimension")
@@ -267,15 +226,10 @@ def predicted_types(dim_scores: pd.DataFrame, questionnaire: Questionnaire) -> p
     return pd.DataFrame(out)
 
 
-# ---- a whole run --------------------------------------------------------------------------------------------
-
-
 def interview_all(methods: list, characters: list[str], questionnaires: list[Questionnaire], *, llm,
                   save_to: Path | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """:func:`interview` for every method and questionnaire, through the one answering loop
-    (:func:`~rpa_lib.methods.answer_tasks`, a task per questionnaire); rows in method order. ``save_to`` (a CSV)
-    is rewritten after each block, so completed work is never lost. Returns the replies and one timing row per
-    block."""
+    """:func:`interview` for every method and questionnaire, and one timing row per block; ``save_to`` (a CSV) is
+    rewritten after each block."""
     def save(rows: pd.DataFrame) -> None:
         interview_rows(rows).to_csv(save_to, index=False)
 
@@ -285,7 +239,7 @@ def interview_all(methods: list, characters: list[str], questionnaires: list[Que
 
 
 def with_truth(types: pd.DataFrame, truth: dict[str, str]) -> pd.DataFrame:
-    """``types`` with the true type (``truth``: ``{slug: type}``) and the missed letters per character."""
+    """``types`` with the true type (``{slug: type}``) and the missed letters per character."""
     out = types.assign(truth=types.character.map(truth))
     out["misses"] = type_scores(list(out.predicted), list(out.truth))["misses"] if len(out) else []
     return out
@@ -294,9 +248,8 @@ def with_truth(types: pd.DataFrame, truth: dict[str, str]) -> pd.DataFrame:
 def score_all(replies: pd.DataFrame, questionnaires: dict[str, tuple[Questionnaire, dict[str, str]]], evaluator,
               names: dict[str, str], *, scoring: str = "option", calibrate: bool = False,
               batch_size: int = 4) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """Score every questionnaire's replies (``questionnaires``: name -> (questionnaire, {slug: true type})) by
-    ``scoring`` (option or expert); returns the ratings, the dimension scores, the predicted types with the truth
-    and misses, and one timing row per questionnaire."""
+    """Score every questionnaire's replies (name -> (questionnaire, {slug: true type})): the ratings, dimension
+    scores, predicted types with truth and misses, and one timing row per questionnaire."""
     if scoring not in ("option", "expert"):
         raise ValueError(f"scoring must be 'option' or 'expert', not {scoring!r}")
     ratings, scores, types, timing = [], [], [], []

@@ -1,14 +1,5 @@
-"""The evaluator prompts of the personality interview (AMADEUS Tables 4-5), written for this repository.
-
-Two ways of scoring an interview, after InCharacter (Wang et al. 2024), in our own words:
-
-- :func:`option_messages`: *option conversion*, one reply at a time placed on the item's agreement scale;
-- :func:`expert_messages`: *expert rating*, a few replies of one dimension read together and the dimension rated.
-
-Both tell the evaluator to judge only what the replies say, never what it knows about the character from
-elsewhere: the interview measures the role-playing agent, and an evaluator that fills gaps from its own memory
-of a famous character would measure itself. Prompts are plain functions returning chat messages; this module
-calls no LLM.
+"""The evaluator prompts of the personality interview (AMADEUS Tables 4-5), after InCharacter (Wang et al. 2024)
+in our own words: option conversion and expert rating. Plain functions returning chat messages; no LLM call.
 """
 
 from __future__ import annotations
@@ -33,20 +24,13 @@ def middle_text(questionnaire: Questionnaire) -> str:
 
 
 def scale_options(questionnaire: Questionnaire) -> list[str]:
-    """The constrained answers: ``["1", ..., str(points)]``. Single digits rather than the labels, so no option
-    is favoured for being short when a local model scores options by their likelihood."""
+    """The constrained answers ``["1", ..., str(points)]`` (digits: no option favoured for being short)."""
     return [str(i) for i in range(1, questionnaire.points + 1)]
 
 
 def option_messages(name: str, item: Item, reply: str, questionnaire: Questionnaire) -> list[dict]:
-    """Option conversion: where on the agreement scale does this one reply put the character?
-
-    The evaluator sees the item's first-person statement (what agreement means), the question as it was asked,
-    and the reply, and picks a scale point (constrained choice among :func:`scale_options`). Keying is applied
-    afterwards by the scorer, never asked of the evaluator, so a reverse-keyed item is judged exactly like any
-    other. A reply that does not take a side maps to the middle of the scale, which leaves the dimension's
-    score where the other items put it.
-    """
+    """Option conversion: where on the agreement scale does this one reply put the character? (Keying is the
+    scorer's, never the evaluator's.)"""
     return [
         {"role": "system", "content": EVALUATOR_SYSTEM},
         {"role": "user", "content": (
@@ -61,8 +45,7 @@ def option_messages(name: str, item: Item, reply: str, questionnaire: Questionna
 
 
 def expert_schema(questionnaire: Questionnaire) -> dict:
-    """JSON Schema of an expert rating: a short analysis first (the reasoning the rating rests on), then the
-    rating as one of the scale's integers (an enum, which every structured-output backend supports)."""
+    """JSON Schema of an expert rating: a short analysis, then the score as one of the scale's integers (an enum)."""
     return {
         "type": "object",
         "properties": {
@@ -75,13 +58,8 @@ def expert_schema(questionnaire: Questionnaire) -> dict:
 
 def expert_messages(name: str, dimension: Dimension, poles: tuple[str, str], pairs: list[tuple[Item, str]],
                     questionnaire: Questionnaire) -> list[dict]:
-    """Expert rating: read a few question-and-answer pairs of one dimension and rate the dimension.
-
-    ``poles`` are the names of the high and the low end (e.g. ``("Extraversion", "Introversion")``). The
-    rating uses the questionnaire's number of points with the *high* letter at the top, so it is read against
-    the same midpoint as option conversion. Items keyed either way are shown as they were asked; the evaluator
-    weighs what the answers reveal about the dimension, which is what an expert rater does with an interview.
-    """
+    """Expert rating: a few question-and-answer pairs of one dimension, the dimension rated on the questionnaire's
+    scale with the high pole (``poles``: high and low name) at the top."""
     high, low = poles
     transcript = "\n\n".join(f'Q{i}: "{item.question}"\nA{i} ({name}): "{reply.strip()}"'
                              for i, (item, reply) in enumerate(pairs, start=1))

@@ -1,15 +1,7 @@
 """How much data a claim needs: minimum detectable differences (MDE) at a run's sizes, and the sizes needed to
-detect the AMADEUS paper's printed differences (80% power, two-sided alpha 0.05, paired designs).
-
-Paired 0/1 outcomes (ACC of Table 6; a questionnaire dimension right or wrong in Tables 4-5) use Connor's
-normal approximation for McNemar's test (:func:`~rpa_lib.evaluation.metrics.intervals.n_paired_binary`). It needs
-the share of discordant pairs psi; two bounds are given: **independent errors** (psi = p1 (1 - p2) + p2 (1 - p1)
-for two methods right with probabilities p1, p2: the pessimistic end) and **one-way** (psi = |delta|: every
-discordant pair favours one method, the optimistic end); where the paper's per-character types give the observed
-psi (Tables 4-5), that is used. The pairs are treated as independent: clustering by character makes the real
-requirement larger (a design effect), so these are lower bounds for a character-clustered design.
-
-It reads no results: sizes come from a profile's parameters (:func:`profile_sizes`).
+detect the AMADEUS paper's printed differences (80% power, two-sided alpha 0.05, paired 0/1 outcomes, Connor's
+approximation). Pairs are treated as independent, so the sizes are lower bounds under clustering by character. It
+reads no results: sizes come from a profile's parameters.
 """
 
 from __future__ import annotations
@@ -27,15 +19,16 @@ from rpa_lib.evaluation.metrics.intervals import ALPHA, POWER, mde_paired_binary
 PAPER_ACC = 0.9267
 PRINTED = [  # (comparison, outcome, unit, delta, observed discordant share or None, level p1, p2, units per character)
     ("ACC, AMADEUS vs Naive RAG (GPT-4.1, Table 6)", "acc", "questions", 6 / 450, None, 0.9267, 0.9133, "questions"),
-    ("MBTI dimensions, AMADEUS vs CRAG (Table 4)", "dimension_correct", "dimensions", 11 / 60, 21 / 60, 0.85, 0.6667, "mbti"),
-    ("SLOAN dimensions, AMADEUS vs CRAG (Table 5)", "dimension_correct", "dimensions", 4 / 75, 16 / 75, 0.8133, 0.76, "sloan"),
+    ("MBTI dimensions, AMADEUS vs CRAG (Table 4)", "dimension_correct", "dimensions", 11 / 60, 21 / 60, 0.85, 0.6667,
+     "mbti"),
+    ("SLOAN dimensions, AMADEUS vs CRAG (Table 5)", "dimension_correct", "dimensions", 4 / 75, 16 / 75, 0.8133, 0.76,
+     "sloan"),
 ]
 
 
 @dataclass(frozen=True)
 class Sizes:
-    """A run's sizes: characters and questions per character of Table 6, characters of Tables 4-5 and the
-    dimensions each questionnaire scores per character."""
+    """A run's sizes: Table 6's characters and questions per character, Tables 4-5's characters and dimensions."""
 
     qa_characters: int = 15
     questions_per_character: int = 30
@@ -49,24 +42,21 @@ def _independent(p1: float, p2: float) -> float:
 
 
 def mde_table(sizes: Sizes, alpha: float = ALPHA, power: float = POWER) -> pd.DataFrame:
-    """The MDE (an absolute difference in the share right) of ACC and of MBTI/SLOAN dimension accuracy at
-    ``sizes``, with independent errors at the paper's levels (pessimistic) and with the paper's observed
-    discordance where it printed the pairs."""
-    rows = []
-    for name, pairs, p, observed in (
-            ("ACC (Table 6)", sizes.qa_characters * sizes.questions_per_character, PAPER_ACC, None),
-            ("MBTI dimension accuracy (Table 4)", sizes.personality_characters * sizes.mbti_dimensions, 0.85, 21 / 60),
-            ("SLOAN dimension accuracy (Table 5)", sizes.personality_characters * sizes.sloan_dimensions, 0.8133, 16 / 75)):
-        psi = _independent(p, p)
-        rows.append({"outcome": name, "pairs": pairs, "level": p,
-                     "mde_independent_errors": mde_paired_binary(pairs, psi, alpha, power),
-                     "mde_observed_discordance": mde_paired_binary(pairs, observed, alpha, power) if observed else math.nan})
-    return pd.DataFrame(rows)
+    """The MDE (in the share right) of ACC and MBTI/SLOAN dimension accuracy at ``sizes``, with independent errors
+    at the paper's levels and with the paper's observed discordance."""
+    chars = sizes.personality_characters
+    outcomes = [("ACC (Table 6)", sizes.qa_characters * sizes.questions_per_character, PAPER_ACC, None),
+                ("MBTI dimension accuracy (Table 4)", chars * sizes.mbti_dimensions, 0.85, 21 / 60),
+                ("SLOAN dimension accuracy (Table 5)", chars * sizes.sloan_dimensions, 0.8133, 16 / 75)]
+    return pd.DataFrame([{"outcome": name, "pairs": pairs, "level": p,
+                          "mde_independent_errors": mde_paired_binary(pairs, _independent(p, p), alpha, power),
+                          "mde_observed_discordance": mde_paired_binary(pairs, observed, alpha, power)
+                          if observed else math.nan} for name, pairs, p, observed in outcomes])
 
 
 def needed_table(alpha: float = ALPHA, power: float = POWER) -> pd.DataFrame:
-    """Pairs (questions or dimensions) and characters needed to detect each printed difference of :data:`PRINTED`:
-    one-way (optimistic), observed discordance (Tables 4-5) and independent errors (pessimistic)."""
+    """Pairs and characters needed to detect each difference of :data:`PRINTED`: one-way, observed discordance and
+    independent errors."""
     per_char = {"questions": 30, "mbti": 4, "sloan": 5}
     rows = []
     for name, _, unit, delta, observed, p1, p2, per in PRINTED:
@@ -82,9 +72,8 @@ def needed_table(alpha: float = ALPHA, power: float = POWER) -> pd.DataFrame:
 
 
 def profile_sizes(profile: dict, dataset: Dataset | None = None) -> Sizes:
-    """The sizes a reproduce profile runs (``notebooks.05_qa_evaluation`` characters and ``qa_questions``,
-    ``notebooks.04_personality`` characters); a None or missing value means all of the dataset's (``dataset``,
-    else the profile's ``defaults.data_dir``, else the repository's)."""
+    """The sizes a reproduce profile runs (its 05_qa_evaluation and 04_personality parameters; missing: all of the
+    dataset's, ``dataset`` else the profile's ``defaults.data_dir``)."""
     ds = as_dataset(dataset if dataset is not None else (profile.get("defaults") or {}).get("data_dir"))
     nbs = profile.get("notebooks") or {}
     qa, pers = nbs.get("05_qa_evaluation") or {}, nbs.get("04_personality") or {}
@@ -97,7 +86,7 @@ def profile_sizes(profile: dict, dataset: Dataset | None = None) -> Sizes:
 
 
 def power_text(sizes: Sizes, alpha: float = ALPHA, power: float = POWER) -> str:
-    """The plan's section: MDEs at these sizes and the sizes the paper's printed differences need."""
+    """The plan's power section: MDEs at these sizes and the sizes the paper's printed differences need."""
     mde = mde_table(sizes, alpha, power)
     need = needed_table(alpha, power)
     lines = [f"power (paired, two-sided alpha {alpha}, {power:.0%} power; items as independent units, a lower bound "

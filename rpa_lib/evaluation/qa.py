@@ -1,16 +1,7 @@
-"""The QA evaluation (AMADEUS Table 6, with RAGEval's key-point metrics): methods answer the characters' QA
-questions (and, for the MBTI and BFI rows, the interview questions), a judge LLM scores each response, and the
-tables are built from the verdicts.
-
-:func:`answer_all` gives one row per (method, job) with the reply and its context, or its error;
-:func:`judge_answers` and :func:`label_answers` one row per verdict, with its status (``ok``, ``unparsed``: a
-counted missing value, or ``failed``: a fault, with its error); :func:`table6`, :func:`keypoint_table`,
-:func:`attribute_breakdown` and :func:`rank_agreement` build the tables. A failed job or judge call is reported
-by the evaluation runner and never scored as an answer.
-
-The judges and their prompts are :mod:`rpa_lib.evaluation.judges`'; the paper's Table 6 beside ours is
-:func:`rpa_lib.paper.table6_beside_paper`. This module builds no method or LLM (the caller passes them), writes
-only the ``save_to`` file of :func:`answer_all` and draws nothing.
+"""The QA evaluation (AMADEUS Table 6, with RAGEval's key-point metrics): methods answer the QA and interview
+questions, a judge LLM scores each response, and the tables are built from the verdicts. The judges and their
+prompts are :mod:`rpa_lib.evaluation.judges`'s. This module builds no method or LLM (the caller passes them),
+writes only :func:`answer_all`'s ``save_to`` file and draws nothing.
 """
 
 from __future__ import annotations
@@ -47,12 +38,8 @@ LABEL_COLUMNS = ["task", "method", "character", "question_id", "attribute", "kp"
 
 
 def has_context(method: Method) -> bool:
-    """Does the method put anything besides the question in front of its LLM? (No RAG does not: its class
-    keeps the base ``context``, which returns none.) Only such methods are interviewed for HS."""
+    """Does the method put anything besides the question in front of its LLM (No RAG keeps the base ``context``)?"""
     return type(method).context is not Method.context
-
-
-# ---- 1. answers ----------------------------------------------------------------------------------------------
 
 
 def gold_answers(dataset: Dataset, characters: list[str]) -> dict[tuple[str, str], QA]:
@@ -67,11 +54,10 @@ def qa_items(dataset: Dataset, characters: list[str], per_character: int | None 
 
 
 def task_jobs(dataset: Dataset, characters: list[str], qa_questions: int | None = None,
-              questionnaires: dict[str, int | None] | None = None, multi_questions: int | None = 0) -> dict[str, list[Job]]:
-    """The jobs of each task: ``CharacterRAG`` (``qa_questions`` per character, spread over the six
-    attributes; None: all), ``CharacterRAG (multi)`` (``multi_questions`` multi-paragraph pairs per character; 0:
-    none, None: all), then one task per questionnaire in ``questionnaires`` (name -> items, None: all;
-    ``{"mbti": 8, "bigfive": 10}``), named as in Table 6 (MBTI, BFI)."""
+              questionnaires: dict[str, int | None] | None = None,
+              multi_questions: int | None = 0) -> dict[str, list[Job]]:
+    """The jobs of each task: ``CharacterRAG``, ``CharacterRAG (multi)`` (``multi_questions`` 0: none; None: all),
+    then one task per questionnaire (name -> items, ``{"mbti": 8, "bigfive": 10}``) named as in Table 6."""
     tasks = {QA_TASK: qa_jobs(dataset, characters, qa_questions)}
     if multi_questions != 0:
         tasks[MULTI_TASK] = qa_jobs(dataset, characters, multi_questions, set="multi")
@@ -82,11 +68,8 @@ def task_jobs(dataset: Dataset, characters: list[str], qa_questions: int | None 
 
 def answer_all(methods: Sequence[Method], tasks: dict[str, list[Job]], *, llm=None, save_to: Path | None = None,
                workers: int | None = None, progress: bool = True) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Every method answers every task's jobs (``run_jobs``, one row per job with its ``task``; failures kept
-    as rows with their error). The interview tasks (every task but ``CharacterRAG``) are scored by HS alone, so
-    a method without context (:func:`has_context`) is not interviewed. ``save_to`` (JSONL, context items
-    included) is rewritten after each block, so completed work is never lost. Returns the rows and one timing
-    row per (task, method)."""
+    """Every method answers every task's jobs (a method without context skips the interviews, scored by HS alone):
+    the rows and one timing row per (task, method); ``save_to`` (JSONL) is rewritten after each block."""
     def skip(task: str, method: Method) -> str | None:
         return "not interviewed: no context, so no HS" if task not in QA_TASKS and not has_context(method) else None
 
@@ -99,9 +82,8 @@ def answer_all(methods: Sequence[Method], tasks: dict[str, list[Job]], *, llm=No
 
 def answer_budget_control(answers: pd.DataFrame, tasks: dict[str, list[Job]], control, *, given: int | None = None,
                           method: str = "amadeus", llm=None) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, int]]:
-    """The budget-matched control on each task at ``method``'s mean context on that same task (interview HS rows
-    are matched to the interview budget, QA rows to the QA budget), or at ``given`` characters everywhere.
-    ``control(budget_chars)`` builds the control method. Returns its rows, timing rows and the budget per task."""
+    """The control ``control(budget_chars)`` on each task at ``method``'s mean context on that task (or ``given``
+    characters): its rows, timing rows and the budget per task."""
     rows, timing, budgets = [], [], {}
     for task, jobs in tasks.items():
         rows_of_task = answers[answers.task == task]
@@ -116,8 +98,7 @@ def answer_budget_control(answers: pd.DataFrame, tasks: dict[str, list[Job]], co
 
 
 def answer_summary(answers: pd.DataFrame) -> pd.DataFrame:
-    """Per task and method: answers, failed, mean reply length, context items and chunk ids per answer, LLM
-    calls and how many the cache served."""
+    """Per task and method: answers, failures, mean reply length, context items, chunk ids, LLM and cached calls."""
     out = []
     for (task, method), g in answers.groupby(["task", "method"], sort=False):
         ok = g[g.error.isna()]
@@ -134,27 +115,18 @@ def _answered(answers: pd.DataFrame) -> list[dict]:
 
 
 def _attribute(row: dict):
-    value = row.get("attribute")
-    return None if pd.isna(value) else value
+    return None if pd.isna(row.get("attribute")) else row.get("attribute")
 
 
-# ---- 2. verdicts ---------------------------------------------------------------------------------------------
-
-
-def verdict_jobs(answers: pd.DataFrame, gold: dict[tuple[str, str], QA], metrics: Sequence[str] = METRICS) -> list[tuple]:
-    """``(row, metric)`` for each answered row and each metric it gets: ACC and ACC_L when its question has a
-    gold answer (a QA question), HS when the method used context. Failed jobs get none (they are reported as
-    failed, never judged)."""
+def verdict_jobs(answers: pd.DataFrame, gold: dict[tuple[str, str], QA],
+                 metrics: Sequence[str] = METRICS) -> list[tuple]:
+    """``(row, metric)`` for each answered row: ACC and ACC_L with a gold answer, HS when the method used context."""
     unknown = set(metrics) - set(METRICS)
     if unknown:
         raise ValueError(f"unknown metric(s) {sorted(unknown)}; known: {', '.join(METRICS)}")
-    jobs = []
-    for r in _answered(answers):
-        has_gold = (r["character"], r["question_id"]) in gold and r.get("task") in QA_TASKS
-        for m in metrics:
-            if (m in ("acc", "acc_l") and has_gold) or (m == "hs" and r.get("context")):
-                jobs.append((r, m))
-    return jobs
+    return [(r, m) for r in _answered(answers) for m in metrics
+            if (m in ("acc", "acc_l") and (r["character"], r["question_id"]) in gold and r.get("task") in QA_TASKS)
+            or (m == "hs" and r.get("context"))]
 
 
 HS_REFERENCE = ("HS judged for every method against one reference: for a QA question the persona paragraphs that "
@@ -168,12 +140,8 @@ def _reference_item(label: str, text: str) -> dict:
 
 def hs_references(dataset: Dataset, answers: pd.DataFrame, gold: dict[tuple[str, str], QA], *, k: int = 3,
                   embedder: str = "minilm") -> dict[tuple[str, str], list[dict]]:
-    """The one reference every method's reply to a question is judged against for HS (:data:`HS_REFERENCE`):
-    ``{(character, question id): [reference items]}``. A QA question's reference is each persona paragraph that
-    holds one of its evidence strings, whole (the evidence with the text around it); an interview question has
-    no evidence, so its reference is the top ``k`` ACTS chunks of one fixed retriever (``embedder``), the same for
-    every method. Never the method's own context, and never text an LLM wrote (AE's attributes, other
-    characters' paragraphs)."""
+    """``{(character, question id): [reference items]}`` for HS (:data:`HS_REFERENCE`): the persona paragraphs that
+    hold a QA question's evidence, or the top ``k`` ACTS chunks of ``embedder`` for an interview question."""
     refs: dict[tuple[str, str], list[dict]] = {}
     flat: dict[str, list] = {}  # character -> its paragraphs with their whitespace-normalized text, made once
     for r in _answered(answers):
@@ -183,7 +151,8 @@ def hs_references(dataset: Dataset, answers: pd.DataFrame, gold: dict[tuple[str,
         qa = gold.get(key) if r.get("task") in QA_TASKS else None
         if qa is not None:
             if r["character"] not in flat:
-                flat[r["character"]] = [(p, " ".join(p.text.split())) for p in dataset.persona(r["character"]).paragraphs]
+                paragraphs = dataset.persona(r["character"]).paragraphs
+                flat[r["character"]] = [(p, " ".join(p.text.split())) for p in paragraphs]
             held = [p for p, text in flat[r["character"]] if any(" ".join(e.split()) in text for e in qa.evidence)]
             refs[key] = [_reference_item(" > ".join(p.headings[1:]), p.text) for p in dict.fromkeys(held)]
         else:
@@ -196,11 +165,8 @@ def hs_references(dataset: Dataset, answers: pd.DataFrame, gold: dict[tuple[str,
 def judge_answers(answers: pd.DataFrame, judge, names: dict[str, str], gold: dict[tuple[str, str], QA], *,
                   references: dict[tuple[str, str], list[dict]] | None = None, metrics: Sequence[str] = METRICS,
                   workers: int | None = None, progress: bool = True) -> pd.DataFrame:
-    """One verdict row per (response, metric) of :func:`verdict_jobs` (columns :data:`VERDICT_COLUMNS`).
-    ``gold``: ``{(character, question id): QA}``; ``names``: ``{slug: name}``; ``references``: what HS is judged
-    against (:func:`hs_references`: one reference per question for every method; None: each method's own
-    context, as the paper's prompt reads). A verdict the judge gave in no allowed form is ``unparsed`` (NaN
-    value); a judge call that failed is ``failed`` with its error."""
+    """One verdict row per (response, metric) of :func:`verdict_jobs`; HS against ``references``
+    (:func:`hs_references`) or, when None, each method's own context as the paper's prompt reads."""
     def run(job):
         r, metric = job
         name = names.get(r["character"], r["character"])
@@ -226,11 +192,8 @@ def judge_answers(answers: pd.DataFrame, judge, names: dict[str, str], gold: dic
 
 def label_answers(answers: pd.DataFrame, keypoints: pd.DataFrame, judge, names: dict[str, str], *,
                   workers: int | None = None, progress: bool = True) -> pd.DataFrame:
-    """Each key point of each answered QA response's gold answer labelled by the judge: one row per
-    (response, key point), columns :data:`LABEL_COLUMNS`; ``label`` is None when unparsed or failed.
-    ``keypoints``: :func:`~rpa_lib.evaluation.keypoints.keypoints_for`'s rows (``qa_id``, ``character``,
-    ``key_points``). Questions without key points get no rows (:func:`keypoint_scores_per_response` counts
-    them)."""
+    """One row per (answered QA response, key point of its gold answer) with the judge's label (None when unparsed
+    or failed); ``keypoints``: :func:`~rpa_lib.evaluation.keypoints.keypoints_for`'s rows."""
     points = {(k["character"], k["qa_id"]): list(k["key_points"]) for k in keypoints.to_dict("records")}
     jobs = [(r, i, kp) for r in _answered(answers) if r.get("task") == QA_TASK
             for i, kp in enumerate(points.get((r["character"], r["question_id"]), []), start=1)]
@@ -250,11 +213,8 @@ def label_answers(answers: pd.DataFrame, keypoints: pd.DataFrame, judge, names: 
     return labels.assign(label=labels.answer)[LABEL_COLUMNS]
 
 
-# ---- 3. tables -----------------------------------------------------------------------------------------------
-
-
 def _coerced(verdicts: pd.DataFrame) -> int:
-    """How many of these verdict rows were coerced from logprobs (rows saved before the column: none)."""
+    """Verdict rows coerced from logprobs (rows saved before the column: none)."""
     return int(verdicts.coerced.fillna(False).astype(bool).sum()) if "coerced" in verdicts else 0
 
 
@@ -263,16 +223,8 @@ def _mean(values: pd.Series) -> float:
 
 
 def table6(answers: pd.DataFrame, verdicts: pd.DataFrame, llm: str, judge: str) -> pd.DataFrame:
-    """AMADEUS Table 6 for this run: one row per (task, method) in the order met, with ``acc`` (share of
-    responses judged to contain the answer; a fraction, the paper prints a percentage), ``acc_l`` and ``hs``
-    (means of the parsed verdicts; HS NaN, the paper's "-", for a method without context), and what each
-    rests on: ``answers``, ``failed_answers`` (jobs that failed: never judged), ``n_<metric>`` (parsed
-    verdicts), ``unparsed_<metric>`` and ``failed_<metric>`` (judge calls that failed); ``coerced_<metric>``:
-    parsed verdicts whose option the LLM layer took from logprobs because the judge's reply matched none; and each
-    metric's 95% interval ``<metric>_low``/``<metric>_high`` (cluster bootstrap over characters, questions
-    clustered by character; ``n_characters``, ``interval_note``: "1 character: no cluster interval"). Rows of several
-    runs (a ``repeat`` column, :meth:`rpa_lib.experiment.Experiment.each`) are pooled: the scores average over the
-    runs, the intervals resample each character with all its runs, ``n_runs`` says how many."""
+    """AMADEUS Table 6 for this run: per (task, method) ``acc`` (a fraction), ``acc_l`` and ``hs`` over the parsed
+    verdicts, the counts they rest on and each metric's 95% interval; several runs (``repeat``) are pooled."""
     out = []
     for (task, method), group in answers.groupby(["task", "method"], sort=False):
         v = verdicts[(verdicts.task == task) & (verdicts.method == method)]
@@ -293,16 +245,15 @@ def table6(answers: pd.DataFrame, verdicts: pd.DataFrame, llm: str, judge: str) 
     if ok.empty:
         return table
     runs = ["repeat"] if "repeat" in ok else []  # several runs: a response per run, each resampled with its character
-    wide = ok.pivot_table(index=["task", "method", "character", "question_id", *runs], columns="metric", values="value",
-                          aggfunc="first").reset_index().reindex(columns=["task", "method", "character", *runs, *METRICS])
+    wide = ok.pivot_table(index=["task", "method", "character", "question_id", *runs], columns="metric",
+                          values="value", aggfunc="first").reset_index()
+    wide = wide.reindex(columns=["task", "method", "character", *runs, *METRICS])
     return merge_intervals(table, interval_columns(wide, ["task", "method"], list(METRICS)), ["task", "method"])
 
 
 def keypoint_scores_per_response(answers: pd.DataFrame, labels: pd.DataFrame, keypoints: pd.DataFrame) -> pd.DataFrame:
-    """RAGEval's scores of each QA response from its key-point labels (:func:`~rpa_lib.evaluation.metrics.
-    keypoints.keypoint_scores`): ``completeness``, ``hallucination``, ``irrelevance`` over the labels judged;
-    ``keypoints`` (the gold answer's; 0 when its extraction was unparseable or failed), ``unparsed`` and
-    ``failed`` labels (neither in the denominator), and ``job_failed``."""
+    """RAGEval's scores of each QA response from its key-point labels, with the counts of key points, unparsed and
+    failed labels (neither in the denominator) and ``job_failed``."""
     kp_count = {(k["character"], k["qa_id"]): len(k["key_points"]) for k in keypoints.to_dict("records")}
     by_response = {key: group for key, group in labels.groupby(["method", "character", "question_id"], sort=False)}
     empty = labels.iloc[0:0]
@@ -316,22 +267,19 @@ def keypoint_scores_per_response(answers: pd.DataFrame, labels: pd.DataFrame, ke
                     "judged": s.judged, "unparsed": s.unparsed, "failed": int((mine.status == FAILED).sum()),
                     "job_failed": not pd.isna(r.get("error")), "completeness": s.completeness,
                     "hallucination": s.hallucination, "irrelevance": s.irrelevance, "coerced": _coerced(done)})
-    return pd.DataFrame(out, columns=["method", "character", "question_id", "attribute", "keypoints", "judged", "unparsed",
-                                      "failed", "job_failed", "completeness", "hallucination", "irrelevance",
-                                      "coerced"])
+    return pd.DataFrame(out, columns=["method", "character", "question_id", "attribute", "keypoints", "judged",
+                                      "unparsed", "failed", "job_failed", *KEYPOINT_METRICS, "coerced"])
 
 
 def keypoint_table(per_response: pd.DataFrame, llm: str, judge: str) -> pd.DataFrame:
-    """RAGEval's Completeness, Hallucination and Irrelevance per method (:func:`~rpa_lib.evaluation.metrics.
-    keypoints.average_keypoint_scores`: the mean over responses with a judged key point), with the counts behind
-    them: ``responses``, ``scored``, ``without_keypoints`` (answered, but the gold answer has no key point),
-    ``unparsed_labels``, ``failed_labels`` and ``failed_answers``; ``coerced_labels`` (judged labels the LLM
-    layer took from logprobs, the judge's reply matching no label); each metric's 95% interval (``_low``,
-    ``_high``: cluster bootstrap over characters of the scored responses)."""
+    """RAGEval's Completeness, Hallucination and Irrelevance per method (the mean over responses with a judged key
+    point), the counts behind them and each metric's 95% interval."""
     out = []
     for method, group in per_response.groupby("method", sort=False):
         answered = group[~group.job_failed]
-        avg = average_keypoint_scores(_scores(answered))
+        avg = average_keypoint_scores([KeypointScores(r.completeness, r.hallucination, r.irrelevance,
+                                                      r.judged + r.unparsed, r.unparsed)
+                                       for r in answered.itertuples()])
         out.append({"method": method, "paper_method": paper_name(method), "llm": llm, "judge": judge,
                     "completeness": avg.completeness, "hallucination": avg.hallucination,
                     "irrelevance": avg.irrelevance, "responses": len(group), "scored": avg.scored,
@@ -345,15 +293,8 @@ def keypoint_table(per_response: pd.DataFrame, llm: str, judge: str) -> pd.DataF
     return merge_intervals(table, interval_columns(scored, ["method"], list(KEYPOINT_METRICS)), ["method"])
 
 
-def _scores(per_response: pd.DataFrame) -> list[KeypointScores]:
-    return [KeypointScores(r.completeness, r.hallucination, r.irrelevance, r.judged + r.unparsed, r.unparsed)
-            for r in per_response.itertuples()]
-
-
 def attribute_breakdown(verdicts: pd.DataFrame, per_response: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Per method and QA attribute (Demographic Information ... Social Relationships): ACC, ACC_L and, when the
-    key-point scores are given, Completeness; with ``n`` (parsed ACC verdicts), ``unparsed`` (ACC) and, last,
-    ``coerced`` (ACC verdicts taken from logprobs)."""
+    """Per method and QA attribute: ACC, ACC_L, Completeness (with ``per_response``) and the ACC counts."""
     v = verdicts[verdicts.task == QA_TASK]
     out = []
     for (method, attribute), group in v.groupby(["method", "attribute"], sort=False):
@@ -372,16 +313,13 @@ def attribute_breakdown(verdicts: pd.DataFrame, per_response: pd.DataFrame | Non
 def attribute_table(breakdown: pd.DataFrame, metric: str = "acc") -> pd.DataFrame:
     """One metric of :func:`attribute_breakdown` as attributes x methods (in the order met)."""
     wide = breakdown.pivot(index="attribute", columns="method", values=metric)
-    methods = list(dict.fromkeys(breakdown.method))
-    attributes = list(dict.fromkeys(breakdown.attribute))
-    return wide.loc[attributes, methods].reset_index().rename_axis(columns=None)
+    wide = wide.loc[list(dict.fromkeys(breakdown.attribute)), list(dict.fromkeys(breakdown.method))]
+    return wide.reset_index().rename_axis(columns=None)
 
 
 def rank_agreement(table: pd.DataFrame, source: str, task: str = QA_TASK) -> pd.DataFrame:
-    """Kendall's tau (b) between the ranking of the methods by ACC and by ACC_L, within each LLM of ``table``
-    (columns ``llm``, ``method`` or ``paper_method``, ``task``, ``acc``, ``acc_l``: :func:`table6`'s, or the
-    paper's transcribed Table 6). The paper reports tau = 1 for each of its LLMs. Undefined (NaN, with the reason
-    in ``note``) for fewer than two methods with both scores, or a constant score."""
+    """Kendall's tau (b) between the methods' rankings by ACC and by ACC_L within each LLM of ``table`` (ours or
+    the paper's; the paper reports tau = 1); NaN with the reason in ``note`` when undefined."""
     name = "paper_method" if "paper_method" in table.columns else "method"
     out = []
     for llm, group in table[table.task == task].groupby("llm", sort=False):
@@ -398,8 +336,7 @@ def rank_agreement(table: pd.DataFrame, source: str, task: str = QA_TASK) -> pd.
 
 def run_caption(characters: int, questions: int, responses: int, llm: str, judge: str, embedder: str,
                 max_iterations: int | None = None, slot_size: int | None = None) -> str:
-    """The line every caption and figure title of the QA evaluation carries (:func:`rpa_lib.report.caption_line`):
-    ``"2 characters, 12 questions, n=36 responses | GS N=8, K=2 | LLM: ... | judge: ... | embedder: ..."``."""
+    """The QA evaluation's caption line: ``"2 characters, 12 questions, n=36 responses | GS N=8, K=2 | LLM: ..."``."""
     gs = f"GS N={max_iterations}, K={slot_size}" if max_iterations is not None else None
     return caption_line(f"{plural(characters, 'character')}, {plural(questions, 'question')}, n={responses} responses",
                         gs, ("LLM", llm), ("judge", judge), ("embedder", embedder))

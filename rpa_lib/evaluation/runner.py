@@ -1,26 +1,11 @@
-"""One runner for every evaluation: map a method over (character, question) jobs and keep one row per job.
+"""One runner for every evaluation: :func:`run_jobs` maps a method over (character, question) jobs and
+:func:`run_verdicts` a judge over what to judge, one row per job, a failed job a row with its ``error`` (never
+dropped, never a default value); :func:`check_failures` raises on failures and pending batch items. It builds no
+method or judge and writes no file.
 
 Example::
 
-    jobs = qa_jobs(dataset, ["frieren"])         # or questionnaire_jobs(questionnaire, characters)
-    rows = run_jobs(method, jobs)                # a DataFrame, one row per job
-
-Jobs run through the LLM layer's ``map`` (its concurrency and progress bar); every completed LLM call is in
-the LLM cache, so a re-run costs only what had not completed. A failed job is a row with its ``error`` (and no
-reply), never dropped and never a default value. ``step="context"`` stops before the reply (what chunk
-statistics need). :func:`answer_tasks` runs several methods over several named job lists (the QA questions, the
-questionnaires' interviews) and times each block.
-
-The judging side has its one runner too: :func:`run_verdicts` maps a judge (or a rater, or an evaluator) over
-jobs and keeps one row per job with its ``value``, ``status`` (:data:`OK`, :data:`UNPARSED`: the judge gave no
-allowed answer, a counted missing value; :data:`FAILED`: a fault, with its ``error``), ``problem`` and ``error``.
-Every failure of a run is listed by :func:`failed_items` and raised by :func:`check_failures`, after what
-completed was saved.
-
-In batch rounds (:mod:`rpa_lib.llm.rounds`) a job whose LLM answer is not in yet is *pending*: a row with its
-``error`` (``"Pending: ..."``, so nothing downstream takes it for an answer) marked ``pending`` (a job row) or
-status :data:`PENDING` (a verdict row). Pending is not failure: :func:`check_failures` raises
-:class:`PendingItems` for it, never :class:`FailedItems`.
+    rows = run_jobs(method, qa_jobs(dataset, ["frieren"]))  # or questionnaire_jobs(questionnaire, characters)
 """
 
 from __future__ import annotations
@@ -49,12 +34,12 @@ class Job:
     character: str
     id: str  # the question's id: a QA id or a questionnaire item id
     question: str
-    meta: dict[str, Any] = field(default_factory=dict, hash=False)  # columns carried into the row (attribute, item, ...)
+    meta: dict[str, Any] = field(default_factory=dict, hash=False)  # columns carried into the row (attribute, ...)
 
 
 def spread(items: list, key, n: int | None) -> list:
-    """``n`` items taken in turn from each ``key`` group (in order of first appearance, then file order), so a
-    subset covers every group; all items when ``n`` is None. ``spread([1, 2, 3, 4], lambda i: i % 2, 2) == [1, 2]``"""
+    """``n`` items taken in turn from each ``key`` group, so a subset covers every group (None: all).
+    ``spread([1, 2, 3, 4], lambda i: i % 2, 2) == [1, 2]``"""
     if n is None or n >= len(items):
         return list(items)
     groups: dict = {}
@@ -67,9 +52,8 @@ def spread(items: list, key, n: int | None) -> list:
 
 def qa_jobs(dataset: Dataset, characters: list[str], per_character: int | None = None,
             set: str = "paper") -> list[Job]:
-    """The QA questions of each character in one question set (default the paper's 30; ``"multi"`` or ``"all"``,
-    see :meth:`~rpa_lib.data.Dataset.qa`): all, or ``per_character`` of them spread over the six attributes
-    (taken in turn from each attribute, in file order)."""
+    """The QA questions of each character in one question set (:meth:`~rpa_lib.data.Dataset.qa`), all or
+    ``per_character`` of them spread over the six attributes."""
     return [Job(c, q.id, q.question, {"attribute": q.attribute, "set": q.set}) for c in characters
             for q in spread(dataset.qa(c, set), lambda q: q.attribute, per_character)]
 
@@ -82,9 +66,7 @@ def questionnaire_jobs(questionnaire: Questionnaire, characters: list[str]) -> l
 
 def run_jobs(method, jobs: Iterable[Job], *, step: str = "respond", llm=None, desc: str | None = None,
              workers: int | None = None, progress: bool = True) -> pd.DataFrame:
-    """One row per job (columns :data:`COLUMNS` plus the jobs' ``meta`` keys): the reply (``step="respond"``;
-    None for ``"context"``), the context items as dicts, the distinct persona chunk ids in front of the LLM,
-    the method's details, the LLM calls made and served from the cache, their seconds, and the error."""
+    """One row per job (:data:`COLUMNS`, the jobs' ``meta``); ``step="context"`` stops before the reply."""
     if step not in ("respond", "context"):
         raise ValueError(f"step must be 'respond' or 'context', not {step!r}")
     jobs = list(jobs)
@@ -109,12 +91,11 @@ def run_jobs(method, jobs: Iterable[Job], *, step: str = "respond", llm=None, de
         if out.ok:
             if step == "context":  # the context step as a Response without a reply, so chunk ids come from one place
                 r = Response(job.character, job.question, method.name, None, r.items, r.calls, r.details)
-            row.update(reply=r.reply, context=[asdict(i) for i in r.context], chunk_ids=r.chunk_ids(), details=r.details,
-                       llm_calls=len(r.calls), cached_calls=sum(c.cached for c in r.calls),
+            row.update(reply=r.reply, context=[asdict(i) for i in r.context], chunk_ids=r.chunk_ids(),
+                       details=r.details, llm_calls=len(r.calls), cached_calls=sum(c.cached for c in r.calls),
                        seconds=round(sum(c.seconds for c in r.calls), 3), error=None)
         else:
-            row.update(reply=None, context=None, chunk_ids=None, details=None, llm_calls=None, cached_calls=None,
-                       seconds=None, error=out.error)
+            row.update(dict.fromkeys(COLUMNS[4:]), error=out.error)
         rows.append(row)
     meta = list(dict.fromkeys(k for j in jobs for k in j.meta))
     waiting = ["pending"] if any(o.pending for o in outcomes) else []  # a column only in batch rounds
@@ -125,19 +106,15 @@ def run_jobs(method, jobs: Iterable[Job], *, step: str = "respond", llm=None, de
 
 
 def chunk_ids(context: list[dict] | None, *roles: str) -> list[str]:
-    """:meth:`Response.chunk_ids <rpa_lib.methods.Response.chunk_ids>` of a row's ``context`` (the item dicts
-    :func:`run_jobs` keeps): the distinct persona chunk ids of these roles (all when none given)."""
+    """The distinct persona chunk ids of these roles (all when none given) in a :func:`run_jobs` row's ``context``."""
     return Response("", "", "", "", [ContextItem(**c) for c in context or []]).chunk_ids(*roles)
 
 
 def answer_tasks(methods: Sequence, tasks: dict[str, list[Job]], *, llm=None, skip: Callable | None = None,
                  on_block: Callable[[pd.DataFrame], None] | None = None, workers: int | None = None,
                  progress: bool = True) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Every method answers every task's jobs (``tasks``: name -> jobs), task by task: one :func:`run_jobs` block
-    per (task, method), its rows marked with their ``task``, failures kept as rows with their error. ``skip(task,
-    method)`` returns why a method is not asked a task (None: asked). ``on_block(rows so far)`` runs after each
-    block (to save completed work). Returns the rows and one timing row per block (``task``, ``method``,
-    ``items``, ``failed``, ``seconds``)."""
+    """One :func:`run_jobs` block per (task, method), rows marked with their ``task``; ``skip(task, method)`` says
+    why a method is not asked, ``on_block(rows so far)`` runs after each block. Returns rows and timing rows."""
     blocks, timing = [], []
     for task, jobs in tasks.items():
         for method in methods:
@@ -163,26 +140,20 @@ def answer_tasks(methods: Sequence, tasks: dict[str, list[Job]], *, llm=None, sk
 def run_verdicts(judge, jobs: Iterable, verdict: Callable[[Any], Any], describe: Callable[[Any], dict], *,
                  columns: Sequence[str] | None = None, desc: str = "judge", workers: int | None = None,
                  progress: bool = True) -> pd.DataFrame:
-    """``verdict(job)`` for every job, through ``judge.map`` (its concurrency, progress bar and cache): one row
-    per job, in job order: ``describe(job)`` (what was judged), then :data:`VERDICT_FIELDS`. A verdict with a
-    ``status`` (a :class:`~rpa_lib.evaluation.judges.Verdict`) gives its ``answer``, ``value``, ``status``,
-    ``problem`` and ``coerced`` (its option was taken from logprobs, the reply matching none); any other return
-    value is the ``value`` (status :data:`OK`); a job that raised is :data:`FAILED`, value NaN, with its
-    ``error``. ``columns``: the frame's columns (when there may be no job)."""
+    """``verdict(job)`` for every job through ``judge.map``: per job ``describe(job)`` and :data:`VERDICT_FIELDS`,
+    from a :class:`~rpa_lib.evaluation.judges.Verdict`, a plain value (:data:`OK`) or an error (:data:`FAILED`)."""
     jobs = list(jobs)
     outcomes = judge.map(verdict, jobs, desc=desc, workers=workers, progress=progress) if jobs else []
     rows = []
     for o in outcomes:
         v = o.value
         if not o.ok:
-            fields = {"answer": None, "value": math.nan, "status": PENDING if o.pending else FAILED, "problem": None,
-                      "error": o.error, "coerced": False}
+            fields = (None, math.nan, PENDING if o.pending else FAILED, None, o.error, False)
         elif hasattr(v, "status"):
-            fields = {"answer": v.answer, "value": v.value, "status": v.status, "problem": v.problem, "error": None,
-                      "coerced": bool(getattr(v, "coerced", False))}
+            fields = (v.answer, v.value, v.status, v.problem, None, bool(getattr(v, "coerced", False)))
         else:
-            fields = {"answer": None, "value": v, "status": OK, "problem": None, "error": None, "coerced": False}
-        rows.append({**describe(o.item), **fields})
+            fields = (None, v, OK, None, None, False)
+        rows.append({**describe(o.item), **dict(zip(VERDICT_FIELDS, fields, strict=True))})
     return pd.DataFrame(rows, columns=list(columns) if columns else None)
 
 
@@ -190,8 +161,7 @@ PENDING_ERROR = Pending.__name__  # an item's error that says its answer is not 
 
 
 def pending_mask(rows: pd.DataFrame) -> pd.Series:
-    """Which rows are pending (their answer not in yet, in batch rounds): marked ``pending``, of status
-    :data:`PENDING`, or whose ``error`` is a ``Pending`` (as ``LLM.map`` writes it)."""
+    """Which rows wait for a batch round: marked ``pending``, of status :data:`PENDING` or with a ``Pending`` error."""
     mask = pd.Series(False, index=rows.index)
     if "pending" in rows:
         mask |= rows.pending.eq(True)
@@ -208,13 +178,11 @@ def failures(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 class FailedItems(RuntimeError):
-    """Too many items of a run failed for its table to mean anything; the message gives the count and the
-    first error. Raised after the completed items were saved (and their LLM calls cached)."""
+    """Too many items of a run failed for its table to mean anything (raised after what completed was saved)."""
 
 
 class PendingItems(RuntimeError):
-    """Items of a run wait for answers a batch round has not brought yet: no table may be computed from them. Not
-    a failure: ``reproduce --batch`` runs the next round, then the notebook again."""
+    """Items of a run wait for a batch round's answers (not a failure: ``reproduce --batch`` runs the next round)."""
 
 
 _WHERE = ("part", "where", "task", "method", "character", "question_id", "qa_id", "item", "unit", "sample_id",
@@ -227,35 +195,27 @@ def _where(row: dict) -> str:
 
 
 def failed_items(**parts: pd.DataFrame | None) -> pd.DataFrame:
-    """Every failed item of a run, for its record: ``failed_items(answers=..., verdicts=..., labels=...)``, each
-    a frame with an ``error`` column (None or empty frames are skipped). One row per failure: ``part``,
-    ``where`` (the row's method, character, question id, metric, ... as it has them) and ``error``; in batch
-    rounds, a ``pending`` column marks the items whose answer is not in yet (not failures)."""
+    """Every failed item of a run, one row per failure (``part``, ``where``, ``error``; ``pending`` in batch
+    rounds): ``failed_items(answers=..., verdicts=..., labels=...)``."""
     out = []
     for part, frame in parts.items():
         if frame is None or not len(frame) or "error" not in frame:
             continue
-        waiting = pending_mask(frame)
-        for r, pending in zip(frame[frame.error.notna()].to_dict("records"), waiting[frame.error.notna()], strict=True):
-            row = {"part": part, "where": _where({k: v for k, v in r.items() if k not in ("part", "where")}),
-                   "error": r["error"]}
-            out.append({**row, "pending": True} if pending else row)
-    columns = ["part", "where", "error", *(["pending"] if any("pending" in r for r in out) else [])]
-    frame = pd.DataFrame(out, columns=columns)
-    if "pending" in frame:
-        frame["pending"] = frame.pending.eq(True)
-    return frame
+        failed = frame.error.notna()
+        out += [{"part": part, "where": _where({k: v for k, v in r.items() if k not in ("part", "where")}),
+                 "error": r["error"], "pending": pending}
+                for r, pending in zip(frame[failed].to_dict("records"), pending_mask(frame)[failed], strict=True)]
+    frame = pd.DataFrame(out, columns=["part", "where", "error", "pending"])
+    return frame if frame.pending.any() else frame.drop(columns="pending")
 
 
 def check_failures(rows: pd.DataFrame, what: str, max_share: float = 0.0) -> None:
-    """Raise :class:`FailedItems` when the share of ``rows`` with an ``error`` is above ``max_share`` (default 0:
-    any failure fails the run), naming ``what``, the count, the first error and the failed items (the first
-    :data:`NAMED`). ``rows`` may be a run's rows or :func:`failed_items`' listing (every row a failure: any row
-    raises, with the count per part). Call it after what completed was saved, and before anything is computed
-    from the rows (a budget matched to them, a table): a table is never computed from failed items as if they
-    were answers, and a failure is reported as itself, not as what it broke further on. Rows still pending (batch
-    rounds) raise :class:`PendingItems` instead, before any failure is counted: the run is not over."""
-    check_pending(rows, what)
+    """Raise :class:`PendingItems` when rows are pending, else :class:`FailedItems` when the share of failed
+    ``rows`` (a run's rows, or :func:`failed_items`' listing: any row) is above ``max_share``."""
+    waiting = int(pending_mask(rows).sum())
+    if waiting:
+        raise PendingItems(f"{what}: {waiting} item(s) wait for a batch round (of {len(rows)}); no table is written "
+                           "from them: reproduce --batch runs the next round")
     failed = failures(rows)
     if "part" in rows.columns and "where" in rows.columns:  # a listing of failures
         if len(failed):
@@ -272,14 +232,6 @@ def check_failures(rows: pd.DataFrame, what: str, max_share: float = 0.0) -> Non
                           f"first: {_where(first.to_dict())}: {first['error']}{_named(named)}")
 
 
-def check_pending(rows: pd.DataFrame, what: str) -> None:
-    """Raise :class:`PendingItems` when some of ``rows`` are pending (:func:`pending_mask`), naming how many."""
-    waiting = int(pending_mask(rows).sum())
-    if waiting:
-        raise PendingItems(f"{what}: {waiting} item(s) wait for a batch round (of {len(rows)}); no table is written "
-                           "from them: reproduce --batch runs the next round")
-
-
 NAMED = 10  # failed items a FailedItems message names
 
 
@@ -292,8 +244,6 @@ def _named(items: list[str]) -> str:
 
 
 def index_costs(methods: Iterable, characters: list[str]) -> pd.DataFrame:
-    """What building each character's index took, one row per (method, character), for the methods that build
-    one (those with ``index_cost``: LightRAG, RoleRAG); an index not yet built or cached is built now. No rows
-    when no method builds an index."""
+    """What building each character's index took, for the methods with ``index_cost`` (built now if need be)."""
     return pd.DataFrame([{"method": m.name, **m.index_cost(c).to_dict()}
                          for m in methods if hasattr(m, "index_cost") for c in characters])

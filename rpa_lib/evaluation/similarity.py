@@ -1,16 +1,6 @@
-"""AMADEUS Table 1: the distribution of similarity scores of retrieved chunks, per splitter and embedder.
-
-For each character, ask its QA questions (the paper set of 30 by default; the multi-paragraph set apart) and retrieve the top-k chunks (cosine similarities of normalized
-vectors). Per character:
-
-- mu: the mean of all its retrieved similarities (questions x k scores);
-- sigma^2, two readings, since the paper does not define it: ``var`` (the population variance of all its retrieved
-  similarities, questions x k scores) and ``var_q`` (the population variance across questions of each question's
-  mean similarity over its k chunks).
-
-The table sums each over characters (Σμ, Σσ²). The paper does not state k; we default to 5 and keep it a parameter.
-
-This module retrieves and aggregates; it calls no LLM.
+"""AMADEUS Table 1: the distribution of similarity scores of the top-k retrieved chunks of each character's QA
+questions, per splitter and embedder (mu and two readings of sigma^2, summed over characters). It retrieves and
+aggregates; it calls no LLM.
 """
 
 from __future__ import annotations
@@ -28,10 +18,8 @@ from rpa_lib.splitters import SPLITTER_NAMES
 
 def retrieved_scores(dataset: Dataset, characters: list[str], splitters: list[str], embedders: list[str],
                      k: int = 5, qa_set: str = "paper") -> pd.DataFrame:
-    """One row per retrieved chunk: character, splitter, embedder, question id, rank, score, and ``zero_query``
-    (the question's vector is all zeros, so its chunks are the document-order tie-break of
-    :meth:`~rpa_lib.retrieval.Retriever.search_vectors`), for the questions of one QA set (``"paper"``, the headline
-    set, or ``"multi"``, reported apart)."""
+    """One row per retrieved chunk of the questions of one QA set, with ``zero_query`` (an all-zero question vector,
+    whose chunks are :meth:`~rpa_lib.retrieval.Retriever.search_vectors`' document-order tie-break)."""
     rows = []
     jobs = [(e, s, c) for e in embedders for s in splitters for c in characters]
     for emb, splitter, slug in tqdm(jobs, desc="retrieving", unit="index"):
@@ -59,14 +47,11 @@ def per_character(scores: pd.DataFrame) -> pd.DataFrame:
 
 
 def similarity_table(per_char: pd.DataFrame) -> pd.DataFrame:
-    """Table 1: sums over characters of mu and of both readings of sigma^2 (columns ``splitter, embedder,
-    sum_mu, sum_var`` (all retrieved scores), ``sum_var_q`` (question means), ``characters``), each sum with its
-    95% interval (``sum_mu_low``, ``sum_mu_high``, ...: the number of characters times the cluster bootstrap of the
-    per-character mean, characters resampled; ``interval_note``)."""
+    """Table 1: ``sum_mu``, ``sum_var`` and ``sum_var_q`` over characters per splitter and embedder, each with its
+    95% interval (the number of characters times the cluster bootstrap of the per-character mean)."""
     keys = ["splitter", "embedder"]
-    t = per_char.groupby(keys, sort=False).agg(sum_mu=("mu", "sum"), sum_var=("var", "sum"),
-                                               sum_var_q=("var_q", "sum"), characters=("character", "nunique"))
-    t = t.reset_index()
+    t = per_char.groupby(keys, sort=False).agg(sum_mu=("mu", "sum"), sum_var=("var", "sum"), sum_var_q=("var_q", "sum"),
+                                               characters=("character", "nunique")).reset_index()
     n = per_char.character.nunique()
     ci = interval_columns(per_char.rename(columns={"mu": "sum_mu", "var": "sum_var", "var_q": "sum_var_q"}), keys,
                           ["sum_mu", "sum_var", "sum_var_q"], scale=n)
@@ -75,7 +60,8 @@ def similarity_table(per_char: pd.DataFrame) -> pd.DataFrame:
     return t
 
 
-def truncation_table(dataset: Dataset, characters: list[str], splitters: list[str], embedders: list[str]) -> pd.DataFrame:
+def truncation_table(dataset: Dataset, characters: list[str], splitters: list[str],
+                     embedders: list[str]) -> pd.DataFrame:
     """Share of chunks longer than each embedder reads, per splitter (never truncated silently)."""
     rows = []
     for emb in embedders:

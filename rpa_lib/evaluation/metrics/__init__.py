@@ -38,9 +38,9 @@ from rpa_lib.evaluation.metrics.retrieval import eir, evidence_recall, split_sen
 from rpa_lib.evaluation.metrics.types import type_scores
 
 __all__ = [
-    "Interval", "KendallTau", "KeypointAverage", "KeypointScores", "LikertSummary", "average_keypoint_scores", "cronbach_alpha",
-    "eir", "evidence_recall", "feldt_interval", "kendall_tau", "keypoint_scores", "krippendorff_alpha",
-    "likert_summary", "split_sentences", "table6_average", "type_scores", "within_budget",
+    "Interval", "KendallTau", "KeypointAverage", "KeypointScores", "LikertSummary", "average_keypoint_scores",
+    "cronbach_alpha", "eir", "evidence_recall", "feldt_interval", "kendall_tau", "keypoint_scores",
+    "krippendorff_alpha", "likert_summary", "split_sentences", "table6_average", "type_scores", "within_budget",
     "clopper_pearson", "cluster_bootstrap", "holm", "mcnemar_exact", "mde_paired_binary", "mde_paired_continuous",
     "n_paired_binary", "n_paired_continuous", "paired_permutation_test", "sign_test", "smallest_exact_p",
     "two_proportion_test", "wilcoxon_signed_rank",

@@ -1,12 +1,5 @@
-"""CharacterCraft Table 6: the "Avg." column of the Kendall correlations between LLM judges and humans.
-
-Each judge has a row with references (all eight dimensions) and a "w/o reference" row that is printed only for
-Pers., Emo. and Dec., the dimensions where references apply; the caption says "-" marks "no change". So a
-"w/o reference" row's average is over eight dimensions too, the five unprinted ones taken from the judge's
-with-reference row. :func:`table6_average` recomputes the column that way from the transcription
-``data/paper_results/charactercraft_table6_kendall.csv``.
-
-It recomputes printed numbers only; the correlations themselves are :func:`~rpa_lib.evaluation.metrics.kendall_tau`.
+"""CharacterCraft Table 6: the "Avg." column of the Kendall correlations between LLM judges and humans,
+recomputed from the printed numbers (the correlations themselves are :func:`~rpa_lib.evaluation.metrics.kendall_tau`).
 """
 
 from __future__ import annotations
@@ -17,11 +10,8 @@ DIMENSIONS = ("flu", "coh", "bg", "pers", "us", "emo", "dec", "hl")
 
 
 def table6_average(table: pd.DataFrame) -> pd.Series:
-    """The mean over :data:`DIMENSIONS` of each row of Table 6 (columns judge, reference, and the dimensions).
-
-    A ``reference == "without"`` row's missing dimensions come from the same judge's ``"with"`` row. Returns a
-    Series aligned with ``table``'s index (unrounded: the printed column has one decimal).
-    """
+    """The mean over :data:`DIMENSIONS` of each row of Table 6, a ``"without"`` row's unprinted dimensions taken
+    from the same judge's ``"with"`` row."""
     missing = [c for c in ("judge", "reference", *DIMENSIONS) if c not in table.columns]
     if missing:
         raise ValueError(f"Table 6 needs columns {missing}")

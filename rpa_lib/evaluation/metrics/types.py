@@ -1,6 +1,4 @@
-"""How well predicted personality types match the true ones (AMADEUS Tables 4-5's accuracy and Avg F1): a pure
-metric, golden-tested against the paper's printed summaries.
-"""
+"""How well predicted personality types match the true ones (AMADEUS Tables 4-5's accuracy and Avg F1)."""
 
 from __future__ import annotations
 
@@ -18,17 +16,9 @@ def _f1(truth: list[str], predicted: list[str], label: str) -> float:
 
 
 def type_scores(predicted: list[str], truth: list[str]) -> dict:
-    """How well predicted type strings match the true ones (``"ENFP"``, ``"SCUAI"``; equal lengths).
-
-    - ``accuracy``: correct letters over all characters and positions;
-    - ``avg_f1``: for each position the macro-F1 over the letters seen there in the truth or the predictions
-      (the dimension's two letters; :data:`TIE` and :data:`NO_SCORE` count as wrong but are no class), then the
-      mean over positions, as the AMADEUS tables' "Avg F1-Score";
-    - ``full_type_accuracy``: share of characters with every letter right;
-    - ``accuracy_per_position``, ``f1_per_position``: per dimension; ``misses``: wrong letters per character.
-
-    ``type_scores(["ENFP", "INTJ"], ["ENFP", "ENTJ"])["accuracy"] == 0.875``
-    """
+    """``accuracy`` (of letters), ``avg_f1`` (mean over positions of the macro-F1 over the letters seen there),
+    ``full_type_accuracy``, ``accuracy_per_position``, ``f1_per_position`` and ``misses`` (wrong letters per
+    character). ``type_scores(["ENFP", "INTJ"], ["ENFP", "ENTJ"])["accuracy"] == 0.875``"""
     predicted, truth = [str(p) for p in predicted], [str(t) for t in truth]
     if len(predicted) != len(truth) or not truth:
         raise ValueError(f"need equally many predicted and true types, got {len(predicted)} and {len(truth)}")
