@@ -110,7 +110,6 @@ class ContentPlacer:
 
     def __init__(self, embedder="minilm"):
         self.embedder = get_embedder(embedder) if isinstance(embedder, str) else embedder
-        self.options = list(DESCRIPTIONS)
         self._targets = self._encode(list(DESCRIPTIONS.values()))
 
     def _encode(self, texts: list[str]):
@@ -121,10 +120,8 @@ class ContentPlacer:
 
     def scores(self, texts: list[str]) -> list[dict[str, float]]:
         """For each text, ``{option: cosine}`` over the six attributes and :data:`REAL_WORLD`."""
-        if not texts:
-            return []
         sims = self._encode(texts) @ self._targets.T
-        return [dict(zip(self.options, map(float, row), strict=True)) for row in sims]
+        return [dict(zip(DESCRIPTIONS, map(float, row), strict=True)) for row in sims]
 
 
 def _best(score: dict[str, float]) -> tuple[str, str]:
@@ -294,7 +291,7 @@ def _move_paragraphs(placer, s, attribute, paragraphs, out, report) -> list[str]
     """The paragraphs that stay; one clearly closer to another attribute (:data:`MOVE_MARGIN`) moves there."""
     kept = []
     for n, (p, score) in enumerate(zip(paragraphs, placer.scores(paragraphs), strict=True), start=1):
-        best = max((a for a in ATTRIBUTES), key=score.get)
+        best = max(ATTRIBUTES, key=score.get)
         if best != attribute and score[best] - score[attribute] >= MOVE_MARGIN:
             out[best].append((3, s.title, [p]))
             report.append((s.line, f"paragraph {n} of {s.title!r} ({p[:40]!r}...) -> {best} (content: "

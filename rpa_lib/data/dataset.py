@@ -84,8 +84,8 @@ class Dataset:
                 raise DataError(self.characters_dir, None, "no character folders")
             return known
         if isinstance(only, str) or not all(isinstance(s, str) for s in only):
-            raise DataError(self.characters_dir, None,
-                            f"characters must be a list of slugs, e.g. [{only!r}], not {type(only).__name__} {only!r}")
+            raise DataError(self.characters_dir, None, f"characters must be a list of slugs, e.g. [{only!r}], "
+                                                       f"not {type(only).__name__} {only!r}")
         unknown = [s for s in only if s not in known]
         if unknown:
             raise DataError(self.characters_dir, None, f"unknown character(s) {', '.join(map(repr, unknown))}; "
