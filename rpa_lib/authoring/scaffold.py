@@ -46,16 +46,12 @@ class Scaffold:
     seconds: float = 0.0
 
     def summary(self) -> str:
-        parts = [f"{self.added} pair(s) written to {self.path} for review (reviewed=no) in {self.seconds:.0f} s"]
-        if self.placeholders:
-            parts.append(f"{self.placeholders} with a placeholder question")
-        if self.empty:
-            parts.append(f"no text under {', '.join(self.empty)}")
-        if self.failed:
-            parts.append(f"{len(self.failed)} LLM call(s) failed")
-        if self.interrupted:
-            parts.append("interrupted: the pairs made so far are kept")
-        return "; ".join(parts)
+        notes = [(self.placeholders, f"{self.placeholders} with a placeholder question"),
+                 (self.empty, f"no text under {', '.join(self.empty)}"),
+                 (self.failed, f"{len(self.failed)} LLM call(s) failed"),
+                 (self.interrupted, "interrupted: the pairs made so far are kept")]
+        return "; ".join([f"{self.added} pair(s) written to {self.path} for review (reviewed=no) in {self.seconds:.0f} s",
+                          *(note for on, note in notes if on)])
 
 
 def review_path(ds: Dataset, slug: str) -> Path:
