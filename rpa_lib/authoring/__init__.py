@@ -1,9 +1,6 @@
-"""Authoring one's own character, apart from reading the dataset (:mod:`rpa_lib.data`, which never imports this
-package): import a document as a persona (:mod:`~rpa_lib.authoring.importer`, reading Markdown, text and MediaWiki
-exports through :mod:`~rpa_lib.authoring.sources` and :mod:`~rpa_lib.authoring.wikitext`), propose QA pairs for a
-person to review and promote them (:mod:`~rpa_lib.authoring.scaffold`), and edit a persona with its indexes
-updated in place (:mod:`~rpa_lib.authoring.edit`). ``python -m rpa_lib.authoring`` is the command line. Everything
-goes to the user's data folder (:func:`rpa_lib.paths.user_data_dir`) unless a dataset is named."""
+"""Authoring one's own character: import a document as a persona (:mod:`~rpa_lib.authoring.importer`), propose QA
+pairs for review (:mod:`~rpa_lib.authoring.scaffold`) and edit a persona (:mod:`~rpa_lib.authoring.edit`), in the
+user's data folder unless a dataset is named. :mod:`rpa_lib.data` reads datasets and never imports this package."""
 
 from rpa_lib.authoring.cli import main
 from rpa_lib.authoring.edit import add_paragraph, delete_paragraph, refresh_indexes, replace_paragraph

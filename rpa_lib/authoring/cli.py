@@ -1,17 +1,6 @@
-"""``python -m rpa_lib.authoring COMMAND``: one's own character, in the user's data folder by default
-(:func:`rpa_lib.paths.user_data_dir`: ``user_data/``, or ``$RPA_USER_DATA_DIR``; ``--data-dir`` names another).
-
-- ``new-character SLUG --work WORK --from FILE [--name NAME] [--page TITLE | --each-page | --list-pages]``: import
-  a Markdown, plain-text or MediaWiki XML document as a new character (:mod:`rpa_lib.authoring.importer`);
-  sections are placed by heading, then by content (``--embedder``, MiniLM, offline); ``--map`` overrides.
-- ``qa-scaffold SLUG`` and ``qa-promote SLUG``: LLM-proposed QA pairs for review, then the reviewed ones into
-  ``qa.jsonl`` (:mod:`rpa_lib.authoring.scaffold`).
-- ``add-paragraph SLUG --under PATH --text TEXT`` and ``delete-paragraph SLUG --under PATH (--index N |
-  --containing TEXT)``: edit a persona and update its indexes in place (:mod:`rpa_lib.authoring.edit`).
-
-Bad input exits 2 with the error (naming the file and the problem) on stderr; Ctrl-C during ``qa-scaffold``
-exits 130 after writing the pairs made so far.
-"""
+"""``python -m rpa_lib.authoring COMMAND``: ``new-character``, ``qa-scaffold``, ``qa-promote``, ``add-paragraph``
+and ``delete-paragraph`` on one's own character, in the user's data folder unless ``--data-dir`` names another. Bad
+input exits 2 with the error on stderr; Ctrl-C exits 130 (``qa-scaffold`` keeps the pairs made so far)."""
 
 from __future__ import annotations
 
@@ -20,7 +9,7 @@ import sys
 from pathlib import Path
 
 from rpa_lib.authoring import edit
-from rpa_lib.authoring.importer import new_character, parse_mapping
+from rpa_lib.authoring.importer import new_character, normalize, parse_mapping
 from rpa_lib.authoring.scaffold import promote, qa_scaffold
 from rpa_lib.authoring.sources import read_text_source
 from rpa_lib.authoring.wikitext import export_pages
@@ -38,7 +27,7 @@ def _new_character(args) -> int:
         return 0 if pages else 2
     if args.each_page and not pages:
         raise DataError(path, None, "--each-page is for a MediaWiki export")
-    jobs = [(_slug(p.title), p.title, p.title) for p in pages] if args.each_page else \
+    jobs = [(normalize(p.title).replace(" ", "-"), p.title, p.title) for p in pages] if args.each_page else \
         [(args.slug, args.name, args.page)]
     if not args.each_page and not args.slug:
         raise ValueError("give the new character's SLUG (or --each-page for every page of an export)")
@@ -51,24 +40,14 @@ def _new_character(args) -> int:
                              llm=llm, embedder=None if args.embedder == "none" else args.embedder, page=page,
                              mbti=args.mbti, sloan=args.sloan)
         print(done.summary())
-        for note in done.notes:
-            print(f"  read: {note}")
-        for line in done.report:
-            print(f"  {line}")
-        for warning in done.warnings:
-            print(f"  warning: {warning}")
+        for prefix, lines in (("read: ", done.notes), ("", done.report), ("warning: ", done.warnings)):
+            for line in lines:
+                print(f"  {prefix}{line}")
         print(f"  Every placement, rendered template and dropped item: {done.persona_path.with_name('IMPORT.md')}")
         where = f" --data-dir {ds.root}" if args.data_dir else ""
         print(f"Validated. Next: python -m rpa_lib.authoring qa-scaffold {slug}{where}; "
               f"python -m rpa_lib chat --character {slug}{where}")
     return 0
-
-
-def _slug(title: str) -> str:
-    """``_slug("Sir Aldric of Vey") == "sir-aldric-of-vey"``"""
-    import re
-
-    return "-".join(re.sub(r"[^a-z0-9]+", " ", title.lower()).split())
 
 
 def _qa_scaffold(args) -> int:

@@ -1,11 +1,6 @@
-"""A source document read for import, whatever its format: headed sections of clean paragraphs, plus what the
-reader removed, rendered or took from an infobox, each with its line in the source file. The readers
-(:mod:`~rpa_lib.authoring.sources` for Markdown and text, :mod:`~rpa_lib.authoring.wikitext` for MediaWiki)
-build it; :mod:`~rpa_lib.authoring.importer` places it. This module reads no file and decides nothing.
-
->>> tidy("a \u201cquoted\u201d word ( ) , here")
-'a "quoted" word, here'
-"""
+"""A source document read for import: headed sections of clean paragraphs, plus what the reader removed, rendered
+or took from an infobox, each with its source line. The readers build it and the importer places it; this module
+reads no file and decides nothing."""
 
 from __future__ import annotations
 
@@ -46,7 +41,11 @@ _QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": 
 
 
 def tidy(text: str) -> str:
-    """Straight quotes, single spaces, no space before punctuation, no empty brackets (left by removed markup)."""
+    """Straight quotes, single spaces, no space before punctuation, no empty brackets (left by removed markup).
+
+    >>> tidy("a \u201cquoted\u201d word ( ) , here")
+    'a "quoted" word, here'
+    """
     text = text.translate(_QUOTES)
     text = re.sub(r"\(\s*[,;]?\s*\)", "", text)
     text = re.sub(r"\s+", " ", text).strip()

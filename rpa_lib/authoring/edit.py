@@ -1,17 +1,8 @@
-"""Add, replace or delete one paragraph of a persona under a heading path, and bring its indexes up to date.
+"""Add, replace or delete one paragraph of a persona under a heading path (``"Activity > Journey"``), rewriting
+``persona.md`` atomically only when the result still parses, and bring its indexes up to date. This module does not
+create or delete headings, and does not change QA pairs whose evidence an edit removed (the validator reports them).
 
->>> # add_paragraph("tove-marsh", "History > The fog winter", "I still check the rope posts every spring.")
-
-The persona is in the user's data folder (:func:`rpa_lib.paths.user_data_dir`) unless ``data=`` names another. The
-heading path is the persona's headings after the title (``"Activity > Journey"``; the character's name may
-lead it, and the attribute may be left out when the rest of the path names one section). A new paragraph goes at the end of the section's own text (before its first subsection), or at
-``position`` (1-based) among its paragraphs. The file is rewritten atomically, and the result must still parse
-(else nothing changes). :func:`refresh_indexes` then opens each (splitter, embedder) retriever, which updates the
-saved index in place (:func:`rpa_lib.index.build_or_load`: only new or changed chunks are embedded) or rebuilds it
-when the split itself changes (ATS/ACTS after l_max changed), and reports which.
-
-This module does not create or delete headings, and edits only ``persona.md``: QA pairs whose evidence was in a
-deleted paragraph are reported by the validator, not changed here.
+``add_paragraph("tove-marsh", "History > The fog winter", "I still check the rope posts every spring.")``
 """
 
 from __future__ import annotations
@@ -37,11 +28,13 @@ class Edit:
 
     def __str__(self) -> str:
         note = f"; l_max {self.l_max_before} -> {self.l_max_after}" if self.l_max_before != self.l_max_after else ""
-        return f"{self.action} a paragraph of {len(self.text)} characters under {HEADING_SEPARATOR.join(self.headings)}{note}"
+        return (f"{self.action} a paragraph of {len(self.text)} characters under "
+                f"{HEADING_SEPARATOR.join(self.headings)}{note}")
 
 
 def _section_span(persona: Persona, under: str) -> tuple[tuple[str, ...], int, list]:
-    """(heading path, offset just after its heading line, its own paragraphs) for the heading path ``under``."""
+    """``(heading path, offset after its heading line, its own paragraphs)`` for ``under``; the character's name
+    may lead it, and the attribute may be left out when the rest of the path names one section."""
     wanted = tuple(h.strip() for h in under.split(">") if h.strip())
     if wanted[:1] != (persona.name,):
         wanted = (persona.name, *wanted)
@@ -88,7 +81,8 @@ def _clean(text: str) -> str:
 
 def add_paragraph(slug: str, under: str, text: str, *, position: int | None = None,
                   data: Dataset | str | Path | None = None) -> Edit:
-    """Add ``text`` as one paragraph under the heading path ``under``."""
+    """Add ``text`` as one paragraph under ``under``: at the end of the section's own text, or at ``position``
+    (1-based) among its paragraphs."""
     ds = user_dataset(data)
     persona, text = ds.persona(slug), _clean(text)
     headings, heading_end, paragraphs = _section_span(persona, under)
@@ -110,7 +104,8 @@ def _find(persona: Persona, under: str, index: int | None, containing: str | Non
         raise ValueError("give exactly one of index (1-based) or containing (text of the paragraph)")
     if index is not None:
         if not 1 <= index <= len(paragraphs):
-            raise ValueError(f"{under!r} has {len(paragraphs)} paragraph(s); index {index} is outside 1..{len(paragraphs)}")
+            raise ValueError(f"{under!r} has {len(paragraphs)} paragraph(s); index {index} is outside "
+                             f"1..{len(paragraphs)}")
         return headings, paragraphs[index - 1]
     hits = [p for p in paragraphs if containing in p.text]
     if len(hits) != 1:
@@ -141,6 +136,7 @@ def replace_paragraph(slug: str, under: str, text: str, *, index: int | None = N
 
 def refresh_indexes(slug: str, *, embedder: str = "minilm", splitters=("vanilla", "ats", "acts"),
                     data: Dataset | str | Path | None = None) -> dict[str, str]:
-    """Open the retriever of each splitter (updating or rebuilding its saved index): ``{splitter: what happened}``."""
+    """Open each splitter's retriever, which updates its saved index in place or rebuilds it when the split changes
+    (ATS/ACTS after l_max changed): ``{splitter: what happened}``."""
     ds = user_dataset(data)
     return {s: str(retriever(slug, s, embedder, ds).change) for s in splitters}

@@ -1,35 +1,8 @@
-"""Import a character from a user's own document: ``python -m rpa_lib.authoring new-character SLUG --name NAME
---work WORK --from FILE`` writes ``characters/SLUG/persona.md`` in the six-attribute layout, an ``IMPORT.md`` report
-beside it, and a ``labels.csv`` row, in the user's data folder (:func:`rpa_lib.paths.user_data_dir`, never the
-paper's ``data/`` unless ``data=`` names it).
-
-How a section is placed, first rule that answers wins, each placement reported with its reason and source line:
-
-1. ``--map "HEADING=ATTRIBUTE"`` (``=none`` drops it): any heading of the document, a subsection's too, matched
-   whole or as a near miss (a misspelling); a ``--map`` that matches no heading is an error naming the headings.
-2. :data:`HEADING_TABLE`: the heading, lowercased with punctuation removed, looked up whole, then the longest
-   table key found in it as whole words ("Early life and family" -> "early life"), then a near miss
-   ("Personallity" -> "personality"). The table drops real-world material on purpose (trivia, reception,
-   "Portrayal in adaptations": ``data/README.md``'s personas hold no real-world trivia).
-3. ``llm=`` (``--classify-with-llm``, off by default): the LLM picks one of the six attributes or none.
-4. Content (``embedder=``, MiniLM by default on the command line; offline): the section's text against a
-   description of each attribute and of real-world material (:data:`DESCRIPTIONS`); the closest wins, and a
-   section closest to the real world is dropped.
-
-A subsection goes with its section unless a rule above names it on its own. With an embedder, a paragraph whose
-content is clearly closer to another attribute than to its section's (by :data:`MOVE_MARGIN`) moves there, under
-a subsection of its section's title. The section's heading becomes a ``###`` subsection (unless it is the
-attribute's own name), its subsections go one level deeper, so the heading path survives as each paragraph's
-context. Text before the first heading goes to ``Demographic Information > Overview``; an infobox's fields (a
-wiki infobox, or a two-column Markdown table) to ``Demographic Information > Infobox``, except real-world fields
-(creator, first appearance, actors: :data:`REAL_WORLD_FIELDS`).
-
-An attribute with no text is a warning, not a failure: methods answer from what exists. The persona is written
-to a temporary folder, checked with :func:`rpa_lib.data.validate` (``full=False``) and only then moved into place
-with its labels row; any failure writes nothing. Bad input is a :class:`~rpa_lib.errors.DataError` naming the
-file and the problem. This module does not rewrite prose (third person stays third person), does not write QA
-pairs (see :mod:`rpa_lib.authoring.scaffold`) and never overwrites an existing character.
-"""
+"""Import a user's own document as a character: ``characters/SLUG/persona.md`` in the six-attribute layout, an
+``IMPORT.md`` report beside it and a ``labels.csv`` row, in the user's data folder unless ``data=`` names another.
+Sections are placed by ``--map``, :data:`HEADING_TABLE`, an optional LLM, then by content
+(``docs/your_own_character.md``); the persona is validated before anything is written. This module does not
+rewrite prose, write QA pairs (:mod:`~rpa_lib.authoring.scaffold`) or overwrite an existing character."""
 
 from __future__ import annotations
 
@@ -55,49 +28,34 @@ from rpa_lib.llm import LLMError
 from rpa_lib.persona import ATTRIBUTES
 
 DEMO, ACT, BELIEF, PSYCH, SKILL, SOCIAL = ATTRIBUTES
-# Normalized heading (lowercase, words only) -> attribute; None: a kind of section the dataset leaves out.
-HEADING_TABLE: dict[str, str | None] = {
-    **{a.lower(): a for a in ATTRIBUTES},
-    # Demographic Information: who and what the character is
-    "overview": DEMO, "profile": DEMO, "introduction": DEMO, "about": DEMO, "basic information": DEMO,
-    "personal information": DEMO, "general information": DEMO, "appearance": DEMO, "physical appearance": DEMO,
-    "description": DEMO, "identity": DEMO, "demographics": DEMO, "name": DEMO, "origin": DEMO, "occupation": DEMO,
-    # Activity: what happened, in order, and daily life
-    "history": ACT, "biography": ACT, "story": ACT, "plot": ACT, "synopsis": ACT, "background": ACT,
-    "backstory": ACT, "past": ACT, "events": ACT, "timeline": ACT, "early life": ACT, "career": ACT,
-    "daily life": ACT, "routine": ACT, "daily routine": ACT, "activities": ACT, "adventures": ACT, "arc": ACT,
-    # Belief and Value: principles and what the character stands for
-    "beliefs": BELIEF, "belief": BELIEF, "values": BELIEF, "ideals": BELIEF, "principles": BELIEF,
-    "philosophy": BELIEF, "motivation": BELIEF, "motivations": BELIEF, "goals": BELIEF, "creed": BELIEF,
-    "worldview": BELIEF, "morals": BELIEF, "convictions": BELIEF,
-    # Psychological Traits: personality, feelings, likes and habits
-    "personality": PSYCH, "traits": PSYCH, "personality traits": PSYCH, "temperament": PSYCH, "psychology": PSYCH,
-    "likes": PSYCH, "dislikes": PSYCH, "likes and dislikes": PSYCH, "habits": PSYCH, "fears": PSYCH,
-    "hobbies": PSYCH, "quirks": PSYCH, "emotions": PSYCH, "character": PSYCH, "characterization": PSYCH,
-    "characterisation": PSYCH, "personality and traits": PSYCH,
-    # Skill and Expertise: what the character can do and knows
-    "abilities": SKILL, "skills": SKILL, "powers": SKILL, "powers and abilities": SKILL, "techniques": SKILL,
-    "expertise": SKILL, "talents": SKILL, "knowledge": SKILL, "magic": SKILL, "equipment": SKILL,
-    "weapons": SKILL, "spells": SKILL, "training": SKILL, "strengths and weaknesses": SKILL, "weaknesses": SKILL,
-    # Social Relationships: people
-    "relationships": SOCIAL, "relations": SOCIAL, "family": SOCIAL, "friends": SOCIAL, "allies": SOCIAL,
-    "enemies": SOCIAL, "rivals": SOCIAL, "companions": SOCIAL, "acquaintances": SOCIAL, "romance": SOCIAL,
-    # left out on purpose (data/README.md: no trivia, speculation, reception or production facts)
-    "trivia": None, "references": None, "notes": None, "footnotes": None, "sources": None, "external links": None,
-    "see also": None, "gallery": None, "reception": None, "popularity": None, "production": None,
-    "voice actors": None, "behind the scenes": None, "in other media": None, "navigation": None,
-    "speculation": None, "quotes": None, "merchandise": None, "etymology": None, "portrayal": None,
-    "portrayals": None, "portrayal in adaptations": None, "adaptations": None, "in adaptations": None,
-    "portrayal in film": None, "film adaptations": None, "cultural impact": None, "creation": None,
-    "conception": None, "development": None, "critical reception": None, "further reading": None,
-    "appearances": None, "bibliography": None, "translations": None, "names in other languages": None,
+_HEADINGS = {  # attribute -> normalized headings (lowercase, words only); None: a kind of section left out
+    DEMO: "overview, profile, introduction, about, basic information, personal information, general information, "
+          "appearance, physical appearance, description, identity, demographics, name, origin, occupation",
+    ACT: "history, biography, story, plot, synopsis, background, backstory, past, events, timeline, early life, "
+         "career, daily life, routine, daily routine, activities, adventures, arc",
+    BELIEF: "beliefs, belief, values, ideals, principles, philosophy, motivation, motivations, goals, creed, "
+            "worldview, morals, convictions",
+    PSYCH: "personality, traits, personality traits, temperament, psychology, likes, dislikes, likes and dislikes, "
+           "habits, fears, hobbies, quirks, emotions, character, characterization, characterisation, "
+           "personality and traits",
+    SKILL: "abilities, skills, powers, powers and abilities, techniques, expertise, talents, knowledge, magic, "
+           "equipment, weapons, spells, training, strengths and weaknesses, weaknesses",
+    SOCIAL: "relationships, relations, family, friends, allies, enemies, rivals, companions, acquaintances, romance",
+    # data/README.md: no trivia, speculation, reception or production facts
+    None: "trivia, references, notes, footnotes, sources, external links, see also, gallery, reception, popularity, "
+          "production, voice actors, behind the scenes, in other media, navigation, speculation, quotes, "
+          "merchandise, etymology, portrayal, portrayals, portrayal in adaptations, adaptations, in adaptations, "
+          "portrayal in film, film adaptations, cultural impact, creation, conception, development, "
+          "critical reception, further reading, appearances, bibliography, translations, names in other languages",
 }
+HEADING_TABLE: dict[str, str | None] = {**{a.lower(): a for a in ATTRIBUTES},
+                                        **{h: a for a, hs in _HEADINGS.items() for h in hs.split(", ")}}
 UNKNOWN = "?"
 REAL_WORLD = "the real world"  # content placement's seventh option: dropped
 SLUG = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 NEAR_MISS = 0.85  # difflib ratio for a heading to match a table or --map entry it misspells
 REAL_WORLD_FIELDS = re.compile(r"first appearance|last appearance|created by|creator|portrayed by|voiced by|"
-                               r"played by|actor|designer|appears in|publisher|based on", re.I)  # infobox fields left out
+                               r"played by|actor|designer|appears in|publisher|based on", re.I)  # infobox: left out
 MOVE_MARGIN = 0.12  # cosine by which a paragraph must be closer to another attribute to leave its section
 DESCRIPTIONS = {
     DEMO: "Who the character is: their name, titles, age, birth, birthplace, home, race or species, family origin, "
@@ -124,11 +82,8 @@ def normalize(heading: str) -> str:
 
 
 def lookup(heading: str, table: dict[str, str | None]) -> tuple[str | None, str] | None:
-    """``(attribute or None, how)`` for a heading the table knows (whole, by a key in it, or a near miss), else None.
-
-    >>> lookup("Personallity", HEADING_TABLE)
-    ('Psychological Traits', "near miss of 'personality'")
-    """
+    """``(attribute or None, how)`` for a heading the table knows (whole, by a key in it, or a near miss), else None:
+    ``lookup("Personallity", HEADING_TABLE) == ("Psychological Traits", "near miss of 'personality'")``"""
     key = normalize(heading)
     if key in table:
         return table[key], f"heading {key!r}"
@@ -143,20 +98,18 @@ def lookup(heading: str, table: dict[str, str | None]) -> tuple[str | None, str]
 def place(heading: str, table: dict[str, str | None] = HEADING_TABLE) -> str | None:
     """The attribute of a heading by the table, None (left out on purpose) or :data:`UNKNOWN`.
 
-    >>> place("Powers and Abilities"), place("Early life and family"), place("Trivia"), place("Portrayal in adaptations")
-    ('Skill and Expertise', 'Activity', None, None)
+    >>> place("Powers and Abilities"), place("Early life and family"), place("Trivia")
+    ('Skill and Expertise', 'Activity', None)
     """
     found = lookup(heading, table)
     return UNKNOWN if found is None else found[0]
 
 
 class ContentPlacer:
-    """Places text by what it says: cosine similarity of its embedding to each of :data:`DESCRIPTIONS`.
-    ``ContentPlacer("minilm")``; any embedder name or :class:`~rpa_lib.embeddings.Embedder` works."""
+    """Places text by the cosine of its embedding to each of :data:`DESCRIPTIONS`: ``ContentPlacer("minilm")``."""
 
     def __init__(self, embedder="minilm"):
         self.embedder = get_embedder(embedder) if isinstance(embedder, str) else embedder
-        self.options = list(DESCRIPTIONS)
         self._targets = self._encode(list(DESCRIPTIONS.values()))
 
     def _encode(self, texts: list[str]):
@@ -167,16 +120,15 @@ class ContentPlacer:
 
     def scores(self, texts: list[str]) -> list[dict[str, float]]:
         """For each text, ``{option: cosine}`` over the six attributes and :data:`REAL_WORLD`."""
-        if not texts:
-            return []
         sims = self._encode(texts) @ self._targets.T
-        return [dict(zip(self.options, map(float, row), strict=True)) for row in sims]
+        return [dict(zip(DESCRIPTIONS, map(float, row), strict=True)) for row in sims]
 
 
 def _best(score: dict[str, float]) -> tuple[str, str]:
-    """``(option, reason)``: the closest option and the runner-up, as a report reason."""
+    """``(closest option, report reason naming the runner-up)``."""
     ranked = sorted(score, key=score.get, reverse=True)
-    return ranked[0], f"content: closest to {ranked[0]} ({score[ranked[0]]:.2f}; next {ranked[1]} {score[ranked[1]]:.2f})"
+    return ranked[0], (f"content: closest to {ranked[0]} ({score[ranked[0]]:.2f}; "
+                       f"next {ranked[1]} {score[ranked[1]]:.2f})")
 
 
 @dataclass
@@ -197,7 +149,7 @@ class Imported:
 
 @dataclass
 class Plan:
-    """The persona text and the report of one document, nothing written yet."""
+    """The persona text and report of one document, before anything is written."""
 
     text: str
     report: list[tuple[int, str]]  # (source line, what happened)
@@ -208,7 +160,7 @@ class Plan:
 
 
 def _matcher(mapping: dict[str, str | None]):
-    """A function heading -> (attribute, reason) or None for the ``--map`` entries, recording which were used."""
+    """``(match, used)``: heading -> (attribute, reason) or None by the ``--map`` entries, and the entries used."""
     used: set[str] = set()
 
     def match(title: str):
@@ -224,7 +176,7 @@ def _matcher(mapping: dict[str, str | None]):
 
 def plan(doc: SourceDocument, name: str, table: dict[str, str | None] = HEADING_TABLE, llm=None, *,
          mapping: dict[str, str | None] | None = None, placer: ContentPlacer | None = None) -> Plan:
-    """Place a read document (see the module doc); nothing is written."""
+    """Place a read document; nothing is written."""
     headed = [s for s in doc.sections if s.level > 0]
     skip_title = doc.format != "mediawiki" and doc.title is not None  # a wiki page's title is no heading
     top = min(s.level for s in headed if not (skip_title and s.level == 1)) if len(headed) > skip_title else 1
@@ -236,7 +188,7 @@ def plan(doc: SourceDocument, name: str, table: dict[str, str | None] = HEADING_
     stack: list[tuple[int, str | None, int, bool, str]] = []  # (level, attribute, base level, own name, title)
 
     def decide(s, inherited: str | None) -> tuple[str | None, str] | None:
-        """(attribute, None (dropped) or UNKNOWN, reason) by the rules; None: a subsection that follows its section."""
+        """``(attribute, None or UNKNOWN, reason)``; None: a subsection that follows its section."""
         found = by_map(s.title)
         if found:
             return found
@@ -326,7 +278,6 @@ def plan(doc: SourceDocument, name: str, table: dict[str, str | None] = HEADING_
 
 
 def _section_text(doc: SourceDocument, section) -> list[str]:
-    """A top-level section's paragraphs and those of its subsections."""
     at = doc.sections.index(section)
     out = list(section.paragraphs)
     for s in doc.sections[at + 1:]:
@@ -337,10 +288,10 @@ def _section_text(doc: SourceDocument, section) -> list[str]:
 
 
 def _move_paragraphs(placer, s, attribute, paragraphs, out, report) -> list[str]:
-    """The paragraphs that stay; each one clearly closer to another attribute moves there (reported)."""
+    """The paragraphs that stay; one clearly closer to another attribute (:data:`MOVE_MARGIN`) moves there."""
     kept = []
     for n, (p, score) in enumerate(zip(paragraphs, placer.scores(paragraphs), strict=True), start=1):
-        best = max((a for a in ATTRIBUTES), key=score.get)
+        best = max(ATTRIBUTES, key=score.get)
         if best != attribute and score[best] - score[attribute] >= MOVE_MARGIN:
             out[best].append((3, s.title, [p]))
             report.append((s.line, f"paragraph {n} of {s.title!r} ({p[:40]!r}...) -> {best} (content: "
@@ -357,8 +308,7 @@ CLASSIFY_PROMPT = ("A person is turning notes about a fictional character into a
 
 
 def classify(llm, heading: str, paragraphs: list[str], path: Path = Path(), line: int | None = None) -> str | None:
-    """One of the six attributes for a heading the table does not know, chosen by ``llm``; None: none of them.
-    A failed LLM call is a DataError (the import then writes nothing)."""
+    """The attribute ``llm`` chooses for a heading the table does not know (None: none); DataError if it fails."""
     prompt = CLASSIFY_PROMPT.format(options=", ".join(ATTRIBUTES), heading=heading,
                                     opening=" ".join(paragraphs)[:600] or "(no text)")
     try:
@@ -371,14 +321,15 @@ def classify(llm, heading: str, paragraphs: list[str], path: Path = Path(), line
 
 
 def parse_mapping(items: list[str] | None) -> dict[str, str | None]:
-    """``--map`` values (``"Heading=Attribute"``, ``"Heading=none"``) as table entries; ValueError otherwise."""
+    """``--map`` values (``"Heading=Attribute"``, ``"Heading=none"``) as table entries."""
     table = {}
     for item in items or []:
         heading, sep, attribute = item.rpartition("=")
         attribute = attribute.strip()
         match = next((a for a in ATTRIBUTES if a.lower() == attribute.lower()), None)
         if not sep or not heading.strip() or (match is None and attribute.lower() != "none"):
-            raise ValueError(f"--map {item!r}: expected 'HEADING=ATTRIBUTE' with one of {', '.join(ATTRIBUTES)} or none")
+            raise ValueError(f"--map {item!r}: expected 'HEADING=ATTRIBUTE' with one of {', '.join(ATTRIBUTES)} "
+                             "or none")
         table[normalize(heading)] = match
     return table
 
@@ -386,12 +337,12 @@ def parse_mapping(items: list[str] | None) -> dict[str, str | None]:
 def new_character(slug: str, source: str | Path, *, name: str | None = None, work: str,
                   data: Dataset | str | Path | None = None, mapping: dict[str, str | None] | None = None, llm=None,
                   embedder=None, page: str | None = None, mbti: str = "", sloan: str = "") -> Imported:
-    """Import ``source`` as character ``slug`` of ``data`` (default: the user's data folder); see the module doc.
-    ``name``: the persona's title (default: the document's title). ``embedder``: a name or embedder for placing
-    by content (None: headings only). ``page``: the page of a MediaWiki export of several."""
+    """Import ``source`` as character ``slug``. ``name`` defaults to the document's title; ``embedder`` (a name,
+    embedder or :class:`ContentPlacer`) places by content, None by headings only; ``page`` picks an export's page."""
     ds = user_dataset(data)
     if not SLUG.match(slug):
-        raise DataError(ds.characters_dir / slug, None, f"slug {slug!r} must be lowercase words joined by hyphens, e.g. 'ada-lindqvist'")
+        raise DataError(ds.characters_dir / slug, None,
+                        f"slug {slug!r} must be lowercase words joined by hyphens, e.g. 'ada-lindqvist'")
     if (ds.characters_dir / slug).exists():
         raise DataError(ds.characters_dir / slug, None, f"character {slug!r} already exists; pick another slug")
     labels = ds.labels_path.read_text(encoding="utf-8") if ds.labels_path.is_file() else ""
@@ -442,7 +393,7 @@ def new_character(slug: str, source: str | Path, *, name: str | None = None, wor
 
 
 def report_file(source, doc: SourceDocument, done: Plan) -> str:
-    """``IMPORT.md``: the source, every placement, the empty attributes, templates rendered and everything dropped."""
+    """``IMPORT.md``: the source, every placement, the empty attributes, templates rendered and what was dropped."""
     kinds = Counter(re.sub(r" ['(].*", "", what) for _, what in done.dropped)
     out = [f"# Import report\n\nImported from `{Path(source).name}` ({doc.format}) by "
            "`python -m rpa_lib.authoring new-character`. Lines are the source file's.\n"]
@@ -450,7 +401,8 @@ def report_file(source, doc: SourceDocument, done: Plan) -> str:
     out.append("\n## Placements\n")
     out += [f"- line {n}: {r}" for n, r in done.report] or ["- nothing was placed"]
     out.append("\n## Attributes with no text\n")
-    out += [f"- {a}: methods answer from the other attributes" for a in done.empty] or ["- none: every attribute has text"]
+    out += ([f"- {a}: methods answer from the other attributes" for a in done.empty]
+            or ["- none: every attribute has text"])
     out.append(f"\n## Templates rendered as text ({len(done.rendered)})\n")
     out += [f"- line {n}: {what}" for n, what in done.rendered] or ["- none"]
     out.append(f"\n## Dropped ({len(done.dropped)}: " + (", ".join(f"{k} x{v}" for k, v in sorted(kinds.items()))

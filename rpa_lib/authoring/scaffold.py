@@ -1,22 +1,7 @@
-"""QA pairs for a new character, proposed by an LLM and checked by a person.
-
-``python -m rpa_lib.authoring qa-scaffold SLUG`` picks, for each attribute, up to ``per_attribute`` sentences of the
-persona (spread over its paragraphs) and asks the LLM, one short prompt per sentence, for a question that the
-sentence answers. The sentence is the pair's evidence (verbatim by construction) and its first answer (a person
-shortens it); a reply with no usable question gives a placeholder question, noted in the row, so the
-review-and-promote loop works on any LLM, the fake one included. Short prompts keep the embedded SmolLM2 at a
-few seconds a pair; progress (pairs done, seconds, an estimate of the rest) goes to ``progress``, and Ctrl-C
-stops cleanly: the pairs made so far are written. New rows are appended to ``characters/SLUG/qa_review.csv``,
-marked ``reviewed=no``: a spreadsheet a person opens, corrects and marks ``yes`` row by row.
-
-``python -m rpa_lib.authoring qa-promote SLUG`` then reads that file strictly (an unbalanced quote, a row with too
-few or too many fields: each named with its line) and checks the rows marked ``yes`` with the validator's own
-checks (:func:`rpa_lib.data.validate` on a staged copy: evidence verbatim, answers grounded, ids, attributes)
-before writing anything; any problem is reported with its CSV line and nothing is written. ``qa.jsonl`` therefore
-only ever holds reviewed pairs that ``validate`` accepts.
-
-This module does not judge whether a question is good (the person does) and does not rewrite the persona.
-"""
+"""QA pairs for a new character, proposed by an LLM and checked by a person: :func:`qa_scaffold` asks, for persona
+sentences spread over each attribute, the question each one answers and appends the pairs to ``qa_review.csv``
+(``reviewed=no``); :func:`promote` writes the rows a person marked ``yes`` to ``qa.jsonl`` only when the file reads
+cleanly and ``validate`` accepts the result. This module does not judge questions or rewrite the persona."""
 
 from __future__ import annotations
 
@@ -43,7 +28,8 @@ REQUIRED = ("id", "attribute", "question", "answer", "evidence_1", "reviewed")
 YES, NO = ("yes", "y", "true", "1", "x"), ("no", "n", "false", "0", "")
 PROMPT = ("Write the question that a user would ask {name} to get this sentence as the answer. Speak to {name} "
           "as \"you\". Reply with the question only.\n\n"
-          'Example. Sentence: "He keeps bees on the slope below the gate."\nQuestion: What do you keep below the gate?\n\n'
+          'Example. Sentence: "He keeps bees on the slope below the gate."\n'
+          'Question: What do you keep below the gate?\n\n'
           'Sentence: "{sentence}"\nQuestion:')
 PLACEHOLDER = "placeholder question (the LLM gave none): rewrite it"
 MIN_SENTENCE, MAX_SENTENCE = 30, 320  # characters of a sentence worth a question
@@ -60,16 +46,12 @@ class Scaffold:
     seconds: float = 0.0
 
     def summary(self) -> str:
-        parts = [f"{self.added} pair(s) written to {self.path} for review (reviewed=no) in {self.seconds:.0f} s"]
-        if self.placeholders:
-            parts.append(f"{self.placeholders} with a placeholder question")
-        if self.empty:
-            parts.append(f"no text under {', '.join(self.empty)}")
-        if self.failed:
-            parts.append(f"{len(self.failed)} LLM call(s) failed")
-        if self.interrupted:
-            parts.append("interrupted: the pairs made so far are kept")
-        return "; ".join(parts)
+        notes = [(self.placeholders, f"{self.placeholders} with a placeholder question"),
+                 (self.empty, f"no text under {', '.join(self.empty)}"),
+                 (self.failed, f"{len(self.failed)} LLM call(s) failed"),
+                 (self.interrupted, "interrupted: the pairs made so far are kept")]
+        return "; ".join([f"{self.added} pair(s) written to {self.path} for review (reviewed=no) in {self.seconds:.0f} s",
+                          *(note for on, note in notes if on)])
 
 
 def review_path(ds: Dataset, slug: str) -> Path:
@@ -89,8 +71,8 @@ def sentences(text: str) -> list[str]:
 
 
 def evidence_sentences(persona, attribute: str, n: int) -> list[tuple[str, str]]:
-    """Up to ``n`` ``(heading path, sentence)`` of one attribute, taken in turn from its paragraphs (the first
-    usable sentence of each paragraph, then the second, ...), so the questions spread over the attribute."""
+    """Up to ``n`` ``(heading path, sentence)`` of one attribute: the first usable sentence of each paragraph, then
+    the second, ..., so the questions spread over the attribute."""
     pools = [[(p.context, s) for s in sentences(p.text) if MIN_SENTENCE <= len(s) <= MAX_SENTENCE]
              for p in persona.paragraphs if p.attribute == attribute]
     out, seen = [], set()
@@ -108,13 +90,8 @@ _COMMON = {"what", "when", "where", "which", "your", "would", "could", "about", 
 
 
 def question_from(reply: str, sentence: str = "") -> str | None:
-    """The first line of a reply that reads as one question about ``sentence`` (it shares a word of four letters or
-    more with it, when given), or None.
-
-    >>> question_from('Question: "Where did you grow up?"\\nBecause...'), question_from("fake reply 1a2b")
-    ('Where did you grow up?', None)
-    >>> question_from("What would you like to know?", "He keeps bees on the slope.")
-    """
+    """The first line of a reply that reads as one question sharing a word of 4+ letters with ``sentence`` (when
+    given), or None: ``question_from('Question: "Where did you grow up?"')`` is ``"Where did you grow up?"``."""
     words = {w.lower() for w in _WORD.findall(sentence)} - _COMMON
     for line in reply.splitlines():
         line = re.sub(r"^\W*(?:q(?:uestion)?\s*\d*\s*[:.)-])?\s*", "", line.strip(), flags=re.I).strip(" \"'*")
@@ -126,8 +103,8 @@ def question_from(reply: str, sentence: str = "") -> str | None:
 
 
 def placeholder(context: str, sentence: str) -> str:
-    """A question to rewrite when the LLM gave none: ``placeholder("A > Infobox", "birth date: 12 March 1021.")``
-    is ``"What is your birth date?"``; otherwise it names the section."""
+    """A question to rewrite when the LLM gave none, naming the section or an infobox field:
+    ``placeholder("A > Infobox", "birth date: 12 March 1021.") == "What is your birth date?"``"""
     field, sep, _ = sentence.partition(": ")
     if sep and len(field) <= 30 and context.endswith("Infobox"):
         return f"What is your {field.lower()}?"
@@ -135,9 +112,9 @@ def placeholder(context: str, sentence: str) -> str:
 
 
 def qa_scaffold(slug: str, llm, *, data: Dataset | str | Path | None = None, per_attribute: int = 5,
-                max_tokens: int = 40, progress=True) -> Scaffold:
-    """Propose up to ``per_attribute`` pairs per attribute with ``llm`` (one short call per pair) and append them
-    to the review file. ``progress``: True (one line per pair on stderr), a stream, or None (silent)."""
+                progress=True) -> Scaffold:
+    """Propose up to ``per_attribute`` pairs per attribute (one short ``llm`` call each) into the review file.
+    ``progress``: True (a line per pair on stderr), a stream, or None."""
     progress = sys.stderr if progress is True else progress
     ds = user_dataset(data)
     persona = ds.persona(slug)
@@ -146,7 +123,7 @@ def qa_scaffold(slug: str, llm, *, data: Dataset | str | Path | None = None, per
     rows, problems = read_review(path) if path.is_file() else ([], [])
     if problems:
         raise DataError(path, problems[0][0], f"{problems[0][1]}: fix the review file before adding to it")
-    taken = {r["id"] for r in rows} | ({q.id for q in read_qa(ds.qa_path(slug))[0]} if ds.qa_path(slug).is_file() else set())
+    taken = {r["id"] for r in rows} | {q.id for q in _saved_pairs(ds, slug)}
     result, new = Scaffold(path), []
     todo = [(a, ctx, s) for a in ATTRIBUTES for ctx, s in evidence_sentences(persona, a, per_attribute)]
     result.empty = [a for a in ATTRIBUTES if not any(t[0] == a for t in todo)]
@@ -155,7 +132,7 @@ def qa_scaffold(slug: str, llm, *, data: Dataset | str | Path | None = None, per
         for done, (attribute, context, sentence) in enumerate(todo, start=1):
             prompt = PROMPT.format(name=name, sentence=sentence)
             try:
-                reply = llm.chat([{"role": "user", "content": prompt}], max_tokens=max_tokens,
+                reply = llm.chat([{"role": "user", "content": prompt}], max_tokens=40,
                                  name=f"qa scaffold {slug} {attribute}").text
             except Exception as e:  # an LLMError, or a fatal one: recorded, and the command exits non-zero
                 result.failed.append(f"{attribute}: {e}")
@@ -164,17 +141,18 @@ def qa_scaffold(slug: str, llm, *, data: Dataset | str | Path | None = None, per
             n = len(taken) + 1
             while f"{slug}-{n:02d}" in taken:
                 n += 1
-            taken.add(f"{slug}-{n:02d}")
+            qa_id = f"{slug}-{n:02d}"
+            taken.add(qa_id)
             note = "answer = the evidence sentence: shorten it"
             if question is None:
                 question = placeholder(context, sentence)
                 note, result.placeholders = PLACEHOLDER, result.placeholders + 1
-            new.append({"id": f"{slug}-{n:02d}", "attribute": attribute, "question": question, "answer": sentence,
+            new.append({"id": qa_id, "attribute": attribute, "question": question, "answer": sentence,
                         "evidence_1": sentence, "reviewed": "no", "note": note})
             if progress is not None:
                 spent = time.perf_counter() - start
-                print(f"  [{done}/{len(todo)}] {attribute}: {spent:.0f} s, about {spent / done * (len(todo) - done):.0f} s "
-                      "left", file=progress, flush=True)
+                print(f"  [{done}/{len(todo)}] {attribute}: {spent:.0f} s, "
+                      f"about {spent / done * (len(todo) - done):.0f} s left", file=progress, flush=True)
     except KeyboardInterrupt:
         result.interrupted = True
     _write_csv(path, rows + new)
@@ -183,8 +161,7 @@ def qa_scaffold(slug: str, llm, *, data: Dataset | str | Path | None = None, per
 
 
 def read_review(path: Path) -> tuple[list[dict[str, str]], list[tuple[int, str]]]:
-    """The review file's rows (each with its CSV ``line``) and every problem as ``(line, message)``: an unbalanced
-    quote, a row with too few or too many fields, missing columns, empty or repeated ids, ``reviewed`` values."""
+    """The review file's rows (each with its CSV ``line``) and every problem as ``(line, message)``."""
     try:
         text = read_text(path)
     except DataError as e:
@@ -222,25 +199,19 @@ def read_review(path: Path) -> tuple[list[dict[str, str]], list[tuple[int, str]]
 
 
 def promote(slug: str, *, data: Dataset | str | Path | None = None) -> tuple[int, Path]:
-    """Write the reviewed rows to ``qa.jsonl`` when the file reads cleanly and ``validate`` accepts the result;
-    DataError listing every problem by CSV line (nothing written) otherwise. Returns (pairs promoted, path)."""
+    """Write the reviewed rows to ``qa.jsonl``: ``(pairs promoted, path)``, or a DataError listing every problem by
+    CSV line (nothing written)."""
     ds = user_dataset(data)
     persona, path = ds.persona(slug), review_path(ds, slug)
     rows, problems = read_review(path)
-    chosen = [r for r in rows if r["reviewed"].lower() in YES]
-    for r in chosen:
-        if not any(r.get(f"evidence_{i}", "") for i in (1, 2, 3)):
-            problems.append((int(r["line"]), "no evidence"))
-    qa_path = ds.qa_path(slug)
-    kept = read_qa(qa_path)[0] if qa_path.is_file() else []
-    ids = {r["id"] for r in rows}
-    lines = [json.dumps({"id": q.id, "question": q.question, "answer": q.answer, "attribute": q.attribute,
-                         "evidence": list(q.evidence)}, ensure_ascii=False) for q in kept if q.id not in ids]
+    chosen = [{**r, "evidence": [e for e in (r.get(f"evidence_{i}", "") for i in (1, 2, 3)) if e]}
+              for r in rows if r["reviewed"].lower() in YES]
+    problems += [(int(r["line"]), "no evidence") for r in chosen if not r["evidence"]]
+    qa_path, ids = ds.qa_path(slug), {r["id"] for r in rows}
+    lines = [_jsonl(vars(q)) for q in _saved_pairs(ds, slug) if q.id not in ids]
     row_at = {len(lines) + n: int(r["line"]) for n, r in enumerate(chosen, start=1)}  # qa.jsonl line -> CSV line
     by_id = {r["id"]: int(r["line"]) for r in chosen}
-    lines += [json.dumps({"id": r["id"], "question": r["question"], "answer": r["answer"], "attribute": r["attribute"],
-                          "evidence": [e for e in (r.get(f"evidence_{i}", "") for i in (1, 2, 3)) if e]},
-                         ensure_ascii=False) for r in chosen]
+    lines += [_jsonl(r) for r in chosen]
     if chosen and not problems:
         problems += _validated(ds, persona, slug, lines, row_at, by_id)
     if problems:
@@ -256,7 +227,7 @@ def promote(slug: str, *, data: Dataset | str | Path | None = None) -> tuple[int
 
 def _validated(ds: Dataset, persona, slug: str, lines: list[str], row_at: dict[int, int],
                by_id: dict[str, int]) -> list[tuple[int | None, str]]:
-    """``validate``'s problems with the new ``qa.jsonl`` (on a staged copy), each on the CSV line it comes from."""
+    """``validate``'s problems with the new ``qa.jsonl`` (on a staged copy), each on its CSV line."""
     stage = Path(tempfile.mkdtemp(prefix=".promote-"))
     try:
         folder = stage / "characters" / slug
@@ -278,6 +249,14 @@ def _validated(ds: Dataset, persona, slug: str, lines: list[str], row_at: dict[i
         else:
             out.append((None, problem.replace(str(stage), str(ds.root))))
     return out
+
+
+def _saved_pairs(ds: Dataset, slug: str) -> list:
+    return read_qa(ds.qa_path(slug))[0] if ds.qa_path(slug).is_file() else []
+
+
+def _jsonl(pair: dict) -> str:
+    return json.dumps({k: pair[k] for k in ("id", "question", "answer", "attribute", "evidence")}, ensure_ascii=False)
 
 
 def _write_csv(path: Path, rows: list[dict[str, str]]) -> None:

@@ -1,25 +1,7 @@
-"""Read a user's own source document into headed sections of clean paragraphs, for :mod:`rpa_lib.authoring.importer`.
-
-Formats, chosen by the file name's ending:
-
-- Markdown (``.md``, ``.markdown``): ATX headings (``#`` to ``######``) and underlined (setext) headings.
-- plain text (``.txt``): underlined headings (``===`` level 1, ``---`` level 2, ``~~~`` level 3) and numbered
-  headings (``2 Story`` level 2, ``2.1 Early years`` level 3: one more than how many numbers, so numbered
-  sections sit under a ``===`` title as ``---`` ones do).
-
-In Markdown and plain text, a level-1 heading that is the only one is the document's title.
-- MediaWiki XML export (``.xml``): see :mod:`rpa_lib.authoring.wikitext` (parsed with mwparserfromhell).
-
-What is removed, for Markdown and text: emphasis, links (their text is kept), images, HTML tags and comments,
-footnote markers and definitions, a heading's ``[edit]`` link, code blocks and tables (each table and code block
-is noted with its line, so the import report can list it); a two-column table (an infobox exported as Markdown)
-becomes facts, as a wiki infobox does. List items become sentences of one paragraph; the lines of a paragraph are
-joined. Curly quotes become straight ones. Every problem that stops the import (an empty, binary or non-UTF-8
-file, an unknown format, no headings) is a :class:`~rpa_lib.errors.DataError` naming the file.
-
-This module does not decide which attribute a section belongs to (``importer`` does), does not rewrite prose
-(third person stays third person) and writes nothing.
-"""
+"""Read a user's source document into headed sections of clean paragraphs (:class:`SourceDocument`): Markdown
+(``.md``, ``.markdown``), plain text (``.txt``) or a MediaWiki XML export (``.xml``: :mod:`.wikitext`). Markup,
+tables and code blocks go (each noted with its line); a two-column table becomes infobox facts. This module does
+not place sections (:mod:`~rpa_lib.authoring.importer` does), rewrite prose or write anything."""
 
 from __future__ import annotations
 
@@ -35,7 +17,7 @@ FORMATS = {".md": "markdown", ".markdown": "markdown", ".txt": "text", ".xml": "
 
 
 def read_text_source(path: str | Path) -> tuple[Path, str, str]:
-    """``(path, format, text)`` of a source file; DataError (naming the file) when it is no text to import."""
+    """``(path, format, text)`` of a source file; DataError when it is no text to import."""
     path = Path(path)
     if not path.is_file():
         raise DataError(path, None, "file not found")
@@ -44,12 +26,14 @@ def read_text_source(path: str | Path) -> tuple[Path, str, str]:
     if not raw.strip():
         raise DataError(path, None, "empty file: nothing to import")
     if b"\0" in raw[:8192]:
-        raise DataError(path, None, "a binary file, not text: export the document as Markdown, plain text or MediaWiki XML")
+        raise DataError(path, None,
+                        "a binary file, not text: export the document as Markdown, plain text or MediaWiki XML")
     try:
         text = raw.decode("utf-8").lstrip("\ufeff").replace("\r\n", "\n")
     except UnicodeDecodeError as e:
         line = raw[: e.start].count(b"\n") + 1
-        raise DataError(path, line, f"not UTF-8 text (byte {e.start}): save it as UTF-8, or it is a binary file") from None
+        raise DataError(path, line,
+                        f"not UTF-8 text (byte {e.start}): save it as UTF-8, or it is a binary file") from None
     if fmt is None:
         raise DataError(path, None, f"unknown format {path.suffix or '(no file name ending)'!r}: expected "
                                     f"{', '.join(FORMATS)} (Markdown, plain text or a MediaWiki XML export)")
@@ -57,8 +41,7 @@ def read_text_source(path: str | Path) -> tuple[Path, str, str]:
 
 
 def read_source(path: str | Path, page: str | None = None) -> SourceDocument:
-    """The document at ``path`` as sections (``page``: which page of a MediaWiki export); DataError (naming the
-    file) when it cannot be imported."""
+    """The document at ``path`` as sections (``page``: which page of a MediaWiki export)."""
     path, fmt, text = read_text_source(path)
     if page is not None and fmt != "mediawiki":
         raise DataError(path, None, f"--page {page!r} is for a MediaWiki export; this is {fmt}")
@@ -77,7 +60,7 @@ _FENCE = re.compile(r"^[ \t]*(```|~~~)")
 
 
 def read_lines(path: Path, text: str, fmt: str) -> SourceDocument:
-    """Markdown (``fmt="markdown"``) or plain text (``"text"``) into sections."""
+    """Markdown (``fmt="markdown"``) or plain text (``"text"``) into sections; see ``docs/your_own_character.md``."""
     lines = text.split("\n")
     sections = [SourceSection(0, "", 1)]
     removed: list[tuple[int, str]] = []
@@ -157,7 +140,7 @@ def read_lines(path: Path, text: str, fmt: str) -> SourceDocument:
 
 
 def _heading(line: str, nxt: str, fmt: str, in_paragraph: bool) -> tuple[int, str, int] | None:
-    """``(level, title, 1 if the next line is its underline else 0)``, or None when ``line`` is no heading."""
+    """``(level, title, 1 if the next line is its underline else 0)``, or None."""
     if fmt == "markdown":
         m = HEADING_LINE.match(line)
         if m:

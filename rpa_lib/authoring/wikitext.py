@@ -1,26 +1,7 @@
-"""Read a MediaWiki XML export (Special:Export) into headed sections of clean paragraphs.
-
-The XML is read with the standard library (any export schema version: namespaces are ignored); the page's
-wikitext is parsed with ``mwparserfromhell``, never with regular expressions.
-
-Pages and revisions. :func:`export_pages` lists an export's pages. An export of several pages needs ``page=``
-(``--page``; the importer can also take each page as its own character): never a silent first page. Of a page's
-revisions the newest (by ``<timestamp>``, else the last in the file) is read, and the document's notes say which.
-
-Templates. Common ones render their text instead of vanishing with it (:data:`RENDERED`): dates
-(``{{birth date|1021|3|12}}`` -> "12 March 1021"), conversions (``{{convert|5|mi|km}}`` -> "5 mi"), languages
-and formatting wrappers (``{{lang|fr|text}}`` -> "text"). An infobox's fields become facts (``field: value``, the
-values rendered the same way; image fields are dropped) that the importer puts under Demographic Information.
-Every other template (citations, ``{{sfn}}``, notes, navigation boxes, hatnotes) is dropped. Every template
-rendered or dropped is listed with its line, so the import report can count and list them.
-
-Also removed: ``<ref>`` footnotes and ``<references/>``, comments, tables and galleries (each noted with its
-line), file, image and category links, and all formatting; a link keeps its shown text. List items become
-sentences of one paragraph. Lines are counted in the XML file, so the report points at a line a person can open.
-
-This module does not follow transclusions (their text is not in the export), does not expand parser functions
-and writes nothing.
-"""
+"""Read a MediaWiki XML export (Special:Export) into headed sections of clean paragraphs: the newest revision of
+one page, its wikitext parsed with ``mwparserfromhell``, common templates rendered as text (:data:`RENDERED`), an
+infobox's fields kept as facts, and everything else removed and noted with its line in the XML file. This module
+does not follow transclusions, expand parser functions or write anything."""
 
 from __future__ import annotations
 
@@ -59,13 +40,14 @@ def _local(tag: str) -> str:
 
 
 def export_pages(path: Path, text: str) -> list[Page]:
-    """The pages of an export with their revisions; DataError naming the file when it is no MediaWiki export."""
+    """The pages of an export with their revisions; DataError when it is no MediaWiki export."""
     try:
         root = ET.fromstring(text)
     except ET.ParseError as e:
         raise DataError(path, e.position[0], f"not well-formed XML ({e})") from None
     if _local(root.tag) != "mediawiki":
-        raise DataError(path, None, f"not a MediaWiki export: the root element is <{_local(root.tag)}>, not <mediawiki>")
+        raise DataError(path, None,
+                        f"not a MediaWiki export: the root element is <{_local(root.tag)}>, not <mediawiki>")
     pages = []
     for el in root:
         if _local(el.tag) != "page":
@@ -85,8 +67,7 @@ def export_pages(path: Path, text: str) -> list[Page]:
 
 
 def read_mediawiki(path: Path, text: str, page: str | None = None) -> SourceDocument:
-    """One page of a MediaWiki export (``page``: its title; needed when the export holds several) at its newest
-    revision, as a :class:`SourceDocument`; DataError naming the file otherwise."""
+    """The newest revision of one page (``page``: its title, needed when the export holds several)."""
     pages = export_pages(path, text)
     titles = [p.title for p in pages]
     if page is None and len(pages) > 1:
@@ -111,7 +92,7 @@ def read_mediawiki(path: Path, text: str, page: str | None = None) -> SourceDocu
 
 
 def _text_line(xml: str, title: str, revision: int = 0) -> int:
-    """The line of the XML file where the page's ``revision``-th wikitext starts (its ``<text ...>`` tag)."""
+    """The XML file's line where the page's ``revision``-th ``<text ...>`` tag ends."""
     from xml.sax.saxutils import escape
 
     at = max(xml.find(f"<title>{escape(title)}</title>"), 0)
@@ -123,12 +104,7 @@ def _text_line(xml: str, title: str, revision: int = 0) -> int:
 
 
 def parse_wikitext(wikitext: str, first_line: int = 1) -> SourceDocument:
-    """Wikitext into sections (level = the number of ``=``), line numbers counted from ``first_line``.
-
-    >>> d = parse_wikitext("Lead {{Infobox|x=1}}text on {{date|3 May 1021}}.<ref>a source</ref>\\n== Personality ==\\nI am '''calm'''.")
-    >>> [(s.level, s.title, s.paragraphs) for s in d.sections], d.facts
-    ([(0, '', ['Lead text on 3 May 1021.']), (2, 'Personality', ['I am calm.'])], [(1, 'x', '1')])
-    """
+    """Wikitext into sections (level = the number of ``=``), line numbers counted from ``first_line``."""
     import mwparserfromhell
     from mwparserfromhell.nodes import Heading
 
@@ -154,12 +130,11 @@ def template_name(node) -> str:
 
 
 def render_template(node) -> str | None:
-    """The text a template shows, for the templates of :data:`RENDERED`; None for the others (dropped).
+    """The text a template of :data:`RENDERED` shows; None for the others (dropped).
 
     >>> import mwparserfromhell as m
-    >>> [render_template(m.parse(t).filter_templates()[0]) for t in ("{{birth date|1021|3|12|df=y}}",
-    ...  "{{convert|5|mi|km}}", "{{lang|fr|le chevalier}}", "{{cite book|title=A}}")]
-    ['12 March 1021', '5 mi', 'le chevalier', None]
+    >>> [render_template(m.parse(t).filter_templates()[0]) for t in ("{{birth date|1021|3|12}}", "{{cite book}}")]
+    ['12 March 1021', None]
     """
     name = template_name(node)
     if name.startswith("lang-"):
@@ -199,8 +174,7 @@ def _date(args: list[str]) -> str:
 
 
 def _convert(args: list[str]) -> str:
-    """The source value with its unit: ``["5", "mi", "km"]`` -> "5 mi"; ``["6", "ft", "2", "in", "m"]`` -> "6 ft 2 in";
-    ``["5", "to", "8", "mi"]`` -> "5 to 8 mi"."""
+    """The source value with its unit: ``["6", "ft", "2", "in", "m"]`` -> "6 ft 2 in"."""
     if len(args) >= 4 and args[1] in ("-", "to", "and", "or", "by", "x", "+/-"):
         return f"{args[0]} {args[1]} {args[2]} {args[3]}"
     shown = args[:2]
@@ -226,8 +200,8 @@ def _plain(code) -> str:
 
 
 def _strip(code, line: int, doc: SourceDocument) -> str:
-    """Plain text of a piece of wikicode: templates rendered or dropped, infobox fields kept as ``doc.facts``,
-    what is removed noted in ``doc.removed`` and what is rendered in ``doc.rendered`` (line + offset)."""
+    """Plain text of wikicode; infobox fields go to ``doc.facts``, what is removed or rendered to ``doc.removed`` or
+    ``doc.rendered`` with its line."""
     from mwparserfromhell.nodes import Comment, Tag, Template, Wikilink
 
     text, cursor = str(code), [0]  # nodes come in document order: search from the last one found
@@ -245,7 +219,8 @@ def _strip(code, line: int, doc: SourceDocument) -> str:
                 if tag in ("table", "gallery"):
                     doc.removed.append((at(node), tag))
                 elif tag == "ref":
-                    inner = [f"{{{{{template_name(t)}}}}}" for t in node.contents.filter_templates()] if node.contents else []
+                    inner = ([f"{{{{{template_name(t)}}}}}" for t in node.contents.filter_templates()]
+                             if node.contents else [])
                     doc.removed.append((at(node), "<ref> footnote" + (f" ({', '.join(inner)})" if inner else "")))
                 code.remove(node)
             elif isinstance(node, Template):
@@ -253,9 +228,11 @@ def _strip(code, line: int, doc: SourceDocument) -> str:
                 where = at(node)
                 if name.startswith("infobox") or name.endswith("infobox"):
                     for inner in (t for p in node.params for t in p.value.filter_templates(recursive=True)):
-                        shown = render_template(inner)
-                        doc.rendered.append((where, f"{{{{{template_name(inner)}}}}} -> {shown!r} (infobox)")) \
-                            if shown is not None else doc.removed.append((where, f"template {{{{{template_name(inner)}}}}}"))
+                        shown, inner_name = render_template(inner), template_name(inner)
+                        if shown is None:
+                            doc.removed.append((where, f"template {{{{{inner_name}}}}}"))
+                        else:
+                            doc.rendered.append((where, f"{{{{{inner_name}}}}} -> {shown!r} (infobox)"))
                     for p in node.params:
                         field, value = str(p.name).strip().replace("_", " "), _plain(p.value)
                         if not value:
@@ -273,9 +250,8 @@ def _strip(code, line: int, doc: SourceDocument) -> str:
                 else:
                     code.replace(node, shown)
                     doc.rendered.append((where, f"{{{{{name}}}}} -> {shown!r}"))
-            elif isinstance(node, Comment):
-                code.remove(node)
-            elif isinstance(node, Wikilink) and str(node.title).strip().lower().startswith(DROPPED_LINKS):
+            elif isinstance(node, Comment) or (isinstance(node, Wikilink)
+                                               and str(node.title).strip().lower().startswith(DROPPED_LINKS)):
                 code.remove(node)
             elif isinstance(node, Tag) and str(node.tag).strip().lower() in LIST_TAGS:
                 code.replace(node, ITEM)
@@ -285,7 +261,7 @@ def _strip(code, line: int, doc: SourceDocument) -> str:
 
 
 def _paragraphs(text: str) -> list[str]:
-    """Blank-line separated blocks as one-line paragraphs; list items (``ITEM`` lines) become sentences."""
+    """Blank-line separated blocks as one-line paragraphs; list items (``ITEM`` lines) as sentences."""
     out = []
     for block in text.split("\n\n"):
         prose, items = [], []

@@ -1,9 +1,6 @@
-"""The dataset under ``data/`` (or any folder in its layout): :class:`Dataset` owns the layout and loads
-personas, QA pairs, labels, questionnaires and the papers' transcribed tables; :func:`validate` checks it all;
-``python -m rpa_lib.data validate`` is the command line. Every bad-input error is a :class:`DataError`.
-Authoring one's own character (import, QA scaffolding, edits) is :mod:`rpa_lib.authoring`, a package above this
-one: nothing here imports it. This package does not fetch datasets or convert whole collections (see
-``data/README.md``)."""
+"""The dataset under ``data/`` (or any folder in its layout): :class:`Dataset` loads it, :func:`validate` checks it,
+``python -m rpa_lib.data validate`` is the command line. It does not author characters (:mod:`rpa_lib.authoring`,
+above it), fetch datasets or convert collections."""
 
 from rpa_lib.data.cli import main
 from rpa_lib.data.dataset import Dataset, as_dataset, load_labels, load_qa, load_questionnaire, user_dataset

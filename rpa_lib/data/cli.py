@@ -1,18 +1,5 @@
-"""``python -m rpa_lib.data validate``: the dataset's command line.
-
-- ``validate [--character SLUG] [--data-dir DIR] [--no-counts]``: check every file of a dataset, print each
-  problem with its file and line, exit 1 when there is any. Warnings (an imported character's attribute with no
-  text) are printed and do not fail.
-- ``grounding [--character SLUG] [--data-dir DIR] [--unreviewed] [--csv]``: the content-word grounding check, pair
-  by pair (each flagged word, with its review if ``grounding_reviewed.csv`` has one) and a summary; ``--csv`` prints
-  the unreviewed flags as rows to review and add to that file. Exits 1 when a flag is unreviewed or a row is stale.
-
-Authoring a character (``new-character``, ``qa-scaffold``, ``qa-promote``, ``add-paragraph``,
-``delete-paragraph``) is ``python -m rpa_lib.authoring``; given here, those names exit 2 with one line that says
-so. This module does not import :mod:`rpa_lib.authoring` (reading data sits below authoring it).
-
-Bad input exits 2 with the error (naming the file and the problem) on stderr.
-"""
+"""``python -m rpa_lib.data validate|grounding``: check a dataset (exit 1 on a problem, 2 on bad input). It authors
+nothing: an authoring command given here exits 2 with a line naming ``python -m rpa_lib.authoring``."""
 
 from __future__ import annotations
 
@@ -43,7 +30,8 @@ def _validate(args) -> int:
             print(", ".join(f"{k.replace('_', ' ')} {v:,}" for k, v in structure_figures(ds, args.character).items()))
         except DataError as e:  # a new character without reviewed QA pairs yet: no figures, not a problem
             print(f"(no dataset figures: {e})")
-    print(f"{'FAILED' if problems else 'OK'}: {len(slugs)} character(s) checked in {ds.root}, {len(problems)} problem(s)")
+    print(f"{'FAILED' if problems else 'OK'}: {len(slugs)} character(s) checked in {ds.root}, "
+          f"{len(problems)} problem(s)")
     return 1 if problems else 0
 
 
@@ -77,14 +65,14 @@ def main(argv: list[str] | None = None) -> int:
                                      "Authoring a character: python -m rpa_lib.authoring.")
     sub = parser.add_subparsers(dest="command", required=True)
     v = sub.add_parser("validate", help="check every file of the dataset")
-    v.add_argument("--data-dir", type=Path, help="dataset folder (default: the repository's data/)")
-    v.add_argument("--character", action="append", help="check only this character (repeatable)")
-    v.add_argument("--no-counts", action="store_true", help="skip dataset-wide counts (for small sets, new characters)")
     g = sub.add_parser("grounding", help="the content-word grounding check, pair by pair, with a summary")
-    g.add_argument("--data-dir", type=Path, help="dataset folder (default: the repository's data/)")
-    g.add_argument("--character", action="append", help="check only this character (repeatable)")
+    for p in (v, g):
+        p.add_argument("--data-dir", type=Path, help="dataset folder (default: the repository's data/)")
+        p.add_argument("--character", action="append", help="check only this character (repeatable)")
+    v.add_argument("--no-counts", action="store_true", help="skip dataset-wide counts (for small sets, new characters)")
     g.add_argument("--unreviewed", action="store_true", help="list only pairs with an unreviewed word")
-    g.add_argument("--csv", action="store_true", help="print the unreviewed flags as id,word,reason rows (reason empty)")
+    g.add_argument("--csv", action="store_true",
+                   help="print the unreviewed flags as id,word,reason rows (reason empty)")
     args = parser.parse_args(argv)
     try:
         return _grounding(args) if args.command == "grounding" else _validate(args)

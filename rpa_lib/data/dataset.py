@@ -1,16 +1,12 @@
-"""One object owns the layout of a dataset folder (by default the repository's ``data/``)::
+"""One object owns the layout of a dataset folder (by default the repository's ``data/``) and loads its files,
+raising :class:`~rpa_lib.errors.DataError` on the first problem; it holds no loaded state and checks no whole
+dataset (:mod:`rpa_lib.data.validate` does)::
 
     data/characters/<slug>/persona.md, qa.jsonl     data/labels.csv
     data/questionnaires/<name>.json                 data/paper_results/<table>.csv
 
->>> ds = Dataset()                       # the repository's data/
->>> ds.characters(["frieren"])           # checked slugs; None: every character
+>>> Dataset().characters(["frieren"])    # checked slugs; None: every character
 ['frieren']
-
-Nothing else in the library builds these paths. Loading raises :class:`~rpa_lib.errors.DataError` naming the
-file, the line and the problem. A ``Dataset`` holds no loaded state (every call reads the file), so an edited
-persona is seen at once; it is hashable, so caches can key on it. Checking a whole dataset is
-:mod:`rpa_lib.data.validate`'s job.
 """
 
 from __future__ import annotations
@@ -32,8 +28,7 @@ class Dataset:
         return f"Dataset({str(self.root)!r})"
 
     def describe(self) -> str:
-        """Which dataset this is, for a caption: ``"the paper's dataset (data/)"``, ``"your characters
-        (user_data/)"`` or the folder."""
+        """For a caption: ``"the paper's dataset (data/)"``, ``"your characters (user_data/)"`` or the folder."""
         here = self.root.resolve()
         if here == paths.DATA_DIR.resolve():
             return "the paper's dataset (data/)"
@@ -46,8 +41,6 @@ class Dataset:
 
     def __hash__(self) -> int:
         return hash(self.root.resolve())
-
-    # ---- layout ----------------------------------------------------------------------------------------------
 
     @property
     def characters_dir(self) -> Path:
@@ -69,7 +62,6 @@ class Dataset:
 
     @property
     def grounding_reviewed_path(self) -> Path:
-        """``<root>/grounding_reviewed.csv``: answer words the content-word grounding check flags, reviewed."""
         return self.root / "grounding_reviewed.csv"
 
     def persona_path(self, slug: str) -> Path:
@@ -81,36 +73,30 @@ class Dataset:
     def questionnaire_path(self, name: str) -> Path:
         return self.questionnaires_dir / f"{name}.json"
 
-    # ---- characters ------------------------------------------------------------------------------------------
-
     def slugs(self) -> list[str]:
-        """Every character folder, sorted."""
         return list_characters(self.characters_dir)
 
     def characters(self, only: list[str] | None = None) -> list[str]:
-        """``only`` checked against the dataset (None: every character). A string instead of a list, or an
-        unknown slug, is a :class:`DataError` naming the dataset and the known slugs."""
+        """``only`` checked against the dataset (None: every character); DataError for a string or unknown slug."""
         known = self.slugs()
         if only is None:
             if not known:
                 raise DataError(self.characters_dir, None, "no character folders")
             return known
         if isinstance(only, str) or not all(isinstance(s, str) for s in only):
-            raise DataError(self.characters_dir, None,
-                            f"characters must be a list of slugs, e.g. [{only!r}], not {type(only).__name__} {only!r}")
+            raise DataError(self.characters_dir, None, f"characters must be a list of slugs, e.g. [{only!r}], "
+                                                       f"not {type(only).__name__} {only!r}")
         unknown = [s for s in only if s not in known]
         if unknown:
-            raise DataError(self.characters_dir, None,
-                            f"unknown character(s) {', '.join(map(repr, unknown))}; known: {', '.join(known) or 'none'}")
+            raise DataError(self.characters_dir, None, f"unknown character(s) {', '.join(map(repr, unknown))}; "
+                                                       f"known: {', '.join(known) or 'none'}")
         return list(only)
 
     def persona(self, slug: str) -> Persona:
         return load_persona(slug, self.characters_dir)
 
     def qa(self, slug: str, set: str = "paper") -> list[QA]:
-        """The QA pairs of one character in one question set, in file order: ``"paper"`` (default: the paper's
-        30 a character, the headline set), ``"multi"`` (the multi-paragraph pairs written so that a splitter
-        that keeps a subsection together can retrieve both pieces; reported apart) or ``"all"``.
+        """One character's QA pairs of a question set (``"paper"``, ``"multi"`` or ``"all"``), in file order.
 
         >>> len(Dataset().qa("frieren")), len(Dataset().qa("frieren", set="multi"))
         (30, 5)
@@ -121,10 +107,7 @@ class Dataset:
         first_problem(self.qa_path(slug), problems)
         return [q for q in items if set in ("all", q.set)]
 
-    # ---- labels and questionnaires ---------------------------------------------------------------------------
-
     def labels(self) -> list[dict[str, str]]:
-        """Rows of ``labels.csv`` (slug, name, work, mbti, sloan)."""
         rows, problems = parsed_file(self.labels_path, read_labels) if self.labels_path.is_file() else \
             read_labels(self.labels_path)  # a missing file: read_labels says so
         first_problem(self.labels_path, problems)
@@ -134,17 +117,16 @@ class Dataset:
         return self.labels_path.is_file()
 
     def names(self) -> dict[str, str]:
-        """``{slug: display name}`` from ``labels.csv`` (empty without one)."""
+        """``{slug: display name}`` (empty without ``labels.csv``)."""
         return {r["slug"]: r["name"] for r in self.labels()} if self.has_labels() else {}
 
     def profile(self, slug: str) -> tuple[str, str]:
-        """``(name, work)`` of a character from ``labels.csv``, else the persona's title and "their story"."""
+        """``(name, work)`` from ``labels.csv``, else the persona's title and "their story"."""
         row = next((r for r in self.labels() if r["slug"] == slug), None) if self.has_labels() else None
         return (row["name"], row["work"]) if row else (self.persona(slug).name, "their story")
 
     def types(self, kind: str, characters: list[str]) -> dict[str, str]:
-        """``{slug: type}`` of ``kind`` (``mbti`` or ``sloan``) from ``labels.csv`` for ``characters``. Types are
-        optional (an imported character may have none): a DataError names every character without one."""
+        """``{slug: type}`` of ``kind`` (``mbti`` or ``sloan``); DataError naming every character without one."""
         rows = {r["slug"]: r for r in self.labels()}
         missing = [s for s in characters if not rows.get(s, {}).get(kind)]
         if missing:
@@ -160,7 +142,7 @@ class Dataset:
         return q.subset(items)
 
     def paper_table(self, name: str):
-        """A table transcribed from the papers (``paper_results/<name>.csv``) as a DataFrame."""
+        """``paper_results/<name>.csv``, a table transcribed from the papers, as a DataFrame."""
         import pandas as pd
 
         path = self.paper_results_dir / f"{name}.csv"
@@ -178,8 +160,7 @@ def _short(path: Path) -> str:
 
 
 def user_dataset(data: Dataset | str | Path | None = None) -> Dataset:
-    """``data`` as a :class:`Dataset`; None: the user's own characters (:func:`rpa_lib.paths.user_data_dir`),
-    where imports and edits go by default (not the paper's ``data/``)."""
+    """``data`` as a :class:`Dataset`; None: the user's own characters (:func:`rpa_lib.paths.user_data_dir`)."""
     return as_dataset(paths.user_data_dir() if data is None else data)
 
 

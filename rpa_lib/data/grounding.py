@@ -1,32 +1,10 @@
-"""Is a QA answer grounded in its evidence? A lexical check for the validator: every number and every proper name
-in the answer must appear in one of the evidence strings (or in the question, or in the character's name or work,
-which a first-person persona need not repeat). It finds evidence lists that leave out a fact the answer uses,
-which would make evidence recall count a question as answered by chunks that lack that fact.
-
-It does not judge meaning: a paraphrased fact with no number or name in it is not checked, and a name spelled
-differently in the evidence (a nickname) is flagged. What counts:
-
-- a number: digits (``1,000`` reads as 1000) in the answer; the evidence may give it as digits or as a number word
-  (``twelve``, ``thousand``).
-- a proper name: a capitalised word (``Himmel``, ``TV``) that is not the first word of a sentence, or that is the
-  first word of a sentence and is one of the persona's names (capitalised in the middle of its sentences, never
-  written in lower case), so "Pretending to be ..." is not a name and "Azusa taught her ..." is. A possessive
-  (``Momoka's``) is matched by its stem; case is ignored in the evidence.
+"""Is a QA answer grounded in its evidence? Two lexical checks for the validator: :func:`ungrounded` (every number
+and proper name of an answer appears in an evidence string, the question, or the character's name or work) and
+:func:`unsupported_words` (content words the persona uses but no evidence string does, for a person to review).
+Neither judges meaning; ``docs/design/data.md`` says what each counts and why.
 
 >>> ungrounded("Himmel, the hero, in 1,000 years.", ["I travelled with him."], names={"Himmel"})
 ['1000', 'Himmel']
-
-A second, wider check covers the other words (:func:`unsupported_words`): a content word of the answer (at least 4
-letters, not a stop word, not a name, compared by a crude stem: ``stories`` ~ ``story``, ``burning`` ~ ``burned``)
-that the persona uses but no evidence string (nor the question, the name or the work) does. It is a prompt for
-review, not proof: the word may be a paraphrase of what the evidence says, or it may carry a fact that lies in a
-sentence the evidence leaves out. A word the persona never uses is not flagged (it cannot point to a missing
-sentence). Words reviewed as paraphrase are recorded per pair in ``data/grounding_reviewed.csv``
-(:func:`rpa_lib.data.readers.read_grounding_reviewed`); the validator reports every other flagged word.
-
->>> unsupported_words("She kept lanterns burning for years.", ["I kept a lantern burning."],
-...                   persona=stems("I kept a lantern burning for years in the storm."))
-['years']
 """
 
 from __future__ import annotations
@@ -42,8 +20,8 @@ _WORD = re.compile(r"[A-Za-z][A-Za-z'\-]*")
 
 
 def numbers(text: str) -> set[int]:
-    """The numbers written in ``text``, as digits or number words (each word alone, and runs of them read as one
-    number). ``numbers("two hundred and fifty thousand, or 1,000") == {2, 100, 50, 1000, 250000}``"""
+    """Digits and number words, alone and runs read as one number.
+    ``numbers("two hundred and fifty thousand, or 1,000") == {2, 100, 50, 1000, 250000}``"""
     found = {int(n.replace(",", "")) for n in re.findall(r"\d[\d,]*\d|\d", text)}
     total = current = 0
     for word in [*re.findall(r"[a-z]+", text.lower()), ""]:
@@ -64,9 +42,8 @@ def numbers(text: str) -> set[int]:
 
 
 def _starts_sentence(text: str, i: int) -> bool:
-    """Whether the text before ``text[i]`` ends a sentence: it is empty, or ends with ``.!?;:`` and white space, or
-    with ``(`` (and optional white space). Looks back only over the white space, so a whole persona is read in
-    linear time (a regular expression anchored at the end of ``text[:i]`` was quadratic: 16 s for the dataset)."""
+    """Whether the text before ``text[i]`` is empty or ends with ``.!?;:`` and white space, or with ``(``. Looks back
+    only over the white space, so a whole persona is read in linear time."""
     if i == 0:
         return True
     j = i
@@ -81,7 +58,7 @@ def _capitalised(text: str) -> list[tuple[str, bool]]:
 
 
 def persona_names(text: str) -> set[str]:
-    """The persona's names: capitalised words written in the middle of a sentence and never in lower case.
+    """Capitalised words written mid-sentence and never in lower case.
     ``persona_names("I met Himmel. After that, after all, Himmel left.") == {"Himmel"}``"""
     lower = set(re.findall(r"[a-z][A-Za-z'\-]*", text))
     return {_stem(w) for w, first in _capitalised(text)
@@ -94,9 +71,8 @@ def _stem(word: str) -> str:
 
 def ungrounded(answer: str, evidence: list[str] | tuple[str, ...], also: str = "",
                names: set[str] | frozenset[str] = frozenset()) -> list[str]:
-    """The numbers and proper names of ``answer`` found in no evidence string (nor in ``also``: the question, the
-    character's name and work), in answer order. ``names`` (:func:`persona_names`) tells a name that starts a
-    sentence from an ordinary word; a capitalised word inside a sentence always counts."""
+    """The numbers and proper names of ``answer`` in no evidence string nor in ``also`` (question, name, work), in
+    answer order; ``names`` (:func:`persona_names`) tells a name that starts a sentence from an ordinary word."""
     allowed = " ".join([*evidence, also])
     have_numbers, lowered = numbers(allowed), allowed.lower()
     missing = [str(n) for n in dict.fromkeys(int(d.replace(",", "")) for d in re.findall(r"\d[\d,]*\d|\d", answer))
@@ -129,12 +105,8 @@ _MIN_LETTERS = 4
 
 
 def stem(word: str) -> str:
-    """A crude, deterministic lemma: lower case, no possessive, a plural, ``-ing``, ``-ed``, ``-ly`` and a final
-    ``-e`` stripped, a final ``-y`` read as ``-i`` (so ``tried``, ``tries``, ``trying`` and ``try`` meet).
-
-    >>> [stem(w) for w in ["Stories", "story", "burning", "burned", "burns", "Himmel's", "stopped", "usually"]]
-    ['stori', 'stori', 'burn', 'burn', 'burn', 'himmel', 'stop', 'usual']
-    """
+    """A crude lemma: lower case; possessive, plural, ``-ing``, ``-ed``, ``-ly`` and a final ``-e`` stripped; a final
+    ``-y`` read as ``-i``. ``[stem(w) for w in ["Stories", "tried", "burning"]] == ["stori", "tri", "burn"]``"""
     w = re.sub(r"'s?$", "", word.lower())
     if len(w) > 3 and w.endswith(("ies", "ied")):
         w = w[:-3] + "y"
@@ -158,27 +130,14 @@ def stem(word: str) -> str:
     return w
 
 
-def _words(text: str) -> list[tuple[str, int]]:
-    """``(word, start)`` for each word of ``text``, hyphenated ones split (``first-class`` -> ``first``, ``class``),
-    in any script (``Äußerst`` is one word)."""
-    out = []
-    for m in _LETTERS.finditer(text):
-        start = m.start()
-        for part in m.group().split("-"):
-            out.append((part, start))
-            start += len(part) + 1
-    return out
-
-
 def stems(text: str) -> set[str]:
-    """The stems of every word of ``text`` (a persona, evidence): :func:`stem`."""
-    return {stem(w) for w, _ in _words(text)}
+    """The :func:`stem` of every word of ``text``, hyphenated ones split, in any script."""
+    return {stem(part) for m in _LETTERS.finditer(text) for part in m.group().split("-")}
 
 
 def content_words(text: str, names: set[str] | frozenset[str] = frozenset()) -> list[tuple[str, str]]:
-    """``(word, stem)`` for each content word of ``text`` in order, once a stem, lower-cased: at least 4 letters,
-    not a stop word, not a proper name (the name check's business: a capitalised word inside a sentence, or one of
-    ``names`` at its start). ``content_words("Then Frieren gave Fern a staff.") == [("staff", "staff")]``"""
+    """``(word, stem)`` of each content word, once a stem: 4+ letters, not a stop word, not a proper name.
+    ``content_words("Then Frieren gave Fern a staff.") == [("staff", "staff")]``"""
     out: dict[str, str] = {}
     for m in _LETTERS.finditer(text):
         word = m.group()
@@ -195,8 +154,7 @@ def content_words(text: str, names: set[str] | frozenset[str] = frozenset()) -> 
 def unsupported_words(answer: str, evidence: list[str] | tuple[str, ...], also: str = "",
                       persona: set[str] | frozenset[str] = frozenset(),
                       names: set[str] | frozenset[str] = frozenset()) -> list[str]:
-    """The content words of ``answer`` (:func:`content_words`) whose stem is in ``persona`` (the persona's
-    :func:`stems`) but in no evidence string and not in ``also`` (the question, the character's name and work), in
-    answer order. Each one is either a paraphrase or a fact from a sentence the evidence lacks: a person decides."""
+    """The content words of ``answer`` whose stem is in ``persona`` (its :func:`stems`) but not in the evidence nor
+    in ``also`` (question, name, work), in answer order: each a paraphrase or a fact the evidence lacks."""
     allowed = stems(" ".join([*evidence, also]))
     return [w for w, s in content_words(answer, names) if s in persona and s not in allowed]

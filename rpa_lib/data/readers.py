@@ -1,7 +1,5 @@
-"""Read one data file and list every problem in it: QA pairs (``qa.jsonl``), labels (``labels.csv``) and
-questionnaires (``*.json``). Each reader returns what it could read and its problems as ``(line, message)``,
-so the validator can report them all and a loader can raise the first. Readers know file formats, not the
-layout of ``data/`` (that is :class:`rpa_lib.data.Dataset`'s)."""
+"""Read one data file (``qa.jsonl``, ``labels.csv``, ``grounding_reviewed.csv``, a questionnaire) and return what
+could be read with every problem as ``(line, message)``. Readers know file formats, not the dataset's layout."""
 
 from __future__ import annotations
 
@@ -29,8 +27,7 @@ def first_problem(path: Path, problems: Problems) -> None:
 
 
 def read_qa(path: Path) -> tuple[list[QA], Problems]:
-    """The QA pairs (each with its 1-based ``line``) and every problem as ``(line, message)``. The optional
-    ``set`` field names the question set (``"paper"`` when absent, or ``"multi"``)."""
+    """The QA pairs (each with its ``line``) and every problem; an absent ``set`` field means ``"paper"``."""
     problems: Problems = []
     try:
         text = read_text(path)
@@ -73,7 +70,7 @@ def read_qa(path: Path) -> tuple[list[QA], Problems]:
 
 
 def _csv_reader(path: Path, columns: list[str]) -> tuple[csv.DictReader | None, Problems]:
-    """A reader of the CSV file at ``path`` whose header must be ``columns``; None and the problem otherwise."""
+    """A reader of the CSV file, or None and the problem when its header is not ``columns``."""
     try:
         text = read_text(path)
     except DataError as e:
@@ -85,13 +82,13 @@ def _csv_reader(path: Path, columns: list[str]) -> tuple[csv.DictReader | None, 
 
 
 def read_labels(path: Path) -> tuple[list[dict[str, str]], Problems]:
-    """Rows of ``labels.csv`` (slug, name, work, mbti, sloan) and every problem. An empty type is allowed."""
+    """Rows of ``labels.csv`` and every problem; an empty type is allowed."""
     reader, problems = _csv_reader(path, LABEL_COLUMNS)
     if reader is None:
         return [], problems
     rows = []
     for lineno, row in enumerate(reader, start=2):
-        for kind, pattern in TYPE_PATTERNS.items():  # types are optional (a new character may have none)
+        for kind, pattern in TYPE_PATTERNS.items():
             if row[kind] and not pattern.match(row[kind]):
                 problems.append((lineno, f"{kind} {row[kind]!r} of {row['slug']!r} is not a valid type"))
         rows.append(row)
@@ -99,9 +96,8 @@ def read_labels(path: Path) -> tuple[list[dict[str, str]], Problems]:
 
 
 def read_grounding_reviewed(path: Path) -> tuple[list[dict[str, str | int]], Problems]:
-    """Rows of ``grounding_reviewed.csv`` (``id, word, reason``: a word of pair ``id``'s answer that the content-word
-    check flags, reviewed as a paraphrase or as not a fact of the persona), each with its ``line``, and every
-    problem: the header, an empty field, a row given twice. A missing file has no rows and no problems."""
+    """Rows of ``grounding_reviewed.csv`` (``id, word, reason``), each with its ``line``, and every problem; a
+    missing file has neither."""
     if not path.is_file():
         return [], []
     reader, problems = _csv_reader(path, REVIEWED_COLUMNS)
@@ -128,8 +124,7 @@ def _field(obj: dict, key: str, where: str):
 
 
 def _typed_field(obj: dict, key: str, where: str, convert, expected: str):
-    """``convert(obj[key])``, or a DataError naming the field: ``scale: field 'points' must be a whole number, not
-    'seven'``."""
+    """``convert(obj[key])``, or a DataError: ``scale: field 'points' must be a whole number, not 'seven'``."""
     value = _field(obj, key, where)
     try:
         return convert(value)
@@ -138,8 +133,8 @@ def _typed_field(obj: dict, key: str, where: str, convert, expected: str):
 
 
 def read_questionnaire(path: Path, full: bool = True) -> tuple[Questionnaire | None, Problems]:
-    """The questionnaire and every problem; a problem names the item (or dimension) and the field.
-    ``full`` also checks the item counts of the questionnaires this repository ships (60 MBTI, 120 Big Five)."""
+    """The questionnaire and every problem (naming the item or dimension and the field); ``full`` also checks the
+    item counts of :data:`QUESTIONNAIRE_ITEMS`."""
     try:
         obj = json.loads(read_text(path))
     except DataError as e:

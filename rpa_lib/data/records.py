@@ -1,12 +1,11 @@
 """The dataset's records: a QA pair, a questionnaire with its dimensions and items. Plain frozen data; reading
-and checking files is :mod:`rpa_lib.data.loaders`' job."""
+and checking files is :mod:`rpa_lib.data.readers`' job."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
 QA_SETS = ("paper", "multi")  # the paper's 30 a character; the multi-paragraph pairs written for chunking
-
 
 
 @dataclass(frozen=True)
@@ -17,7 +16,7 @@ class QA:
     attribute: str
     evidence: tuple[str, ...]
     line: int | None = field(default=None, compare=False)  # line in qa.jsonl, for messages
-    set: str = "paper"  # which question set (QA_SETS): "paper" (the paper's design) or "multi" (see data/README.md)
+    set: str = "paper"  # one of QA_SETS (see data/README.md)
 
 
 @dataclass(frozen=True)
@@ -55,9 +54,8 @@ class Questionnaire:
         return next(d for d in self.dimensions if d.id == dim_id)
 
     def subset(self, n: int | None) -> Questionnaire:
-        """The questionnaire with a balanced subset of ``n`` items (None: all): ``n // dimensions`` per dimension,
-        alternating items keyed high and low in file order, so every dimension is asked both ways when it gets
-        two or more. ``load_questionnaire("mbti").subset(8)`` asks 2 items per dichotomy, one each way."""
+        """A balanced subset of ``n`` items (None: all): ``n // dimensions`` per dimension, alternately keyed high
+        and low in file order. ``load_questionnaire("mbti").subset(8)`` asks 2 per dichotomy, one each way."""
         if n is None or n >= len(self.items):
             return self
         per_dim = n // len(self.dimensions)

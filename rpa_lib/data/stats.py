@@ -12,8 +12,8 @@ from rpa_lib.persona import ATTRIBUTES
 
 
 def dataset_statistics(data_dir: Dataset | str | Path | None = None, characters: list[str] | None = None):
-    """Two DataFrames: one row per character and one row per paragraph (character, attribute, depth, length).
-    ``qa_pairs`` and ``qa_<attribute>`` count the paper set; ``qa_pairs_multi`` the multi-paragraph set."""
+    """Two DataFrames: a row per character and a row per paragraph. ``qa_pairs`` and ``qa_<attribute>`` count the
+    paper set, ``qa_pairs_multi`` the multi set."""
     import pandas as pd
 
     ds = as_dataset(data_dir)
@@ -23,7 +23,8 @@ def dataset_statistics(data_dir: Dataset | str | Path | None = None, characters:
         persona = ds.persona(slug)
         qa = Counter(q.attribute for q in ds.qa(slug))
         pars = persona.paragraphs
-        per_char.append({"character": slug, "name": names.get(slug, persona.name), "characters_written": len(persona.source),
+        per_char.append({"character": slug, "name": names.get(slug, persona.name),
+                         "characters_written": len(persona.source),
                          "paragraphs": len(pars), "sections": len(persona.sections),
                          "max_depth": max(len(s.headings) for s in persona.sections) - 1,
                          "longest_paragraph": persona.longest_paragraph,
@@ -36,8 +37,7 @@ def dataset_statistics(data_dir: Dataset | str | Path | None = None, characters:
 
 
 def dataset_totals(per_char, per_par):
-    """One row of totals: characters, written characters, paragraphs, QA pairs (paper set, then multi set), median
-    and longest paragraph."""
+    """One row of totals of :func:`dataset_statistics`' tables."""
     import pandas as pd
 
     return pd.DataFrame([{
@@ -49,9 +49,7 @@ def dataset_totals(per_char, per_par):
 
 
 def structure_figures(data_dir: Dataset | str | Path | None = None, characters: list[str] | None = None) -> dict:
-    """The dataset's structural totals: characters, paragraph characters, paragraphs, subsections, paragraphs per
-    subsection (median and largest), QA pairs (paper set, multi set) and those of either set whose evidence spans
-    two paragraphs of one subsection."""
+    """The dataset's structural totals, as ``validate`` prints them."""
     import statistics
 
     ds = as_dataset(data_dir)

@@ -1,13 +1,7 @@
-"""Check a whole dataset and report every problem as ``file[:line]: problem``: the persona structure, QA pairs
-(schema, counts, every ``evidence`` found verbatim in its persona, every number and proper name of an answer found
-in its evidence: :mod:`rpa_lib.data.grounding`), labels and questionnaires. The content-word grounding check
-(:func:`grounding_report`) is part of it: every word it flags must be fixed in the evidence or recorded as reviewed
-in ``grounding_reviewed.csv``.
-
-``full`` adds the dataset-wide counts of CharacterRAG-EN (30 QA a character, 5 per attribute, sizes, item counts);
-test fixtures pass ``full=False``. Loading one file and raising on its first problem is
-:class:`~rpa_lib.data.Dataset`'s job; this module collects them all.
-"""
+"""Check a whole dataset and report every problem as ``file[:line]: problem``: persona structure, QA pairs (schema,
+counts, evidence verbatim in the persona, answers grounded in it: :mod:`rpa_lib.data.grounding`), labels and
+questionnaires. ``full`` adds CharacterRAG-EN's dataset-wide counts (``docs/design/data.md``). This module collects
+every problem; loading one file and raising on its first is :class:`~rpa_lib.data.Dataset`'s job."""
 
 from __future__ import annotations
 
@@ -60,11 +54,12 @@ def validate(data_dir: Dataset | str | Path | None = None, characters: list[str]
         for qa in items:
             for ev in qa.evidence:
                 if ev not in persona.source:
-                    out.append(f"{qa_path}:{qa.line}: evidence of {qa.id} not found verbatim in persona.md: {ev[:70]!r}")
+                    out.append(f"{qa_path}:{qa.line}: evidence of {qa.id} not found verbatim in persona.md: "
+                               f"{ev[:70]!r}")
             missing = ungrounded(qa.answer, qa.evidence, " ".join([qa.question, name, work]), names)
             if missing:
-                out.append(f"{qa_path}:{qa.line}: the answer of {qa.id} uses {', '.join(map(repr, missing))}, found in no "
-                           f"evidence string (add the persona sentence that says it)")
+                out.append(f"{qa_path}:{qa.line}: the answer of {qa.id} uses {', '.join(map(repr, missing))}, found "
+                           f"in no evidence string (add the persona sentence that says it)")
         if full and items:
             base = [q for q in items if q.set == "paper"]
             if len(base) != QA_PER_CHARACTER:
@@ -86,7 +81,8 @@ def validate(data_dir: Dataset | str | Path | None = None, characters: list[str]
         out += _located(ds.labels_path, problems)
         labelled = {r["slug"] for r in rows}
         out += [f"{ds.labels_path}: no row for character {s!r}" for s in slugs if s not in labelled]
-        out += [f"{ds.labels_path}: row for {s!r} but no folder {ds.characters_dir / s}" for s in sorted(labelled - set(slugs))]
+        out += [f"{ds.labels_path}: row for {s!r} but no folder {ds.characters_dir / s}"
+                for s in sorted(labelled - set(slugs))]
         for qpath in sorted(ds.questionnaires_dir.glob("*.json")):
             out += _located(qpath, read_questionnaire(qpath, full)[1])
         if full:
@@ -97,8 +93,8 @@ def validate(data_dir: Dataset | str | Path | None = None, characters: list[str]
 
 @dataclass
 class FlaggedPair:
-    """One QA pair with content words the grounding check flags: ``words`` in answer order, ``reviewed`` the ones
-    recorded in ``grounding_reviewed.csv`` (word -> reason)."""
+    """A QA pair the content-word check flags: ``words`` in answer order, ``reviewed`` word -> reason from
+    ``grounding_reviewed.csv``."""
     qa: QA
     path: Path
     words: list[str]
@@ -111,9 +107,8 @@ class FlaggedPair:
 
 @dataclass
 class GroundingReport:
-    """The content-word check (:func:`rpa_lib.data.grounding.unsupported_words`) over a dataset: the flagged
-    pairs, the reviewed rows that match no flag (stale: the evidence now holds the word, or the answer changed),
-    and the problems of the reviewed file itself."""
+    """The content-word check over a dataset: flagged pairs, stale reviewed rows (matching no flag) and the
+    reviewed file's own problems."""
     reviewed_path: Path
     characters: int = 0
     pairs: int = 0
@@ -131,7 +126,8 @@ class GroundingReport:
     def summary(self) -> str:
         c = self.counts()
         return (f"content-word check: {self.characters} character(s), {self.pairs} pairs; {c['pairs flagged']} pairs "
-                f"flagged with {c['words flagged']} words, {c['words reviewed']} reviewed in {self.reviewed_path.name}; "
+                f"flagged with {c['words flagged']} words, {c['words reviewed']} reviewed in "
+                f"{self.reviewed_path.name}; "
                 f"unreviewed: {c['words unreviewed']} words in {c['pairs unreviewed']} pairs; "
                 f"stale rows: {c['stale rows']}")
 
@@ -145,15 +141,14 @@ class GroundingReport:
         return out + self.stale_problems()
 
     def stale_problems(self) -> list[str]:
-        return [f"{self.reviewed_path}:{r['line']}: {r['id']} {r['word']!r} is not flagged (no such pair, or its evidence "
-                f"or answer changed): remove the row" for r in self.stale]
+        return [f"{self.reviewed_path}:{r['line']}: {r['id']} {r['word']!r} is not flagged (no such pair, or its "
+                f"evidence or answer changed): remove the row" for r in self.stale]
 
 
 def grounding_report(data_dir: Dataset | str | Path | None = None,
                      characters: list[str] | None = None) -> GroundingReport:
-    """Run the content-word check on every QA pair (both sets) of ``characters`` (None: all) and match the flags
-    with ``grounding_reviewed.csv``. A character whose persona or QA file does not load is skipped (the validator
-    reports it); reviewed rows of characters not checked are ignored."""
+    """The content-word check on every QA pair (both sets) of ``characters`` (None: all), flags matched with
+    ``grounding_reviewed.csv``. Characters that do not load are skipped (the validator reports them)."""
     ds = as_dataset(data_dir)
     slugs = characters or ds.slugs()
     report = GroundingReport(ds.grounding_reviewed_path)
@@ -188,7 +183,7 @@ def grounding_report(data_dir: Dataset | str | Path | None = None,
 
 
 def _profile(ds: Dataset, slug: str, persona: Persona) -> tuple[str, str]:
-    """The character's name and work; the persona's title when labels.csv is broken (reported on its own)."""
+    """``(name, work)``; the persona's title when labels.csv is broken (reported on its own)."""
     try:
         return ds.profile(slug)
     except DataError:
@@ -196,12 +191,12 @@ def _profile(ds: Dataset, slug: str, persona: Persona) -> tuple[str, str]:
 
 
 def subsection_sizes(persona: Persona) -> list[int]:
-    """Paragraphs per subsection (every ``###`` or deeper heading that holds text)."""
+    """Paragraphs per ``###``-or-deeper heading that holds text."""
     return [len(s.paragraphs) for s in persona.sections if len(s.headings) >= 3]
 
 
 def spans_two_paragraphs(persona: Persona, qa) -> bool:
-    """True when the QA pair's evidence lies in two or more paragraphs of one subsection."""
+    """Whether the pair's evidence lies in two or more paragraphs of one subsection."""
     where = [{(p.headings, p.start) for p in persona.paragraphs if ev in p.text} for ev in qa.evidence]
     if len(where) < 2 or not all(where):
         return False
@@ -225,16 +220,16 @@ def _check_persona_shape(persona: Persona, full: bool) -> list[str]:
     for attribute in ATTRIBUTES:
         subsections = {s.headings[2] for s in persona.sections if len(s.headings) > 2 and s.headings[1] == attribute}
         if full and len(subsections) < 2:
-            out.append(f"{persona.path}: section {attribute!r} has {len(subsections)} '###' subsection(s), expected at least 2")
+            out.append(f"{persona.path}: section {attribute!r} has {len(subsections)} '###' subsection(s), "
+                       "expected at least 2")
         if full and attribute in empty:
             out.append(f"{persona.path}: section {attribute!r} has no text")
     return out
 
 
 def empty_attributes(data_dir: Dataset | str | Path | None, characters: list[str] | None = None) -> list[str]:
-    """A warning for each attribute with no text in each persona that parses. A user's character may lack one
-    (its source said nothing about it): methods answer from what exists, and ``validate(full=False)`` accepts it;
-    the paper's dataset (``full=True``) does not."""
+    """A warning for each persona that parses and has an attribute with no text (``validate(full=False)`` accepts
+    it; ``full=True`` does not)."""
     ds = as_dataset(data_dir)
     out = []
     for slug in characters or ds.slugs():
