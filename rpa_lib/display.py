@@ -107,8 +107,7 @@ def calls_line(calls: Sequence, price=None) -> str:
 
 
 def context_html(items: Sequence, scores: dict[str, float] | None = None) -> str:
-    """What reached the LLM: role, label, source chunk ids, similarity to the question (when ``scores`` has it),
-    text folded."""
+    """What reached the LLM: role, label, source chunks, similarity to the question (from ``scores``), text."""
     scores = scores or {}
 
     def score(item) -> str:

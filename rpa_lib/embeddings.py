@@ -25,8 +25,7 @@ EMBEDDERS = ("minilm", "tfidf", "hash", *KNOWN_MODELS)
 
 
 class Embedder:
-    """Interface: ``model_id`` (names the model and every setting that changes vectors), ``max_tokens``
-    (how many tokens the model reads, or None), ``encode(texts, kind)`` and ``token_counts(texts)``."""
+    """``model_id`` names the model and every setting that changes vectors; ``max_tokens``: what the model reads."""
 
     model_id: str = ""
     label: str = ""
@@ -138,8 +137,7 @@ class HashEmbedder(Embedder):
 
 
 class StandInEmbedder(HashEmbedder):
-    """A hashing embedder standing in, in dry runs only, for a model whose weights are missing; its label says so
-    and its ``model_id`` never matches the model's."""
+    """A labelled hashing embedder standing in, in dry runs only, for a model whose weights are missing."""
 
     def __init__(self, name: str, dim: int = 384):
         super().__init__(dim)

@@ -70,8 +70,7 @@ def is_local(llm) -> bool:
 
 
 def method_settings(name: str, llm, **settings) -> dict:
-    """The ``settings`` method ``name`` declares, plus what the engine ``llm`` needs (on the embedded model: AE's
-    free-text format)."""
+    """The ``settings`` method ``name`` declares, plus what engine ``llm`` needs (AE's format on the embedded one)."""
     declared = set(setting_names(name))
     chosen = {k: v for k, v in settings.items() if k in declared and v is not None}
     if is_local(llm):

@@ -44,8 +44,7 @@ class IndexChange:
 
 
 class VectorIndex:
-    """An hnswlib cosine index with string ids. Scores are cosine similarities (1 - cosine distance).
-    ``ids[slot]`` is the chunk id of each hnswlib label, None for a slot marked deleted."""
+    """An hnswlib cosine index; ``ids[slot]`` is each hnswlib label's chunk id (None: deleted)."""
 
     def __init__(self, dim: int, params: HnswParams = HnswParams()):
         import hnswlib
@@ -129,8 +128,7 @@ class VectorIndex:
 
 
 def saved_shape(path: Path) -> tuple[int, int]:
-    """(dimension, element count) of an hnswlib index file, from its header: six size_t fields of ``saveIndex``,
-    where the label offset minus the data offset is the bytes of one float32 vector."""
+    """(dimension, element count) of an hnswlib index file, from the six size_t fields of its header."""
     with open(path, "rb") as f:
         header = f.read(48)
     if len(header) < 48:

@@ -99,8 +99,7 @@ _RETRIEVERS_LOCK = threading.Lock()
 
 
 def retriever(slug: str, splitter: str, embedder: str, dataset=None) -> Retriever:
-    """The memoized retriever of a character of ``dataset`` (default: ``data/``), renewed when the persona file or
-    the index folder changes."""
+    """The memoized retriever of a character of ``dataset``, renewed when its persona file or index folder changes."""
     ds = as_dataset(dataset)
     path = ds.persona_path(slug)
     stat = path.stat() if path.is_file() else None
