@@ -46,9 +46,7 @@ class SentenceTransformerEmbedder(Embedder):
         self.name_or_path, self.query_prefix, self.document_prefix = name_or_path, query_prefix, document_prefix
         self.label = label or Path(name_or_path).name
         self._prefixes = hashlib.sha256(f"{query_prefix}\0{document_prefix}".encode()).hexdigest()[:8]
-        self._folder: Path | None = None
-        self._model_id: str | None = None
-        self._model = None
+        self._folder = self._model_id = self._model = None
         self._lock = threading.RLock()
 
     @property
