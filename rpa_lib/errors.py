@@ -1,9 +1,5 @@
-"""The root of every data error: a file (or item) that breaks the format, named with its line and the problem.
-
-``PersonaError`` (a persona document) and the loaders' errors (QA pairs, labels, questionnaires) derive from
-:class:`DataError`, so ``except DataError`` catches every bad-input problem and ``except ValueError`` still works.
-This module imports nothing of the library.
-"""
+"""``DataError``, the root of every bad-input error: ``except DataError`` catches them all (``PersonaError`` and the
+loaders' errors derive from it), ``except ValueError`` still works. Imports nothing of the library."""
 
 from __future__ import annotations
 

@@ -1,14 +1,7 @@
-"""Interactive exploration for JupyterLab (``notebooks/00_explore.ipynb``): ask a character a question of your own
-and compare methods side by side; browse a persona's chunks under each splitter.
-
-- :func:`ask` answers one question with several methods and returns, per method, the :class:`Response` with GS's
-  walk (each examined chunk, its score and the judge's verdict, and the chunks judged ahead and discarded).
-- :func:`compare_html` lays those out in columns (:mod:`rpa_lib.display` draws each one).
-- :func:`explorer` and :func:`persona_browser` are the ipywidgets apps around them.
-
-It writes nothing: answers go through the LLM cache like every other call, no table or figure is saved. The
-widgets need ``ipywidgets`` (in requirements.txt); :func:`ask` and :func:`compare_html` do not.
-"""
+"""Interactive exploration for JupyterLab (``notebooks/00_explore.ipynb``): :func:`ask` a character a question with
+several methods and compare the answers side by side (:func:`compare_html`, with GS's walk), browse a persona's
+chunks; :func:`explorer` and :func:`persona_browser` are the ipywidgets apps around them. It writes nothing but
+the LLM cache."""
 
 from __future__ import annotations
 
@@ -52,11 +45,13 @@ class Answer:
     def label(self) -> str:
         return method_label(self.method)
 
-    def _repr_html_(self) -> str:
+    def html(self, price=None) -> str:
         if self.error:
             return display.error_html(self.label, self.error)
-        return display.response_html(self.response, walk=self.walk, speculative=self.speculative,
+        return display.response_html(self.response, walk=self.walk, speculative=self.speculative, price=price,
                                      retrieved=self.retrieved, label=self.label)
+
+    _repr_html_ = html
 
 
 def llm_choices() -> dict[str, str]:
@@ -69,15 +64,13 @@ def llm_choices() -> dict[str, str]:
 
 
 def is_local(llm) -> bool:
-    """True for an in-process engine (a spec such as ``"local"`` or an LLM whose backend is one): it writes free
-    text only and answers one call at a time."""
+    """True for an in-process engine (a spec or an LLM): free text only, one call at a time."""
     backend = llm.partition(":")[0] if isinstance(llm, str) else getattr(llm, "backend", "")
     return backend in LOCAL_BACKENDS
 
 
 def method_settings(name: str, llm, **settings) -> dict:
-    """The settings of ``name`` among ``settings`` (those it declares), plus what the engine needs: on the
-    embedded model, AE's free-text format (``llm``: a spec or an LLM). ``chat`` and the explorer both use it."""
+    """The ``settings`` method ``name`` declares, plus what engine ``llm`` needs (AE's format on the embedded one)."""
     declared = set(setting_names(name))
     chosen = {k: v for k, v in settings.items() if k in declared and v is not None}
     if is_local(llm):
@@ -87,12 +80,8 @@ def method_settings(name: str, llm, **settings) -> dict:
 
 def warning_notes(caught) -> list[str]:
     """Caught warnings as short lines, without file paths, each once."""
-    out = []
-    for w in caught:
-        line = f"note: {w.category.__name__.replace('Warning', '').lower() or 'warning'}: {str(w.message).splitlines()[0]}"
-        if line not in out:
-            out.append(line)
-    return out
+    return list(dict.fromkeys(f"note: {w.category.__name__.replace('Warning', '').lower() or 'warning'}: "
+                              f"{str(w.message).splitlines()[0]}" for w in caught))
 
 
 def empty_attributes_note(dataset: Dataset, character: str) -> str | None:
@@ -104,9 +93,8 @@ def empty_attributes_note(dataset: Dataset, character: str) -> str | None:
 
 
 def gs_walk(method, character: str, question: str, response) -> tuple[list[tuple], list]:
-    """GS's walk, rebuilt from the response: the ranked chunks (the same search GS ran) paired with the judge
-    calls, which the method records in walk order for the ``examined`` chunks; the next ``speculative`` chunks
-    were judged ahead and discarded."""
+    """GS's walk rebuilt from the response: the ranked chunks (GS's own search) paired with the judge calls in walk
+    order, and the ``speculative`` chunks judged ahead and discarded."""
     s, d = method.settings, response.details
     ranked = method.retriever(character).search(question, max(s.max_iterations, s.slot_size + 1))
     verdicts = [c.output == "yes" for c in response.calls if c.purpose == "judge"]
@@ -116,19 +104,16 @@ def gs_walk(method, character: str, question: str, response) -> tuple[list[tuple
 
 
 def retrieved(method, character: str, question: str) -> list:
-    """The top-k chunks of a method that retrieves persona chunks as knowledge (its ``k`` setting), with scores;
-    empty for a method without ``k`` (no RAG) or with k = 0."""
+    """The top-k chunks (its ``k`` setting) of a method that retrieves persona chunks; empty without ``k``."""
     k = getattr(method.settings, "k", 0)
     return method.retriever(character).search(question, k) if k and hasattr(method.settings, "splitter") else []
 
 
 def ask(character: str, question: str, methods=DEFAULT_METHODS, llm="fake", dataset: Dataset | None = None,
         embedder: str | None = None, progress=None, **settings) -> list[Answer]:
-    """Each method's answer to ``question`` as ``character``; a method that fails gives an :class:`Answer` with
-    its error (the others still run). ``llm``: a spec (``"local"``, ``"fake"``, ``"openai:gpt-4.1"``) or an LLM.
-    Methods run side by side where the backend serves calls concurrently (a server), one after the other on an
-    in-process engine. ``progress(method, state)`` is called as each starts (``"running"``) and ends (``"done"`` or
-    ``"failed"``). ``settings`` (k, max_iterations, slot_size, max_tokens, ...) go to the methods that declare them."""
+    """Each method's answer to ``question`` as ``character`` (a failure an :class:`Answer` with its error), side by
+    side unless the engine is in-process. ``llm``: a spec (``"fake"``, ``"openai:gpt-4.1"``) or an LLM;
+    ``progress(method, state)`` hears ``"running"``, ``"done"``, ``"failed"``; ``settings`` go to the methods."""
     dataset = as_dataset(dataset)
     dataset.characters([character])  # an unknown slug is a clear error
     llm = get_llm(llm) if isinstance(llm, str) else llm
@@ -167,18 +152,14 @@ def compare_html(answers: list[Answer], price=None) -> str:
     """The answers side by side, one column per method."""
     cols = []
     for a in answers:
-        body = (display.error_html(a.label, a.error) if a.error else
-                display.response_html(a.response, walk=a.walk, speculative=a.speculative, price=price,
-                                      retrieved=a.retrieved, label=a.label))
         notes = "".join(f'<div class="rpa-muted">{display.esc(n)}</div>' for n in a.notes)
-        cols.append(f'<div class="rpa-col" style="flex:1 1 0;min-width:320px;overflow-x:auto">{body}{notes}'
+        cols.append(f'<div class="rpa-col" style="flex:1 1 0;min-width:320px;overflow-x:auto">{a.html(price)}{notes}'
                     f'<div class="rpa-muted">{a.seconds:.1f} s wall</div></div>')
     return f'<div class="rpa-compare" style="display:flex;gap:16px;align-items:flex-start">{"".join(cols)}</div>'
 
 
 def persona_html(character: str, splitter: str, dataset: Dataset | None = None, limit: int | None = None) -> str:
-    """A persona's chunks under one splitter, with the splitter's chunk length (l_max for ATS/ACTS), overlap and
-    the heading path of each chunk."""
+    """A persona's chunks under one splitter, with its chunk length (l_max for ATS/ACTS) and overlap."""
     persona = as_dataset(dataset).persona(character)
     s, chunks = settings_for(persona, splitter), split(persona, splitter)
     length = "l_max" if splitter in ("ats", "acts") else "chunk length"
@@ -193,8 +174,7 @@ def persona_html(character: str, splitter: str, dataset: Dataset | None = None, 
 def explorer(dataset: Dataset | None = None, character: str | None = None, methods=DEFAULT_METHODS,
              llm: str | None = None, question: str = "", embedder: str = "minilm"):
     """The question app: character, methods, LLM, settings and a question; "Ask" shows each method's answer in a
-    column, and while they run, each method's state and the LLM calls made so far with the elapsed time. A line
-    above names the dataset. Returns the widget (display it, or leave it as a cell's last value)."""
+    column, and while they run, each method's state and the LLM calls so far. Returns the widget."""
     import ipywidgets as w
 
     dataset = as_dataset(dataset)
@@ -202,8 +182,8 @@ def explorer(dataset: Dataset | None = None, character: str | None = None, metho
     names = dataset.names() if dataset.has_labels() else {}
     wide = {"description_width": "initial"}
     caption = w.HTML(f'<div class="rpa-muted">Dataset: {display.esc(dataset.describe())}</div>')
-    pick = w.Dropdown(options=[(names.get(s, s), s) for s in slugs], value=character if character in slugs else slugs[0],
-                      description="character", style=wide, layout={"width": "340px"})
+    pick = w.Dropdown(options=[(names.get(s, s), s) for s in slugs], description="character", style=wide,
+                      value=character if character in slugs else slugs[0], layout={"width": "340px"})
     chosen = w.SelectMultiple(options=[(method_label(m), m) for m in METHODS],
                               value=tuple(m for m in methods if m in METHODS), rows=6, description="methods")
     choices = llm_choices()
@@ -214,16 +194,14 @@ def explorer(dataset: Dataset | None = None, character: str | None = None, metho
              for k, v in SETTINGS.items()}
     text = w.Textarea(value=question, placeholder="Ask the character a question…", layout={"width": "100%"})
     button = w.Button(description="Ask", button_style="primary", icon="comment")
-    status = w.HTML()
-    out = w.HTML()
+    status, out = w.HTML(), w.HTML()
     llms: dict[str, object] = {}
 
     def run(_=None) -> None:
-        if not chosen.value:
-            status.value = '<span class="rpa-error">Select at least one method.</span>'
-            return
-        if not text.value.strip():
-            status.value = '<span class="rpa-error">Type a question first.</span>'
+        problem = ("Select at least one method." if not chosen.value
+                   else "Type a question first." if not text.value.strip() else None)
+        if problem:
+            status.value = f'<span class="rpa-error">{problem}</span>'
             return
         button.disabled = True
         states: dict[str, tuple[str, float]] = {m: ("waiting", time.perf_counter()) for m in chosen.value}
@@ -235,9 +213,8 @@ def explorer(dataset: Dataset | None = None, character: str | None = None, metho
 
         def show() -> None:
             now = time.perf_counter()
-            parts = []
-            for m, (state, since) in states.items():
-                parts.append(f"{method_label(m)}: {state}" + (f" {now - since:.0f} s" if state == "running" else ""))
+            parts = [f"{method_label(m)}: {state}" + (f" {now - since:.0f} s" if state == "running" else "")
+                     for m, (state, since) in states.items()]
             calls = getattr(getattr(engine, "usage", None), "calls", 0) - calls_before if engine else 0
             status.value = display.esc(f"{' · '.join(parts)} · {calls} LLM call(s) · {now - start:.0f} s elapsed")
 
@@ -251,8 +228,7 @@ def explorer(dataset: Dataset | None = None, character: str | None = None, metho
                 llms[model.value] = get_llm(model.value)
             engine = llms[model.value]
             calls_before = engine.usage.calls
-            ticker = threading.Thread(target=tick, daemon=True)
-            ticker.start()
+            threading.Thread(target=tick, daemon=True).start()
             answers = ask(pick.value, text.value.strip(), chosen.value, engine, dataset, embedder, progress=progress,
                           **{k: v.value for k, v in knobs.items()})
             stop.set()
@@ -275,7 +251,7 @@ def explorer(dataset: Dataset | None = None, character: str | None = None, metho
 
 
 def persona_browser(dataset: Dataset | None = None, character: str | None = None, limit: int = 60):
-    """The persona app: a character and a splitter; shows its chunks with length, overlap and heading path."""
+    """The persona app: a character and a splitter; shows :func:`persona_html`."""
     import ipywidgets as w
 
     dataset = as_dataset(dataset)

@@ -1,18 +1,6 @@
-"""A short fingerprint of a model's weights, so that a model id names the bytes and not only a file name.
-
-``fingerprint(path)`` is 12 hex digits of a sha256 over each weight or configuration file of a model (one file,
-such as a GGUF, or a folder: ``*.safetensors``, ``*.bin``, ``*.pt``, ``*.pth``, ``*.gguf``, ``*.json``, ``*.txt``,
-``*.model``, ``*.tiktoken``, in sorted order; hidden files, READMEs and the other runtimes' copies under
-``onnx/`` and ``openvino/`` left out): its path inside the model, its size and the sha256 of its whole content.
-Full hashes, not samples: a fine-tune that changes a few tensors changes the fingerprint. They cost one read of
-the weights (sha256 runs at about 1.3 GB/s here: 0.08 s for SmolLM2-135M's 98 MB, about 2 s for a 2.3 GB
-model), once per process: each file's digest is memoized by (path, size, modification time, inode) until the
-file changes on disk or :func:`clear_caches` is called.
-
-Changed weights get a new fingerprint; two models in folders of the same name get different ones unless their
-bytes are identical; the same weights copied to another place or machine keep theirs. This module does not
-load models, and does not decide how a model id is spelled (the embedders and the local LLM do).
-"""
+"""``fingerprint(path)``: 12 hex digits naming a model's weights by their bytes (a full sha256 of each weight and
+configuration file, its path in the model and its size), so changed weights get a new one and copies keep theirs.
+Each file's digest is memoized until it changes on disk. It loads no model and does not spell model ids."""
 
 from __future__ import annotations
 
@@ -22,7 +10,7 @@ from pathlib import Path
 
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf")
 CONFIG_SUFFIXES = (".json", ".txt", ".model", ".tiktoken")
-SKIPPED_FOLDERS = ("onnx", "openvino")
+SKIPPED_FOLDERS = ("onnx", "openvino")  # other runtimes' copies of the weights
 
 _DIGESTS: dict[tuple[str, int, int, int], str] = {}  # (resolved path, size, mtime_ns, inode) -> sha256 hex
 _DIGESTS_LOCK = threading.Lock()
@@ -50,18 +38,14 @@ def file_digest(path: Path) -> str:
 
 
 def model_files(path: Path) -> list[Path]:
-    """The files :func:`fingerprint` covers: ``path`` itself when it is a file, else its weight and configuration
-    files (see the module docstring), sorted."""
+    """``[path]`` for a file, else the folder's weight and configuration files, sorted (hidden files, READMEs and
+    :data:`SKIPPED_FOLDERS` left out)."""
     if path.is_file():
         return [path]
-    files = []
-    for f in path.rglob("*"):
-        parts = f.relative_to(path).parts
-        if (f.is_file() and f.suffix.lower() in WEIGHT_SUFFIXES + CONFIG_SUFFIXES
-                and not any(p.startswith(".") or p in SKIPPED_FOLDERS for p in parts)
-                and not f.name.lower().startswith("readme")):
-            files.append(f)
-    return sorted(files)
+    return sorted(f for f in path.rglob("*")
+                  if f.is_file() and f.suffix.lower() in WEIGHT_SUFFIXES + CONFIG_SUFFIXES
+                  and not any(p.startswith(".") or p in SKIPPED_FOLDERS for p in f.relative_to(path).parts)
+                  and not f.name.lower().startswith("readme"))
 
 
 def fingerprint(path: str | Path) -> str:

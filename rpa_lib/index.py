@@ -1,21 +1,6 @@
-"""Nearest-neighbour search over chunk vectors: an hnswlib cosine index, and exact search to check it.
-
-An index is saved as ``index.bin`` beside ``meta.json`` (its id map, the embedder's model id, the vector
-dimension, the HNSW parameters and a hash of the indexed texts). :func:`build_or_load` rebuilds, and says so,
-whenever any of those differ (the dimension when the caller gives it) or the saved files do not match each
-other (``index.bin``'s own header gives its dimension and size, read before hnswlib touches the file), so a
-changed embedder, splitter or persona can never silently reuse a stale index. A search with query vectors of
-another dimension than the index's is a ValueError, never a call into hnswlib (which would read out of bounds).
-
-Defaults (M=32, ef_construction=200, ef=128, single-threaded build with a fixed seed) give the exact top-k at
-the size of one character (hundreds to a few thousand chunks); ``python -m benchmarks index`` measures
-recall at larger sizes. This module does not embed (see ``embeddings``).
-
-Updates in place: given ``embed_fn`` (vectors for a list of texts), :func:`build_or_load` matches the new chunks
-to the saved ones by text, marks the slots of removed or changed chunks deleted (hnswlib ``mark_deleted``) and
-adds only the new texts (``add_items``), instead of rebuilding; the chunk ids of kept slots are renamed to the
-new ones. It rebuilds instead, and logs why, when the split settings changed (an ATS/ACTS l_max) or most chunks
-changed. What happened is in ``index.change``. ``python -m benchmarks update`` times one update.
+"""Nearest-neighbour search over chunk vectors: an hnswlib cosine index, saved with its metadata and rebuilt or
+updated in place when what it was built from changes (:func:`build_or_load`), and exact search to check it.
+It does not embed (see ``embeddings``).
 """
 
 from __future__ import annotations
@@ -44,8 +29,8 @@ class HnswParams:
 
 @dataclass(frozen=True)
 class IndexChange:
-    """What :func:`build_or_load` did: ``loaded`` (as saved), ``built`` (from scratch) or ``updated`` (in place:
-    ``added`` slots embedded and added, ``deleted`` slots marked deleted), and why."""
+    """What :func:`build_or_load` did: ``loaded``, ``built`` or ``updated`` (in place: ``added`` slots embedded and
+    added, ``deleted`` slots marked deleted), and why."""
 
     kind: str
     added: int = 0
@@ -59,8 +44,7 @@ class IndexChange:
 
 
 class VectorIndex:
-    """An hnswlib cosine index with string ids. Scores are cosine similarities (1 - cosine distance).
-    ``ids[slot]`` is the chunk id of each hnswlib label, None for a slot marked deleted."""
+    """An hnswlib cosine index; ``ids[slot]`` is each hnswlib label's chunk id (None: deleted)."""
 
     def __init__(self, dim: int, params: HnswParams = HnswParams()):
         import hnswlib
@@ -71,12 +55,11 @@ class VectorIndex:
 
     @property
     def live(self) -> int:
-        """Slots not marked deleted."""
         return sum(i is not None for i in self.ids)
 
     def update(self, delete: list[int], vectors: np.ndarray, new_ids: list[str]) -> VectorIndex:
-        """Mark the slots ``delete`` deleted and add ``vectors`` under ``new_ids`` in new slots (the file grows;
-        deleted slots are not reused, so a slot's vector never changes)."""
+        """Mark the slots ``delete`` deleted and add ``vectors`` under ``new_ids`` in new slots (deleted slots are
+        never reused, so a slot's vector never changes)."""
         if len(vectors) != len(new_ids):
             raise ValueError(f"{len(vectors)} vectors but {len(new_ids)} ids")
         for slot in delete:
@@ -87,7 +70,8 @@ class VectorIndex:
         if len(new_ids):
             first = len(self.ids)
             self._index.resize_index(first + len(new_ids))
-            self._index.add_items(np.asarray(vectors, np.float32), np.arange(first, first + len(new_ids)), num_threads=1)
+            self._index.add_items(np.asarray(vectors, np.float32), np.arange(first, first + len(new_ids)),
+                                  num_threads=1)
             self.ids.extend(new_ids)
         return self
 
@@ -95,7 +79,8 @@ class VectorIndex:
         if len(vectors) != len(ids):
             raise ValueError(f"{len(vectors)} vectors but {len(ids)} ids")
         p = self.params
-        self._index.init_index(max_elements=max(1, len(ids)), ef_construction=p.ef_construction, M=p.M, random_seed=p.seed)
+        self._index.init_index(max_elements=max(1, len(ids)), ef_construction=p.ef_construction, M=p.M,
+                               random_seed=p.seed)
         if len(ids):
             self._index.add_items(np.asarray(vectors, np.float32), np.arange(len(ids)), num_threads=threads)
         self._index.set_ef(p.ef)
@@ -103,8 +88,8 @@ class VectorIndex:
         return self
 
     def search(self, queries: np.ndarray, k: int) -> tuple[list[list[str]], np.ndarray]:
-        """Top-k ids and similarities for each query row, best first. ``k`` is capped at the index size.
-        ValueError when the queries' dimension is not the index's."""
+        """Top-k ids and similarities for each query row, best first, ``k`` capped at the index size; ValueError
+        (never a call into hnswlib) when the queries' dimension is not the index's."""
         queries = np.asarray(queries, np.float32)
         k = min(k, self.live)
         if k == 0:
@@ -118,8 +103,7 @@ class VectorIndex:
 
     def save(self, folder: Path, meta: dict) -> None:
         """``index.bin`` then ``meta.json``, each written beside and renamed into place, so that another process
-        opening the folder meanwhile (two notebooks of a plan, two kernels) reads whole files; a new index with the
-        old meta is told apart by its header (vector count) or content hash and rebuilt, never searched."""
+        reading the folder meanwhile reads whole files."""
         folder.mkdir(parents=True, exist_ok=True)
         tag = f"{os.getpid()}.{threading.get_ident()}.tmp"
         self._index.save_index(str(folder / f"index.bin.{tag}"))
@@ -129,8 +113,8 @@ class VectorIndex:
 
     @classmethod
     def load(cls, folder: Path, dim: int, params: HnswParams) -> VectorIndex:
-        """The index saved in ``folder``; ValueError, before hnswlib reads it, when ``index.bin`` does not hold
-        ``dim``-d vectors or holds another number of them than ``meta.json`` has ids."""
+        """The index saved in ``folder``; ValueError, before hnswlib reads it, when ``index.bin`` does not hold as
+        many ``dim``-d vectors as ``meta.json`` has ids."""
         meta = json.loads((folder / "meta.json").read_text())
         stored_dim, stored_count = saved_shape(folder / "index.bin")
         if (stored_dim, stored_count) != (dim, len(meta["ids"])):
@@ -144,8 +128,7 @@ class VectorIndex:
 
 
 def saved_shape(path: Path) -> tuple[int, int]:
-    """(dimension, element count) of an hnswlib index file, from its header (hnswlib's ``saveIndex`` layout:
-    six size_t fields, of which the label offset minus the data offset is the bytes of one float32 vector)."""
+    """(dimension, element count) of an hnswlib index file, from the six size_t fields of its header."""
     with open(path, "rb") as f:
         header = f.read(48)
     if len(header) < 48:
@@ -178,15 +161,12 @@ def text_hash(text: str) -> str:
 def build_or_load(folder: Path, vectors_fn, ids: list[str], texts: list[str], model_id: str,
                   params: HnswParams = HnswParams(), dim: int | None = None, *, embed_fn=None,
                   settings: dict | None = None, max_changed: float = 0.5) -> tuple[VectorIndex, bool]:
-    """Load the index in ``folder`` if it was built from the same texts, model and parameters (and vectors of
-    ``dim`` dimensions, when given); else build it. An unreadable or inconsistent saved index is rebuilt too.
-
-    With ``embed_fn(texts) -> vectors``, a saved index of the same model, parameters and ``settings`` (e.g. the
-    splitter's chunk length) whose texts differ is updated in place instead, when at most ``max_changed`` of the
-    chunks are new; ``settings`` that differ (a new l_max: the whole split is redone) rebuild it, and say so.
-    ``vectors_fn()`` is called only when building. Returns ``(index, built)``; ``index.change`` says what happened.
-    """
-    meta = {"model_id": model_id, "params": asdict(params), "content_hash": content_hash(ids, texts), "count": len(ids)}
+    """``(index, built)``: the index in ``folder`` if it was built from the same texts, model, parameters (and
+    ``dim``), else one built from ``vectors_fn()``. With ``embed_fn(texts) -> vectors``, an index whose texts differ
+    but whose ``settings`` (the split's) do not is updated in place when at most ``max_changed`` of the chunks are
+    new. ``index.change`` says what happened."""
+    meta = {"model_id": model_id, "params": asdict(params), "content_hash": content_hash(ids, texts),
+            "count": len(ids)}
     if settings is not None:
         meta["settings"] = settings
     meta_path = folder / "meta.json"
@@ -204,7 +184,9 @@ def build_or_load(folder: Path, vectors_fn, ids: list[str], texts: list[str], mo
             if embed_fn is not None and set(stale) <= {"content_hash", "count"} and "hashes" in saved:
                 index = _update(folder, saved, params, ids, texts, embed_fn, max_changed)
                 if index is not None:
-                    index.save(folder, {**meta, "dim": index.dim, "hashes": _slot_hashes(index, ids, texts)})
+                    by_id = {i: text_hash(t) for i, t in zip(ids, texts, strict=True)}
+                    hashes = [None if i is None else by_id[i] for i in index.ids]
+                    index.save(folder, {**meta, "dim": index.dim, "hashes": hashes})
                     log.info("updated index %s in place: %s", folder, index.change)
                     return index, False
                 reason = f"more than {max_changed:.0%} of the chunks changed"
@@ -213,10 +195,9 @@ def build_or_load(folder: Path, vectors_fn, ids: list[str], texts: list[str], mo
                           "redone")
             else:
                 reason = f"{', '.join(stale)} changed"
-            log.warning("rebuilding index %s: %s", folder, reason)
         except (ValueError, KeyError, TypeError, RuntimeError) as e:  # JSON, header or hnswlib errors
             reason = f"the saved one is unreadable ({e})"
-            log.warning("rebuilding index %s: %s", folder, reason)
+        log.warning("rebuilding index %s: %s", folder, reason)
     vectors = vectors_fn()
     if dim is not None and len(ids) and vectors.shape[1] != dim:
         raise ValueError(f"vectors_fn gave {vectors.shape[1]}-d vectors, expected {dim}")
@@ -224,11 +205,6 @@ def build_or_load(folder: Path, vectors_fn, ids: list[str], texts: list[str], mo
     index.change = IndexChange("built", len(ids), 0, reason, embedded=list(texts))
     index.save(folder, {**meta, "dim": int(vectors.shape[1]), "hashes": [text_hash(t) for t in texts]})
     return index, True
-
-
-def _slot_hashes(index: VectorIndex, ids: list[str], texts: list[str]) -> list[str | None]:
-    by_id = {i: text_hash(t) for i, t in zip(ids, texts, strict=True)}
-    return [None if i is None else by_id[i] for i in index.ids]
 
 
 def _update(folder: Path, saved: dict, params: HnswParams, ids: list[str], texts: list[str], embed_fn,

@@ -1,10 +1,5 @@
-"""An IPython extension for the project's kernels: Ctrl-C (Kernel > Interrupt) ends a cell with one short line
-instead of a traceback several screens long, down into torch or a thread pool.
-
-``make setup`` / ``make lab`` load it in every kernel of ``.venv`` (``.venv/etc/ipython/ipython_kernel_config.py``);
-elsewhere: ``%load_ext rpa_lib.ipython``. It changes nothing else: other errors keep their tracebacks and
-warnings still show. Importing it does nothing until IPython calls :func:`load_ipython_extension`.
-"""
+"""IPython extension (``%load_ext rpa_lib.ipython``; ``make setup`` loads it in every kernel of ``.venv``): Ctrl-C
+ends a cell with one short line instead of a long traceback. It changes nothing else."""
 
 from __future__ import annotations
 

@@ -1,8 +1,6 @@
-"""Where an embedding model's weights are: the paper's models by short name, their local folders, and one
-error naming every missing model, the profile key that asks for it and the command that fetches it.
-
-This module loads no model and downloads nothing (:mod:`rpa_lib.embeddings` loads them).
-"""
+"""Where an embedding model's weights are: the paper's models by short name, their local folders, and one error
+naming every missing model, the profile key that asks for it and the command that fetches it. Loads no model and
+downloads nothing (:mod:`rpa_lib.embeddings` loads them)."""
 
 from __future__ import annotations
 
@@ -21,8 +19,8 @@ PAPER_PROFILE_KEYS = "profiles/paper.yaml: defaults.embedder, notebooks.02_simil
 
 
 def model_folder(name_or_path: str) -> Path:
-    """The local folder of a model: ``name_or_path`` itself when it exists, else its snapshot in the Hugging Face
-    cache (never downloaded). RuntimeError, saying what to do, when it is neither."""
+    """``name_or_path`` itself when it is a folder, else its snapshot in the Hugging Face cache (never downloaded);
+    RuntimeError, saying what to do, when it is neither."""
     path = Path(name_or_path).expanduser()
     if path.exists():
         return path
@@ -35,18 +33,14 @@ def model_folder(name_or_path: str) -> Path:
         asked = f" (asked for by {PAPER_PROFILE_KEYS})" if name_or_path in paper else ""
         raise RuntimeError(
             f"embedding model {name_or_path!r}{asked} is neither a folder nor in the Hugging Face cache "
-            f"({type(e).__name__}): {how_to_get(name_or_path)}, or pass a local folder"
+            f"({type(e).__name__}): download it once with network access: `huggingface-cli download {name_or_path}`,"
+            " or pass a local folder"
         ) from None
 
 
-def how_to_get(model: str) -> str:
-    """The command that puts a Hugging Face model in the local cache (run once, with network access)."""
-    return f"download it once with network access: `huggingface-cli download {model}`"
-
-
 def is_local(name: str) -> bool:
-    """Are the weights of this embedder (short name, Hugging Face id or folder) on this machine? Always true for
-    embedders without weights (tfidf, hash) and for MiniLM (a package)."""
+    """Are this embedder's weights (short name, Hugging Face id or folder) on this machine? True for tfidf, hash and
+    MiniLM (a package)."""
     if name in ("minilm", "tfidf") or name.startswith("hash"):
         return True
     try:
@@ -57,8 +51,8 @@ def is_local(name: str) -> bool:
 
 
 def require_models(names, where: str) -> None:
-    """Raise one RuntimeError listing every embedder of ``names`` whose weights are not on this machine, with
-    ``where`` (the profile key that asks for them) and the commands that fetch them; nothing when all are here.
+    """One RuntimeError naming every embedder of ``names`` whose weights are missing, ``where`` (the profile key
+    that asks for them) and the commands that fetch them.
 
     >>> require_models(["minilm", "tfidf", "hash-64"], "profiles/smoke.yaml: defaults.embedder")
     """

@@ -1,13 +1,6 @@
-"""Every path the library uses, derived from the package's location (never the working directory).
-
-A notebook, a test and papermill all see the same folders. Environment variables move the caches:
-``RPA_CACHE_DIR`` (LLM and embedding caches) and ``RPA_INDEX_DIR`` (hnswlib indexes); ``RPA_USER_DATA_DIR`` moves
-the user's own characters (:func:`user_data_dir`). ``RPA_OUTPUT_DIR``
-decides where a notebook writes its figures and tables (:func:`output_root`): ``make reproduce`` sets it to the
-repository, so only a reproduce run (or an explicit ``figures_dir``/``results_dir``) overwrites the committed
-``figures/`` and ``results/``; a notebook run in JupyterLab writes under ``results/scratch/`` (git-ignored).
-Importing this module creates nothing; call :func:`ensure` before writing.
-"""
+"""Every path the library uses, derived from the package's location (never the working directory). Environment
+variables move them: ``RPA_CACHE_DIR``, ``RPA_INDEX_DIR``, ``RPA_USER_DATA_DIR``, ``RPA_OUTPUT_DIR``. Importing
+this module creates nothing; call :func:`ensure` before writing."""
 
 from __future__ import annotations
 
@@ -31,9 +24,7 @@ def cache_dir() -> Path:
 
 
 def user_data_dir() -> Path:
-    """Where imported characters live (a dataset folder of their own, apart from the paper's ``data/``):
-    ``$RPA_USER_DATA_DIR`` or ``user_data/`` at the repository root (git-ignored). The paper's profiles, tests and
-    ``make validate`` read ``data/`` only; a notebook or command reads this folder when asked to."""
+    """Where imported characters live, apart from the paper's ``data/``: ``$RPA_USER_DATA_DIR`` or ``user_data/``."""
     return Path(os.environ.get("RPA_USER_DATA_DIR") or ROOT / "user_data")
 
 
@@ -43,8 +34,7 @@ def index_dir() -> Path:
 
 
 def output_root() -> Path:
-    """Where notebooks write by default: ``$RPA_OUTPUT_DIR`` (its ``figures/`` and ``results/``; the repository
-    itself for the committed outputs), else ``results/scratch`` so exploring never overwrites committed results."""
+    """Where notebooks write their ``figures/`` and ``results/``: ``$RPA_OUTPUT_DIR``, else ``results/scratch``."""
     return Path(os.environ.get("RPA_OUTPUT_DIR") or SCRATCH_DIR)
 
 

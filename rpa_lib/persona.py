@@ -1,13 +1,6 @@
-"""Parse a persona document (``data/characters/<slug>/persona.md``) into sections and paragraphs.
-
-The format (see ``data/README.md``): one ``#`` title, the character's name; six ``##`` attribute sections
-(the AMADEUS attributes); ``###`` and deeper subsections; paragraphs separated by blank lines. Every
-paragraph keeps its heading path, its hierarchical context, e.g.
-``("Frieren", "Activity", "Journey to find Aureole", "First-Class Mage Exam")``, and its character offsets
-in the source file, so chunks can always be traced back to the text they came from.
-
-This module only reads and checks structure; it does not split text (see ``splitters``) and does not judge
-content.
+"""Parse a persona document (``data/characters/<slug>/persona.md``; format in ``data/README.md``) into sections and
+paragraphs, each with its heading path and its character offsets in the source. It only reads and checks structure:
+it does not split text (see ``splitters``) and does not judge content.
 """
 
 from __future__ import annotations
@@ -21,14 +14,8 @@ from pathlib import Path
 from rpa_lib.errors import DataError
 from rpa_lib.paths import CHARACTERS_DIR
 
-ATTRIBUTES = (
-    "Demographic Information",
-    "Activity",
-    "Belief and Value",
-    "Psychological Traits",
-    "Skill and Expertise",
-    "Social Relationships",
-)
+ATTRIBUTES = ("Demographic Information", "Activity", "Belief and Value", "Psychological Traits", "Skill and Expertise",
+              "Social Relationships")
 
 HEADING_SEPARATOR = " > "
 
@@ -46,7 +33,7 @@ HEADING_LINE = re.compile(r"^(#{1,6})[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$")  # a Mark
 
 
 class PersonaError(DataError):
-    """A persona file that breaks the format; the message names the file, the line and the problem."""
+    """A persona file that breaks the format (the file, the line and the problem)."""
 
 
 @dataclass(frozen=True)
@@ -65,7 +52,6 @@ class Paragraph:
 
     @property
     def context(self) -> str:
-        """The heading path as one line: ``Frieren > Activity > First-Class Mage Exam``."""
         return heading_path(self.headings)
 
 
@@ -98,12 +84,12 @@ class Persona:
 
     @property
     def empty_attributes(self) -> list[str]:
-        """The attributes with no paragraph (an imported character may lack one; the paper's never do)."""
+        """The attributes with no paragraph (an imported character's may have none)."""
         return [a for a in ATTRIBUTES if not any(p.attribute == a for p in self.paragraphs)]
 
 
 def read_text(path: Path) -> str:
-    """Read a UTF-8 file, turning every way it can fail into a :class:`PersonaError` naming the file."""
+    """A UTF-8 file's text, every way reading it can fail a :class:`PersonaError` naming the file."""
     if not path.is_file():
         raise PersonaError(path, None, "file not found")
     raw = path.read_bytes()
@@ -120,7 +106,6 @@ def read_text(path: Path) -> str:
 def parse_persona(path: Path | str, slug: str | None = None) -> Persona:
     """Parse ``persona.md``; ``slug`` defaults to the name of its folder.
 
-    >>> from rpa_lib.paths import CHARACTERS_DIR
     >>> parse_persona(CHARACTERS_DIR / "frieren" / "persona.md").name
     'Frieren'
     """
@@ -144,7 +129,8 @@ def parse_persona(path: Path | str, slug: str | None = None) -> Persona:
         raise PersonaError(path, titles[1][0], "a second '#' title; only one is allowed (the character's name)")
     before = text[: heading_lines[0][2]]
     if before.strip():
-        raise PersonaError(path, before[: len(before) - len(before.lstrip())].count("\n") + 1, "text before the '#' title")
+        raise PersonaError(path, before[: len(before) - len(before.lstrip())].count("\n") + 1,
+                           "text before the '#' title")
 
     name = heading_lines[0][4]
     newlines = [m.start() for m in re.finditer("\n", text)]  # line numbers by bisection, not a count per paragraph
@@ -154,12 +140,15 @@ def parse_persona(path: Path | str, slug: str | None = None) -> Persona:
     for i, (lineno, level, _, body_start, title) in enumerate(heading_lines):
         if level > 1:
             if level > len(path_stack) + 1:
-                raise PersonaError(path, lineno, f"heading level {level} skips a level under {' > '.join(path_stack)!r}")
+                raise PersonaError(path, lineno,
+                                   f"heading level {level} skips a level under {' > '.join(path_stack)!r}")
             if level == 2:
                 if title not in ATTRIBUTES:
-                    raise PersonaError(path, lineno, f"unknown attribute heading {title!r}; expected one of {', '.join(ATTRIBUTES)}")
+                    raise PersonaError(path, lineno,
+                                       f"unknown attribute heading {title!r}; expected one of {', '.join(ATTRIBUTES)}")
                 if title in seen_attributes:
-                    raise PersonaError(path, lineno, f"attribute {title!r} appears twice (first at line {seen_attributes[title]})")
+                    raise PersonaError(path, lineno,
+                                       f"attribute {title!r} appears twice (first at line {seen_attributes[title]})")
                 seen_attributes[title] = lineno
             path_stack = path_stack[: level - 1] + [title]
         body_end = heading_lines[i + 1][2] if i + 1 < len(heading_lines) else len(text)
@@ -176,8 +165,7 @@ def parse_persona(path: Path | str, slug: str | None = None) -> Persona:
 
 
 def _paragraphs(text: str, start: int, end: int, headings: tuple[str, ...], newlines: list[int]):
-    """Yield the blank-line separated blocks of ``text[start:end]`` with exact offsets (``newlines``: the offsets
-    of every newline of ``text``, ascending)."""
+    """The blank-line separated blocks of ``text[start:end]`` (``newlines``: the offsets of ``text``'s newlines)."""
     for m in re.finditer(r"\S(?:.|\n(?![ \t]*\n))*", text[start:end]):
         block = m.group(0).rstrip()
         a = start + m.start()
@@ -185,7 +173,7 @@ def _paragraphs(text: str, start: int, end: int, headings: tuple[str, ...], newl
 
 
 def load_persona(slug: str, characters_dir: Path | None = None) -> Persona:
-    """Load a character by slug from ``data/characters`` (or another folder), with a clear error if unknown."""
+    """A character by slug from ``data/characters`` (or another folder); PersonaError naming those known if unknown."""
     root = Path(characters_dir or CHARACTERS_DIR)
     folder = root / slug
     if not folder.is_dir():
@@ -201,9 +189,8 @@ _PARSED: dict[tuple, tuple[tuple[int, int], object]] = {}  # (file, parser, args
 
 
 def parsed_file(path: Path, parse, *args):
-    """``parse(path, *args)``, memoized until the file's modification time or size changes. Methods ask for the
-    persona and the labels once per question; parsing them each time was a large share of a dry run's time.
-    The result is shared: ``parse`` must return something its callers do not change."""
+    """``parse(path, *args)``, memoized until the file's modification time or size changes; the result is shared,
+    so callers must not change it."""
     stat = path.stat()
     where = (os.path.abspath(path), parse.__qualname__, args)
     held = _PARSED.get(where)
@@ -213,6 +200,8 @@ def parsed_file(path: Path, parse, *args):
 
 
 def list_characters(characters_dir: Path | None = None) -> list[str]:
-    """Slugs of all character folders, sorted. Folders without persona.md are listed too (and fail on load)."""
+    """Slugs of all character folders, sorted (folders without persona.md too: they fail on load)."""
     root = Path(characters_dir or CHARACTERS_DIR)
-    return sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))) if root.is_dir() else []
+    if not root.is_dir():
+        return []
+    return sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith((".", "_")))

@@ -1,8 +1,6 @@
-"""The figures of the notebooks, each a function of the numbers it shows (returns the matplotlib figure; saving
-it beside its CSV is :func:`rpa_lib.report.save_figure`'s job). Every title says what was run.
-
-This module computes nothing: it draws DataFrames computed by ``rpa_lib.evaluation`` and ``rpa_lib.paper``.
-"""
+"""The notebooks' figures, each a function of the DataFrames it draws (computed by ``rpa_lib.evaluation`` and
+``rpa_lib.paper``) returning the matplotlib figure, its title saying what was run. It computes nothing and saves
+nothing (:func:`rpa_lib.report.save_figure` does)."""
 
 from __future__ import annotations
 
@@ -20,52 +18,55 @@ from rpa_lib.report import plural
 from rpa_lib.splitters import SPLITTER_NAMES
 
 # one colour per method and variant, all distinct (a test holds them to it), so no figure draws two methods alike
-METHOD_COLORS = {"no_rag": "#8c8c8c", "naive_rag": "#4C72B0", "naive_rag_budget": "#A1C9F4", "naive_rag_vanilla": "#2F4B7C",
-                 "crag": "#55A868", "lightrag": "#8172B3", "rolerag": "#937860", "amadeus": "#DD8452"}
+METHOD_COLORS = {"no_rag": "#8c8c8c", "naive_rag": "#4C72B0", "naive_rag_budget": "#A1C9F4",
+                 "naive_rag_vanilla": "#2F4B7C", "crag": "#55A868", "lightrag": "#8172B3", "rolerag": "#937860",
+                 "amadeus": "#DD8452"}
 SPLITTER_COLORS = {"vanilla": "#8c8c8c", "ats": "#4C72B0", "acts": "#DD8452", "vanilla-section": "#55A868",
                    "ats-document": "#8172B3", "acts-document": "#C44E52"}
+_NAMED_COLORS = {SPLITTER_NAMES[s]: c for s, c in SPLITTER_COLORS.items()}  # by the tables' splitter names
+
+
+def _finish(fig, title: str, **style):
+    fig.suptitle(title, **style)
+    fig.tight_layout()
+    return fig
+
+
+def _offset(i: int, n: int, width: float) -> float:
+    """How far bar ``i`` of ``n`` side by side sits from its group's centre."""
+    return (i - (n - 1) / 2) * width
 
 
 def dataset_figure(per_char: pd.DataFrame, per_par: pd.DataFrame):
     """AMADEUS Figure 3 for our dataset: persona lengths, QA pairs by attribute, paragraph lengths with l_max."""
     order = per_char.sort_values("characters_written").character.tolist()
-    names = per_char.set_index("character").name
-    fig, axes = plt.subplots(1, 3, figsize=(15, 5.2), gridspec_kw={"width_ratios": [1.1, 1.1, 1.5]})
-
-    ax = axes[0]
     pc = per_char.set_index("character").loc[order]
-    ax.barh([names[c] for c in order], pc.characters_written / 1000, color="#4C72B0")
+    names = pc["name"].tolist()
+    fig, (ax, qa_ax, box_ax) = plt.subplots(1, 3, figsize=(15, 5.2), gridspec_kw={"width_ratios": [1.1, 1.1, 1.5]})
+    ax.barh(names, pc.characters_written / 1000, color="#4C72B0")
     ax.set_xlabel("persona length (thousand characters)")
     ax.set_title(f"{len(per_char)} personas, {per_char.characters_written.sum()/1000:.0f}K characters")
-
-    ax = axes[1]
-    qa = per_char.set_index("character").loc[order, [f"qa_{a}" for a in ATTRIBUTES]]
-    left = pd.Series(0, index=qa.index)
-    colors = plt.cm.Set2.colors
-    for color, a in zip(colors, ATTRIBUTES):
-        ax.barh([names[c] for c in order], qa[f"qa_{a}"], left=left, color=color, label=a)
-        left += qa[f"qa_{a}"]
-    ax.set_yticklabels([])
-    ax.set_xlabel("QA pairs")
-    ax.set_title(f"{per_char.qa_pairs.sum()} QA pairs (paper set) by attribute")
-    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, frameon=False)  # below the bars
-
-    ax = axes[2]
+    left = pd.Series(0, index=pc.index)
+    for color, a in zip(plt.cm.Set2.colors, ATTRIBUTES):
+        qa_ax.barh(names, pc[f"qa_{a}"], left=left, color=color, label=a)
+        left += pc[f"qa_{a}"]
+    qa_ax.set_yticklabels([])
+    qa_ax.set_xlabel("QA pairs")
+    qa_ax.set_title(f"{per_char.qa_pairs.sum()} QA pairs (paper set) by attribute")
+    qa_ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, frameon=False)  # below the bars
     data = [per_par.loc[per_par.character == c, "length"] for c in order]
-    ax.boxplot(data, vert=False, tick_labels=[""] * len(order), showfliers=True, flierprops={"markersize": 3})
-    ax.scatter(pc.longest_paragraph, range(1, len(order) + 1), marker="|", s=200, color="crimson",
-               label="l_max (ACTS chunk length)")
-    ax.set_xlabel("paragraph length (characters)")
-    ax.set_title("paragraph lengths per character")
-    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14), frameon=False)  # below the boxes
-    fig.suptitle("CharacterRAG-EN (this repository's dataset; cf. AMADEUS Figure 3)", y=1.02)
-    fig.tight_layout()
-    return fig
+    box_ax.boxplot(data, vert=False, tick_labels=[""] * len(order), showfliers=True, flierprops={"markersize": 3})
+    box_ax.scatter(pc.longest_paragraph, range(1, len(order) + 1), marker="|", s=200, color="crimson",
+                   label="l_max (ACTS chunk length)")
+    box_ax.set_xlabel("paragraph length (characters)")
+    box_ax.set_title("paragraph lengths per character")
+    box_ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14), frameon=False)  # below the boxes
+    return _finish(fig, "CharacterRAG-EN (this repository's dataset; cf. AMADEUS Figure 3)", y=1.02)
 
 
 def error_bars(ax, x, frame: pd.DataFrame, column: str, **style) -> None:
-    """Draw ``frame``'s 95% interval of ``column`` (``<column>_low``, ``<column>_high``) at ``x`` as error bars,
-    where those columns exist and are not NaN (a one-character run has none: nothing is drawn)."""
+    """``frame``'s 95% interval of ``column`` (``<column>_low``, ``<column>_high``) as error bars at ``x``, where
+    those columns exist and are not NaN."""
     lo, hi = f"{column}_low", f"{column}_high"
     if lo not in frame or hi not in frame:
         return
@@ -86,8 +87,8 @@ def interval_text(value: float, low: float, high: float, fmt: str = "{:.3f}") ->
 
 def similarity_figure(scores: pd.DataFrame, table: pd.DataFrame, splitters: list[str], k: int, characters: int,
                       questions: int):
-    """Table 1 as violins: the similarity of retrieved chunks per splitter, one panel per embedder, each
-    annotated with the table's own quantities (Σμ; Σσ² over all retrieved scores; Σσ²_q over question means)."""
+    """Table 1 as violins: retrieved chunks' similarity per splitter, a panel per embedder, annotated with the
+    table's Σμ, Σσ² (over all retrieved scores) and Σσ²_q (over question means)."""
     labels = list(dict.fromkeys(scores.embedder))
     fig, axes = plt.subplots(1, len(labels), figsize=(5.5 * len(labels), 4.4), squeeze=False, sharey=False)
     for ax, emb in zip(axes[0], labels):
@@ -106,23 +107,21 @@ def similarity_figure(scores: pd.DataFrame, table: pd.DataFrame, splitters: list
         ax.set_xticks(range(1, len(splitters) + 1), [SPLITTER_NAMES.get(s, s) for s in splitters], fontsize=8)
         ax.set_title(emb)
         ax.set_ylabel(f"cosine similarity of top-{k} chunks")
-    fig.suptitle(f"Similarity of the top-{k} retrieved chunks to {questions} QA questions of "
-                 f"{plural(characters, 'character')} "
-                 "(embedder per panel; sums over characters as in Table 1;\n[95% interval: cluster bootstrap over characters])", y=1.04)
-    fig.tight_layout()
-    return fig
+    return _finish(fig, f"Similarity of the top-{k} retrieved chunks to {questions} QA questions of "
+                   f"{plural(characters, 'character')} (embedder per panel; sums over characters as in Table 1;\n"
+                   "[95% interval: cluster bootstrap over characters])", y=1.04)
 
 
 def evidence_recall_figure(table: pd.DataFrame, characters: int, questions: int, qa_set: str = "paper"):
     """Evidence recall against k, a line per splitter, one panel per embedder (one question set's rows)."""
     labels = list(dict.fromkeys(table.embedder))
     fig, axes = plt.subplots(1, len(labels), figsize=(5.2 * len(labels), 4), squeeze=False, sharey=True)
-    colors = {SPLITTER_NAMES[s]: c for s, c in SPLITTER_COLORS.items()}
     for ax, emb in zip(axes[0], labels):
         for splitter, g in table[table.embedder == emb].groupby("splitter", sort=False):
-            ax.plot(g.k, g.recall, marker="o", label=splitter, color=colors.get(splitter, "#55A868"))
-            error_bars(ax, g.k, g, "recall", color=colors.get(splitter, "#55A868"))
-            ax.plot(g.k, g.all_found, marker=".", ls=":", color=colors.get(splitter, "#55A868"))
+            color = _NAMED_COLORS.get(splitter, "#55A868")
+            ax.plot(g.k, g.recall, marker="o", label=splitter, color=color)
+            error_bars(ax, g.k, g, "recall", color=color)
+            ax.plot(g.k, g.all_found, marker=".", ls=":", color=color)
         ax.set_xticks(sorted(table.k.unique()))
         ax.set_xlabel("k (chunks retrieved)")
         ax.set_title(emb)
@@ -130,27 +129,22 @@ def evidence_recall_figure(table: pd.DataFrame, characters: int, questions: int,
         ax.grid(alpha=0.3)
     axes[0][0].set_ylabel("evidence recall (solid, 95% interval: characters resampled);\nall evidence found (dotted)")
     axes[0][-1].legend(fontsize=8, loc="lower right")
-    fig.suptitle(f"Evidence recall of retrieval, {questions} QA questions ({qa_set} set) of "
-                 f"{plural(characters, 'character')} (no LLM)", y=1.02)
-    fig.tight_layout()
-    return fig
+    return _finish(fig, f"Evidence recall of retrieval, {questions} QA questions ({qa_set} set) of "
+                   f"{plural(characters, 'character')} (no LLM)", y=1.02)
 
 
 def budget_recall_figure(table: pd.DataFrame, characters: int, questions: int, tokenizer: str, qa_set: str = "paper"):
-    """Evidence recall against the context budget (the ranked chunks until the budget is spent, the last one cut to
-    fit): a line per splitter, a panel per embedder, a row per unit (characters, tokens). ``table`` is
-    :func:`rpa_lib.evaluation.evidence.budget_table` for one question set."""
+    """Evidence recall against the context budget (last chunk cut to fit): a line per splitter, a panel per
+    embedder, a row per unit. ``table``: :func:`rpa_lib.evaluation.evidence.budget_table` for one question set."""
     labels, units = list(dict.fromkeys(table.embedder)), list(dict.fromkeys(table.unit))
     fig, axes = plt.subplots(len(units), len(labels), figsize=(5.2 * len(labels), 3.8 * len(units)), squeeze=False,
                              sharey=True)
-    colors = {SPLITTER_NAMES[s]: c for s, c in SPLITTER_COLORS.items()}
     for row, unit in zip(axes, units):
         for ax, emb in zip(row, labels):
             part = table[(table.embedder == emb) & (table.unit == unit)]
             for splitter, g in part.groupby("splitter", sort=False):
-                dashed = "(document)" in splitter
-                ax.plot(g.budget_last_chunk_cut, g.recall, marker="o", ls="--" if dashed else "-", label=splitter,
-                        color=colors.get(splitter, "#55A868"))
+                ax.plot(g.budget_last_chunk_cut, g.recall, marker="o", ls="--" if "(document)" in splitter else "-",
+                        label=splitter, color=_NAMED_COLORS.get(splitter, "#55A868"))
                 error_bars(ax, g.budget_last_chunk_cut, g, "recall")
             ax.set_xlabel(f"context budget ({unit}{', ' + tokenizer if unit == 'tokens' else ''}; last chunk cut)")
             ax.set_title(emb)
@@ -158,16 +152,13 @@ def budget_recall_figure(table: pd.DataFrame, characters: int, questions: int, t
             ax.grid(alpha=0.3)
         row[0].set_ylabel("evidence recall (95% interval:\ncharacters resampled)")
     axes[0][-1].legend(fontsize=8, loc="lower right")
-    fig.suptitle(f"Evidence recall at equal context budgets, {questions} QA questions ({qa_set} set) of "
-                 f"{plural(characters, 'character')} (no LLM)", y=1.01)
-    fig.tight_layout()
-    return fig
+    return _finish(fig, f"Evidence recall at equal context budgets, {questions} QA questions ({qa_set} set) of "
+                   f"{plural(characters, 'character')} (no LLM)", y=1.01)
 
 
 def duplication_figure(freqs: pd.DataFrame, rates: pd.DataFrame, items: int, characters: int, label: str):
-    """AMADEUS Figure 1: how many chunks were used by 1, 2, ... of the questions, Naive RAG beside AMADEUS (left),
-    and each one's average chunk usage rate with its 95% interval beside the paper's rate (right). ``rates``:
-    :func:`rpa_lib.paper.figure1_rates` (``usage_rate``, ``usage_rate_low``/``_high``, ``paper_rate``)."""
+    """AMADEUS Figure 1: how many chunks 1, 2, ... questions used, Naive RAG beside AMADEUS, and each one's average
+    chunk usage rate with its 95% interval beside the paper's. ``rates``: :func:`rpa_lib.paper.figure1_rates`."""
     fig, (ax, side) = plt.subplots(1, 2, figsize=(9.5, 4.2), gridspec_kw={"width_ratios": [3, 1]})
     top = int(freqs.uses.max()) if len(freqs) else 1
     bins = np.arange(1, top + 2)
@@ -176,13 +167,13 @@ def duplication_figure(freqs: pd.DataFrame, rates: pd.DataFrame, items: int, cha
     for offset, m in ((-0.2, "naive_rag"), (0.2, "amadeus")):
         counts = np.bincount(freqs[freqs.method == m].uses, minlength=top + 1)[1:]
         r = rate.loc[m]
+        usage = interval_text(r.usage_rate, r.usage_rate_low, r.usage_rate_high, "{:.2%}")
         ax.bar(bins[:-1] + offset, counts, width=0.4, color=METHOD_COLORS[m],
-               label=f"{method_label(m)}: avg. chunk usage {interval_text(r.usage_rate, r.usage_rate_low, r.usage_rate_high, '{:.2%}')}"
-                     f" (paper {r.paper_rate:.2%})")
+               label=f"{method_label(m)}: avg. chunk usage {usage} (paper {r.paper_rate:.2%})")
     ax.set_xlabel(f"duplication frequency: questions (of {items}) that used the chunk")
     ax.set_ylabel("chunks (all characters)")
     ax.set_xticks(bins[:-1])
-    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), frameon=False)  # below the axes, off the bars
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), frameon=False)  # below, off the bars
     x = np.arange(len(shown))
     side.bar(x, rate.usage_rate, 0.6, color=[METHOD_COLORS[m] for m in shown], edgecolor="black", linewidth=0.6)
     error_bars(side, x, rate, "usage_rate")
@@ -191,15 +182,13 @@ def duplication_figure(freqs: pd.DataFrame, rates: pd.DataFrame, items: int, cha
     side.set_ylabel("avg. chunk usage rate")
     side.set_title(f"95% interval: {BOOTSTRAP}", fontsize=7, wrap=True)
     side.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12), frameon=False)
-    fig.suptitle(f"Chunk duplication on MBTI questions, {plural(characters, 'character')}\n{label}",
-                 fontsize=10)
-    fig.tight_layout()
-    return fig
+    return _finish(fig, f"Chunk duplication on MBTI questions, {plural(characters, 'character')}\n{label}",
+                   fontsize=10)
 
 
 def personality_figure(per_dim: pd.DataFrame, types: pd.DataFrame, characters: int, label: str):
-    """Tables 4-5 per dimension: the share of characters with the right letter, by method, beside the paper's
-    AMADEUS column (hatched); each panel title gives our share of undecided letters."""
+    """Tables 4-5 per dimension: the share of characters with the right letter by method, beside the paper's
+    AMADEUS (hatched); each title gives our share of undecided letters."""
     fig, axes = plt.subplots(1, 2, figsize=(13, 4.2), gridspec_kw={"width_ratios": [4, 5]})
     colors = {**METHOD_COLORS, "paper AMADEUS (GPT-4.1)": "#ffffff"}
     for ax, (qname, title) in zip(axes, [("mbti", "MBTI (Table 4)"), ("bigfive", "Big Five SLOAN (Table 5)")]):
@@ -207,12 +196,12 @@ def personality_figure(per_dim: pd.DataFrame, types: pd.DataFrame, characters: i
         shown = list(dict.fromkeys(d.method))
         x, width = np.arange(d.dimension.nunique()), 0.8 / len(shown)
         for i, m in enumerate(shown):
-            v = d[d.method == m]
-            bars = ax.bar(x + (i - (len(shown) - 1) / 2) * width, v.accuracy, width,
-                          label=m if m.startswith("paper") else method_label(m), color=colors.get(m, plt.cm.tab20(i)), edgecolor="black",
-                          hatch="//" if m.startswith("paper") else None, linewidth=0.6)
+            v, at, paper = d[d.method == m], x + _offset(i, len(shown), width), m.startswith("paper")
+            bars = ax.bar(at, v.accuracy, width, label=m if paper else method_label(m),
+                          color=colors.get(m, plt.cm.tab20(i)), edgecolor="black", hatch="//" if paper else None,
+                          linewidth=0.6)
             ax.bar_label(bars, fmt="%.2g", fontsize=7, padding=1)
-            error_bars(ax, x + (i - (len(shown) - 1) / 2) * width, v, "accuracy")
+            error_bars(ax, at, v, "accuracy")
         ours = types[types.questionnaire == qname].predicted.str.cat()
         undecided = (ours.count("-") + ours.count("?")) / max(len(ours), 1)
         ax.set_xticks(x, list(dict.fromkeys(d.dimension)))
@@ -221,15 +210,13 @@ def personality_figure(per_dim: pd.DataFrame, types: pd.DataFrame, characters: i
         ax.set_title(f"{title}; our undecided letters: {undecided:.0%}", fontsize=10)
         ax.axhline(0.5, color="grey", lw=0.6, ls=":")
     axes[1].legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, frameon=False)
-    fig.suptitle(f"Per-dimension accuracy, {plural(characters, 'character')}. {label}", fontsize=9, y=1.02)
-    fig.tight_layout()
-    return fig
+    return _finish(fig, f"Per-dimension accuracy, {plural(characters, 'character')}. {label}", fontsize=9, y=1.02)
 
 
 def qa_figure(long: pd.DataFrame, breakdown: pd.DataFrame, label: str):
-    """AMADEUS Table 6 on CharacterRAG: ACC and ACC_L per method, ours beside the paper's three LLMs (hatched),
-    and our ACC per QA attribute and method. ``long``: :func:`rpa_lib.paper.table6_beside_paper`'s numbers;
-    ``breakdown``: :func:`rpa_lib.evaluation.qa.attribute_breakdown`; ``label``: the run's caption line."""
+    """AMADEUS Table 6 on CharacterRAG: ACC and ACC_L per method, ours beside the paper's LLMs (hatched), and our ACC
+    per QA attribute. ``long``: :func:`rpa_lib.paper.table6_beside_paper`'s numbers; ``breakdown``:
+    :func:`rpa_lib.evaluation.qa.attribute_breakdown`."""
     fig, axes = plt.subplots(1, 3, figsize=(16, 4.4), gridspec_kw={"width_ratios": [5, 5, 4]})
     qa = long[long.task == "CharacterRAG"]
     methods = list(dict.fromkeys(qa.method))
@@ -240,16 +227,15 @@ def qa_figure(long: pd.DataFrame, breakdown: pd.DataFrame, label: str):
                                    (axes[1], "acc_l", "ACC_L (1-10)", 11)):
         paper_i = 0
         for i, (source, llm) in enumerate(groups):
-            v = qa[(qa.source == source) & (qa.llm == llm)].set_index("method").reindex(methods)[metric]
-            ours = source == "ours"
+            rows = qa[(qa.source == source) & (qa.llm == llm)].set_index("method").reindex(methods)
+            v, at, ours = rows[metric], x + _offset(i, len(groups), width), source == "ours"
             color = "#DD8452" if ours else shades[paper_i % len(shades)]
             paper_i += not ours
-            bars = ax.bar(x + (i - (len(groups) - 1) / 2) * width, v.fillna(0), width, color=color, edgecolor="black",
-                          linewidth=0.6, hatch=None if ours else "//", label=f"ours ({llm})" if ours else f"paper, {llm}")
+            bars = ax.bar(at, v.fillna(0), width, color=color, edgecolor="black", linewidth=0.6,
+                          hatch=None if ours else "//", label=f"ours ({llm})" if ours else f"paper, {llm}")
             ax.bar_label(bars, labels=["-" if pd.isna(a) else f"{a:.2g}" for a in v], fontsize=6, padding=1)
             if ours:  # our 95% interval: characters resampled (none with one character)
-                error_bars(ax, x + (i - (len(groups) - 1) / 2) * width,
-                           qa[(qa.source == source) & (qa.llm == llm)].set_index("method").reindex(methods), metric)
+                error_bars(ax, at, rows, metric)
         ax.set_xticks(x, methods, fontsize=8)
         ax.set_ylim(0, top)
         ax.set_title(title, fontsize=10)
@@ -267,14 +253,12 @@ def qa_figure(long: pd.DataFrame, breakdown: pd.DataFrame, label: str):
         ax.set_xticks(range(wide.shape[1]), wide.columns, fontsize=8)
         ax.set_yticks(range(wide.shape[0]), [a.replace(" and ", " & ") for a in wide.index], fontsize=8)
     ax.set_title("our ACC per QA attribute", fontsize=10)
-    fig.suptitle(f"AMADEUS Table 6 (CharacterRAG). {label}", fontsize=9, y=1.02)
-    fig.tight_layout()
-    return fig
+    return _finish(fig, f"AMADEUS Table 6 (CharacterRAG). {label}", fontsize=9, y=1.02)
 
 
 def table2_figure(long: pd.DataFrame, label: str, intervals: dict | None = None):
-    """AMADEUS Table 2's ratings: per task, each rater's count of each rating 1-5 (stacked), and the task's mean
-    with its 95% interval when ``intervals`` gives one (``{task: (low, high)}``)."""
+    """AMADEUS Table 2's ratings: per task, each rater's count of each rating 1-5 (stacked) and the task's mean,
+    with its 95% interval where ``intervals`` (``{task: (low, high)}``) has one."""
     tasks = [t for t in ("BFI", "MBTI") if t in set(long.task)] + sorted(set(long.task) - {"BFI", "MBTI"})
     fig, axes = plt.subplots(1, max(1, len(tasks)), figsize=(6 * max(1, len(tasks)), 4.2), squeeze=False)
     colors = plt.cm.RdYlGn(np.linspace(0.1, 0.9, 5))
@@ -286,18 +270,16 @@ def table2_figure(long: pd.DataFrame, label: str, intervals: dict | None = None)
             ax.barh(counts.index, counts[rating], left=left, color=color, label=f"{rating:.0f}")
             left += counts[rating].to_numpy()
         mean = long[long.task == task].rating.mean()
-        ci = intervals.get(task, (np.nan, np.nan)) if intervals else (np.nan, np.nan)
+        ci = (intervals or {}).get(task, (np.nan, np.nan))
         ax.set_title(f"{task}: mean rating {interval_text(mean, *ci, '{:.2f}')}")
         ax.set_xlabel("samples")
     axes[0][-1].legend(title="rating", fontsize=8, loc="lower right")
-    fig.suptitle(f"AMADEUS Table 2 ratings per rater\n{label}", y=1.04, fontsize=9)
-    fig.tight_layout()
-    return fig
+    return _finish(fig, f"AMADEUS Table 2 ratings per rater\n{label}", y=1.04, fontsize=9)
 
 
 def agreement_figure(agree: pd.DataFrame, means: pd.DataFrame, paper: pd.DataFrame, rungs: list[str], label: str):
-    """CharacterCraft Table 6: Kendall's tau-b per dimension of our judge with and without the reference, beside
-    the paper's GPT-4o; and the judge's mean score per rung and dimension (with the reference)."""
+    """CharacterCraft Table 6: our judge's Kendall's tau-b per dimension with and without the reference, beside the
+    paper's GPT-4o, and its mean score per rung and dimension (with the reference)."""
     fig, axes = plt.subplots(1, 2, figsize=(14, 4.6), gridspec_kw={"width_ratios": [1.2, 1]})
     ax = axes[0]
     x = np.arange(len(DIMENSIONS))
@@ -309,7 +291,7 @@ def agreement_figure(agree: pd.DataFrame, means: pd.DataFrame, paper: pd.DataFra
             bars.append((f"GPT-4o vs people, {ref} (paper)", gpt.loc[ref, list(DIMENSIONS)].astype(float) / 100))
     width = 0.8 / len(bars)
     for i, (name, values) in enumerate(bars):
-        ax.bar(x + (i - (len(bars) - 1) / 2) * width, values.to_numpy(dtype=float), width, label=name,
+        ax.bar(x + _offset(i, len(bars), width), values.to_numpy(dtype=float), width, label=name,
                hatch="//" if "paper" in name else None, alpha=0.6 if "paper" in name else 1.0)
     ax.axhline(0, color="black", linewidth=0.8)
     ax.set_xticks(x, DIMENSIONS)
@@ -327,9 +309,7 @@ def agreement_figure(agree: pd.DataFrame, means: pd.DataFrame, paper: pd.DataFra
             ax.text(j, i, f"{v:.1f}", ha="center", va="center", color="white" if v < 1.5 else "black", fontsize=8)
     ax.set_title("judge's mean score per rung (with reference)")
     fig.colorbar(im, ax=ax, fraction=0.04)
-    fig.suptitle(f"CharacterCraft Table 6 on our data\n{label}", y=1.04, fontsize=9)
-    fig.tight_layout()
-    return fig
+    return _finish(fig, f"CharacterCraft Table 6 on our data\n{label}", y=1.04, fontsize=9)
 
 
 VERDICT_COLORS = {"supported": "#55A868", "contradicted": "#C44E52", "not distinguishable": "#8c8c8c",
@@ -341,11 +321,9 @@ def _verdict_color(v: str) -> str:
 
 
 def claims_figure(claims: pd.DataFrame, label: str):
-    """The paper's claims as a forest plot: per claim the difference in the claim's favour (method minus
-    reference, sign flipped where lower is better) with its 95% interval, from the paper's printed evidence
-    (squares) and from this run (circles), filled by verdict; a claim with neither is listed without a point. Two
-    legends, one for the shapes and one for the fills, so a white fill (not testable) is not read as a shape.
-    ``claims``: :func:`rpa_lib.evaluation.claims.claims_table`."""
+    """The paper's claims as a forest plot: per claim the difference in its favour with its 95% interval, from the
+    paper's printed evidence (squares) and this run (circles), filled by verdict. ``claims``:
+    :func:`rpa_lib.evaluation.claims.claims_table`."""
     fig, ax = plt.subplots(figsize=(9, 0.42 * len(claims) + 1.6))
     y = np.arange(len(claims))[::-1]
     shapes = []

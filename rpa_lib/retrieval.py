@@ -1,18 +1,11 @@
-"""Retrieval for one character: persona -> chunks -> cached vectors -> cached hnswlib index -> ranked chunks.
+"""Retrieval for one character: persona -> chunks -> cached vectors -> cached hnswlib index (under
+``index_dir()/<character>/<splitter>/<embedder model id>``) -> ranked chunks. :func:`retriever` is the memoized way
+in. It calls no LLM.
 
-Example (not run as a doctest: it loads the embedder)::
+Example (not a doctest: it loads the embedder)::
 
     r = Retriever.for_character("frieren", splitter="acts", embedder="minilm")
     [hit.chunk.context for hit in r.search("Who was your first teacher?", k=2)]
-
-The index lives under ``index_dir()/<character>/<splitter>/<embedder model id>``. When the persona changes
-(paragraphs added, edited or deleted) it is updated in place: only new or changed chunks are embedded and added,
-the others marked deleted (:func:`rpa_lib.index.build_or_load`); it is rebuilt when the embedder, the HNSW
-parameters or the split settings change (ATS/ACTS: a new longest paragraph l_max redoes the whole split).
-``Retriever.change`` says which happened. This module does not call any LLM.
-
-:func:`retriever` is the shared, memoized way in: one retriever per (dataset, character, splitter, embedder),
-rebuilt (its index updated) when the persona file changes on disk; :func:`clear_retrievers` empties the memo.
 """
 
 from __future__ import annotations
@@ -43,9 +36,10 @@ class Hit:
 
 
 def persona_embedder(persona: Persona, name: str) -> Embedder:
-    """The embedder ``name`` for one persona's texts. TF-IDF is fitted on the persona's paragraphs with their
-    contexts (one vocabulary for all splitters and methods); a model embedder is the same for every persona."""
-    return get_embedder(name, corpus=[f"{p.context}\n{p.text}" for p in persona.paragraphs] if name == "tfidf" else None)
+    """The embedder ``name`` for one persona: TF-IDF is fitted on its paragraphs with their heading paths (one
+    vocabulary for all splitters and methods); a model embedder is the same for every persona."""
+    corpus = [f"{p.context}\n{p.text}" for p in persona.paragraphs] if name == "tfidf" else None
+    return get_embedder(name, corpus=corpus)
 
 
 class Retriever:
@@ -55,7 +49,7 @@ class Retriever:
 
     @property
     def change(self):
-        """What opening the index did: loaded, built, or updated in place (:class:`rpa_lib.index.IndexChange`)."""
+        """What opening the index did (:class:`rpa_lib.index.IndexChange`)."""
         return self.index.change
 
     @classmethod
@@ -82,13 +76,11 @@ class Retriever:
         return self.search_many([query], k)[0]
 
     def search_many(self, queries: list[str], k: int = 5) -> list[list[Hit]]:
-        """:meth:`search` for each query."""
         return self.search_vectors(embed(self.embedder, queries, kind="query"), k)
 
     def search_vectors(self, vectors: np.ndarray, k: int = 5) -> list[list[Hit]]:
-        """The ``k`` chunks nearest each query vector. A vector of all zeros (TF-IDF: no word of the query is in
-        the persona's vocabulary) ties every chunk at 0: it gets the first ``k`` chunks in document order, never an
-        arbitrary index order (``not vector.any()`` tells such a query)."""
+        """The ``k`` chunks nearest each query vector; an all-zero vector (TF-IDF: no word of the query is known)
+        gets the first ``k`` chunks in document order, score 0."""
         ids, scores = self.index.search(vectors, k)
         first = [c.id for c in self.chunks[:k]]
         return [[Hit(self._by_id[i], float(s)) for i, s in zip(row, srow, strict=True)] if vector.any()
@@ -96,7 +88,6 @@ class Retriever:
                 for row, srow, vector in zip(ids, scores, vectors, strict=True)]
 
     def chunk(self, chunk_id: str) -> Chunk | None:
-        """The chunk with this id, or None when this retriever has none."""
         return self._by_id.get(chunk_id)
 
     def vectors(self) -> np.ndarray:
@@ -108,9 +99,7 @@ _RETRIEVERS_LOCK = threading.Lock()
 
 
 def retriever(slug: str, splitter: str, embedder: str, dataset=None) -> Retriever:
-    """The memoized retriever of a character of ``dataset`` (a :class:`rpa_lib.data.Dataset`, default the
-    repository's data/). The memo key includes the persona file's size and modification time, so an edited
-    persona gets new chunks at once, in a notebook session too, and the index folder in use."""
+    """The memoized retriever of a character of ``dataset``, renewed when its persona file or index folder changes."""
     ds = as_dataset(dataset)
     path = ds.persona_path(slug)
     stat = path.stat() if path.is_file() else None

@@ -1,27 +1,7 @@
-"""Split a persona into chunks: Vanilla, ATS and ACTS (AMADEUS Eq. 3-5, "Adaptive Context-aware Text Splitter").
-
-- ``vanilla``: one fixed chunk length and overlap for every character (default 500 / 100 characters), over the
-  whole document as it is written, heading lines included: its chunks may cut across sections, and a chunk that
-  does holds the heading lines between its paragraphs, as the document does (its ``headings`` are the path its
-  paragraphs share, e.g. ``Frieren > Activity``). That is the conventional splitting the paper compares with.
-- ``ats``: l_max = the character's longest paragraph (Eq. 3), overlap l_o = l_max / 2, so short paragraphs merge
-  into one chunk and consecutive chunks overlap (Adaptive Text Splitter).
-- ``acts``: ATS, and each chunk's hierarchical context H_i (its heading path) is put in front of its text (Eq. 5).
-- ``vanilla-section``: Vanilla's length and overlap inside each section (this repository's first Vanilla), kept
-  as a named variant for comparison.
-- ``ats-document`` / ``acts-document``: ATS / ACTS with ``scope="document"``, the whole persona segmented with
-  l_max and l_max/2 as Eq. 4 reads, named variants for comparison (:func:`overlap_chars` measures the overlap
-  each scope actually achieves).
-
-Where the paper is silent: may an ATS/ACTS chunk span two subsections? We split ATS and ACTS inside each section
-(the body under one heading path), because Eq. 5 appends *the* hierarchical context H_i of a chunk, which is only
-defined when the chunk lies under one heading path; ``split(..., scope="document")`` lets them span sections
-instead (the chunk then carries the shared part of the paths). Splitting uses LangChain's
-``RecursiveCharacterTextSplitter`` (paragraphs first, then lines, sentences, words; overlap is carried in whole
-pieces). Lengths are in characters (the paper's length function phi; pass ``length_function`` to count tokens
-instead). Every chunk keeps the exact character offsets of its body in ``persona.md``.
-
-This module does not embed or index (see ``embeddings`` and ``index``).
+"""Split a persona into chunks (AMADEUS Eq. 3-5): ``vanilla`` (500 characters, overlap 100, over the whole
+document), ``ats`` (l_max = the longest paragraph, overlap l_max/2, inside each section), ``acts`` (ATS with each
+chunk's heading path in front), and the variants ``vanilla-section``, ``ats-document``, ``acts-document`` (the other
+scope). Lengths are in characters unless ``length_function`` says otherwise. It does not embed or index.
 """
 
 from __future__ import annotations
@@ -29,6 +9,7 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass
+from os.path import commonprefix
 
 from rpa_lib.display import chunks_html
 from rpa_lib.persona import Persona, heading_path
@@ -46,8 +27,8 @@ _SEPARATORS = ["\n\n", "\n", ". ", "? ", "! ", "; ", ", ", " ", ""]
 
 @dataclass(frozen=True)
 class Chunk:
-    """A piece of a persona. ``text`` is what is embedded and shown to the LLM; ``body`` the source slice
-    ``source[start:end]`` (for a chunk that crosses sections: its paragraphs without the heading lines between)."""
+    """A piece of a persona: ``text`` is what is embedded and shown to the LLM, ``body`` the source slice
+    ``source[start:end]``."""
 
     id: str  # "frieren:acts:0007"
     character: str
@@ -94,10 +75,8 @@ def settings_for(persona: Persona, splitter: str, length: int | None = None, ove
 
 def split(persona: Persona, splitter: str = "acts", *, length: int | None = None, overlap: int | None = None,
           length_function: Callable[[str], int] = len, scope: str | None = None) -> list[Chunk]:
-    """Chunks of a persona, in document order. No chunk body is longer than the splitter's chunk length
-    (counting one blank line between paragraphs, however many the source has), and with ATS/ACTS every
-    paragraph lies whole inside at least one chunk. ``scope`` (``"section"`` or ``"document"``) overrides the
-    splitter's own (:data:`SCOPES`).
+    """Chunks of a persona, in document order, none longer than the chunk length; with ATS/ACTS every paragraph
+    lies whole in at least one. ``scope`` (``"section"`` or ``"document"``) overrides the splitter's (:data:`SCOPES`).
 
     >>> from rpa_lib.persona import load_persona
     >>> [c.id for c in split(load_persona("frieren"), "acts")][:2]
@@ -107,10 +86,8 @@ def split(persona: Persona, splitter: str = "acts", *, length: int | None = None
     scope = scope or SCOPES[splitter]
     if scope not in ("section", "document"):
         raise ValueError(f"scope must be 'section' or 'document', not {scope!r}")
-    text_splitter = _splitter_class()(
-        chunk_size=s.chunk_length + 1, chunk_overlap=s.overlap, length_function=length_function,
-        separators=_SEPARATORS, keep_separator=False, strip_whitespace=True,
-    )
+    text_splitter = _splitter_class()(chunk_size=s.chunk_length + 1, chunk_overlap=s.overlap, separators=_SEPARATORS,
+                                      length_function=length_function, keep_separator=False, strip_whitespace=True)
     units = [persona.paragraphs] if scope == "document" else [list(sec.paragraphs) for sec in persona.sections]
     chunks: list[Chunk] = []
     for paragraphs in units:
@@ -131,38 +108,20 @@ def split(persona: Persona, splitter: str = "acts", *, length: int | None = None
             cursor = found + 1
             start = _to_source(spans, norm_starts, found)
             end = _to_source(spans, norm_starts, found + len(piece) - 1) + 1
-            # the paragraphs the chunk overlaps (p.start < end and p.end > start), found by bisection: a persona
-            # of a million characters has thousands of paragraphs, and a scan per chunk would be quadratic
+            # the paragraphs the chunk overlaps, by bisection (a scan per chunk is quadratic on a long persona)
             overlapping = paragraphs[bisect_right(par_ends, start):bisect_left(par_starts, end)]
             if not overlapping:  # heading lines alone, between two paragraphs that fill chunks of their own
                 continue
-            headings = _shared_path([p.headings for p in overlapping])
-            # The body is the source slice: inside a section its paragraphs; across sections also the heading lines
-            # between them, as the document has them (the splitter measured the same text).
-            body = persona.source[start:end]
-            chunks.append(Chunk(
-                id=f"{persona.slug}:{splitter}:{len(chunks):04d}", character=persona.slug, splitter=splitter,
-                text=f"{heading_path(headings)}\n{body}" if s.with_context else body,
-                body=body, headings=headings, start=start, end=end,
-            ))
+            headings = commonprefix([p.headings for p in overlapping])  # the heading path they share (tuples work)
+            body = persona.source[start:end]  # across sections: with the heading lines between, as measured
+            text = f"{heading_path(headings)}\n{body}" if s.with_context else body
+            chunks.append(Chunk(id=f"{persona.slug}:{splitter}:{len(chunks):04d}", character=persona.slug,
+                                splitter=splitter, text=text, body=body, headings=headings, start=start, end=end))
     return chunks
 
 
-def _shared_path(paths: list[tuple[str, ...]]) -> tuple[str, ...]:
-    """The longest heading path every one of ``paths`` starts with."""
-    shared = paths[0]
-    for p in paths[1:]:
-        n = 0
-        while n < min(len(shared), len(p)) and shared[n] == p[n]:
-            n += 1
-        shared = shared[:n]
-    return shared
-
-
 def _splitter_class():
-    """LangChain's splitter keeps a piece whole only if it is strictly shorter than ``chunk_size`` but merges pieces
-    up to ``chunk_size`` inclusive. We pass the chunk length + 1 (so a paragraph as long as l_max stays whole, for
-    any length function) and merge up to the chunk length itself (so no chunk is longer)."""
+    """LangChain's splitter, given the chunk length + 1, merging up to the chunk length (docs/design/core.md)."""
     from langchain_text_splitters import RecursiveCharacterTextSplitter
 
     class Splitter(RecursiveCharacterTextSplitter):
@@ -177,15 +136,13 @@ def _splitter_class():
 
 
 def _to_source(spans: list[tuple[int, int]], norm_starts: list[int], offset: int) -> int:
-    """Map an offset in the normalized section body to the persona source (``norm_starts``: the spans' first
-    elements, ascending)."""
+    """An offset in the normalized section body as an offset in the source (``norm_starts``: the spans' firsts)."""
     norm_start, src_start = spans[bisect_right(norm_starts, offset) - 1]
     return src_start + offset - norm_start
 
 
 def overlap_chars(first: str, second: str) -> int:
-    """Characters ``second`` repeats from the end of ``first``: the longest suffix of ``first`` that starts at a
-    word boundary and begins ``second`` (the splitter carries overlap in whole pieces); 0 when none.
+    """The longest suffix of ``first`` starting at a word boundary that begins ``second`` (0 when none).
     ``overlap_chars("a b c d", "c d e") == 3``"""
     for at in range(max(0, len(first) - len(second)), len(first)):
         if (at == 0 or first[at - 1].isspace()) and second.startswith(first[at:]):

@@ -1,11 +1,5 @@
-"""``connect(path, schema)``: a SQLite connection for a cache file shared by threads and processes.
-
-WAL journal (readers never wait for the writer), a 60 s busy timeout (writers from other processes wait instead
-of failing) and the schema created if missing. Opening is serialized within a process and retried for a few
-seconds across processes: switching a new file to WAL needs the file to itself, and SQLite answers "database is
-locked" at once, without waiting, when two connections open a new file together (seen when several threads
-embedded their first texts at the same moment).
-"""
+"""``connect(path, schema)``: a SQLite connection for a cache file shared by threads and processes (WAL journal,
+60 s busy timeout, schema created if missing). It stores nothing itself."""
 
 from __future__ import annotations
 
@@ -20,7 +14,7 @@ OPEN_ATTEMPTS = 50  # x 0.1 s
 
 def connect(path: Path, schema: str, **options) -> sqlite3.Connection:
     """A connection to ``path`` (its folder created) in WAL mode with ``schema`` applied; ``options`` go to
-    ``sqlite3.connect``."""
+    ``sqlite3.connect``. Opening is serialized in a process and retried across processes ("database is locked")."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with _OPEN_LOCK:

@@ -1,10 +1,5 @@
-"""Text helpers that several layers share: the one sentence segmenter (pysbd, a maintained rule-based one) and the
-cut of ranked texts to a length budget. Pure functions; no model, no retrieval.
-
-- :func:`segmenter`: the process's pysbd segmenter for a language, with or without character spans (CRAG's
-  knowledge strips need spans; RAGEval's metrics need sentences). Built once per setting.
-- :func:`within_budget`: the top-ranked texts until a budget of characters or tokens is spent, the last one cut.
-"""
+"""Text helpers shared by several layers: the sentence segmenter (pysbd) and the cut of ranked texts to a length
+budget. Pure functions; no model, no retrieval."""
 
 from __future__ import annotations
 
@@ -28,11 +23,8 @@ def segmenter(language: str = "en", spans: bool = False):
 
 def within_budget(ranked: Sequence[str], budget: int, length: Callable[[str], int] = len,
                   prefix: Callable[[str, int], str] | None = None) -> list[str]:
-    """The top-ranked texts until ``budget`` is spent, **the last one counted in part**: whole texts while they
-    fit, then the first one that does not fit cut to its first ``budget - spent`` units (characters by default;
-    pass ``length`` and ``prefix`` to count tokens or cut at a word), and nothing after it. So every splitter is
-    given exactly ``min(budget, total length)`` units. Overlapping chunks spend the budget on their shared text
-    twice, as a prompt would. ``within_budget(["abcd", "efgh", "ij"], 6)`` -> ``["abcd", "ef"]``"""
+    """The top-ranked texts while they fit ``budget``, then the first that does not cut to the rest (``length`` and
+    ``prefix`` count and cut in other units). ``within_budget(["abcd", "efgh", "ij"], 6)`` -> ``["abcd", "ef"]``"""
     if budget < 0:
         raise ValueError(f"budget must be >= 0, got {budget}")
     prefix = prefix or (lambda text, n: text[:n])
