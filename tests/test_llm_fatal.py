@@ -68,7 +68,9 @@ def test_map_stops_at_the_first_fatal_error(workers):
         message = str(err.value)
         assert message.startswith("interviews: stopped at item ") and " of 200 (" in message
         assert "HTTP 401" in message and server.base_url in message and "sk-test" not in message
-        assert server.requests < 3 + 2 * workers  # not one request per item: queued items never ran
+        # not one request per item: the calls in flight finish, and a worker may take a few queued items before
+        # the stop reaches the pool (more on a loaded machine: 23 with 8 workers seen), never the 200
+        assert server.requests < 3 + 5 * workers
         assert err.value.__context__ is None
 
 
