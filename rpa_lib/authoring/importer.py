@@ -120,6 +120,8 @@ class ContentPlacer:
 
     def scores(self, texts: list[str]) -> list[dict[str, float]]:
         """For each text, ``{option: cosine}`` over the six attributes and :data:`REAL_WORLD`."""
+        if not texts:
+            return []
         sims = self._encode(texts) @ self._targets.T
         return [dict(zip(DESCRIPTIONS, map(float, row), strict=True)) for row in sims]
 
@@ -321,7 +323,7 @@ def classify(llm, heading: str, paragraphs: list[str], path: Path = Path(), line
 
 
 def parse_mapping(items: list[str] | None) -> dict[str, str | None]:
-    """``--map`` values (``"Heading=Attribute"``, ``"Heading=none"``) as table entries."""
+    """``--map`` values (``"Heading=Attribute"``, ``"Heading=none"``) as table entries; ValueError for another."""
     table = {}
     for item in items or []:
         heading, sep, attribute = item.rpartition("=")

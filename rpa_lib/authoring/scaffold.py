@@ -50,8 +50,8 @@ class Scaffold:
                  (self.empty, f"no text under {', '.join(self.empty)}"),
                  (self.failed, f"{len(self.failed)} LLM call(s) failed"),
                  (self.interrupted, "interrupted: the pairs made so far are kept")]
-        return "; ".join([f"{self.added} pair(s) written to {self.path} for review (reviewed=no) in {self.seconds:.0f} s",
-                          *(note for on, note in notes if on)])
+        written = f"{self.added} pair(s) written to {self.path} for review (reviewed=no) in {self.seconds:.0f} s"
+        return "; ".join([written, *(note for on, note in notes if on)])
 
 
 def review_path(ds: Dataset, slug: str) -> Path:

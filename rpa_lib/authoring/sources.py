@@ -41,7 +41,8 @@ def read_text_source(path: str | Path) -> tuple[Path, str, str]:
 
 
 def read_source(path: str | Path, page: str | None = None) -> SourceDocument:
-    """The document at ``path`` as sections (``page``: which page of a MediaWiki export)."""
+    """The document at ``path`` as sections (``page``: which page of a MediaWiki export); DataError for a file
+    that is no text, of an unknown format or without headings."""
     path, fmt, text = read_text_source(path)
     if page is not None and fmt != "mediawiki":
         raise DataError(path, None, f"--page {page!r} is for a MediaWiki export; this is {fmt}")

@@ -67,7 +67,8 @@ def export_pages(path: Path, text: str) -> list[Page]:
 
 
 def read_mediawiki(path: Path, text: str, page: str | None = None) -> SourceDocument:
-    """The newest revision of one page (``page``: its title, needed when the export holds several)."""
+    """The newest revision of one page (``page``: its title, needed when the export holds several); DataError for
+    an unnamed or unknown page, or one without wikitext."""
     pages = export_pages(path, text)
     titles = [p.title for p in pages]
     if page is None and len(pages) > 1:

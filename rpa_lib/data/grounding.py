@@ -137,7 +137,7 @@ def stems(text: str) -> set[str]:
 
 def content_words(text: str, names: set[str] | frozenset[str] = frozenset()) -> list[tuple[str, str]]:
     """``(word, stem)`` of each content word, once a stem: 4+ letters, not a stop word, not a proper name.
-    ``content_words("Then Frieren gave Fern a staff.") == [("staff", "staff")]``"""
+    ``content_words("Then Frieren gave Fern a staff.") == [("gave", "gav"), ("staff", "staff")]``"""
     out: dict[str, str] = {}
     for m in _LETTERS.finditer(text):
         word = m.group()

@@ -107,7 +107,9 @@ def budget_scores(dataset: Dataset, characters: list[str], splitters: list[str],
                   character_budgets: tuple[int, ...] = CHARACTER_BUDGETS, token_budgets: tuple[int, ...] = TOKEN_BUDGETS,
                   tokens: TokenCounter | None = None, sets: tuple[str, ...] = QA_SETS) -> pd.DataFrame:
     """Equal budget: one row per (embedder, splitter, character, question, unit, budget), ``unit`` characters or
-    ``tokens`` (default :func:`token_counter`), the ranked chunk texts cut to the budget, the last one in part."""
+    ``tokens`` (default :func:`token_counter`), the ranked chunk texts cut to the budget, the last one in part.
+    Columns: embedder, splitter, character, question, set, unit, budget, chunks, context_chars, recall, all_found,
+    eir."""
     tokens = tokens or (token_counter() if token_budgets else None)
     measures = [("characters", b, len, None) for b in character_budgets]
     measures += [("tokens", b, tokens.length, tokens.prefix) for b in token_budgets]

@@ -193,7 +193,8 @@ def write_panel_sheets(samples: pd.DataFrame, verdicts: pd.DataFrame, folder: Pa
 
 
 def human_ratings(samples: pd.DataFrame, sample_set: str, human_dir: Path | None = None) -> pd.DataFrame | None:
-    """People's ratings (samples x raters) from ``<human_dir>/<sample_set>/``, or None when no sheet holds one."""
+    """People's ratings (samples x raters) from ``<human_dir>/<sample_set>/``, or None when no sheet holds one;
+    SheetError for a sheet that cannot be read or does not match ``samples``."""
     folder = Path(human_dir or HUMAN_RATINGS_DIR) / sample_set
     if not folder.is_dir():
         return None

@@ -131,7 +131,9 @@ def check_agreement(verdicts: pd.DataFrame) -> pd.DataFrame:
 
     def value(item, metric, case):
         r = found.get((item, metric, case))
-        return "absent" if r is None else float(r["value"]) if r["status"] == OK else None
+        if r is None:
+            return "absent"
+        return float(r["value"]) if r["status"] == OK else None
 
     def coerced(item, metric, case) -> bool:
         r = found.get((item, metric, case)) if case is not None else None

@@ -1,6 +1,6 @@
 """Per-item outcomes in one long format (:data:`COLUMNS`), adapters from the committed per-item files to it, and
-the scores, intervals and paired comparisons computed from them. Only :func:`load_outcomes` reads files; it
-decides no comparison a caller does not ask for and writes nothing.
+the scores, intervals and paired comparisons computed from them (:func:`compare`: the caller's pairs, else each
+method against its reference by :func:`default_pairs`). Only :func:`load_outcomes` reads files; nothing writes.
 """
 
 from __future__ import annotations

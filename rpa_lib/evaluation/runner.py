@@ -25,8 +25,9 @@ from rpa_lib.methods.base import ContextItem, Response
 
 OK, UNPARSED, FAILED, PENDING = "ok", "unparsed", "failed", "pending"  # the status of a verdict row
 VERDICT_FIELDS = ["answer", "value", "status", "problem", "error", "coerced"]
-COLUMNS = ["method", "character", "question_id", "question", "reply", "context", "chunk_ids", "details", "llm_calls",
-           "cached_calls", "seconds", "error"]
+JOB_COLUMNS = ["method", "character", "question_id", "question"]  # then the jobs' meta, then the results
+RESULT_COLUMNS = ["reply", "context", "chunk_ids", "details", "llm_calls", "cached_calls", "seconds", "error"]
+COLUMNS = [*JOB_COLUMNS, *RESULT_COLUMNS]
 
 
 @dataclass(frozen=True)
@@ -95,11 +96,11 @@ def run_jobs(method, jobs: Iterable[Job], *, step: str = "respond", llm=None, de
                        details=r.details, llm_calls=len(r.calls), cached_calls=sum(c.cached for c in r.calls),
                        seconds=round(sum(c.seconds for c in r.calls), 3), error=None)
         else:
-            row.update(dict.fromkeys(COLUMNS[4:]), error=out.error)
+            row.update(dict.fromkeys(RESULT_COLUMNS), error=out.error)
         rows.append(row)
     meta = list(dict.fromkeys(k for j in jobs for k in j.meta))
     waiting = ["pending"] if any(o.pending for o in outcomes) else []  # a column only in batch rounds
-    frame = pd.DataFrame(rows, columns=[*COLUMNS[:4], *meta, *COLUMNS[4:], *waiting])
+    frame = pd.DataFrame(rows, columns=[*JOB_COLUMNS, *meta, *RESULT_COLUMNS, *waiting])
     if waiting:
         frame["pending"] = frame.pending.eq(True)
     return frame

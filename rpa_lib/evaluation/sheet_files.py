@@ -95,7 +95,7 @@ def read_workbook(path: Path) -> tuple[dict, list[tuple]]:
     try:
         wb = load_workbook(path, read_only=True, data_only=True)
     except Exception as exc:  # noqa: BLE001  (a corrupt or foreign file: openpyxl raises many kinds)
-        fail(path, f"cannot be read as a workbook: {exc}")
+        raise SheetError(path, [SheetProblem(None, None, f"cannot be read as a workbook: {exc}")]) from None
     try:
         if META_SHEET not in wb.sheetnames or RATINGS_SHEET not in wb.sheetnames:
             fail(path, f"no '{RATINGS_SHEET}' or '{META_SHEET}' sheet: not a sheet written by export_sheets")

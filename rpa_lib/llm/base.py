@@ -128,14 +128,16 @@ class LLM:
 
     def chat(self, messages: list[dict], *, temperature: float = 0.0, max_tokens: int = 256, seed: int = 0,
              sample: int = 0, name: str | None = None, allow_empty: bool = False, max_retries: int = 2) -> Reply:
-        """A free-text reply; a blank one (unless ``allow_empty``) is re-asked up to ``max_retries`` times."""
+        """A free-text reply; a blank one (unless ``allow_empty``) is re-asked up to ``max_retries`` times, then
+        :class:`LLMNoValidAnswer`."""
         req = Request("chat", _checked(messages), temperature, max_tokens, seed, sample + self.repeat,
                       allow_empty=allow_empty)
         return self._asked(req, name, max_retries)
 
     def choose(self, messages: list[dict], options: list[str], *, seed: int = 0, sample: int = 0,
                max_retries: int = 2, name: str | None = None) -> Reply:
-        """Exactly one of ``options`` (``Reply.text``), re-asking up to ``max_retries`` times."""
+        """Exactly one of ``options`` (``Reply.text``), re-asking up to ``max_retries`` times, then
+        :class:`LLMNoValidAnswer`."""
         options = [str(o) for o in options]
         if not options or len(set(options)) != len(options):
             raise ValueError(f"options must be non-empty and distinct: {options!r}")
@@ -144,14 +146,16 @@ class LLM:
 
     def structured(self, messages: list[dict], schema: dict, *, max_tokens: int = 512, max_retries: int = 2,
                    seed: int = 0, sample: int = 0, temperature: float = 0.0, name: str | None = None) -> Reply:
-        """A JSON object valid against ``schema`` (``Reply.data``), re-asking up to ``max_retries`` times."""
+        """A JSON object valid against ``schema`` (``Reply.data``), re-asking up to ``max_retries`` times, then
+        :class:`LLMNoValidAnswer`."""
         req = Request("structured", _checked(messages), temperature, max_tokens, seed, sample + self.repeat,
                       schema=schema)
         return self._asked(req, name, max_retries)
 
     def map(self, fn: Callable[[Any], Any], items: Iterable[Any], *, desc: str = "llm", workers: int | None = None,
             progress: bool = True) -> list[Outcome]:
-        """``fn(item)`` for every item, ``workers`` at a time, in order; an :class:`LLMFatalError` stops the run."""
+        """``[Outcome(item, fn(item)) ...]``, ``workers`` (None: :attr:`max_workers`) at a time, in order. A failed
+        item comes back as an Outcome with ``error``, never raised; only an :class:`LLMFatalError` stops the run."""
         return run_map(fn, items, workers=workers or self.max_workers, desc=desc, progress=progress,
                        stop_on=(LLMFatalError,))
 
@@ -184,7 +188,11 @@ class LLM:
     def _chat(self, req: Request) -> Raw:
         raise NotImplementedError
 
-    _choose = _structured = _chat
+    def _choose(self, req: Request) -> Raw:
+        raise NotImplementedError
+
+    def _structured(self, req: Request) -> Raw:
+        raise NotImplementedError
 
     def _key_extra(self) -> dict:
         """Backend settings that change replies; part of the cache key."""

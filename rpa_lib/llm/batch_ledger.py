@@ -98,7 +98,9 @@ class Ledger:
         return part
 
     def update(self, part: Part, **fields: object) -> None:
-        """Set ``fields`` (file_id, batch_id, status, counts) on ``part`` and in the ledger."""
+        """Set ``fields`` (file_id, batch_id, status, counts) on ``part`` and in the ledger; ValueError for another."""
+        if unknown := sorted(set(fields) - {"file_id", "batch_id", "status", "counts"}):
+            raise ValueError(f"Ledger.update: unknown field(s) {', '.join(unknown)}")
         for name, value in fields.items():
             setattr(part, name, value)
         stored = {k: json.dumps(v) if k == "counts" else v for k, v in fields.items()}

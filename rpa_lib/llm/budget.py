@@ -193,7 +193,9 @@ def shared_budget(limit: float, ledger: str | Path | None = None) -> Budget:
     """The one :class:`Budget` of a process for ``limit`` and ``ledger``, shared by the LLMs given it."""
     key = (float(limit), str(ledger) if ledger else None)
     with _SHARED_LOCK:
-        return _SHARED.setdefault(key, Budget(float(limit), Path(ledger) if ledger else None))
+        if key not in _SHARED:
+            _SHARED[key] = Budget(float(limit), Path(ledger) if ledger else None)
+        return _SHARED[key]
 
 
 def check_priced(llm, budget: Budget | None) -> Budget | None:

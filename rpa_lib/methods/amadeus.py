@@ -81,8 +81,8 @@ class Amadeus(Method):
 
         selection = guided_selection(ranked, judge, s.max_iterations, s.slot_size, self.window)
         n = selection.examined
-        trace = [calls[c.id] if i < n else replace(calls[c.id], purpose="judge-speculative")
-                 for i, c in enumerate(ranked[:n + selection.speculative]) if c.id in calls]
+        judged = [(i, calls[c.id]) for i, c in enumerate(ranked[:n + selection.speculative]) if c.id in calls]
+        trace = [call if i < n else replace(call, purpose="judge-speculative") for i, call in judged]
         return selection, trace
 
     def attributes(self, character: str, question: str, chunks) -> tuple[dict[str, str], list[Call]]:

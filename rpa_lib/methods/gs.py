@@ -128,7 +128,9 @@ def guided_selection(ranked_chunks: Sequence[T], judge: Callable[[T], bool], max
         t = launched = 0
         try:
             while t < limit and len(slot) < slot_size:  # one round: send the calls the policy asks for, then ...
-                ahead = policy.ahead(slot_size - len(slot), len(slot), t) if isinstance(policy, AdaptiveWindow) else policy
+                ahead = policy
+                if isinstance(policy, AdaptiveWindow):
+                    ahead = policy.ahead(slot_size - len(slot), len(slot), t)
                 for j in range(launched, min(limit, max(t + 1, t + ahead))):
                     futures[j] = pool.submit(judge, ranked_chunks[j])
                     launched = j + 1

@@ -232,9 +232,9 @@ def _run(profile_name: str, profile: dict, books: list[Path], output_dir: Path |
             before = _snapshot(watch)
             print(f"[{i}/{len(books)}] {nb.stem}: ", end="", flush=True)  # one line per notebook, ended below
             start = time.perf_counter()
-            if e := _papermill(nb, executed, params):
+            if failure := _papermill(nb, executed, params):
                 print(f"FAILED after {time.perf_counter() - start:.1f} s", flush=True)
-                print(f"{nb.name}: cell {e.exec_count} raised {e.ename}: {e.evalue}\n"
+                print(f"{nb.name}: {failure}\n"
                       f"(executed copy with the traceback: {executed})", file=sys.stderr)
                 raise SystemExit(1)
             seconds = time.perf_counter() - start
@@ -254,8 +254,8 @@ def _run(profile_name: str, profile: dict, books: list[Path], output_dir: Path |
     return summary
 
 
-def _papermill(nb: Path, executed: Path, params: dict):
-    """Execute ``nb`` to ``executed``: None, or the PapermillExecutionError of the cell that failed."""
+def _papermill(nb: Path, executed: Path, params: dict) -> str | None:
+    """Execute ``nb`` to ``executed``: None, or the failure as "cell N raised Error: message"."""
     import papermill
 
     try:
@@ -263,7 +263,7 @@ def _papermill(nb: Path, executed: Path, params: dict):
                                    cwd=str(paths.NOTEBOOKS_DIR), progress_bar=False, log_output=False,
                                    extra_arguments=KERNEL_ARGUMENTS)
     except papermill.PapermillExecutionError as e:
-        return e
+        return f"cell {e.exec_count} raised {e.ename}: {e.evalue}"
     return None
 
 
@@ -370,9 +370,8 @@ def _attempt(nb: Path, executed: Path, params: dict) -> tuple[str | None, float]
     """Execute ``nb`` (a dry run or a batch round): (None, or why it stopped early; seconds)."""
     start = time.perf_counter()
     try:
-        e = _papermill(nb, executed, params)
-        problem = e and (f"dry run stopped at cell {e.exec_count}, {e.ename}: {e.evalue}; "
-                         "the counts cover the calls before it")
+        failure = _papermill(nb, executed, params)
+        problem = f"dry run stopped: {failure}; the counts cover the calls before it" if failure else None
     except Exception as e:  # e.g. the kernel died: report it beside the counts made so far
         problem = f"dry run failed, {type(e).__name__}: {e}; the counts cover the calls before it"
     return problem, time.perf_counter() - start

@@ -58,7 +58,8 @@ def feldt_interval(alpha: float, n: int, k: int, ci: float = 0.95) -> tuple[floa
 
 def cronbach_alpha(table, *, nan_policy: str = "pairwise", ci: float = 0.95) -> tuple[float, tuple[float, float]]:
     """Cronbach's alpha of the raters of ``table`` and its Feldt interval, ``(alpha, (low, high))``; NaN with a
-    warning when undefined. ``nan_policy``: covariances over the samples both raters rated, or complete samples."""
+    warning when undefined. ``nan_policy``: covariances over the samples both raters rated, or complete samples.
+    ValueError for an unknown ``nan_policy``, a non-numeric table, a rater without ratings, < 2 raters or samples."""
     _check_choice("nan_policy", nan_policy, NAN_POLICIES)
     frame = _ratings(table)
     empty = [str(c) for c in frame.columns[frame.isna().all()]]

@@ -29,7 +29,7 @@ class KeypointScores:
 
 
 def keypoint_scores(labels: Sequence[str | None]) -> KeypointScores:
-    """One response's scores; NaN without a parsed label.
+    """One response's scores; NaN without a parsed label. ValueError for an unknown label, TypeError for a string.
     ``keypoint_scores(["covered", "contradicted", "not_covered", None])`` -> 1/3, 1/3, 1/3 with 1 unparsed"""
     if isinstance(labels, str):
         raise TypeError("labels is a sequence of labels, one per key point, not a single string")
