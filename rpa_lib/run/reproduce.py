@@ -256,6 +256,11 @@ def _run(profile_name: str, profile: dict, books: list[Path], output_dir: Path |
 
 def _papermill(nb: Path, executed: Path, params: dict) -> str | None:
     """Execute ``nb`` to ``executed``: None, or the failure as "cell N raised Error: message"."""
+    if "jsonschema" not in sys.modules and "rfc3987_syntax" not in sys.modules:
+        # papermill -> nbformat -> jsonschema, which compiles rfc3987_syntax's grammars (1 s) for "iri" formats that
+        # no notebook schema uses: marked absent, as in rpa_lib.llm.answers (docs/design/llm.md); a plan's workers
+        # and the command line start here
+        sys.modules["rfc3987_syntax"] = None  # type: ignore[assignment]
     import papermill
 
     try:
