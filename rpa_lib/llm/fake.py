@@ -57,7 +57,8 @@ class FakeLLM(LLM):
         self.label, self.model_id = label, f"fake:{label}"
         super().__init__(cache=cache, max_workers=max_workers, retry=retry)
 
-    def _chat(self, req: Request) -> Raw:
+    def _answer(self, req: Request) -> Raw:
+        """Every kind of round trip: the rule's answer to the request (options for a choice, else the schema)."""
         if self.delay:
             time.sleep(self.delay)
         spec = req.options if req.kind == "choose" else req.schema
@@ -66,4 +67,4 @@ class FakeLLM(LLM):
         text = json.dumps(out, ensure_ascii=False) if isinstance(out, dict) else "" if out is None else str(out)
         return Raw(text, sum(len(m["content"].split()) for m in req.messages), len(text.split()), data=data)
 
-    _choose = _structured = _chat
+    _chat = _choose = _structured = _answer
