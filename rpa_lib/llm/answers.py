@@ -50,11 +50,16 @@ def extract_json(text: str) -> dict:
     raise ValueError("no JSON object found in the reply")
 
 
+def without_iri_grammars() -> None:
+    """Before jsonschema's first import: mark ``rfc3987_syntax`` absent, so jsonschema does not compile its grammars
+    (1 s) for "iri" formats that neither our schemas nor nbformat's use (docs/design/llm.md)."""
+    if "jsonschema" not in sys.modules and "rfc3987_syntax" not in sys.modules:
+        sys.modules["rfc3987_syntax"] = None  # type: ignore[assignment]
+
+
 def schema_error(data: object, schema: dict) -> str | None:
     """Why ``data`` breaks ``schema`` (one line), or None when it is valid."""
-    if "jsonschema" not in sys.modules and "rfc3987_syntax" not in sys.modules:
-        # absent, so jsonschema skips its slow import: we check no formats (docs/design/llm.md)
-        sys.modules["rfc3987_syntax"] = None  # type: ignore[assignment]
+    without_iri_grammars()
     import jsonschema
 
     validator = jsonschema.validators.validator_for(schema)(schema)

@@ -25,6 +25,7 @@ from rpa_lib import paths
 from rpa_lib.data import Dataset
 from rpa_lib.embeddings import stand_in_name
 from rpa_lib.llm import LLMError, get_llm, judge_llm
+from rpa_lib.llm.answers import without_iri_grammars
 from rpa_lib.llm.budget import Budget, BudgetExceeded, dollars, usd
 from rpa_lib.llm.config import setting
 from rpa_lib.notebook_params import parameters
@@ -256,11 +257,7 @@ def _run(profile_name: str, profile: dict, books: list[Path], output_dir: Path |
 
 def _papermill(nb: Path, executed: Path, params: dict) -> str | None:
     """Execute ``nb`` to ``executed``: None, or the failure as "cell N raised Error: message"."""
-    if "jsonschema" not in sys.modules and "rfc3987_syntax" not in sys.modules:
-        # papermill -> nbformat -> jsonschema, which compiles rfc3987_syntax's grammars (1 s) for "iri" formats that
-        # no notebook schema uses: marked absent, as in rpa_lib.llm.answers (docs/design/llm.md); a plan's workers
-        # and the command line start here
-        sys.modules["rfc3987_syntax"] = None  # type: ignore[assignment]
+    without_iri_grammars()  # papermill -> nbformat -> jsonschema: a plan's workers and the command line start here
     import papermill
 
     try:
