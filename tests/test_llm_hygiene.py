@@ -1,9 +1,12 @@
 """Structure the review asked for: the settings lookup is a leaf module (no import cycle through it), and no module
-of the LLM layer, the embedders or the index writes ``os.environ`` at run time."""
+of the LLM layer, the embedders or the index writes ``os.environ`` at run time; the package's public names load on
+first use."""
 
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import rpa_lib
@@ -36,3 +39,10 @@ def test_no_module_writes_the_environment():
             if isinstance(node, ast.Assign | ast.AugAssign | ast.Delete):
                 targets = node.targets if isinstance(node, ast.Assign | ast.Delete) else [node.target]
                 assert not any(ast.unparse(t).startswith("os.environ") for t in targets), path.name
+
+
+def test_the_package_resolves_every_public_name_and_a_kernel_extension_loads_no_layer():
+    assert all(getattr(rpa_lib, name) is not None for name in rpa_lib.__all__)
+    code = "import sys, rpa_lib.ipython; print(sorted(m for m in ('pandas', 'numpy', 'rpa_lib.llm') if m in sys.modules))"
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert loaded.strip() == "[]"  # every notebook kernel loads the extension: it costs no import of the library
