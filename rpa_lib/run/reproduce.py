@@ -12,13 +12,12 @@ import argparse
 import contextlib
 import functools
 import json
-import multiprocessing
 import os
 import re
 import sys
 import tempfile
 import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from rpa_lib import paths
@@ -302,7 +301,7 @@ def plan(profile_name: str = "quick", only: list[str] | None = None, workers: in
         records = {nb.stem: out / f"{nb.stem}.plan.jsonl" for nb in planned}
         factors: dict[str, float] = {}
         samples: dict[str, tuple[list[str], int]] = {}
-        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        with ThreadPoolExecutor(workers) as pool:  # each dry run is a kernel process of its own
             futures = {}
             for nb in planned:
                 declared = parameters(nb)
