@@ -12,6 +12,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+import matplotlib.pyplot as plt
 import pandas as pd
 
 from rpa_lib.data import Dataset
@@ -19,7 +20,7 @@ from rpa_lib.evaluation.runner import PendingItems, check_failures, pending_mask
 from rpa_lib.evaluation.uncertainty import interval_caption
 from rpa_lib.llm import LLM, RunMode, get_llm, judge_llm
 from rpa_lib.llm.rounds import rounds_record
-from rpa_lib.report import notebook_parameters, output_dirs, run_label, save_run_record
+from rpa_lib.report import notebook_parameters, output_dirs, run_label, save_figure, save_run_record
 from rpa_lib.retrieval import persona_embedder
 
 
@@ -112,6 +113,14 @@ class Experiment:
     def interval_caption(self, n_characters) -> str:
         """:func:`~rpa_lib.evaluation.uncertainty.interval_caption` for this experiment's characters and runs."""
         return interval_caption(n_characters, runs=len(self.repeats))
+
+    def save_figure(self, fig, name: str, **data: Any) -> dict[str, Path]:
+        """:func:`~rpa_lib.report.save_figure` into the figures folder. A dry run draws nothing (it closes ``fig``):
+        its numbers come from a stand-in LLM and its files are thrown away."""
+        if self.mode.plan_file:
+            plt.close(fig)
+            return {}
+        return save_figure(fig, name, self.figures, **data)
 
     def record(self, name: str, **fields: Any) -> Path:
         """``results/<name>.run.json``: the parameters, the models and usage by role, the batch rounds, ``fields``;
