@@ -180,6 +180,23 @@ def test_a_fast_plan_is_within_5_percent_of_the_exact_plan(capsys):
             assert abs(f[key] - e[key]) <= 0.05 * e[key], (e["notebook"], key, e[key], f[key])
 
 
+def test_a_dry_run_draws_no_figure(tmp_path, fixture_data):
+    """Its numbers come from the stand-in and its files are thrown away: no PDF, PNG or CSV, the figure closed."""
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+    from rpa_lib.experiment import Experiment
+
+    for mode, written in (({"plan_file": str(tmp_path / "plan.jsonl")}, []), ({}, ["f.csv", "f.pdf", "f.png"])):
+        ex = Experiment("05_qa_evaluation", {"data_dir": str(fixture_data), "llm": "fake", "run_mode": mode,
+                                             "figures_dir": str(tmp_path / f"figures-{len(mode)}")})
+        fig = plt.figure()
+        ex.save_figure(fig, "f", data=pd.DataFrame({"x": [1]}))
+        assert sorted(p.name for p in ex.figures.glob("*")) == written
+        assert plt.fignum_exists(fig.number) == bool(written)
+        plt.close(fig)
+
+
 def test_the_sample_spreads_over_persona_sizes():
     sizes = {f"c{i:02d}": 1000 + 10 * i for i in range(15)}
     assert character_sample(sizes, 3) == ["c02", "c07", "c12"]  # the middle of each third
