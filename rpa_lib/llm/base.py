@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from rpa_lib.llm.answers import match_option, parse_structured
-from rpa_lib.llm.budget import Budget, check_priced, price_override
+from rpa_lib.llm.budget import Budget, check_priced, estimate_tokens, price_override
 from rpa_lib.llm.cache import open_cache, request_key
 from rpa_lib.llm.concurrency import run_map
 from rpa_lib.llm.reply import LLMError, LLMFatalError, LLMNoValidAnswer, Outcome, Pending, Raw, Reply
@@ -40,14 +40,6 @@ class Request:
     options: list[str] | None = None
     schema: dict | None = None
     allow_empty: bool = False  # chat: an empty reply is an answer, not a failure
-
-
-def _key_fields(req: Request) -> dict:
-    """The request's part of the cache key, listed by hand (``asdict`` is slow: docs/design/llm.md)."""
-    fields = {"kind": req.kind, "messages": req.messages, "temperature": req.temperature,
-              "max_tokens": req.max_tokens, "seed": req.seed, "sample": req.sample, "options": req.options,
-              "schema": req.schema}
-    return {**fields, "allow_empty": True} if req.allow_empty else fields
 
 
 def sample_seed(seed: int, sample: int) -> int:
@@ -205,8 +197,13 @@ class LLM:
     # ---- machinery --------------------------------------------------------------------------------------------
 
     def _keys(self, req: Request) -> tuple[dict, str]:
-        """(the fields of ``req``'s cache key: backend kind, model id, the request and backend settings; the key)."""
-        fields = {"backend": self.backend, "model": self.model_id, **_key_fields(req), "extra": self._key_extra()}
+        """(the fields of ``req``'s cache key: backend kind, model id, the request and backend settings; the key),
+        listed by hand (``asdict`` is slow: docs/design/llm.md)."""
+        fields = {"backend": self.backend, "model": self.model_id, "kind": req.kind, "messages": req.messages,
+                  "temperature": req.temperature, "max_tokens": req.max_tokens, "seed": req.seed, "sample": req.sample,
+                  "options": req.options, "schema": req.schema, "extra": self._key_extra()}
+        if req.allow_empty:
+            fields["allow_empty"] = True
         return fields, request_key(fields)
 
     @staticmethod
@@ -297,8 +294,9 @@ class LLM:
                 cause = exc if self._keep_causes else None
             raise error from cause  # outside the handler: no implicit chain to what the backend raised
 
-        hold = self._budget.hold(self.price, req, what) if self._budget is not None else None
-        raw = None
+        hold = raw = None
+        if self._budget is not None:
+            hold = self._budget.hold(self.price.cost(*estimate_tokens(req)), what, self.price)
         try:
             raw = call_with_retries(attempt, self.retry, what, on_retry=self.usage.record_retry)
         finally:

@@ -246,7 +246,7 @@ class _OpenAI:
         """Create the part's batch, under the budget's hold of its estimated cost when there is a budget."""
         if self.budget is None:
             return client.batches.create(input_file_id=part.file_id, endpoint=ENDPOINT, completion_window="24h")
-        hold = self.budget.hold_amount(_estimate(setup.file(part, "requests")), f"round {part.round}",
+        hold = self.budget.hold(_estimate(setup.file(part, "requests")), f"round {part.round}",
                                        noun=f"batch {part.n} of {len(part.custom_ids)} requests")
         try:
             batch = client.batches.create(input_file_id=part.file_id, endpoint=ENDPOINT, completion_window="24h")
@@ -272,11 +272,8 @@ class _OpenAI:
         if self.budget is not None:
             answers = [r for r in kept.values() if "error" not in r]
             cost = sum(batch_cost(model, *usage) or 0.0 for model, usage in _usages(answers))
-            hold = self._holds.pop((part.round, part.n), None)
-            if hold is None:  # started before a restart
-                self.budget.book(cost, len(answers))
-            else:
-                hold.settle_amount(cost, len(answers))
+            hold = self._holds.pop((part.round, part.n), None)  # None: started before a restart, held nothing here
+            self.budget.settle(0.0 if hold is None else hold.estimate, cost, len(answers))
 
 
 def _estimate(path: Path) -> float:

@@ -132,11 +132,7 @@ class Budget:
     def spent(self) -> float:
         return self._update()["spent"]
 
-    def hold(self, price: Price, req, what: str) -> Hold:
-        """Hold the estimated cost of ``req`` for its round trip (see :meth:`hold_amount`)."""
-        return self.hold_amount(price.cost(*estimate_tokens(req)), what, price)
-
-    def hold_amount(self, estimate: float, what: str, price: Price | None = None, *, noun: str = "this call") -> Hold:
+    def hold(self, estimate: float, what: str, price: Price | None = None, *, noun: str = "this call") -> Hold:
         """Hold ``estimate`` dollars for ``noun`` until settled; BudgetExceeded when that would pass the limit."""
         with self._lock:
             state = self._update()
@@ -151,11 +147,8 @@ class Budget:
             self._held += estimate
         return Hold(self, price, estimate)
 
-    def book(self, cost: float, calls: int) -> None:
-        """Book ``cost`` dollars for ``calls`` calls that held nothing here (a batch started before a restart)."""
-        self._settle(0.0, cost, calls)
-
-    def _settle(self, held: float, cost: float | None, calls: int = 1) -> None:
+    def settle(self, held: float, cost: float | None, calls: int = 1) -> None:
+        """Release ``held`` dollars and book ``cost`` (None: nothing, the call failed) for ``calls`` calls."""
         def add(state: dict) -> None:
             state["spent"] += cost
             state["calls"] += calls
@@ -167,7 +160,7 @@ class Budget:
 
 
 class Hold:
-    """An estimate held by one round trip (``settle(raw)``; None: it failed) or one batch (``settle_amount``)."""
+    """An estimate held by one round trip or batch, until ``settle(raw)`` (None: it failed)."""
 
     def __init__(self, budget: Budget, price: Price | None, estimate: float):
         self.budget, self.price, self.estimate = budget, price, estimate
@@ -179,10 +172,7 @@ class Hold:
             cost = self.price.cost(raw.prompt_tokens, raw.completion_tokens)
         else:  # the server reported no usage
             cost = self.estimate
-        self.budget._settle(self.estimate, cost)
-
-    def settle_amount(self, cost: float, calls: int) -> None:
-        self.budget._settle(self.estimate, cost, calls)
+        self.budget.settle(self.estimate, cost)
 
 
 _SHARED: dict[tuple[float, str | None], Budget] = {}

@@ -58,7 +58,6 @@ class PlanLLM(LLM):
         super().__init__(cache=False, max_workers=real.max_workers, retry=real.retry)
         cache = real._cache  # read through a view; without a cache file there is nothing to look up
         self._cache = _CacheView(cache) if cache is not None and Path(cache.path).is_file() else None
-        self._budget = None  # a plan spends nothing
         self._answers = FakeLLM(real.rule if isinstance(real, FakeLLM) else default_rule, cache=False)
         self._last = threading.local()  # the request whose key was made last, and its fields and key
 
@@ -90,11 +89,7 @@ class PlanLLM(LLM):
         with _WRITE_LOCK:
             _plan_file(self.path).write(line)
 
-    def _chat(self, req: Request) -> Raw:
-        return self._answers._chat(req)
+    def _answer(self, req: Request) -> Raw:
+        return self._answers._answer(req)
 
-    def _choose(self, req: Request) -> Raw:
-        return self._answers._choose(req)
-
-    def _structured(self, req: Request) -> Raw:
-        return self._answers._structured(req)
+    _chat = _choose = _structured = _answer
