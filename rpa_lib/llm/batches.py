@@ -11,7 +11,7 @@ import json
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -345,7 +345,7 @@ def summary(folder: Path) -> dict:
 
 def _round_summary(record: dict) -> dict:
     answers = [r for r in record["results"].values() if "error" not in r]
-    usages = list(_usages(answers))
+    usages = _usages(answers)
     costs = [batch_cost(model, *usage) for model, usage in usages]
     parts = record["parts"]
     return {"round": record["round"], "mode": record["mode"],
@@ -362,6 +362,5 @@ def tokens_of(body: dict) -> tuple[int, int]:
     return int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
 
 
-def _usages(answers: list[dict]) -> Iterator[tuple[str, tuple[int, int]]]:
-    for answer in answers:
-        yield answer["body"].get("model", ""), tokens_of(answer["body"])
+def _usages(answers: list[dict]) -> list[tuple[str, tuple[int, int]]]:
+    return [(answer["body"].get("model", ""), tokens_of(answer["body"])) for answer in answers]

@@ -80,17 +80,15 @@ def estimate_tokens(req) -> tuple[int, int]:
     """(input, output) tokens of a request as an OpenAI-compatible server sees it (with the backend's choice or schema
     instruction); output is ``max_tokens`` (an upper bound), for a choice the JSON object naming the longest option.
     ``estimate_tokens(Request("chat", [{"role": "user", "content": "x" * 40}], max_tokens=50)) == (14, 50)``"""
-    messages, sent = req.messages, ""
+    messages, sent, out = req.messages, "", req.max_tokens
     if req.kind == "choose":
         messages = with_instruction(messages, choice_instruction(req.options or []))
         sent = json.dumps(req.options)
+        out = _tokens(len(json.dumps({"answer": max(req.options or [""], key=len)})))
     elif req.kind == "structured":
         messages = with_instruction(messages, schema_instruction(req.schema or {}))
         sent = json.dumps(req.schema)
-    prompt = _prompt_tokens(messages, sent)
-    if req.kind == "choose":
-        return prompt, _tokens(len(json.dumps({"answer": max(req.options or [""], key=len)})))
-    return prompt, req.max_tokens
+    return _prompt_tokens(messages, sent), out
 
 
 class Budget:
