@@ -78,9 +78,9 @@ def _gguf_parsed_once():
         gguf.GGUFReader, gguf.get_tensor_name_map = reader, name_map
 
 
-def load(path: Path, weights: str) -> tuple[Any, Any, threading.Lock]:
-    """(tokenizer, model, lock) for ``path`` with weights ``weights`` (its fingerprint), loaded once per process."""
-    key = f"{path.resolve()}@{weights}"
+def load(path: Path, weights: str | None = None) -> tuple[Any, Any, threading.Lock]:
+    """(tokenizer, model, lock) for ``path`` with weights ``weights`` (fingerprinted if not given), loaded once."""
+    key = f"{path.resolve()}@{weights or fingerprint(path)}"
     with _LOAD_LOCK:
         if key not in _LOADED:
             from transformers import AutoModelForCausalLM, AutoTokenizer
