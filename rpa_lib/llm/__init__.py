@@ -29,5 +29,4 @@ def clear_caches() -> None:
 
 __all__ = ["LLM", "Budget", "BudgetExceeded", "Cache", "FakeLLM", "LLMError", "LLMFatalError", "LLMNoValidAnswer",
            "LocalLLM", "OpenAILLM", "Outcome", "PRICES", "PRICES_AS_OF", "Reply", "RetryPolicy", "RunMode", "Transient",
-           "Usage", "clear_caches",
-           "get_llm", "judge_llm", "save_usage"]
+           "Usage", "clear_caches", "get_llm", "judge_llm", "save_usage"]

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from rpa_lib.llm.answers import match_option, parse_structured
-from rpa_lib.llm.budget import Budget, check_priced, price_override
+from rpa_lib.llm.budget import Budget, check_priced, estimate_tokens, price_override
 from rpa_lib.llm.cache import open_cache, request_key
 from rpa_lib.llm.concurrency import run_map
 from rpa_lib.llm.reply import LLMError, LLMFatalError, LLMNoValidAnswer, Outcome, Pending, Raw, Reply
@@ -40,14 +40,6 @@ class Request:
     options: list[str] | None = None
     schema: dict | None = None
     allow_empty: bool = False  # chat: an empty reply is an answer, not a failure
-
-
-def _key_fields(req: Request) -> dict:
-    """The request's part of the cache key, listed by hand (``asdict`` is slow: docs/design/llm.md)."""
-    fields = {"kind": req.kind, "messages": req.messages, "temperature": req.temperature,
-              "max_tokens": req.max_tokens, "seed": req.seed, "sample": req.sample, "options": req.options,
-              "schema": req.schema}
-    return {**fields, "allow_empty": True} if req.allow_empty else fields
 
 
 def sample_seed(seed: int, sample: int) -> int:
@@ -80,22 +72,6 @@ class _Spent:
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
-
-
-class _NoValidAnswer(Exception):
-    """The backend answered every attempt, never validly: its outcome for this request, cached like a reply."""
-
-    def __init__(self, problem: str, text: str, attempts: int):
-        super().__init__(problem)
-        self.problem, self.text, self.attempts = problem, text, attempts
-
-
-def _failure(what: str, problem: str, cached: bool, seconds: float, spent: _Spent | None = None) -> LLMNoValidAnswer:
-    error = LLMNoValidAnswer(f"{what}: {problem}")
-    error.cached, error.seconds = cached, seconds
-    if spent is not None:  # what the attempts cost, for the caller's trace
-        error.prompt_tokens, error.completion_tokens = spent.prompt_tokens, spent.completion_tokens
-    return error
 
 
 class LLM:
@@ -132,7 +108,7 @@ class LLM:
         :class:`LLMNoValidAnswer`."""
         req = Request("chat", _checked(messages), temperature, max_tokens, seed, sample + self.repeat,
                       allow_empty=allow_empty)
-        return self._asked(req, name, max_retries)
+        return self._call(req, name, max_retries)
 
     def choose(self, messages: list[dict], options: list[str], *, seed: int = 0, sample: int = 0,
                max_retries: int = 2, name: str | None = None) -> Reply:
@@ -142,7 +118,7 @@ class LLM:
         if not options or len(set(options)) != len(options):
             raise ValueError(f"options must be non-empty and distinct: {options!r}")
         req = Request("choose", _checked(messages), 0.0, 0, seed, sample + self.repeat, options=options)
-        return self._asked(req, name, max_retries)
+        return self._call(req, name, max_retries)
 
     def structured(self, messages: list[dict], schema: dict, *, max_tokens: int = 512, max_retries: int = 2,
                    seed: int = 0, sample: int = 0, temperature: float = 0.0, name: str | None = None) -> Reply:
@@ -150,7 +126,7 @@ class LLM:
         :class:`LLMNoValidAnswer`."""
         req = Request("structured", _checked(messages), temperature, max_tokens, seed, sample + self.repeat,
                       schema=schema)
-        return self._asked(req, name, max_retries)
+        return self._call(req, name, max_retries)
 
     def map(self, fn: Callable[[Any], Any], items: Iterable[Any], *, desc: str = "llm", workers: int | None = None,
             progress: bool = True) -> list[Outcome]:
@@ -205,8 +181,13 @@ class LLM:
     # ---- machinery --------------------------------------------------------------------------------------------
 
     def _keys(self, req: Request) -> tuple[dict, str]:
-        """(the fields of ``req``'s cache key: backend kind, model id, the request and backend settings; the key)."""
-        fields = {"backend": self.backend, "model": self.model_id, **_key_fields(req), "extra": self._key_extra()}
+        """(the fields of ``req``'s cache key: backend kind, model id, the request and backend settings; the key),
+        listed by hand (``asdict`` is slow: docs/design/llm.md)."""
+        fields = {"backend": self.backend, "model": self.model_id, "kind": req.kind, "messages": req.messages,
+                  "temperature": req.temperature, "max_tokens": req.max_tokens, "seed": req.seed, "sample": req.sample,
+                  "options": req.options, "schema": req.schema, "extra": self._key_extra()}
+        if req.allow_empty:
+            fields["allow_empty"] = True
         return fields, request_key(fields)
 
     @staticmethod
@@ -215,70 +196,66 @@ class LLM:
         failed_fields = {**fields, "outcome": "failed"}
         return failed_fields, request_key(failed_fields)
 
-    def _call(self, req: Request, name: str | None, attempts: int, run: Callable[[str, _Spent], dict]) -> Reply:
-        """The cached outcome of ``req``, else ``run`` (claimed first: callers sharing the cache send it once)."""
+    def _call(self, req: Request, name: str | None, max_retries: int) -> Reply:
+        """The cached outcome of ``req``, else that of asking it (claimed first: callers sharing the cache send it
+        once), re-asking up to ``max_retries`` times."""
         what = _call_name(req.kind, name, req.messages)
         fields, key = self._keys(req)
         start = time.monotonic()
-        stored = self._stored(fields, key, attempts)
+        stored = self._stored(fields, key, max_retries + 1)
         if stored is None and self._inflight is not None:
-            with self._inflight.claim(key, lambda: self._stored(fields, key, attempts)) as stored:
+            with self._inflight.claim(key, lambda: self._stored(fields, key, max_retries + 1)) as stored:
                 if stored is None:
-                    return self._send_and_store(req, what, fields, key, start, run)
+                    return self._send_and_store(req, what, fields, key, start, max_retries)
         if stored is not None:
-            return self._replay(req, what, start, *stored)
-        return self._send_and_store(req, what, fields, key, start, run)
+            return self._outcome(req, what, start, time.monotonic(), stored)
+        return self._send_and_store(req, what, fields, key, start, max_retries)
 
-    def _stored(self, fields: dict, key: str, attempts: int) -> tuple[bool, dict] | None:
-        """(True, the reply) or (False, a failure after at least ``attempts`` attempts) from the cache, else None."""
+    def _stored(self, fields: dict, key: str, attempts: int) -> dict | None:
+        """The cached reply, else the cached failure (its entry has an ``error``) after at least ``attempts``
+        attempts, else None."""
         if self._cache is None:
             return None
         hit = self._cache.get(key)
         if hit is not None:
-            return True, hit
+            return hit
         miss = self._cache.get(self._failed(fields)[1])
-        return (False, miss) if miss is not None and miss.get("attempts", 0) >= attempts else None
-
-    def _replay(self, req: Request, what: str, start: float, ok: bool, entry: dict) -> Reply:
-        """The stored outcome as this call's: a Reply (``cached=True``, no tokens), or its failure raised."""
-        end = time.monotonic()
-        if not ok:
-            self.usage.record_call(start, end, cached=True, error=True)
-            raise _failure(what, entry["error"], True, end - start)
-        self.usage.record_call(start, end, cached=True)
-        return Reply(entry["text"], entry.get("data"), True, 0, 0, end - start, req.kind, self.model_id,
-                     entry.get("scores"), bool(entry.get("coerced")))
+        return miss if miss is not None and miss.get("attempts", 0) >= attempts else None
 
     def _send_and_store(self, req: Request, what: str, fields: dict, key: str, start: float,
-                        run: Callable[[str, _Spent], dict]) -> Reply:
-        """``run`` the request, store its outcome and return it (or raise its failure)."""
+                        max_retries: int) -> Reply:
+        """Ask ``req``, store its outcome and return it (or raise its failure)."""
         spent = _Spent()
-        failure: _NoValidAnswer | None = None
         try:
-            answer = run(what, spent)
-        except _NoValidAnswer as exc:
-            failure = exc
+            answer = self._ask(req, what, spent, max_retries)
         except Exception:
             self.usage.record_call(start, time.monotonic(), error=True)
             raise
         end = time.monotonic()
         tokens = {"prompt_tokens": spent.prompt_tokens, "completion_tokens": spent.completion_tokens,
                   "seconds": round(end - start, 3)}
-        if failure is not None:  # the backend's deterministic answer: store it, then raise (outside the handler)
-            self.usage.record_call(start, end, error=True)
-            if self._cache is not None:
-                failed_fields, failed_key = self._failed(fields)
-                self._cache.put(failed_key, failed_fields, {"error": failure.problem, "text": failure.text,
-                                                            "attempts": failure.attempts, **tokens})
-            raise _failure(what, failure.problem, False, end - start, spent)
-        reply = Reply(answer["text"], answer.get("data"), False, spent.prompt_tokens, spent.completion_tokens,
-                      end - start, req.kind, self.model_id, answer.get("scores"), bool(answer.get("coerced")))
-        if self._cache is not None:
-            coerced = {"coerced": True} if reply.coerced else {}  # entries of replies that matched stay as they were
-            self._cache.put(key, fields, {"text": reply.text, "data": reply.data, "scores": reply.scores, **coerced,
-                                          **tokens})
-        self.usage.record_call(start, end)
-        return reply
+        if self._cache is not None and "error" in answer:  # the backend's deterministic answer, stored like a reply
+            failed_fields, failed_key = self._failed(fields)
+            self._cache.put(failed_key, failed_fields, {**answer, **tokens})
+        elif self._cache is not None:
+            coerced = {"coerced": True} if answer.get("coerced") else {}  # replies that matched: entries as before
+            self._cache.put(key, fields, {"text": answer["text"], "data": answer.get("data"),
+                                          "scores": answer.get("scores"), **coerced, **tokens})
+        return self._outcome(req, what, start, end, answer, spent)
+
+    def _outcome(self, req: Request, what: str, start: float, end: float, entry: dict,
+                 spent: _Spent | None = None) -> Reply:
+        """``entry`` as this call's Reply, or its failure raised; ``spent``: what asking cost (None: from the cache)."""
+        cached = spent is None
+        spent = spent or _Spent()
+        self.usage.record_call(start, end, cached=cached, error="error" in entry)
+        if "error" in entry:
+            error = LLMNoValidAnswer(f"{what}: {entry['error']}")
+            error.cached, error.seconds = cached, end - start
+            error.prompt_tokens, error.completion_tokens = spent.prompt_tokens, spent.completion_tokens
+            raise error
+        return Reply(entry["text"], entry.get("data"), cached, spent.prompt_tokens, spent.completion_tokens,
+                     end - start, req.kind, self.model_id, entry.get("scores"), bool(entry.get("coerced")))
 
     def _round_trip(self, req: Request, what: str, spent: _Spent) -> Raw:
         """One round trip with retries, its failure an LLMError naming the call (its class kept for ours; a
@@ -297,8 +274,9 @@ class LLM:
                 cause = exc if self._keep_causes else None
             raise error from cause  # outside the handler: no implicit chain to what the backend raised
 
-        hold = self._budget.hold(self.price, req, what) if self._budget is not None else None
-        raw = None
+        hold = raw = None
+        if self._budget is not None:
+            hold = self._budget.hold(self.price.cost(*estimate_tokens(req)), what, self.price)
         try:
             raw = call_with_retries(attempt, self.retry, what, on_retry=self.usage.record_retry)
         finally:
@@ -309,11 +287,9 @@ class LLM:
         self.usage.record_request(raw.prompt_tokens, raw.completion_tokens)
         return raw
 
-    def _asked(self, req: Request, name: str | None, max_retries: int) -> Reply:
-        return self._call(req, name, max_retries + 1, lambda what, spent: self._ask(req, what, spent, max_retries))
-
     def _ask(self, req: Request, what: str, spent: _Spent, max_retries: int) -> dict:
-        """Round trips of ``req`` until one is valid, re-asking up to ``max_retries`` times; else _NoValidAnswer."""
+        """Round trips of ``req`` until one is valid, re-asking up to ``max_retries`` times: the answer, else the
+        failure (``{"error", "text", "attempts"}``)."""
         valid, asked = getattr(self, f"_valid_{req.kind}"), req
         for attempt in range(max_retries + 1):
             raw = self._round_trip(asked, what, spent)
@@ -325,7 +301,8 @@ class LLM:
                 again = f"That reply was not valid: {problem}. Please answer again."
                 asked = replace(asked, messages=[*asked.messages, {"role": "assistant", "content": raw.text},
                                                  {"role": "user", "content": again}])
-        raise _NoValidAnswer(_GAVE_UP[req.kind].format(n=max_retries + 1, problem=problem), raw.text, max_retries + 1)
+        return {"error": _GAVE_UP[req.kind].format(n=max_retries + 1, problem=problem), "text": raw.text,
+                "attempts": max_retries + 1}
 
     def _valid_chat(self, req: Request, raw: Raw) -> tuple[dict | None, str]:
         return ({"text": raw.text} if req.allow_empty or raw.text.strip() else None), "it was empty"

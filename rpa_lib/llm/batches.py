@@ -11,8 +11,8 @@ import json
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -98,25 +98,6 @@ def _result(obj: dict) -> dict | None:
     return {"error": out}
 
 
-class Progress:
-    """One line on stderr per change of a batch's state, and again after :data:`HEARTBEAT` seconds unchanged."""
-
-    def __init__(self, enabled: bool = True):
-        self.enabled = enabled
-        self._shown: dict[str, tuple[str, float]] = {}
-
-    def show(self, what: str, state: str, since: float) -> None:
-        now = time.time()
-        last = self._shown.get(what)
-        if not (last and last[0] == state and now - last[1] < HEARTBEAT):
-            self._shown[what] = (state, now)
-            self.say(f"{what}: {state} ({elapsed(now - since)})")
-
-    def say(self, text: str) -> None:
-        if self.enabled:
-            print(text, file=sys.stderr, flush=True)
-
-
 def elapsed(seconds: float) -> str:
     """``elapsed(3725) == "1h02m"``, ``elapsed(65) == "1m05s"``, ``elapsed(4.2) == "4s"``"""
     s = int(seconds)
@@ -146,7 +127,7 @@ def run_round(lines: list[dict], *, mode: str, folder: Path, client: Any = None,
         round_n = ledger.open_round(round_key(ids, mode), mode)
         model = str(lines[0]["body"].get("model", ""))
         engine = _OpenAI(client, model, budget) if mode == "openai" else _Files(model)
-        _answer(lines, ledger, round_n, engine, _Setup(Path(folder), Progress(progress), poll_seconds, limits))
+        _answer(lines, ledger, round_n, engine, _Setup(Path(folder), progress, poll_seconds, limits))
         results = ledger.results(round_n, ids)
         ledger.finish_round(round_n)
         return results
@@ -157,9 +138,10 @@ def run_round(lines: list[dict], *, mode: str, folder: Path, client: Any = None,
 @dataclass
 class _Setup:
     folder: Path
-    progress: Progress
+    progress: bool
     poll_seconds: float
     limits: Limits
+    _shown: dict[str, tuple[str, float]] = field(default_factory=dict)  # what -> (state, when it was shown)
 
     def round_dir(self, round_n: int) -> Path:
         return self.folder / f"round-{round_n:04d}"
@@ -167,6 +149,18 @@ class _Setup:
     def file(self, part: Part, name: str) -> Path:
         """``round-XXXX/{name}-N.jsonl`` of ``part`` (name: requests, results or errors)."""
         return self.round_dir(part.round) / f"{name}-{part.n}.jsonl"
+
+    def show(self, what: str, state: str, since: float) -> None:
+        """One line on stderr per change of ``what``'s state, and again after :data:`HEARTBEAT` seconds unchanged."""
+        now = time.time()
+        last = self._shown.get(what)
+        if not (last and last[0] == state and now - last[1] < HEARTBEAT):
+            self._shown[what] = (state, now)
+            self.say(f"{what}: {state} ({elapsed(now - since)})")
+
+    def say(self, text: str) -> None:
+        if self.progress:
+            print(text, file=sys.stderr, flush=True)
 
     def poll(self, parts: list[Part], look: Callable[[Part], None]) -> None:
         """``look`` at each live part, every ``poll_seconds``, until each is collected in the ledger."""
@@ -219,7 +213,7 @@ class _OpenAI:
             counts = batch.request_counts.model_dump() if batch.request_counts else {}
             if (batch.status, counts) != (part.status, part.counts):
                 ledger.update(part, status=batch.status, counts=counts)
-            setup.progress.show(f"round {part.round} batch {part.n} ({part.batch_id})", _state(batch), part.created)
+            setup.show(f"round {part.round} batch {part.n} ({part.batch_id})", _state(batch), part.created)
             if batch.status in TERMINAL:
                 self._collect(client, part, batch, ledger, setup)
 
@@ -239,14 +233,14 @@ class _OpenAI:
             found = next((b for b in recent if b.input_file_id == part.file_id), None)
             batch = found or self._start(client, part, setup)
             ledger.update(part, batch_id=batch.id, status=batch.status)
-            setup.progress.say(f"round {part.round} batch {part.n}: {len(part.custom_ids)} requests "
+            setup.say(f"round {part.round} batch {part.n}: {len(part.custom_ids)} requests "
                                f"{'found' if found else 'submitted'} as {batch.id}")
 
     def _start(self, client: Any, part: Part, setup: _Setup) -> Any:
         """Create the part's batch, under the budget's hold of its estimated cost when there is a budget."""
         if self.budget is None:
             return client.batches.create(input_file_id=part.file_id, endpoint=ENDPOINT, completion_window="24h")
-        hold = self.budget.hold_amount(_estimate(setup.file(part, "requests")), f"round {part.round}",
+        hold = self.budget.hold(_estimate(setup.file(part, "requests")), f"round {part.round}",
                                        noun=f"batch {part.n} of {len(part.custom_ids)} requests")
         try:
             batch = client.batches.create(input_file_id=part.file_id, endpoint=ENDPOINT, completion_window="24h")
@@ -272,11 +266,8 @@ class _OpenAI:
         if self.budget is not None:
             answers = [r for r in kept.values() if "error" not in r]
             cost = sum(batch_cost(model, *usage) or 0.0 for model, usage in _usages(answers))
-            hold = self._holds.pop((part.round, part.n), None)
-            if hold is None:  # started before a restart
-                self.budget.book(cost, len(answers))
-            else:
-                hold.settle_amount(cost, len(answers))
+            hold = self._holds.pop((part.round, part.n), None)  # None: started before a restart, held nothing here
+            self.budget.settle(0.0 if hold is None else hold.estimate, cost, len(answers))
 
 
 def _estimate(path: Path) -> float:
@@ -311,7 +302,7 @@ class _Files:
     def finish(self, parts: list[Part], ledger: Ledger, setup: _Setup) -> None:
         folder = setup.round_dir(parts[0].round)
         names = ", ".join(f"requests-{p.n}.jsonl" for p in parts)
-        setup.progress.say(
+        setup.say(
             f"Round {parts[0].round}: {sum(len(p.custom_ids) for p in parts)} requests in {folder} ({names}). "
             f"Run each file with an engine that reads the OpenAI batch format and write its results beside it, e.g.\n"
             f"  vllm run-batch -i requests-{parts[0].n}.jsonl -o results-{parts[0].n}.jsonl "
@@ -321,7 +312,7 @@ class _Files:
         def look(part: Part) -> None:
             results = _read_results(setup.file(part, "results"))
             have = sum(cid in results for cid in part.custom_ids)
-            setup.progress.show(f"round {part.round} results-{part.n}.jsonl", f"{have}/{len(part.custom_ids)} lines",
+            setup.show(f"round {part.round} results-{part.n}.jsonl", f"{have}/{len(part.custom_ids)} lines",
                                 part.created)
             if have == len(part.custom_ids):
                 ledger.collect(part, {cid: r for cid, r in results.items()
@@ -354,7 +345,7 @@ def summary(folder: Path) -> dict:
 
 def _round_summary(record: dict) -> dict:
     answers = [r for r in record["results"].values() if "error" not in r]
-    usages = list(_usages(answers))
+    usages = _usages(answers)
     costs = [batch_cost(model, *usage) for model, usage in usages]
     parts = record["parts"]
     return {"round": record["round"], "mode": record["mode"],
@@ -371,6 +362,5 @@ def tokens_of(body: dict) -> tuple[int, int]:
     return int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
 
 
-def _usages(answers: list[dict]) -> Iterator[tuple[str, tuple[int, int]]]:
-    for answer in answers:
-        yield answer["body"].get("model", ""), tokens_of(answer["body"])
+def _usages(answers: list[dict]) -> list[tuple[str, tuple[int, int]]]:
+    return [(answer["body"].get("model", ""), tokens_of(answer["body"])) for answer in answers]

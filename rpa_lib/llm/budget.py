@@ -80,17 +80,15 @@ def estimate_tokens(req) -> tuple[int, int]:
     """(input, output) tokens of a request as an OpenAI-compatible server sees it (with the backend's choice or schema
     instruction); output is ``max_tokens`` (an upper bound), for a choice the JSON object naming the longest option.
     ``estimate_tokens(Request("chat", [{"role": "user", "content": "x" * 40}], max_tokens=50)) == (14, 50)``"""
-    messages, sent = req.messages, ""
+    messages, sent, out = req.messages, "", req.max_tokens
     if req.kind == "choose":
         messages = with_instruction(messages, choice_instruction(req.options or []))
         sent = json.dumps(req.options)
+        out = _tokens(len(json.dumps({"answer": max(req.options or [""], key=len)})))
     elif req.kind == "structured":
         messages = with_instruction(messages, schema_instruction(req.schema or {}))
         sent = json.dumps(req.schema)
-    prompt = _prompt_tokens(messages, sent)
-    if req.kind == "choose":
-        return prompt, _tokens(len(json.dumps({"answer": max(req.options or [""], key=len)})))
-    return prompt, req.max_tokens
+    return _prompt_tokens(messages, sent), out
 
 
 class Budget:
@@ -132,11 +130,7 @@ class Budget:
     def spent(self) -> float:
         return self._update()["spent"]
 
-    def hold(self, price: Price, req, what: str) -> Hold:
-        """Hold the estimated cost of ``req`` for its round trip (see :meth:`hold_amount`)."""
-        return self.hold_amount(price.cost(*estimate_tokens(req)), what, price)
-
-    def hold_amount(self, estimate: float, what: str, price: Price | None = None, *, noun: str = "this call") -> Hold:
+    def hold(self, estimate: float, what: str, price: Price | None = None, *, noun: str = "this call") -> Hold:
         """Hold ``estimate`` dollars for ``noun`` until settled; BudgetExceeded when that would pass the limit."""
         with self._lock:
             state = self._update()
@@ -151,11 +145,8 @@ class Budget:
             self._held += estimate
         return Hold(self, price, estimate)
 
-    def book(self, cost: float, calls: int) -> None:
-        """Book ``cost`` dollars for ``calls`` calls that held nothing here (a batch started before a restart)."""
-        self._settle(0.0, cost, calls)
-
-    def _settle(self, held: float, cost: float | None, calls: int = 1) -> None:
+    def settle(self, held: float, cost: float | None, calls: int = 1) -> None:
+        """Release ``held`` dollars and book ``cost`` (None: nothing, the call failed) for ``calls`` calls."""
         def add(state: dict) -> None:
             state["spent"] += cost
             state["calls"] += calls
@@ -167,7 +158,7 @@ class Budget:
 
 
 class Hold:
-    """An estimate held by one round trip (``settle(raw)``; None: it failed) or one batch (``settle_amount``)."""
+    """An estimate held by one round trip or batch, until ``settle(raw)`` (None: it failed)."""
 
     def __init__(self, budget: Budget, price: Price | None, estimate: float):
         self.budget, self.price, self.estimate = budget, price, estimate
@@ -179,10 +170,7 @@ class Hold:
             cost = self.price.cost(raw.prompt_tokens, raw.completion_tokens)
         else:  # the server reported no usage
             cost = self.estimate
-        self.budget._settle(self.estimate, cost)
-
-    def settle_amount(self, cost: float, calls: int) -> None:
-        self.budget._settle(self.estimate, cost, calls)
+        self.budget.settle(self.estimate, cost)
 
 
 _SHARED: dict[tuple[float, str | None], Budget] = {}

@@ -6,6 +6,7 @@ Each item yields one :class:`Outcome` (its value, or its error as ``"ExcType: me
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Any
@@ -37,40 +38,32 @@ def run_map(
 
     items = list(items)
     outcomes: list[Outcome | None] = [None] * len(items)
-    failed = finished = 0
+    failed = 0
     stop: tuple[int, Exception] | None = None
     with tqdm(total=len(items), desc=desc, disable=not progress, leave=False) as bar:
-
-        def done(i: int, outcome: Outcome) -> None:
-            nonlocal failed, finished
-            outcomes[i] = outcome
-            failed += not outcome.ok
-            finished += 1
-            if failed:
-                bar.set_postfix(failed=failed, refresh=False)
-            bar.update()
-
-        if workers <= 1:
-            for i, item in enumerate(items):
+        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="rpa-llm") if workers > 1 else None
+        try:
+            if pool is None:  # one at a time, in this thread
+                runs = ((i, functools.partial(_run_one, fn, item, stop_on)) for i, item in enumerate(items))
+            else:
+                futures = {pool.submit(_run_one, fn, item, stop_on): i for i, item in enumerate(items)}
+                runs = ((futures[future], future.result) for future in as_completed(futures))
+            for i, run in runs:
                 try:
-                    done(i, _run_one(fn, item, stop_on))
+                    outcomes[i] = outcome = run()
                 except stop_on as exc:
                     stop = (i, exc)
                     break
-        else:
-            pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="rpa-llm")
-            try:
-                futures = {pool.submit(_run_one, fn, item, stop_on): i for i, item in enumerate(items)}
-                for future in as_completed(futures):
-                    try:
-                        done(futures[future], future.result())
-                    except stop_on as exc:
-                        stop = (futures[future], exc)
-                        break
-            finally:  # on a stop or Ctrl-C, drop the queued items instead of running them all first
+                failed += not outcome.ok
+                if failed:
+                    bar.set_postfix(failed=failed, refresh=False)
+                bar.update()
+        finally:  # on a stop or Ctrl-C, drop the queued items instead of running them all first
+            if pool is not None:
                 pool.shutdown(wait=True, cancel_futures=True)
     if stop is not None:  # raised here, outside any handler: the new error carries no chain
         index, exc = stop
+        finished = sum(o is not None for o in outcomes)
         raise type(exc)(f"{desc}: stopped at item {index + 1} of {len(items)} ({finished} finished, the rest not run): "
                         f"{exc}")
     return outcomes  # type: ignore[return-value]

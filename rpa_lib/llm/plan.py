@@ -58,9 +58,7 @@ class PlanLLM(LLM):
         super().__init__(cache=False, max_workers=real.max_workers, retry=real.retry)
         cache = real._cache  # read through a view; without a cache file there is nothing to look up
         self._cache = _CacheView(cache) if cache is not None and Path(cache.path).is_file() else None
-        self._budget = None  # a plan spends nothing
         self._answers = FakeLLM(real.rule if isinstance(real, FakeLLM) else default_rule, cache=False)
-        self._last = threading.local()  # the request whose key was made last, and its fields and key
 
     def __repr__(self) -> str:
         return f"PlanLLM({self.real!r})"
@@ -69,32 +67,21 @@ class PlanLLM(LLM):
         return self.real._key_extra()
 
     def _keys(self, req: Request) -> tuple[dict, str]:
-        last = getattr(self._last, "keys", None)
-        if last is None or last[0] is not req:  # made once for the record and once for ``base``
-            self._last.keys = last = (req, super()._keys(req))
-        return last[1]
-
-    def _call(self, req: Request, name: str | None, attempts: int, run) -> Any:
-        fields, key = self._keys(req)
+        """``req``'s cache key, which ``base`` makes once per call: the call is recorded to the plan file here."""
+        fields, key = super()._keys(req)
         cached = self._cache is not None and (self._cache.get(key) is not None
                                               or self._cache.get(self._failed(fields)[1]) is not None)
         prompt, completion = estimate_tokens(req)
         price = None if self.price is None else [self.price.input, self.price.output]
-        self._record({"label": self.label, "model": self.model_id, "server": self._server, "price": price,
-                      "kind": req.kind, "key": key, "cached": cached, "in": prompt, "out": completion,
-                      "character": acting_for.get()})
-        return super()._call(req, name, attempts, run)
-
-    def _record(self, entry: dict) -> None:
+        entry = {"label": self.label, "model": self.model_id, "server": self._server, "price": price,
+                 "kind": req.kind, "key": key, "cached": cached, "in": prompt, "out": completion,
+                 "character": acting_for.get()}
         line = json.dumps(entry, ensure_ascii=False) + "\n"
         with _WRITE_LOCK:
             _plan_file(self.path).write(line)
+        return fields, key
 
-    def _chat(self, req: Request) -> Raw:
-        return self._answers._chat(req)
+    def _answer(self, req: Request) -> Raw:
+        return self._answers._answer(req)
 
-    def _choose(self, req: Request) -> Raw:
-        return self._answers._choose(req)
-
-    def _structured(self, req: Request) -> Raw:
-        return self._answers._structured(req)
+    _chat = _choose = _structured = _answer

@@ -65,8 +65,8 @@ def call_with_retries(fn: Callable[[], T], policy: RetryPolicy, what: str, on_re
         try:
             return fn()
         except Exhausted as exc:
-            error = LLMError(f"{what} failed after {exc.attempts} attempts: {exc}")
-            raise error from None  # the client's exception may hold the request (its headers): never chained
+            # the client's exception may hold the request (its headers): never chained
+            raise LLMError(f"{what} failed after {exc.attempts} attempts: {exc}") from None
         except Transient as exc:
             if attempt >= policy.attempts:
                 raise LLMError(f"{what} failed after {attempt} attempts: {exc}") from exc

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from rpa_lib.llm.base import LLM, Request
+from rpa_lib.llm.batches import ENDPOINT
 from rpa_lib.llm.budget import estimate_tokens
 from rpa_lib.llm.cache import Cache, request_key
 from rpa_lib.llm.openai_backend import OpenAILLM
@@ -23,7 +24,6 @@ from rpa_lib.llm.reply import LLMError, Pending, Raw
 from rpa_lib.llm.retry import RetryPolicy
 
 RETRIES = 1  # a failed line is asked again once, in the next round
-ENDPOINT = "/v1/chat/completions"
 # Guided Selection's look-ahead in batch mode: chunks of a walk judged per round (a fixed window: the calls depend on
 # the verdicts alone, never on timing; docs/plan_and_budget.md has the trade of rounds against calls)
 BATCH_LOOKAHEAD = 8
@@ -58,7 +58,6 @@ class BatchLLM(LLM):
         # a stored result is the same at every try: retrying one round trip would only wait
         super().__init__(cache=False, max_workers=real.max_workers, retry=RetryPolicy(attempts=1))
         self._cache = real._cache  # the real backend's reply cache: hits as in a synchronous run, replies kept there
-        self._budget = None  # batch spend is counted by the rounds (rpa_lib.run.rounds)
         self.store = results_store(store)
 
     def __repr__(self) -> str:
