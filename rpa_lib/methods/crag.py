@@ -157,7 +157,7 @@ class Crag(Method):
     def refine(self, character: str, question: str, docs: list[_Doc], calls: list[Call]) -> tuple[list[Strip], int]:
         """Decompose, filter, recompose: the kept strips in reading order, and how many strips were scored."""
         s = self.settings
-        name, work = self.profile(character)
+        name, work = self.dataset.profile(character)
         strips: dict[str, Strip] = {}  # by text: a sentence shared by overlapping chunks is scored once
         for doc in docs:
             for start, end in sentence_groups(doc.body, s.strip_sentences):
@@ -189,7 +189,7 @@ class Crag(Method):
 
     def context(self, character: str, question: str) -> Context:
         s = self.settings
-        name, work = self.profile(character)
+        name, work = self.dataset.profile(character)
         calls: list[Call] = []
         chunks = self.search(character, question, s.k)
         scores = {c.id: self.evaluate(name, work, question, c.text, c.context, "evaluate", calls) for c in chunks}
@@ -206,7 +206,7 @@ class Crag(Method):
             keywords = self.keywords(name, work, question, calls)
             corpus = corpus_for(self.dataset, character, s.corpus)
             hits = [f.passage for f in corpus.search(" ".join(keywords), s.search_k)]
-            names = {c: self.profile(c)[0] for c in {p.character for p in hits}}
+            names = {c: self.dataset.profile(c)[0] for c in {p.character for p in hits}}
             docs = [_Doc(p.body, p.label, "external", prefix=f"{names[p.character]}: ",
                          offset=p.start if p.character == character else None) for p in hits]
             external, n = self.refine(character, question, docs, calls)
