@@ -90,9 +90,6 @@ class Retriever:
     def chunk(self, chunk_id: str) -> Chunk | None:
         return self._by_id.get(chunk_id)
 
-    def vectors(self) -> np.ndarray:
-        return embed(self.embedder, [c.text for c in self.chunks])
-
 
 _RETRIEVERS: dict[tuple, Retriever] = {}
 _RETRIEVERS_LOCK = threading.Lock()
