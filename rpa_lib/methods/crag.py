@@ -96,13 +96,9 @@ def route(scores: list[float], upper: float, lower: float) -> str:
     return AMBIGUOUS
 
 
-def sentence_groups(text: str, size: int) -> list[tuple[int, int]]:
-    """Spans of ``size`` sentences (pysbd). ``sentence_groups("A b. C d. E f.", 2)`` -> ``[(0, 10), (10, 14)]``"""
-    return list(_sentence_groups(text, size))
-
-
 @functools.lru_cache(maxsize=4096)  # the same chunks come back for many questions; pysbd was a third of a query
-def _sentence_groups(text: str, size: int) -> tuple[tuple[int, int], ...]:
+def sentence_groups(text: str, size: int) -> tuple[tuple[int, int], ...]:
+    """Spans of ``size`` sentences (pysbd). ``sentence_groups("A b. C d. E f.", 2)`` -> ``((0, 10), (10, 14))``"""
     spans = segmenter("en", spans=True).segment(text)
     return tuple((spans[i].start, spans[min(i + size, len(spans)) - 1].end) for i in range(0, len(spans), size))
 
