@@ -21,8 +21,6 @@ from rpa_lib.model_files import KNOWN_MODELS, PAPER_EMBEDDERS, is_local, model_f
 from rpa_lib.paths import cache_dir
 from rpa_lib.sqlite_store import connect
 
-EMBEDDERS = ("minilm", "tfidf", "hash", *KNOWN_MODELS)
-
 
 class Embedder:
     """``model_id`` names the model and every setting that changes vectors; ``max_tokens``: what the model reads."""
@@ -171,8 +169,8 @@ def clear_caches() -> None:
 
 
 def get_embedder(name: str = "minilm", corpus: list[str] | None = None) -> Embedder:
-    """An embedder by short name (see ``EMBEDDERS``), Hugging Face id or folder; ``tfidf`` needs ``corpus`` (the
-    texts to fit on). Model embedders are memoized per process (:func:`clear_caches`)."""
+    """An embedder by short name (``minilm``, ``tfidf``, ``hash``, a key of ``KNOWN_MODELS``), Hugging Face id or
+    folder; ``tfidf`` needs ``corpus`` (the texts to fit on). Model embedders are memoized per process."""
     if name == "tfidf":
         if corpus is None:
             raise ValueError("the tfidf embedder needs corpus=[...] to fit its vocabulary")

@@ -116,7 +116,12 @@ class VectorIndex:
         """The index saved in ``folder``; ValueError, before hnswlib reads it, when ``index.bin`` does not hold as
         many ``dim``-d vectors as ``meta.json`` has ids."""
         meta = json.loads((folder / "meta.json").read_text())
-        stored_dim, stored_count = saved_shape(folder / "index.bin")
+        with open(folder / "index.bin", "rb") as f:  # its header: six size_t fields
+            header = f.read(48)
+        if len(header) < 48:
+            raise ValueError(f"{folder / 'index.bin'} is not an hnswlib index (only {len(header)} bytes)")
+        _, _, stored_count, _, label_offset, data_offset = struct.unpack("<6Q", header)
+        stored_dim = (label_offset - data_offset) // 4
         if (stored_dim, stored_count) != (dim, len(meta["ids"])):
             raise ValueError(f"{folder / 'index.bin'} holds {stored_count} vectors of {stored_dim} dimensions, "
                              f"expected {len(meta['ids'])} of {dim}")
@@ -125,16 +130,6 @@ class VectorIndex:
         index._index.set_ef(params.ef)
         index.ids = meta["ids"]
         return index
-
-
-def saved_shape(path: Path) -> tuple[int, int]:
-    """(dimension, element count) of an hnswlib index file, from the six size_t fields of its header."""
-    with open(path, "rb") as f:
-        header = f.read(48)
-    if len(header) < 48:
-        raise ValueError(f"{path} is not an hnswlib index (only {len(header)} bytes)")
-    _, _, count, _, label_offset, data_offset = struct.unpack("<6Q", header)
-    return (label_offset - data_offset) // 4, count
 
 
 def exact_search(matrix: np.ndarray, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:

@@ -20,7 +20,7 @@ import numpy as np
 from rpa_lib.data import as_dataset
 from rpa_lib.display import hits_html
 from rpa_lib.embeddings import Embedder, embed, get_embedder
-from rpa_lib.index import HnswParams, VectorIndex, build_or_load
+from rpa_lib.index import VectorIndex, build_or_load
 from rpa_lib.paths import index_dir
 from rpa_lib.persona import Persona, load_persona
 from rpa_lib.splitters import Chunk, settings_for, split
@@ -54,21 +54,18 @@ class Retriever:
 
     @classmethod
     def for_character(cls, slug: str, splitter: str = "acts", embedder: str | Embedder = "minilm", *,
-                      characters_dir: Path | None = None, params: HnswParams = HnswParams(),
-                      index_root: Path | None = None, **split_args) -> Retriever:
+                      characters_dir: Path | None = None, index_root: Path | None = None) -> Retriever:
         persona = load_persona(slug, characters_dir)
-        chunks = split(persona, splitter, **split_args)
+        chunks = split(persona, splitter)
         if isinstance(embedder, str):
             embedder = persona_embedder(persona, embedder)
         texts = [c.text for c in chunks]
         safe_model = re.sub(r"[^A-Za-z0-9_.-]+", "_", embedder.model_id)
         folder = Path(index_root or index_dir()) / slug / splitter / safe_model
-        s = settings_for(persona, splitter, split_args.get("length"), split_args.get("overlap"),
-                         split_args.get("length_function", len))
-        settings = {"chunk_length": s.chunk_length, "overlap": s.overlap, "scope": split_args.get("scope")}
+        s = settings_for(persona, splitter)
+        settings = {"chunk_length": s.chunk_length, "overlap": s.overlap, "scope": None}  # None: the splitter's own
         index, _ = build_or_load(folder, lambda: embed(embedder, texts), [c.id for c in chunks], texts,
-                                 embedder.model_id, params, embed_fn=lambda todo: embed(embedder, todo),
-                                 settings=settings)
+                                 embedder.model_id, embed_fn=lambda todo: embed(embedder, todo), settings=settings)
         return cls(persona, chunks, embedder, index)
 
     def search(self, query: str, k: int = 5) -> list[Hit]:
@@ -89,9 +86,6 @@ class Retriever:
 
     def chunk(self, chunk_id: str) -> Chunk | None:
         return self._by_id.get(chunk_id)
-
-    def vectors(self) -> np.ndarray:
-        return embed(self.embedder, [c.text for c in self.chunks])
 
 
 _RETRIEVERS: dict[tuple, Retriever] = {}

@@ -112,17 +112,12 @@ def split(persona: Persona, splitter: str = "acts", *, length: int | None = None
             overlapping = paragraphs[bisect_right(par_ends, start):bisect_left(par_starts, end)]
             if not overlapping:  # heading lines alone, between two paragraphs that fill chunks of their own
                 continue
-            headings = _shared_path([p.headings for p in overlapping])
+            headings = commonprefix([p.headings for p in overlapping])  # compared heading by heading
             body = persona.source[start:end]  # across sections: with the heading lines between, as measured
             text = f"{heading_path(headings)}\n{body}" if s.with_context else body
             chunks.append(Chunk(id=f"{persona.slug}:{splitter}:{len(chunks):04d}", character=persona.slug,
                                 splitter=splitter, text=text, body=body, headings=headings, start=start, end=end))
     return chunks
-
-
-def _shared_path(paths: list[tuple[str, ...]]) -> tuple[str, ...]:
-    """The longest heading path all ``paths`` start with (commonprefix compares tuples heading by heading)."""
-    return commonprefix(paths)
 
 
 def _splitter_class():

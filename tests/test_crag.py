@@ -261,8 +261,8 @@ def test_refinement_keeps_the_best_strips_in_reading_order(data_copy):
 
 
 def test_sentence_groups():
-    assert sentence_groups("A b. C d. E f.", 2) == [(0, 10), (10, 14)]
-    assert sentence_groups("", 2) == []
+    assert sentence_groups("A b. C d. E f.", 2) == ((0, 10), (10, 14))
+    assert sentence_groups("", 2) == ()
 
 
 # ---- the BM25 corpora ----------------------------------------------------------------------------------------

@@ -66,7 +66,7 @@ class Amadeus(Method):
     def select(self, character: str, question: str) -> tuple[Selection, list[Call]]:
         """Guided Selection alone, and the trace of every judge call it paid for (speculative ones last)."""
         s = self.settings
-        name, work = self.profile(character)
+        name, work = self.dataset.profile(character)
         ranked = self.search(character, question, max(s.max_iterations, s.slot_size + 1))
         calls: dict[str, Call] = {}
 
@@ -87,7 +87,7 @@ class Amadeus(Method):
 
     def attributes(self, character: str, question: str, chunks) -> tuple[dict[str, str], list[Call]]:
         """The Attribute Extractor: {"Belief and Value": ..., "Psychological Traits": ...} from the chunks."""
-        name, work = self.profile(character)
+        name, work = self.dataset.profile(character)
         calls: list[Call] = []
         if self.settings.extract_format == "json":
             reply = traced(calls, "extract", "structured", lambda: self.selector.structured(

@@ -6,7 +6,7 @@ role-play prompt. Building a method from its settings is :func:`rpa_lib.methods.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from rpa_lib.data import Dataset
@@ -46,10 +46,6 @@ class ContextItem:
     chunk_ids: tuple[str, ...] = ()
     label: str = ""  # heading path of a chunk, name of an attribute, source of an external passage
 
-    @classmethod
-    def of_chunk(cls, role: str, chunk: Chunk) -> ContextItem:
-        return cls(role, chunk.text, (chunk.id,), chunk.context)
-
 
 @dataclass
 class Context:
@@ -75,9 +71,6 @@ class Response:
     def chunk_ids(self, *roles: str) -> list[str]:
         """The distinct persona chunk ids that reached the LLM (of these roles), in order of appearance."""
         return list(dict.fromkeys(i for c in self.items(*roles) for i in c.chunk_ids))
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
     def _repr_html_(self) -> str:  # JupyterLab: reply, calls, GS/AE details and the context, texts folded
         return response_html(self)
@@ -121,10 +114,6 @@ class Method:
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.settings})"
 
-    def profile(self, character: str) -> tuple[str, str]:
-        """(name, work) of a character, from ``labels.csv``, else the persona's title."""
-        return self.dataset.profile(character)
-
     def retriever(self, character: str) -> Retriever:
         """The character's retriever for this method's splitter and embedder."""
         return retriever(character, self.settings.splitter, self.settings.embedder, self.dataset)
@@ -143,14 +132,14 @@ class Method:
 
     def respond(self, character: str, question: str) -> Response:
         ctx = self.context(character, question)
-        name, work = self.profile(character)
+        name, work = self.dataset.profile(character)
         reply = self.llm.chat(respond_messages(name, work, question, ctx.items), max_tokens=self.settings.max_tokens)
         return Response(character, question, self.name, reply.text.strip(), ctx.items,
                         [*ctx.calls, self.trace("respond", reply)], ctx.details)
 
 
 def chunk_items(role: str, chunks: Iterable[Chunk]) -> list[ContextItem]:
-    return [ContextItem.of_chunk(role, c) for c in chunks]
+    return [ContextItem(role, c.text, (c.id,), c.context) for c in chunks]
 
 
 def traced(calls: list[Call], purpose: str, kind: str, call: Callable[[], Any]):

@@ -96,13 +96,9 @@ def route(scores: list[float], upper: float, lower: float) -> str:
     return AMBIGUOUS
 
 
-def sentence_groups(text: str, size: int) -> list[tuple[int, int]]:
-    """Spans of ``size`` sentences (pysbd). ``sentence_groups("A b. C d. E f.", 2)`` -> ``[(0, 10), (10, 14)]``"""
-    return list(_sentence_groups(text, size))
-
-
 @functools.lru_cache(maxsize=4096)  # the same chunks come back for many questions; pysbd was a third of a query
-def _sentence_groups(text: str, size: int) -> tuple[tuple[int, int], ...]:
+def sentence_groups(text: str, size: int) -> tuple[tuple[int, int], ...]:
+    """Spans of ``size`` sentences (pysbd). ``sentence_groups("A b. C d. E f.", 2)`` -> ``((0, 10), (10, 14))``"""
     spans = segmenter("en", spans=True).segment(text)
     return tuple((spans[i].start, spans[min(i + size, len(spans)) - 1].end) for i in range(0, len(spans), size))
 
@@ -157,7 +153,7 @@ class Crag(Method):
     def refine(self, character: str, question: str, docs: list[_Doc], calls: list[Call]) -> tuple[list[Strip], int]:
         """Decompose, filter, recompose: the kept strips in reading order, and how many strips were scored."""
         s = self.settings
-        name, work = self.profile(character)
+        name, work = self.dataset.profile(character)
         strips: dict[str, Strip] = {}  # by text: a sentence shared by overlapping chunks is scored once
         for doc in docs:
             for start, end in sentence_groups(doc.body, s.strip_sentences):
@@ -189,7 +185,7 @@ class Crag(Method):
 
     def context(self, character: str, question: str) -> Context:
         s = self.settings
-        name, work = self.profile(character)
+        name, work = self.dataset.profile(character)
         calls: list[Call] = []
         chunks = self.search(character, question, s.k)
         scores = {c.id: self.evaluate(name, work, question, c.text, c.context, "evaluate", calls) for c in chunks}
@@ -206,7 +202,7 @@ class Crag(Method):
             keywords = self.keywords(name, work, question, calls)
             corpus = corpus_for(self.dataset, character, s.corpus)
             hits = [f.passage for f in corpus.search(" ".join(keywords), s.search_k)]
-            names = {c: self.profile(c)[0] for c in {p.character for p in hits}}
+            names = {c: self.dataset.profile(c)[0] for c in {p.character for p in hits}}
             docs = [_Doc(p.body, p.label, "external", prefix=f"{names[p.character]}: ",
                          offset=p.start if p.character == character else None) for p in hits]
             external, n = self.refine(character, question, docs, calls)

@@ -97,7 +97,6 @@ class LightRAGSettings(AnswerSettings):
 @dataclass
 class _Workspace:
     key: str
-    folder: Path
     rag: Any  # lightrag.LightRAG
     cost: IndexCost
     source: str  # "built" | "disk"
@@ -135,18 +134,16 @@ class LightRAG(GraphIndexMethod):
         memo = self.__dict__.setdefault("_documents_of", {})
         held = memo.get(character)
         if held is None or held[0] is not persona:  # another Persona object: the file was edited (or first use)
-            docs = self._documents(character, persona)
+            if self.settings.documents == "persona":
+                docs = [(f"{character}:persona", persona.source, persona.name)]
+            else:
+                by_text: dict[str, tuple[str, str, str]] = {}  # LightRAG would merge identical documents
+                for chunk in split(persona, "acts"):
+                    if chunk.text.strip():
+                        by_text.setdefault(chunk.text, (chunk.id, chunk.text, chunk.id))
+                docs = list(by_text.values())
             held = memo[character] = (persona, docs, text_hash(json.dumps(docs)))
         return held
-
-    def _documents(self, character: str, persona) -> list[tuple[str, str, str]]:
-        if self.settings.documents == "persona":
-            return [(f"{character}:persona", persona.source, persona.name)]
-        docs: dict[str, tuple[str, str, str]] = {}  # by text: LightRAG would merge identical documents
-        for chunk in split(persona, "acts"):
-            if chunk.text.strip():
-                docs.setdefault(chunk.text, (chunk.id, chunk.text, chunk.id))
-        return list(docs.values())
 
     def workspace_dir(self, character: str, key: str | None = None) -> Path:
         return cache_dir() / "lightrag" / character / (key or self.cache_key(character))
@@ -165,7 +162,7 @@ class LightRAG(GraphIndexMethod):
             return None
         rag = self._open(character, key, folder)
         cost = IndexCost.from_dict(json.loads(cost_file.read_text(encoding="utf-8"))["cost"])
-        return _Workspace(key, folder, rag, cost, "disk")
+        return _Workspace(key, rag, cost, "disk")
 
     def _build(self, character: str, key: str, folder: Path) -> _Workspace:
         if folder.exists():  # an unfinished build
@@ -179,7 +176,7 @@ class LightRAG(GraphIndexMethod):
         write_json(folder / COST_FILE, {"cost": cost.to_dict(), "settings": asdict(self.settings),
                                         "llm": self.llm.model_id, "embedder": self.embedder(character).model_id},
                    indent=1)
-        return _Workspace(key, folder, rag, cost, "built")
+        return _Workspace(key, rag, cost, "built")
 
     def _open(self, character: str, key: str, folder: Path):
         embedder = self.embedder(character)

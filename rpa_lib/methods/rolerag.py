@@ -107,7 +107,7 @@ class RoleRAG(GraphIndexMethod):
                                 lambda: self._build(character, built))
 
     def _build(self, character: str, path: Path) -> CharacterGraph:
-        name, work = self.profile(character)
+        name, work = self.dataset.profile(character)
         g = GraphBuilder(self.llm, self.settings, character, name, work, self.embedder(character)).build(
             self.chunks(character))
         save_graph(g, path)
@@ -132,7 +132,7 @@ class RoleRAG(GraphIndexMethod):
         in_memory = key in self._graphs
         g = self.index(character, key)
         graph, me = g.graph, g.node
-        name, work = self.profile(character)
+        name, work = self.dataset.profile(character)
         calls: list[Call] = []
         reply = traced(calls, "hypothetical", "chat", lambda: self.llm.chat(
             hypothetical_messages(name, work, question), max_tokens=120)) if s.hypothetical else None

@@ -79,20 +79,6 @@ class _Name:
             self.chunks.append(chunk)
 
 
-class _Tally:
-    """The calls an index build makes; a failed call is counted and returns None."""
-
-    def __init__(self):
-        self.calls: list[Call] = []
-        self.failed: Counter = Counter()
-
-    def ask(self, purpose: str, kind: str, fn):
-        reply = traced(self.calls, purpose, kind, fn)
-        if reply is None:
-            self.failed[purpose] += 1
-        return reply
-
-
 def _joined(descriptions: list[str], limit: int) -> str:
     text = " ".join(descriptions)
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
@@ -125,17 +111,25 @@ def save_graph(g: CharacterGraph, path: Path) -> None:
 
 
 class GraphBuilder:
-    """Builds one character's graph with the method's LLM, settings and embedder; every call is kept in ``tally``."""
+    """Builds one character's graph with the method's LLM, settings and embedder; every call is kept in ``calls``."""
 
     def __init__(self, llm, settings, character: str, name: str, work: str, embedder):
         self.llm, self.settings, self.character, self.name, self.work = llm, settings, character, name, work
         self.embedder = embedder
-        self.tally = _Tally()
+        self.calls: list[Call] = []
+        self.failed: Counter = Counter()  # failed calls by purpose
+
+    def ask(self, purpose: str, kind: str, fn):
+        """``fn()``'s reply, traced; None when it failed (counted)."""
+        reply = traced(self.calls, purpose, kind, fn)
+        if reply is None:
+            self.failed[purpose] += 1
+        return reply
 
     def build(self, chunks: list[Chunk]) -> CharacterGraph:
         import networkx as nx
 
-        s, name, work, tally = self.settings, self.name, self.work, self.tally
+        s, name, work = self.settings, self.name, self.work
         started = time.monotonic()
         names: dict[str, _Name] = {name_key(name): _Name(name)}
         names[name_key(name)].add("person", "", None)
@@ -150,7 +144,7 @@ class GraphBuilder:
             return key
 
         for chunk in chunks:
-            reply = tally.ask("extract", "structured", lambda c=chunk: self.llm.structured(
+            reply = self.ask("extract", "structured", lambda c=chunk: self.llm.structured(
                 extract_messages(name, work, c.text), EXTRACT_SCHEMA, max_tokens=EXTRACT_TOKENS,
                 max_retries=s.extract_retries))
             if reply is None:
@@ -189,12 +183,12 @@ class GraphBuilder:
         for _, _, edge in graph.edges(data=True):
             edge["description"] = _joined(edge.pop("descriptions"), s.max_description)
 
-        calls = tally.calls
+        calls = self.calls
         cost = IndexCost(self.character, len(chunks), len(calls), sum(c.cached for c in calls),
-                         sum(tally.failed.values()), sum(c.prompt_tokens for c in calls),
+                         sum(self.failed.values()), sum(c.prompt_tokens for c in calls),
                          sum(c.completion_tokens for c in calls), round(time.monotonic() - started, 3),
                          graph.number_of_nodes(), graph.number_of_edges(), names=len(names),
-                         merged_names=len(names) - graph.number_of_nodes(), failed_extractions=tally.failed["extract"])
+                         merged_names=len(names) - graph.number_of_nodes(), failed_extractions=self.failed["extract"])
         return CharacterGraph(self.character, canonical[name_key(name)], graph, cost, "built")
 
     def _normalize(self, names: dict[str, _Name]) -> tuple[dict[str, str], dict[str, str]]:
@@ -202,7 +196,7 @@ class GraphBuilder:
         and node -> the description the LLM wrote for a group."""
         import networkx as nx
 
-        s, name, work, tally = self.settings, self.name, self.work, self.tally
+        s, name, work = self.settings, self.name, self.work
         keys = list(names)
         pairs: set[tuple[int, int]] = set()
         if s.merge_k and len(keys) > 1:
@@ -215,7 +209,7 @@ class GraphBuilder:
         same.add_nodes_from(range(len(keys)))
         for i, j in sorted(pairs):
             a, b = names[keys[i]], names[keys[j]]
-            reply = tally.ask("same", "choose", lambda a=a, b=b: self.llm.choose(same_entity_messages(
+            reply = self.ask("same", "choose", lambda a=a, b=b: self.llm.choose(same_entity_messages(
                 name, work, a.name, _joined(a.descriptions, 300), b.name, _joined(b.descriptions, 300)), SAME_OPTIONS))
             if reply is not None and reply.text == "same":
                 same.add_edge(i, j)
@@ -228,7 +222,7 @@ class GraphBuilder:
             else:
                 listed = [names[k].name for k in group]
                 facts = [d for k in group for d in names[k].descriptions]
-                reply = tally.ask("canonical", "structured", lambda listed=listed, facts=facts: self.llm.structured(
+                reply = self.ask("canonical", "structured", lambda listed=listed, facts=facts: self.llm.structured(
                     canonical_messages(name, work, listed, facts), MERGE_SCHEMA, max_tokens=CANONICAL_TOKENS,
                     max_retries=s.extract_retries))
                 if reply is not None and str(reply.data["name"]).strip():
@@ -249,7 +243,7 @@ class GraphBuilder:
         text = " ".join(descriptions)
         if len(text) <= self.settings.max_description:
             return text
-        reply = self.tally.ask("summarize", "chat", lambda: self.llm.chat(
+        reply = self.ask("summarize", "chat", lambda: self.llm.chat(
             summarize_messages(self.name, node, descriptions), max_tokens=SUMMARY_TOKENS))
         return reply.text.strip() if reply is not None else _joined(descriptions, self.settings.max_description)
 
