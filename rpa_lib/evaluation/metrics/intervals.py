@@ -12,6 +12,7 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 from scipy import optimize, stats
 
 CONFIDENCE = 0.95
@@ -42,13 +43,9 @@ def _groups(values, clusters) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     clusters = np.asarray(clusters if clusters is not None else np.arange(len(values)), dtype=object)
     keep = ~np.isnan(values)
     values, clusters = values[keep], clusters[keep]
-    _, first, inverse = np.unique(clusters.astype(str), return_index=True, return_inverse=True)
-    order = np.argsort(first)
-    rank = np.empty_like(order)
-    rank[order] = np.arange(len(order))
-    idx = rank[inverse]
-    sums = np.bincount(idx, weights=values, minlength=len(order))
-    counts = np.bincount(idx, minlength=len(order)).astype(float)
+    idx, names = pd.factorize(clusters.astype(str))
+    sums = np.bincount(idx, weights=values, minlength=len(names))
+    counts = np.bincount(idx, minlength=len(names)).astype(float)
     return values, sums, counts
 
 
