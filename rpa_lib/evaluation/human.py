@@ -29,7 +29,7 @@ from rpa_lib.evaluation.human_prompts import RATER_PERSONAS, RATING_OPTIONS, con
 from rpa_lib.evaluation.judges import judge_id
 from rpa_lib.evaluation.metrics.agreement import cronbach_alpha, krippendorff_alpha, likert_summary
 from rpa_lib.evaluation.runner import Job, chunk_ids, run_verdicts
-from rpa_lib.evaluation.sheets import SAMPLE_COLUMNS, TABLE2_SHEET, export_sheets, merge_sheets
+from rpa_lib.evaluation.sheets import SAMPLE_COLUMNS, SCALE, TABLE2_SHEET, export_sheets, merge_sheets
 from rpa_lib.evaluation.uncertainty import interval_columns
 from rpa_lib.report import caption_line, plural
 
@@ -37,7 +37,6 @@ TASKS = {"mbti": "MBTI", "bigfive": "BFI"}  # questionnaire -> Table 2's task na
 HUMAN_RATINGS_DIR = paths.DATA_DIR / "human_ratings"
 LLM_SOURCE = "LLM raters, not human"
 HUMAN_SOURCE = "human raters"
-SCALE_VALUES = [1, 2, 3, 4, 5]
 
 
 def sample_jobs(dataset: Dataset, characters: list[str], pools: dict[str, int | None], per_task: int,
@@ -230,7 +229,7 @@ def table2(ratings: pd.DataFrame, samples: pd.DataFrame, source: str) -> pd.Data
         table = table.loc[:, table.notna().any()]
         summary, n1 = _quiet(likert_summary, table)
         alpha, n2 = _quiet(cronbach_alpha, table)
-        kripp, n3 = _quiet(krippendorff_alpha, table, "ordinal", value_domain=SCALE_VALUES)
+        kripp, n3 = _quiet(krippendorff_alpha, table, "ordinal", value_domain=list(SCALE))
         a, (low, high) = alpha if alpha else (np.nan, (np.nan, np.nan))
         out.append({"task": task, "source": source, "samples": len(table), "raters": table.shape[1],
                     "ratings": int(table.notna().sum().sum()), "mu": summary.mu if summary else np.nan,
