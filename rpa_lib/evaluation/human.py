@@ -29,11 +29,10 @@ from rpa_lib.evaluation.human_prompts import RATER_PERSONAS, RATING_OPTIONS, con
 from rpa_lib.evaluation.judges import judge_id
 from rpa_lib.evaluation.metrics.agreement import cronbach_alpha, krippendorff_alpha, likert_summary
 from rpa_lib.evaluation.runner import Job, chunk_ids, run_verdicts
-from rpa_lib.evaluation.sheets import SAMPLE_COLUMNS, SCALE, TABLE2_SHEET, export_sheets, merge_sheets
+from rpa_lib.evaluation.sheets import SAMPLE_COLUMNS, SCALE, TABLE2_SHEET, TASKS, export_sheets, merge_sheets
 from rpa_lib.evaluation.uncertainty import interval_columns
 from rpa_lib.report import caption_line, plural
 
-TASKS = {"mbti": "MBTI", "bigfive": "BFI"}  # questionnaire -> Table 2's task name
 HUMAN_RATINGS_DIR = paths.DATA_DIR / "human_ratings"
 LLM_SOURCE = "LLM raters, not human"
 HUMAN_SOURCE = "human raters"
