@@ -213,11 +213,10 @@ def predicted_types(dim_scores: pd.DataFrame, questionnaire: Questionnaire) -> p
     out = []
     for key, group in dim_scores.groupby(KEYS, sort=False):
         by_dim = group.set_index("dimension")
-        row = dict(zip(KEYS, key))
-        row["predicted"] = "".join(by_dim.letter.get(d.id, NO_SCORE) for d in questionnaire.dimensions)
-        row.update({f"score_{d.id}": by_dim.score.get(d.id, np.nan) for d in questionnaire.dimensions})
-        row["n_rated"], row["n_failed"] = int(group.n_rated.sum()), int(group.n_failed.sum())
-        out.append(row)
+        out.append({**dict(zip(KEYS, key)),
+                    "predicted": "".join(by_dim.letter.get(d.id, NO_SCORE) for d in questionnaire.dimensions),
+                    **{f"score_{d.id}": by_dim.score.get(d.id, np.nan) for d in questionnaire.dimensions},
+                    "n_rated": int(group.n_rated.sum()), "n_failed": int(group.n_failed.sum())})
     return pd.DataFrame(out)
 
 
@@ -225,11 +224,9 @@ def interview_all(methods: list, characters: list[str], questionnaires: list[Que
                   save_to: Path | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """:func:`interview` for every method and questionnaire, and one timing row per block; ``save_to`` (a CSV) is
     rewritten after each block."""
-    def save(rows: pd.DataFrame) -> None:
-        interview_rows(rows).to_csv(save_to, index=False)
-
+    save = (lambda rows: interview_rows(rows).to_csv(save_to, index=False)) if save_to is not None else None
     rows, timing = answer_tasks(methods, {q.name: questionnaire_jobs(q, characters) for q in questionnaires}, llm=llm,
-                                on_block=save if save_to is not None else None)
+                                on_block=save)
     return interview_rows(rows), timing
 
 
