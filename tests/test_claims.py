@@ -14,7 +14,6 @@ def test_verdict_words():
     assert verdict(0.01, True, 15) == SUPPORTED and verdict(0.01, False, 15) == "contradicted"
     assert verdict(0.34, True, 15) == NOISE
     assert verdict(0.01, True, 1) == "not testable with this run: 1 character"
-    assert verdict(0.01, True, 15, "no spread printed") == "not testable: no spread printed"
 
 
 def test_table6_printed_allows_what_the_issue_says():

@@ -75,10 +75,8 @@ PAPER_NAMES = {"amadeus": "AMADEUS", "crag": "CRAG", "lightrag": "LightRAG", "na
                "no_rag": "w/o RAG"}
 
 
-def verdict(p: float, favours: bool, n_characters: int, why_not: str = "") -> str:
+def verdict(p: float, favours: bool, n_characters: int) -> str:
     """Supported, contradicted, noise or not testable, from the p of the test at the character level."""
-    if why_not:
-        return f"not testable: {why_not}"
     if n_characters <= 1:
         return "not testable with this run: 1 character"
     if pd.isna(p):

@@ -13,7 +13,7 @@ import json
 import warnings
 import zlib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import cycle
 from pathlib import Path
 from typing import Any
@@ -29,15 +29,13 @@ from rpa_lib.evaluation.human_prompts import RATER_PERSONAS, RATING_OPTIONS, con
 from rpa_lib.evaluation.judges import judge_id
 from rpa_lib.evaluation.metrics.agreement import cronbach_alpha, krippendorff_alpha, likert_summary
 from rpa_lib.evaluation.runner import Job, chunk_ids, run_verdicts
-from rpa_lib.evaluation.sheets import SAMPLE_COLUMNS, export_sheets, merge_sheets
+from rpa_lib.evaluation.sheets import SAMPLE_COLUMNS, SCALE, TABLE2_SHEET, TASKS, export_sheets, merge_sheets
 from rpa_lib.evaluation.uncertainty import interval_columns
 from rpa_lib.report import caption_line, plural
 
-TASKS = {"mbti": "MBTI", "bigfive": "BFI"}  # questionnaire -> Table 2's task name
 HUMAN_RATINGS_DIR = paths.DATA_DIR / "human_ratings"
 LLM_SOURCE = "LLM raters, not human"
 HUMAN_SOURCE = "human raters"
-SCALE_VALUES = [1, 2, 3, 4, 5]
 
 
 def sample_jobs(dataset: Dataset, characters: list[str], pools: dict[str, int | None], per_task: int,
@@ -96,12 +94,12 @@ def build_samples(rows: pd.DataFrame, names: dict[str, str]) -> tuple[pd.DataFra
     return pd.DataFrame(samples), failed.reset_index(drop=True)
 
 
-def sample_set_id(samples: pd.DataFrame, prefix: str = "table2") -> str:
-    """``<prefix>-<MBTI count>m<BFI count>b-<digest of every text a rater sees>``, e.g. ``table2-4m4b-1a2b3c4d``."""
+def sample_set_id(samples: pd.DataFrame) -> str:
+    """``table2-<MBTI count>m<BFI count>b-<digest of every text a rater sees>``, e.g. ``table2-4m4b-1a2b3c4d``."""
     digest = hashlib.sha256(json.dumps(samples.loc[:, list(SAMPLE_COLUMNS)].astype(str).values.tolist(),
                                        ensure_ascii=False).encode()).hexdigest()[:8]
     counts = samples.task.value_counts()
-    return f"{prefix}-{counts.get('MBTI', 0)}m{counts.get('BFI', 0)}b-{digest}"
+    return f"table2-{counts.get('MBTI', 0)}m{counts.get('BFI', 0)}b-{digest}"
 
 
 def rater_names(n: int) -> list[str]:
@@ -141,7 +139,7 @@ VERDICT_COLUMNS = ["sample_id", "task", "rater", "persona", "model", "answer", "
 
 
 def rate_with_panel(samples: pd.DataFrame, panel: Sequence[LLMRater], *, calibrate: bool = False,
-                    workers: int | None = None, progress: bool = True) -> pd.DataFrame:
+                    progress: bool = True) -> pd.DataFrame:
     """Every rater of ``panel`` rates every sample 1-5 by constrained choice (``calibrate``: against its
     content-free baseline). One row per (sample, rater), columns :data:`VERDICT_COLUMNS`."""
     records = samples.to_dict("records")
@@ -163,7 +161,7 @@ def rate_with_panel(samples: pd.DataFrame, panel: Sequence[LLMRater], *, calibra
 
         blocks.append(run_verdicts(rater.llm, records, rate, describe, columns=[*VERDICT_COLUMNS[:6], "value",
                                                                               *VERDICT_COLUMNS[7:]],
-                                   desc=f"rater {rater.name}", workers=workers, progress=progress))
+                                   desc=f"rater {rater.name}", progress=progress))
     rows = pd.concat(blocks, ignore_index=True) if blocks else pd.DataFrame(columns=VERDICT_COLUMNS)
     return rows.rename(columns={"value": "rating"})[VERDICT_COLUMNS]
 
@@ -177,41 +175,31 @@ def write_panel_sheets(samples: pd.DataFrame, verdicts: pd.DataFrame, folder: Pa
             if old.suffix.lower() in (".csv", ".xlsx"):
                 old.unlink()
     raters = list(dict.fromkeys(verdicts.rater))
-    export_sheets(samples, raters, folder, sample_set=sample_set, overwrite=True)
-    written = []
-    for rater in raters:
-        (folder / f"{rater}.xlsx").unlink()  # one copy per rater: the CSV holds the ratings
-        path = folder / f"{rater}.csv"
+    csv_only = replace(TABLE2_SHEET, formats=("csv",))  # one copy per rater: the CSV holds the ratings
+    written = export_sheets(samples, raters, folder, sample_set=sample_set, spec=csv_only)
+    for rater, path in zip(raters, written, strict=True):
         sheet = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8-sig")
         mine = verdicts[verdicts.rater == rater].set_index("sample_id")
         got = [mine.loc[sid] if sid in mine.index else None for sid in sheet.sample_id]
         sheet["rating"] = ["" if g is None or pd.isna(g.rating) else str(int(g.rating)) for g in got]
         sheet["comment"] = ["" if g is None or g.status == "ok" else (g.error or g.problem or g.status) for g in got]
         sheet.to_csv(path, index=False, encoding="utf-8-sig")
-        written.append(path)
     return written
-
-
-def human_ratings(samples: pd.DataFrame, sample_set: str, human_dir: Path | None = None) -> pd.DataFrame | None:
-    """People's ratings (samples x raters) from ``<human_dir>/<sample_set>/``, or None when no sheet holds one;
-    SheetError for a sheet that cannot be read or does not match ``samples``."""
-    folder = Path(human_dir or HUMAN_RATINGS_DIR) / sample_set
-    if not folder.is_dir():
-        return None
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)  # "not yet rated" sheets: listed in attrs
-        table = merge_sheets(folder, expected_ids=samples.sample_id, sample_set=sample_set)
-    return table if table.shape[1] else None
 
 
 def table2_ratings(samples: pd.DataFrame, sample_set: str, *, panel: Sequence[LLMRater], sheets_dir: Path,
                    human_dir: Path | None = None, calibrate: bool = False,
                    progress: bool = True) -> tuple[pd.DataFrame, str, pd.DataFrame]:
-    """``(table, source, verdicts)``: people's sheets when there are any (the panel not asked), else the panel's
-    ratings written to ``sheets_dir`` and read back by the same reader. ``table``: samples x raters."""
-    people = human_ratings(samples, sample_set, human_dir)
-    if people is not None:
-        return people, HUMAN_SOURCE, pd.DataFrame(columns=VERDICT_COLUMNS)
+    """``(table, source, verdicts)``: people's rated sheets in ``<human_dir>/<sample_set>/`` when there are any (the
+    panel not asked; SheetError for one that cannot be read or does not match ``samples``), else the panel's ratings
+    written to ``sheets_dir`` and read back by the same reader. ``table``: samples x raters."""
+    folder = Path(human_dir or HUMAN_RATINGS_DIR) / sample_set
+    if folder.is_dir():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # "not yet rated" sheets: listed in attrs
+            people = merge_sheets(folder, expected_ids=samples.sample_id, sample_set=sample_set)
+        if people.shape[1]:
+            return people, HUMAN_SOURCE, pd.DataFrame(columns=VERDICT_COLUMNS)
     verdicts = rate_with_panel(samples, panel, calibrate=calibrate, progress=progress)
     write_panel_sheets(samples, verdicts, sheets_dir, sample_set)
     table = merge_sheets(sheets_dir, expected_ids=samples.sample_id, sample_set=sample_set, allow_missing=True)
@@ -240,7 +228,7 @@ def table2(ratings: pd.DataFrame, samples: pd.DataFrame, source: str) -> pd.Data
         table = table.loc[:, table.notna().any()]
         summary, n1 = _quiet(likert_summary, table)
         alpha, n2 = _quiet(cronbach_alpha, table)
-        kripp, n3 = _quiet(krippendorff_alpha, table, "ordinal", value_domain=SCALE_VALUES)
+        kripp, n3 = _quiet(krippendorff_alpha, table, "ordinal", value_domain=list(SCALE))
         a, (low, high) = alpha if alpha else (np.nan, (np.nan, np.nan))
         out.append({"task": task, "source": source, "samples": len(table), "raters": table.shape[1],
                     "ratings": int(table.notna().sum().sum()), "mu": summary.mu if summary else np.nan,

@@ -28,12 +28,12 @@ def pole_names(questionnaire: Questionnaire) -> dict[str, tuple[str, str]]:
     return {d.id: (d.high_name or f"high {d.name}", d.low_name or f"low {d.name}") for d in questionnaire.dimensions}
 
 
-def interview(method, characters: list[str], questionnaire: Questionnaire, *, llm, workers: int | None = None,
-              progress: bool = True) -> pd.DataFrame:
+def interview(method, characters: list[str], questionnaire: Questionnaire, *, llm, progress: bool = True
+              ) -> pd.DataFrame:
     """Every item's question put to ``method`` for every character, a fresh context per item: one row per
     (character, item) with the reply or the error and what the method did (:func:`interview_rows`)."""
-    return interview_rows(run_jobs(method, questionnaire_jobs(questionnaire, characters), llm=llm, workers=workers,
-                                   progress=progress, desc=f"{method.name} · {questionnaire.name}"))
+    return interview_rows(run_jobs(method, questionnaire_jobs(questionnaire, characters), llm=llm, progress=progress,
+                                   desc=f"{method.name} · {questionnaire.name}"))
 
 
 def interview_rows(rows: pd.DataFrame) -> pd.DataFrame:
@@ -41,7 +41,7 @@ def interview_rows(rows: pd.DataFrame) -> pd.DataFrame:
     knowledge and selected chunk ids, AE attributes, CRAG's route, context size, LLM calls and cache hits."""
     out = []
     for r in rows.to_dict("records"):
-        ok = pd.isna(r["error"])
+        ok = _ok(r)
         d = r["details"] if ok else {}
         out.append({"method": r["method"], "questionnaire": r["questionnaire"], "character": r["character"],
                     "item": r["question_id"], "dimension": r["dimension"], "keyed": r["keyed"],
@@ -54,19 +54,25 @@ def interview_rows(rows: pd.DataFrame) -> pd.DataFrame:
                     **(context_columns(r["context"]) if ok else dict.fromkeys(CONTEXT_COLUMNS)),
                     "llm_calls": r["llm_calls"], "cached_calls": r["cached_calls"], "seconds": r["seconds"]})
     out = pd.DataFrame(out)
-    if out.empty:
-        return out
-    rank = {m: i for i, m in enumerate(dict.fromkeys(out.method))}
-    return out.sort_values("method", key=lambda m: m.map(rank), kind="stable").reset_index(drop=True)
+    return _in_order(out, out, ["method"]) if len(out) else out
+
+
+def _in_order(frame: pd.DataFrame, reference: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """``frame`` stably sorted by where each key's value first appears in ``reference``."""
+    rank = {k: {v: i for i, v in enumerate(dict.fromkeys(reference[k]))} for k in keys}
+    return frame.sort_values(keys, key=lambda s: s.map(rank[s.name]), kind="stable").reset_index(drop=True)
 
 
 def _with_failed(rated: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
-    """The rated units and one failed unit per failed interview (it cannot be rated, and it must stay visible)."""
+    """The rated units and one failed unit per failed interview (it cannot be rated, and it must stay visible), in
+    the interviews' method and character order, then dimension and unit order."""
     failed = [{**{k: r[k] for k in KEYS}, "dimension": r["dimension"], "unit": r["item"], "item_ids": r["item"],
                "answer": np.nan, "rating": np.nan, "analysis": None, "error": f"interview failed: {r['error']}"}
               for r in rows.to_dict("records") if not _ok(r)]
     frames = [f for f in (pd.DataFrame(failed, columns=RATING_COLUMNS), rated[RATING_COLUMNS]) if len(f)]
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=RATING_COLUMNS)
+    if not frames:
+        return pd.DataFrame(columns=RATING_COLUMNS)
+    return _in_order(pd.concat(frames, ignore_index=True), rows, ["method", "character"])
 
 
 def _ok(row: dict) -> bool:
@@ -91,8 +97,8 @@ RATING_COLUMNS = [*KEYS, "dimension", "unit", "item_ids", "answer", "rating", "a
 
 
 def score_options(interviews: pd.DataFrame, questionnaire: Questionnaire, evaluator,
-                  names: dict[str, str] | None = None, *, calibrate: bool = False, workers: int | None = None,
-                  progress: bool = True) -> pd.DataFrame:
+                  names: dict[str, str] | None = None, *, calibrate: bool = False, progress: bool = True
+                  ) -> pd.DataFrame:
     """Option conversion: per interview row the ``answer`` (:func:`place_on_scale`) and the ``rating`` keyed toward
     the high letter; failures are rows with an ``error`` and no rating."""
     rows = interviews[interviews.questionnaire == questionnaire.name]
@@ -108,24 +114,23 @@ def score_options(interviews: pd.DataFrame, questionnaire: Questionnaire, evalua
         return {**{k: r[k] for k in KEYS}, "dimension": r["dimension"], "unit": r["item"], "item_ids": r["item"]}
 
     rated = run_verdicts(evaluator, todo, rate, describe, columns=[*RATING_COLUMNS[:-4], "value", "error"],
-                         desc=f"option scoring · {questionnaire.name}", workers=workers, progress=progress)
+                         desc=f"option scoring · {questionnaire.name}", progress=progress)
     keyed = rated.unit.map(lambda i: items[i].keyed)
     rated = rated.assign(answer=rated.value, analysis=None, rating=[
         keyed_rating(a, k, questionnaire.points) if pd.isna(e) else np.nan
         for a, k, e in zip(rated.value, keyed, rated.error)])
-    return _ordered(_with_failed(rated, rows), rows)
+    return _with_failed(rated, rows)
 
 
 def score_expert(interviews: pd.DataFrame, questionnaire: Questionnaire, evaluator, names: dict[str, str] | None = None,
-                 *, batch_size: int = 4, poles: dict[str, tuple[str, str]] | None = None, max_tokens: int = 256,
-                 workers: int | None = None, progress: bool = True) -> pd.DataFrame:
+                 *, batch_size: int = 4, max_tokens: int = 256, progress: bool = True) -> pd.DataFrame:
     """Expert rating: one rating of the dimension per batch of ``batch_size`` replies of a (method, character,
     dimension) (``unit`` ``"b1"``, ``"b2"``, ...), plus one failed row per failed interview."""
     if batch_size < 1:
         raise ValueError("batch_size must be at least 1")
     rows = interviews[interviews.questionnaire == questionnaire.name]
     items = {i.id: i for i in questionnaire.items}
-    names, poles = names or {}, poles or pole_names(questionnaire)
+    names, poles = names or {}, pole_names(questionnaire)
     schema = expert_schema(questionnaire)
     batches = []
     ok = pd.DataFrame([r for r in rows.to_dict("records") if _ok(r)], columns=rows.columns)
@@ -147,41 +152,31 @@ def score_expert(interviews: pd.DataFrame, questionnaire: Questionnaire, evaluat
                 "unit": unit, "item_ids": ";".join(r["item"] for r in recs)}
 
     rated = run_verdicts(evaluator, batches, rate, describe, columns=[*RATING_COLUMNS[:-4], "value", "error"],
-                         desc=f"expert rating · {questionnaire.name}", workers=workers, progress=progress)
+                         desc=f"expert rating · {questionnaire.name}", progress=progress)
     rated = rated.assign(answer=np.nan, rating=[float(v["score"]) if pd.isna(e) else np.nan
                                                 for v, e in zip(rated.value, rated.error)],
                          analysis=[v.get("analysis") if pd.isna(e) else None for v, e in zip(rated.value, rated.error)])
-    return _ordered(_with_failed(rated, rows), rows)
+    return _with_failed(rated, rows)
 
 
 CANNED_REPLIES = {"yes": "Yes, absolutely. That is exactly how I am, every single time.",
                   "no": "No, not at all. That is never how I am."}
 
 
-def evaluator_check(questionnaire: Questionnaire, evaluator, per_dimension: int = 1, name: str = "the interviewee",
-                    *, calibrate: bool = False, progress: bool = True) -> pd.DataFrame:
-    """Can the evaluator tell a clear yes from a clear no (:data:`CANNED_REPLIES`)? ``separates``: the yes lands
-    higher on the scale, for ``per_dimension`` items of each dimension."""
-    items = questionnaire.subset(per_dimension * len(questionnaire.dimensions)).items
+def evaluator_check(questionnaire: Questionnaire, evaluator, *, calibrate: bool = False,
+                    progress: bool = True) -> pd.DataFrame:
+    """Can the evaluator tell a clear yes from a clear no (:data:`CANNED_REPLIES`) put in "the interviewee"'s mouth?
+    ``separates``: the yes lands higher on the scale, for one item of each dimension."""
+    items = questionnaire.subset(len(questionnaire.dimensions)).items
     jobs = [(item, kind) for item in items for kind in CANNED_REPLIES]
-    placed = run_verdicts(evaluator, jobs, lambda job: place_on_scale(evaluator, name, job[0], CANNED_REPLIES[job[1]],
-                                                                     questionnaire, calibrate),
+    placed = run_verdicts(evaluator, jobs, lambda job: place_on_scale(evaluator, "the interviewee", job[0],
+                                                                     CANNED_REPLIES[job[1]], questionnaire, calibrate),
                           lambda job: {"item": job[0].id, "kind": job[1]}, columns=["item", "kind", "value", "error"],
                           desc=f"evaluator check · {questionnaire.name}", progress=progress)
     got = {(r.item, r.kind): r.value if pd.isna(r.error) else np.nan for r in placed.itertuples()}
     return pd.DataFrame([{"questionnaire": questionnaire.name, "item": i.id, "dimension": i.dimension,
                           "answer_yes": got[i.id, "yes"], "answer_no": got[i.id, "no"],
                           "separates": bool(got[i.id, "yes"] > got[i.id, "no"])} for i in items])
-
-
-def _ordered(ratings: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
-    """Ratings in the interviews' method and character order, then dimension and unit order."""
-    if ratings.empty:
-        return pd.DataFrame(columns=RATING_COLUMNS)
-    rank = {k: {v: i for i, v in enumerate(dict.fromkeys(rows[k]))} for k in ("method", "character")}
-    ratings = ratings.assign(_m=ratings.method.map(rank["method"]), _c=ratings.character.map(rank["character"]))
-    ratings = ratings.sort_values(["_m", "_c"], kind="stable").drop(columns=["_m", "_c"])
-    return ratings.reset_index(drop=True)[RATING_COLUMNS]
 
 
 def dimension_scores(ratings: pd.DataFrame, questionnaire: Questionnaire) -> pd.DataFrame:
@@ -218,11 +213,10 @@ def predicted_types(dim_scores: pd.DataFrame, questionnaire: Questionnaire) -> p
     out = []
     for key, group in dim_scores.groupby(KEYS, sort=False):
         by_dim = group.set_index("dimension")
-        row = dict(zip(KEYS, key))
-        row["predicted"] = "".join(by_dim.letter.get(d.id, NO_SCORE) for d in questionnaire.dimensions)
-        row.update({f"score_{d.id}": by_dim.score.get(d.id, np.nan) for d in questionnaire.dimensions})
-        row["n_rated"], row["n_failed"] = int(group.n_rated.sum()), int(group.n_failed.sum())
-        out.append(row)
+        out.append({**dict(zip(KEYS, key)),
+                    "predicted": "".join(by_dim.letter.get(d.id, NO_SCORE) for d in questionnaire.dimensions),
+                    **{f"score_{d.id}": by_dim.score.get(d.id, np.nan) for d in questionnaire.dimensions},
+                    "n_rated": int(group.n_rated.sum()), "n_failed": int(group.n_failed.sum())})
     return pd.DataFrame(out)
 
 
@@ -230,11 +224,9 @@ def interview_all(methods: list, characters: list[str], questionnaires: list[Que
                   save_to: Path | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """:func:`interview` for every method and questionnaire, and one timing row per block; ``save_to`` (a CSV) is
     rewritten after each block."""
-    def save(rows: pd.DataFrame) -> None:
-        interview_rows(rows).to_csv(save_to, index=False)
-
+    save = (lambda rows: interview_rows(rows).to_csv(save_to, index=False)) if save_to is not None else None
     rows, timing = answer_tasks(methods, {q.name: questionnaire_jobs(q, characters) for q in questionnaires}, llm=llm,
-                                on_block=save if save_to is not None else None)
+                                on_block=save)
     return interview_rows(rows), timing
 
 
@@ -258,7 +250,7 @@ def score_all(replies: pd.DataFrame, questionnaires: dict[str, tuple[Questionnai
         if scoring == "option":
             r = score_options(replies, q, evaluator, names, calibrate=calibrate)
         else:
-            r = score_expert(replies, q, evaluator, names, batch_size=batch_size, poles=pole_names(q))
+            r = score_expert(replies, q, evaluator, names, batch_size=batch_size)
         timing.append({"step": f"{scoring} scoring", "task": qname, "method": "all", "items": len(r),
                        "failed": int(r.error.notna().sum()), "seconds": round(time.perf_counter() - start, 1)})
         d = dimension_scores(r, q)

@@ -14,15 +14,14 @@ import pandas as pd
 from rpa_lib.data import Dataset, as_dataset
 from rpa_lib.evaluation.metrics.intervals import ALPHA, POWER, mde_paired_binary, n_paired_binary
 
-# The paper's printed levels and differences (GPT-4.1): Table 6 ACC of AMADEUS vs Naive RAG (417 vs 411 of 450);
-# Tables 4-5 AMADEUS vs CRAG, discordant dimensions from the printed types (MBTI 16 vs 5 of 60, SLOAN 10 vs 6 of 75).
-PAPER_ACC = 0.9267
-PRINTED = [  # (comparison, outcome, unit, delta, observed discordant share or None, level p1, p2, units per character)
-    ("ACC, AMADEUS vs Naive RAG (GPT-4.1, Table 6)", "acc", "questions", 6 / 450, None, 0.9267, 0.9133, "questions"),
-    ("MBTI dimensions, AMADEUS vs CRAG (Table 4)", "dimension_correct", "dimensions", 11 / 60, 21 / 60, 0.85, 0.6667,
-     "mbti"),
-    ("SLOAN dimensions, AMADEUS vs CRAG (Table 5)", "dimension_correct", "dimensions", 4 / 75, 16 / 75, 0.8133, 0.76,
-     "sloan"),
+# The paper's printed comparisons (GPT-4.1): Table 6 ACC of AMADEUS vs Naive RAG (417 vs 411 of 450); Tables 4-5
+# AMADEUS vs CRAG, discordant dimensions from the printed types (MBTI 16 vs 5 of 60, SLOAN 10 vs 6 of 75).
+PRINTED = [  # (comparison, outcome, unit, units per character, delta, observed discordant share or None, levels p1, p2)
+    ("ACC, AMADEUS vs Naive RAG (GPT-4.1, Table 6)", "ACC (Table 6)", "questions", 30, 6 / 450, None, 0.9267, 0.9133),
+    ("MBTI dimensions, AMADEUS vs CRAG (Table 4)", "MBTI dimension accuracy (Table 4)", "dimensions", 4, 11 / 60,
+     21 / 60, 0.85, 0.6667),
+    ("SLOAN dimensions, AMADEUS vs CRAG (Table 5)", "SLOAN dimension accuracy (Table 5)", "dimensions", 5, 4 / 75,
+     16 / 75, 0.8133, 0.76),
 ]
 
 
@@ -41,33 +40,30 @@ def _independent(p1: float, p2: float) -> float:
     return p1 * (1 - p2) + p2 * (1 - p1)
 
 
-def mde_table(sizes: Sizes, alpha: float = ALPHA, power: float = POWER) -> pd.DataFrame:
-    """The MDE (in the share right) of ACC and MBTI/SLOAN dimension accuracy at ``sizes``, with independent errors
-    at the paper's levels and with the paper's observed discordance."""
-    chars = sizes.personality_characters
-    outcomes = [("ACC (Table 6)", sizes.qa_characters * sizes.questions_per_character, PAPER_ACC, None),
-                ("MBTI dimension accuracy (Table 4)", chars * sizes.mbti_dimensions, 0.85, 21 / 60),
-                ("SLOAN dimension accuracy (Table 5)", chars * sizes.sloan_dimensions, 0.8133, 16 / 75)]
-    return pd.DataFrame([{"outcome": name, "pairs": pairs, "level": p,
-                          "mde_independent_errors": mde_paired_binary(pairs, _independent(p, p), alpha, power),
-                          "mde_observed_discordance": mde_paired_binary(pairs, observed, alpha, power)
-                          if observed else math.nan} for name, pairs, p, observed in outcomes])
+def mde_table(sizes: Sizes) -> pd.DataFrame:
+    """The MDE (in the share right) of each outcome of :data:`PRINTED` at ``sizes``, with independent errors at the
+    paper's level and with the paper's observed discordance."""
+    pairs = [sizes.qa_characters * sizes.questions_per_character, sizes.personality_characters * sizes.mbti_dimensions,
+             sizes.personality_characters * sizes.sloan_dimensions]
+    return pd.DataFrame([{"outcome": outcome, "pairs": n, "level": p,
+                          "mde_independent_errors": mde_paired_binary(n, _independent(p, p)),
+                          "mde_observed_discordance": mde_paired_binary(n, observed) if observed else math.nan}
+                         for (_, outcome, _, _, _, observed, p, _), n in zip(PRINTED, pairs, strict=True)])
 
 
-def needed_table(alpha: float = ALPHA, power: float = POWER) -> pd.DataFrame:
+def needed_table() -> pd.DataFrame:
     """Pairs and characters needed to detect each difference of :data:`PRINTED`: one-way, observed discordance and
     independent errors."""
-    per_char = {"questions": 30, "mbti": 4, "sloan": 5}
     rows = []
-    for name, _, unit, delta, observed, p1, p2, per in PRINTED:
-        n_one = n_paired_binary(delta, abs(delta), alpha, power)
-        n_obs = n_paired_binary(delta, observed, alpha, power) if observed else math.nan
-        n_ind = n_paired_binary(delta, _independent(p1, p2), alpha, power)
+    for name, _, unit, per_character, delta, observed, p1, p2 in PRINTED:
+        n_one = n_paired_binary(delta, abs(delta))
+        n_obs = n_paired_binary(delta, observed) if observed else math.nan
+        n_ind = n_paired_binary(delta, _independent(p1, p2))
         rows.append({"comparison": name, "difference": delta, "unit": unit,
                      "n_one_way": n_one, "n_observed": n_obs, "n_independent": n_ind,
-                     "characters_one_way": math.ceil(n_one / per_char[per]),
-                     "characters_observed": math.ceil(n_obs / per_char[per]) if observed else math.nan,
-                     "characters_independent": math.ceil(n_ind / per_char[per])})
+                     "characters_one_way": math.ceil(n_one / per_character),
+                     "characters_observed": math.ceil(n_obs / per_character) if observed else math.nan,
+                     "characters_independent": math.ceil(n_ind / per_character)})
     return pd.DataFrame(rows)
 
 
@@ -85,14 +81,12 @@ def profile_sizes(profile: dict, dataset: Dataset | None = None) -> Sizes:
     return Sizes(len(qa_chars), questions, len(pers_chars))
 
 
-def power_text(sizes: Sizes, alpha: float = ALPHA, power: float = POWER) -> str:
+def power_text(sizes: Sizes) -> str:
     """The plan's power section: MDEs at these sizes and the sizes the paper's printed differences need."""
-    mde = mde_table(sizes, alpha, power)
-    need = needed_table(alpha, power)
-    lines = [f"power (paired, two-sided alpha {alpha}, {power:.0%} power; items as independent units, a lower bound "
+    lines = [f"power (paired, two-sided alpha {ALPHA}, {POWER:.0%} power; items as independent units, a lower bound "
              f"under clustering by character): {sizes.qa_characters} characters x {sizes.questions_per_character} "
              f"questions for Table 6, {sizes.personality_characters} character(s) for Tables 4-5"]
-    for r in mde.itertuples():
+    for r in mde_table(sizes).itertuples():
         obs = f", {r.mde_observed_discordance:.3f} at the paper's discordance" if not math.isnan(
             r.mde_observed_discordance) else ""
         if math.isnan(r.mde_independent_errors):
@@ -101,7 +95,7 @@ def power_text(sizes: Sizes, alpha: float = ALPHA, power: float = POWER) -> str:
         lines.append(f"  MDE {r.outcome}: {r.mde_independent_errors:.3f} with {r.pairs} pairs (independent errors at "
                      f"{r.level:.2f}{obs})")
     lines.append("  needed for the paper's printed differences (pairs; characters):")
-    for r in need.itertuples():
+    for r in needed_table().itertuples():
         obs = (f", {r.n_observed:,.0f} at its discordance ({r.characters_observed:,.0f})"
                if not math.isnan(r.n_observed) else "")
         lines.append(f"    {r.comparison}, difference {r.difference:.3f}: {r.n_one_way:,.0f} {r.unit} if every "

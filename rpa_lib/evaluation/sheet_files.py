@@ -181,20 +181,15 @@ def parse_rating(value, column: str, low: int, high: int) -> tuple[int | None, s
         return None, None
     if isinstance(value, bool):
         return None, f"{column} is not a whole number from {low} to {high}"
-    if isinstance(value, str):
-        try:
-            value = float(value)  # "4" and "4.0" are 4; "4.5" is no whole number
-        except ValueError:
-            return None, f"{column} is not a number"
-    if isinstance(value, float):
-        if not value.is_integer():
-            return None, f"{column} is not a whole number"
-        value = int(value)
-    if not isinstance(value, int):
+    try:
+        number = float(value)  # "4" and "4.0" are 4; "4.5" is no whole number
+    except (TypeError, ValueError):
         return None, f"{column} is not a number"
-    if not low <= value <= high:
+    if not number.is_integer():
+        return None, f"{column} is not a whole number"
+    if not low <= number <= high:
         return None, f"{column} is outside {low}-{high}"
-    return value, None
+    return int(number), None
 
 
 def _rows(table: list, path: Path, spec) -> list[tuple[int, object, dict[str, object]]]:
@@ -238,14 +233,14 @@ def load_sheet(path: Path, sample_set: str, spec) -> LoadedSheet:
     """The sheet at ``path`` (.xlsx or .csv), checked to be one written for ``sample_set``, with a rater."""
     path = Path(path)
     suffix = path.suffix.lower()
-    if suffix not in (".xlsx", ".csv"):
-        fail(path, "a sheet is a .xlsx or .csv file")
     if suffix == ".xlsx":
         meta, table = read_workbook(path)
         sheet = LoadedSheet(path, cell_text(meta.get("sample_set")).strip(), cell_text(meta.get("rater")).strip(),
-                       _rows(table, path, spec))
-    else:
+                            _rows(table, path, spec))
+    elif suffix == ".csv":
         sheet = _load_csv(path, spec)
+    else:
+        fail(path, "a sheet is a .xlsx or .csv file")
     if not sheet.sample_set:
         fail(path, "no sample set recorded: not a sheet written by export_sheets")
     if sheet.sample_set != str(sample_set).strip():

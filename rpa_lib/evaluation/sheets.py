@@ -68,9 +68,9 @@ SCALE = {
     5: "Fully reasonable. Every attribute is clearly supported by the chunks, and they fit the question.",
 }
 SAMPLE_COLUMNS = ("sample_id", "task", "character", "question", "chunks", "attributes")
-TASKS = ("MBTI", "BFI")
+TASKS = {"mbti": "MBTI", "bigfive": "BFI"}  # questionnaire -> Table 2's task name
 TABLE2_SHEET = SheetSpec(
-    id="sample_id", shown=SAMPLE_COLUMNS, scales={"rating": (1, 5)}, allowed={"task": TASKS},
+    id="sample_id", shown=SAMPLE_COLUMNS, scales={"rating": (1, 5)}, allowed={"task": tuple(TASKS.values())},
     title="Human evaluation: is the character inferred reasonably?",
     guide=(("What you see", "Each row of the Ratings sheet holds a question put to a character, the chunks (passages "
                             "of the character's persona document picked for that question) and the attributes (what "
@@ -135,9 +135,9 @@ def export_sheets(samples: pd.DataFrame, raters: list[str], folder: Path | str, 
                   spec: SheetSpec = TABLE2_SHEET, overwrite: bool = False) -> list[Path]:
     """Write every rater's sheet (the spec's formats) of ``samples`` (the spec's shown columns, in order) into
     ``folder``; an existing one only with ``overwrite=True``. Returns the paths written."""
-    if not str(sample_set).strip():
-        raise ValueError("sample_set is the id of this set of samples, e.g. 'table2-v1'")
     sample_set = str(sample_set).strip()
+    if not sample_set:
+        raise ValueError("sample_set is the id of this set of samples, e.g. 'table2-v1'")
     rows = _check_samples(samples, spec)
     names = _check_raters(raters)
     folder = Path(folder)
@@ -249,12 +249,12 @@ def read_sheets(folder: Path | str, *, expected_ids: Iterable, sample_set: str, 
 
 
 def merge_sheets(folder: Path | str, *, expected_ids: Iterable, sample_set: str, allow_missing: bool = False,
-                 spec: SheetSpec = TABLE2_SHEET, column: str = "rating") -> pd.DataFrame:
+                 spec: SheetSpec = TABLE2_SHEET) -> pd.DataFrame:
     """The rated sheets of ``folder`` as one table (ids x raters); a rater yet to rate is left out with a warning
     and listed in ``attrs["not_yet_rated"]``; ``attrs["sheets"]`` maps each rater to the file read."""
     ratings, used, waiting = read_sheets(folder, expected_ids=expected_ids, sample_set=sample_set,
                                          allow_missing=allow_missing, spec=spec)
-    table = pd.DataFrame({r: f[column].to_numpy() for r, f in ratings.items()},
+    table = pd.DataFrame({r: f.rating.to_numpy() for r, f in ratings.items()},
                          index=pd.Index(_expected(expected_ids), name=spec.id), dtype=float)
     table.columns.name = "rater"
     table.attrs["not_yet_rated"] = waiting

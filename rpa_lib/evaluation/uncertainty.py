@@ -83,10 +83,9 @@ def save_paired(outcomes: pd.DataFrame, results_dir: Path, models: dict | None =
         if paired.empty:
             paired = pd.DataFrame(columns=PAIRED_COLUMNS)
         paired = paired[[*[c for c in PAIRED_COLUMNS if c in paired], *[c for c in paired if c not in PAIRED_COLUMNS]]]
-        chars = int(paired.n_characters.max()) if len(paired) else 0
         runs = int(rows.repeat.nunique())
         pooled = f" {PAIRED_RUNS}" if runs > 1 else ""
-        caption = f"{PAIRED_CAPTION}{pooled} {interval_caption(chars, runs=runs)}. {note}".strip()
+        caption = f"{PAIRED_CAPTION}{pooled} {interval_caption(paired.n_characters, runs=runs)}. {note}".strip()
         written[table] = save_table(paired, f"{table}_paired", results_dir, caption=caption,
                                     models={k: v for k, v in (models or {}).items() if k in LABELS} or None)
     return written

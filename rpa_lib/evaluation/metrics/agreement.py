@@ -26,8 +26,6 @@ def _check_choice(name: str, value, choices: tuple) -> None:
 def _ratings(table) -> pd.DataFrame:
     """``table`` as a float DataFrame (samples x raters)."""
     frame = table.copy() if isinstance(table, pd.DataFrame) else pd.DataFrame(np.asarray(table, dtype=object))
-    if frame.ndim != 2:
-        raise ValueError(f"a rating table is 2-D (samples x raters), got shape {frame.shape}")
     try:
         return frame.apply(pd.to_numeric, errors="raise").astype(float)
     except (TypeError, ValueError) as exc:

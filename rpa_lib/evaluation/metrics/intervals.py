@@ -12,6 +12,7 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 from scipy import optimize, stats
 
 CONFIDENCE = 0.95
@@ -36,28 +37,18 @@ class Interval:
     reason: str = ""
 
 
-def _groups(values, clusters) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per-cluster sums and counts of the non-NaN values (clusters in order of first appearance)."""
-    values = np.asarray(values, dtype=float)
-    clusters = np.asarray(clusters if clusters is not None else np.arange(len(values)), dtype=object)
-    keep = ~np.isnan(values)
-    values, clusters = values[keep], clusters[keep]
-    _, first, inverse = np.unique(clusters.astype(str), return_index=True, return_inverse=True)
-    order = np.argsort(first)
-    rank = np.empty_like(order)
-    rank[order] = np.arange(len(order))
-    idx = rank[inverse]
-    sums = np.bincount(idx, weights=values, minlength=len(order))
-    counts = np.bincount(idx, minlength=len(order)).astype(float)
-    return values, sums, counts
-
-
 def cluster_bootstrap(values, clusters=None, confidence: float = CONFIDENCE, n_resamples: int = N_RESAMPLES,
                       seed: int = SEED) -> Interval:
     """The mean over items with a percentile interval from resampling whole clusters (characters); ``clusters=None``:
     each item its own. ``cluster_bootstrap([1, 0, 1, 1], ["a", "a", "b", "b"]).estimate == 0.75``"""
-    values, sums, counts = _groups(values, clusters)
-    n, k = len(values), len(sums)
+    values = np.asarray(values, dtype=float)
+    clusters = np.asarray(clusters if clusters is not None else np.arange(len(values)), dtype=object)
+    keep = ~np.isnan(values)
+    values = values[keep]
+    idx, names = pd.factorize(clusters[keep].astype(str))  # clusters in order of first appearance
+    sums = np.bincount(idx, weights=values, minlength=len(names))
+    counts = np.bincount(idx, minlength=len(names)).astype(float)
+    n, k = len(values), len(names)
     if n == 0:
         return Interval(math.nan, math.nan, math.nan, BOOTSTRAP, 0, 0, "no items")
     estimate = float(values.mean())

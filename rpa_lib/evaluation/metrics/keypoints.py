@@ -39,10 +39,8 @@ def keypoint_scores(labels: Sequence[str | None]) -> KeypointScores:
         raise ValueError(f"unknown key-point label(s) {', '.join(unknown)}; valid: {LABELS} or None (unparseable)")
     unparsed = sum(x is None for x in labels)
     judged = len(labels) - unparsed
-    if judged == 0:
-        nan = float("nan")
-        return KeypointScores(nan, nan, nan, len(labels), unparsed)
-    shares = [sum(x == label for x in labels) / judged for label in ("covered", "contradicted", "not_covered")]
+    shares = [sum(x == label for x in labels) / judged if judged else float("nan")
+              for label in ("covered", "contradicted", "not_covered")]
     return KeypointScores(*shares, len(labels), unparsed)
 
 

@@ -9,10 +9,9 @@ NO_SCORE = "?"  # a dimension with no rated unit (every item failed): no letter,
 
 
 def _f1(truth: list[str], predicted: list[str], label: str) -> float:
-    tp = sum(t == label and p == label for t, p in zip(truth, predicted))
-    fp = sum(t != label and p == label for t, p in zip(truth, predicted))
-    fn = sum(t == label and p != label for t, p in zip(truth, predicted))
-    return 0.0 if tp == 0 else 2 * tp / (2 * tp + fp + fn)
+    """2 TP / (2 TP + FP + FN), whose denominator is the count of ``label`` in ``truth`` plus in ``predicted``."""
+    tp = sum(t == p == label for t, p in zip(truth, predicted))
+    return 0.0 if tp == 0 else 2 * tp / (truth.count(label) + predicted.count(label))
 
 
 def type_scores(predicted: list[str], truth: list[str]) -> dict:
