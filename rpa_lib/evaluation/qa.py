@@ -15,7 +15,7 @@ import pandas as pd
 
 from rpa_lib.data import QA, Dataset
 from rpa_lib.evaluation.context import matched_budget
-from rpa_lib.evaluation.judges import FAILED, OK, UNPARSED, judge_acc, judge_acc_l, judge_hs, label_keypoint
+from rpa_lib.evaluation.judges import FAILED, OK, UNPARSED, judge_metric, label_keypoint
 from rpa_lib.evaluation.metrics.agreement import kendall_tau
 from rpa_lib.evaluation.metrics.keypoints import KeypointScores, average_keypoint_scores, keypoint_scores
 from rpa_lib.evaluation.runner import Job, answer_tasks, qa_jobs, questionnaire_jobs, run_verdicts
@@ -169,17 +169,11 @@ def judge_answers(answers: pd.DataFrame, judge, names: dict[str, str], gold: dic
     (:func:`hs_references`) or, when None, each method's own context as the paper's prompt reads."""
     def run(job):
         r, metric = job
-        name = names.get(r["character"], r["character"])
-        qa = gold.get((r["character"], r["question_id"])) if r.get("task") in QA_TASKS else None
-        reply = r["reply"] or ""
-        if metric == "acc":
-            return judge_acc(judge, name, r["question"], qa.answer, reply)
-        if metric == "acc_l":
-            return judge_acc_l(judge, name, r["question"], qa.answer, reply)
-        if references is None:
-            return judge_hs(judge, name, r["question"], r["context"], reply, qa.answer if qa else None)
-        return judge_hs(judge, name, r["question"], references[(r["character"], r["question_id"])], reply,
-                        qa.answer if qa else None, reference=True)
+        key = (r["character"], r["question_id"])
+        qa = gold.get(key) if r.get("task") in QA_TASKS else None
+        context = references[key] if references is not None and metric == "hs" else r["context"]
+        return judge_metric(judge, metric, names.get(r["character"], r["character"]), r["question"],
+                            qa.answer if qa else None, r["reply"] or "", context, reference=references is not None)
 
     def describe(job) -> dict:
         r, metric = job
