@@ -22,6 +22,7 @@ from rpa_lib.evaluation.runner import Job, answer_tasks, qa_jobs, questionnaire_
 from rpa_lib.evaluation.uncertainty import interval_columns, merge_intervals
 from rpa_lib.methods.base import Method
 from rpa_lib.methods.registry import paper_name
+from rpa_lib.persona import heading_path
 from rpa_lib.report import caption_line, plural
 from rpa_lib.retrieval import retriever
 
@@ -114,8 +115,10 @@ def _answered(answers: pd.DataFrame) -> list[dict]:
     return [r for r in answers.to_dict("records") if pd.isna(r.get("error"))]
 
 
-def _attribute(row: dict):
-    return None if pd.isna(row.get("attribute")) else row.get("attribute")
+def _response(r: dict) -> dict:
+    """The columns that name an answers row's response."""
+    return {"task": r.get("task"), "method": r["method"], "character": r["character"], "question_id": r["question_id"],
+            "attribute": None if pd.isna(r.get("attribute")) else r.get("attribute")}
 
 
 def verdict_jobs(answers: pd.DataFrame, gold: dict[tuple[str, str], QA],
@@ -134,10 +137,6 @@ HS_REFERENCE = ("HS judged for every method against one reference: for a QA ques
                 "against a method's own context or text an LLM wrote")
 
 
-def _reference_item(label: str, text: str) -> dict:
-    return {"role": "reference", "label": label, "text": text}
-
-
 def hs_references(dataset: Dataset, answers: pd.DataFrame, gold: dict[tuple[str, str], QA], *, k: int = 3,
                   embedder: str = "minilm") -> dict[tuple[str, str], list[dict]]:
     """``{(character, question id): [reference items]}`` for HS (:data:`HS_REFERENCE`): the persona paragraphs that
@@ -154,11 +153,9 @@ def hs_references(dataset: Dataset, answers: pd.DataFrame, gold: dict[tuple[str,
                 paragraphs = dataset.persona(r["character"]).paragraphs
                 flat[r["character"]] = [(p, " ".join(p.text.split())) for p in paragraphs]
             held = [p for p, text in flat[r["character"]] if any(" ".join(e.split()) in text for e in qa.evidence)]
-            refs[key] = [_reference_item(" > ".join(p.headings[1:]), p.text) for p in dict.fromkeys(held)]
         else:
-            hits = retriever(r["character"], "acts", embedder, dataset).search(r["question"], k)
-            refs[key] = [_reference_item(" > ".join(h.chunk.headings[1:]) if h.chunk.headings else "", h.chunk.text)
-                         for h in hits]
+            held = [h.chunk for h in retriever(r["character"], "acts", embedder, dataset).search(r["question"], k)]
+        refs[key] = [{"role": "reference", "label": heading_path(p.headings[1:]), "text": p.text} for p in held]
     return refs
 
 
@@ -176,9 +173,7 @@ def judge_answers(answers: pd.DataFrame, judge, names: dict[str, str], gold: dic
                             qa.answer if qa else None, r["reply"] or "", context, reference=references is not None)
 
     def describe(job) -> dict:
-        r, metric = job
-        return {"task": r.get("task"), "method": r["method"], "character": r["character"],
-                "question_id": r["question_id"], "attribute": _attribute(r), "metric": metric, "judge": judge.label}
+        return {**_response(job[0]), "metric": job[1], "judge": judge.label}
 
     return run_verdicts(judge, verdict_jobs(answers, gold, metrics), run, describe, columns=VERDICT_COLUMNS,
                         desc="judge", workers=workers, progress=progress)
@@ -198,9 +193,7 @@ def label_answers(answers: pd.DataFrame, keypoints: pd.DataFrame, judge, names: 
 
     def describe(job) -> dict:
         r, i, kp = job
-        return {"task": r.get("task"), "method": r["method"], "character": r["character"],
-                "question_id": r["question_id"], "attribute": _attribute(r), "kp": i, "key_point": kp,
-                "judge": judge.label}
+        return {**_response(r), "kp": i, "key_point": kp, "judge": judge.label}
 
     labels = run_verdicts(judge, jobs, run, describe, columns=[*LABEL_COLUMNS, "answer", "value"],
                           desc="key-point labels", workers=workers, progress=progress)
@@ -256,8 +249,7 @@ def keypoint_scores_per_response(answers: pd.DataFrame, labels: pd.DataFrame, ke
         mine = by_response.get((r["method"], r["character"], r["question_id"]), empty)
         done = mine[mine.status != FAILED]
         s = keypoint_scores([lab if st == OK else None for lab, st in zip(done.label, done.status)])
-        out.append({"method": r["method"], "character": r["character"], "question_id": r["question_id"],
-                    "attribute": _attribute(r), "keypoints": kp_count.get((r["character"], r["question_id"]), 0),
+        out.append({**_response(r), "keypoints": kp_count.get((r["character"], r["question_id"]), 0),
                     "judged": s.judged, "unparsed": s.unparsed, "failed": int((mine.status == FAILED).sum()),
                     "job_failed": not pd.isna(r.get("error")), "completeness": s.completeness,
                     "hallucination": s.hallucination, "irrelevance": s.irrelevance, "coerced": _coerced(done)})
