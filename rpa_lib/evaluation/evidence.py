@@ -18,7 +18,7 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from rpa_lib.data import Dataset
-from rpa_lib.evaluation.context import TOKENIZER, wordpiece_tokenizer
+from rpa_lib.evaluation.context import TOKENIZER, load_tokenizer, wordpiece_tokenizer
 from rpa_lib.evaluation.metrics import eir, evidence_recall, within_budget
 from rpa_lib.evaluation.uncertainty import interval_columns, merge_intervals
 from rpa_lib.persona import heading_path
@@ -43,14 +43,7 @@ class TokenCounter:
 def token_counter(name: str = "minilm") -> TokenCounter:
     """The tokenizer token budgets are counted with: ``"minilm"`` (:data:`~rpa_lib.evaluation.context.TOKENIZER`,
     offline) or a path to a ``tokenizer.json``; special tokens are not counted."""
-    if name == "minilm":
-        tok = wordpiece_tokenizer()
-    else:
-        from tokenizers import Tokenizer
-
-        tok = Tokenizer.from_file(str(name))
-        tok.no_truncation()
-        tok.no_padding()
+    tok = wordpiece_tokenizer() if name == "minilm" else load_tokenizer(name)
 
     @lru_cache(maxsize=1 << 14)
     def offsets(text: str) -> tuple[tuple[int, int], ...]:

@@ -142,7 +142,7 @@ def keypoint_outcomes(per_response: pd.DataFrame) -> pd.DataFrame:
 
 def human_outcomes(ratings: pd.DataFrame, samples: pd.DataFrame) -> pd.DataFrame:
     """Table 2: one rating per sample (the mean over raters; method: who rated), characters from the samples file."""
-    ok = ratings[ratings.get("status", "ok") == "ok"] if "status" in ratings else ratings
+    ok = ratings[ratings.status == "ok"] if "status" in ratings else ratings
     source = "LLM raters" if ok.rater.astype(str).str.startswith("llm-").all() else "raters"
     per = ok.groupby(["sample_id", "task"], as_index=False).rating.mean()
     per["character"] = per.sample_id.map(samples.set_index("sample_id").slug)

@@ -218,19 +218,14 @@ def check_failures(rows: pd.DataFrame, what: str, max_share: float = 0.0) -> Non
         raise PendingItems(f"{what}: {waiting} item(s) wait for a batch round (of {len(rows)}); no table is written "
                            "from them: reproduce --batch runs the next round")
     failed = failures(rows)
-    if "part" in rows.columns and "where" in rows.columns:  # a listing of failures
-        if len(failed):
-            counts = ", ".join(f"{n} {part}" for part, n in failed.part.value_counts(sort=False).items())
-            first = failed.iloc[0]
-            named = [f"{r['part']} {r['where']}" for r in failed.to_dict("records")]
-            raise FailedItems(f"{what}: {len(failed)} item(s) failed ({counts}); first: {first['part']} "
-                              f"{first['where']}: {first['error']}{_named(named)}")
-        return
-    if len(rows) and len(failed) / len(rows) > max_share:
-        first = failed.iloc[0]
-        named = [_where(r) for r in failed.to_dict("records")]
-        raise FailedItems(f"{what}: {len(failed)} of {len(rows)} item(s) failed (allowed share {max_share:g}); "
-                          f"first: {_where(first.to_dict())}: {first['error']}{_named(named)}")
+    listing = "part" in rows.columns and "where" in rows.columns  # failed_items' listing: any row fails the run
+    named = [f"{r['part']} {r['where']}" if listing else _where(r) for r in failed.to_dict("records")]
+    first = f"first: {named[0]}: {failed.error.iloc[0]}{_named(named)}" if named else ""
+    if listing and named:
+        counts = ", ".join(f"{n} {part}" for part, n in failed.part.value_counts(sort=False).items())
+        raise FailedItems(f"{what}: {len(failed)} item(s) failed ({counts}); {first}")
+    if not listing and len(rows) and len(failed) / len(rows) > max_share:
+        raise FailedItems(f"{what}: {len(failed)} of {len(rows)} item(s) failed (allowed share {max_share:g}); {first}")
 
 
 NAMED = 10  # failed items a FailedItems message names
