@@ -131,17 +131,13 @@ def keypoints_for(items: Sequence[tuple[str, QA]], judge, path: Path, names: dic
     today = _dt.date.today().isoformat()
     for o in outcomes:
         i, character, qa, sha = o.item
-        base = {"qa_id": qa.id, "character": character, "question": qa.question, "answer": qa.answer,
-                "answer_sha": sha, "judge": judge.label, "judge_model": judge.model_id, "prompt": prompt,
-                "date": today}
+        kp: KeyPoints = o.value if o.ok else KeyPoints([], FAILED, None)
+        record = {"qa_id": qa.id, "character": character, "question": qa.question, "answer": qa.answer,
+                  "answer_sha": sha, "judge": judge.label, "judge_model": judge.model_id, "prompt": prompt,
+                  "date": today, "key_points": kp.points, "status": kp.status, "format": kp.format, "problem": kp.problem}
         if o.ok:
-            kp: KeyPoints = o.value
-            record = {**base, "key_points": kp.points, "status": kp.status, "format": kp.format, "problem": kp.problem}
-            new.append(record)
-            rows[i] = {**record, "reused": False, "error": None}
-        else:
-            rows[i] = {**base, "key_points": [], "status": FAILED, "format": None, "problem": None, "reused": False,
-                       "error": o.error}
+            new.append(record)  # a fault is not kept: the next run tries again
+        rows[i] = {**record, "reused": False, "error": None if o.ok else o.error}
     if new:
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -36,7 +36,6 @@ INVENTED_FACTS = (
      "And in secret I write opera librettos under a false name."),
     ("{name} was born on a train crossing the Andes.", "I was born, by the way, on a train crossing the Andes."),
 )
-INVENTIONS = tuple(said_of for said_of, _ in INVENTED_FACTS)  # third person, "{name}" to fill
 INVENTIONS_FIRST_PERSON = tuple(said_by for _, said_by in INVENTED_FACTS)
 DENIAL = "That is not true. It is false that: {answer}"
 DISMISSIVE_DENIAL = ("No. Whoever told you that has it wrong: it is simply not true of me that {answer_lower} I have "
@@ -90,15 +89,15 @@ def judge_check_cases(dataset: Dataset, characters: list[str], n: int = 6) -> li
                 "context": [{"role": "evidence", "text": e, "label": ""} for e in q.evidence]}
         others = [(oc, oq) for oc, oq in pairs if oc != c and oq.attribute == q.attribute]
         other = others[i % len(others)] if others else None
-        invented = f"{q.answer} {INVENTIONS[i % len(INVENTIONS)].format(name=name)}"
+        invented = f"{q.answer} {INVENTED_FACTS[i % len(INVENTED_FACTS)][0].format(name=name)}"
         cases += [{**base, "case": "gold", "metric": "acc", "reply": q.answer},
                   {**base, "case": "denial", "metric": "acc", "reply": DENIAL.format(answer=q.answer)},
                   {**base, "case": "gold", "metric": "acc_l", "reply": q.answer},
                   {**base, "case": "gold", "metric": "hs", "reply": q.answer},
                   {**base, "case": "invented", "metric": "hs", "reply": invented}]
         if other is not None:
-            cases += [{**base, "case": "other", "metric": "acc", "reply": other[1].answer, "other_qa": other[1].id},
-                      {**base, "case": "other", "metric": "acc_l", "reply": other[1].answer, "other_qa": other[1].id}]
+            cases += [{**base, "case": "other", "metric": metric, "reply": other[1].answer, "other_qa": other[1].id}
+                      for metric in ("acc", "acc_l")]
     return cases
 
 
@@ -124,16 +123,12 @@ EXPECTED = {  # rung -> expected level per dimension (flu, coh, bg, pers, us, em
 }
 
 
-def _sentences(text: str) -> list[str]:
-    return [s for s in re.split(r"(?<=[.!?])\s+", text.strip()) if s]
-
-
 def garble(text: str, seed: int) -> str:
     """Each sentence's words in a seeded random order (3+ words always change).
     ``sorted(garble("a b c.", 1).split()) == sorted("a b c.".split())``"""
     rng = np.random.default_rng(seed)
     out = []
-    for sentence in _sentences(text):
+    for sentence in re.split(r"(?<=[.!?])\s+", text.strip()):
         words = sentence.split()
         if len(words) >= 3:
             order = list(range(len(words)))
