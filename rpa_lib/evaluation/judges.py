@@ -48,11 +48,6 @@ class Verdict:
     coerced: bool = False
 
 
-def unparseable(error: BaseException) -> bool:
-    """Is this LLM error an unparseable answer (:class:`~rpa_lib.llm.LLMNoValidAnswer`) rather than a fault?"""
-    return isinstance(error, LLMNoValidAnswer)
-
-
 def choose_verdict(judge, metric: str, messages: list[dict], options: dict[str, object],
                    pick: Callable[[object], str] = lambda reply: reply.text) -> Verdict:
     """The judge's constrained choice among ``options`` (option -> a float value or a label) as a :class:`Verdict`;

@@ -18,7 +18,7 @@ from rpa_lib.evaluation.context import matched_budget
 from rpa_lib.evaluation.judges import FAILED, OK, UNPARSED, judge_metric, label_keypoint
 from rpa_lib.evaluation.metrics.agreement import kendall_tau
 from rpa_lib.evaluation.metrics.keypoints import KeypointScores, average_keypoint_scores, keypoint_scores
-from rpa_lib.evaluation.runner import Job, answer_tasks, qa_jobs, questionnaire_jobs, run_verdicts
+from rpa_lib.evaluation.runner import Job, answer_tasks, qa_jobs, questionnaire_jobs, run_verdicts, spread
 from rpa_lib.evaluation.uncertainty import interval_columns, merge_intervals
 from rpa_lib.methods.base import Method
 from rpa_lib.methods.registry import paper_name
@@ -50,8 +50,7 @@ def gold_answers(dataset: Dataset, characters: list[str]) -> dict[tuple[str, str
 
 def qa_items(dataset: Dataset, characters: list[str], per_character: int | None = None) -> list[tuple[str, QA]]:
     """``(character, QA)`` of the questions :func:`~rpa_lib.methods.qa_jobs` asks, in the same order."""
-    by_id = {(c, q.id): q for c in characters for q in dataset.qa(c)}
-    return [(j.character, by_id[j.character, j.id]) for j in qa_jobs(dataset, characters, per_character)]
+    return [(c, q) for c in characters for q in spread(dataset.qa(c), lambda q: q.attribute, per_character)]
 
 
 def task_jobs(dataset: Dataset, characters: list[str], qa_questions: int | None = None,
@@ -205,10 +204,6 @@ def _coerced(verdicts: pd.DataFrame) -> int:
     return int(verdicts.coerced.fillna(False).astype(bool).sum()) if "coerced" in verdicts else 0
 
 
-def _mean(values: pd.Series) -> float:
-    return float(values.mean()) if len(values) else np.nan
-
-
 def table6(answers: pd.DataFrame, verdicts: pd.DataFrame, llm: str, judge: str) -> pd.DataFrame:
     """AMADEUS Table 6 for this run: per (task, method) ``acc`` (a fraction), ``acc_l`` and ``hs`` over the parsed
     verdicts, the counts they rest on and each metric's 95% interval; several runs (``repeat``) are pooled."""
@@ -220,7 +215,7 @@ def table6(answers: pd.DataFrame, verdicts: pd.DataFrame, llm: str, judge: str) 
         for m in METRICS:
             vm = v[v.metric == m]
             ok = vm[vm.status == OK].value
-            row[m] = _mean(ok)
+            row[m] = float(ok.mean())
             row[f"n_{m}"], row[f"unparsed_{m}"] = len(ok), int((vm.status == UNPARSED).sum())
             row[f"failed_{m}"] = int((vm.status == FAILED).sum())
             row[f"coerced_{m}"] = _coerced(vm)
@@ -285,12 +280,12 @@ def attribute_breakdown(verdicts: pd.DataFrame, per_response: pd.DataFrame | Non
     out = []
     for (method, attribute), group in v.groupby(["method", "attribute"], sort=False):
         ok = group[group.status == OK]
-        row = {"method": method, "attribute": attribute, "acc": _mean(ok[ok.metric == "acc"].value),
-               "acc_l": _mean(ok[ok.metric == "acc_l"].value), "n": int((ok.metric == "acc").sum()),
+        row = {"method": method, "attribute": attribute, "acc": float(ok[ok.metric == "acc"].value.mean()),
+               "acc_l": float(ok[ok.metric == "acc_l"].value.mean()), "n": int((ok.metric == "acc").sum()),
                "unparsed": int(((group.metric == "acc") & (group.status == UNPARSED)).sum())}
         if per_response is not None:
             kp = per_response[(per_response.method == method) & (per_response.attribute == attribute)]
-            row["completeness"] = _mean(kp.completeness.dropna())
+            row["completeness"] = float(kp.completeness.mean())
         row["coerced"] = _coerced(ok[ok.metric == "acc"])
         out.append(row)
     return pd.DataFrame(out)
