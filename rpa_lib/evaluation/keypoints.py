@@ -22,6 +22,7 @@ from rpa_lib.evaluation.judge_prompts import KEYPOINT_SCHEMA, keypoint_lines_mes
 from rpa_lib.evaluation.judges import judge_id
 from rpa_lib.evaluation.runner import FAILED, OK, UNPARSED
 from rpa_lib.llm import LLMNoValidAnswer
+from rpa_lib.llm.rounds import read_lines as read_keypoints  # a key-point file is JSON lines too
 
 MAX_KEYPOINTS = 5
 KEYPOINT_FORMATS = ("json", "lines")
@@ -89,14 +90,6 @@ def prompt_id(format: str) -> str:
     if format == "lines":
         messages = [*messages, *keypoint_lines_messages("{name}", "{question}", "{answer}")]
     return _digest(messages, KEYPOINT_SCHEMA)
-
-
-def read_keypoints(path: Path) -> list[dict]:
-    """The records of a key-point file (none when it does not exist)."""
-    path = Path(path)
-    if not path.is_file():
-        return []
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
 KEYPOINT_COLUMNS = ["qa_id", "character", "question", "answer", "key_points", "status", "format", "problem", "judge",

@@ -5,7 +5,6 @@ method against its reference by :func:`default_pairs`). Only :func:`load_outcome
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +20,7 @@ from rpa_lib.evaluation.metrics.intervals import (
     sign_test,
     wilcoxon_signed_rank,
 )
+from rpa_lib.llm.rounds import read_lines
 from rpa_lib.splitters import SPLITTER_NAMES
 
 LABELS = ["llm", "judge", "embedder"]
@@ -153,7 +153,7 @@ def human_outcomes(ratings: pd.DataFrame, samples: pd.DataFrame) -> pd.DataFrame
 
 def _read(path: Path) -> pd.DataFrame:
     if path.suffix == ".jsonl":
-        return pd.DataFrame([json.loads(line) for line in path.read_text().splitlines() if line.strip()])
+        return pd.DataFrame(read_lines(path))
     return pd.read_csv(path)
 
 
