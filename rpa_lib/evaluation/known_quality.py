@@ -14,6 +14,7 @@ import hashlib
 import json
 import re
 import zlib
+from collections import Counter
 from collections.abc import Sequence
 
 import numpy as np
@@ -62,17 +63,14 @@ def _balanced(pairs: list[tuple[str, QA]], n: int) -> list[tuple[str, QA]]:
     unused item."""
     attrs = list(dict.fromkeys(q.attribute for _, q in pairs))
     chars = list(dict.fromkeys(c for c, _ in pairs))
-    used_a, used_c, chosen, taken = dict.fromkeys(attrs, 0), dict.fromkeys(chars, 0), [], set()
-    for _ in range(min(n, len(pairs))):
-        for a in sorted(attrs, key=lambda a: (used_a[a], attrs.index(a))):
-            free = [(c, q) for c, q in pairs if q.attribute == a and (c, q.id) not in taken]
-            if free:
-                c, q = min(free, key=lambda p: (used_c[p[0]], chars.index(p[0])))
-                chosen.append((c, q))
-                taken.add((c, q.id))
-                used_a[a] += 1
-                used_c[c] += 1
-                break
+    used_a, used_c, free, chosen = Counter(), Counter(), list(pairs), []
+    while free and len(chosen) < n:
+        a = min({q.attribute for _, q in free}, key=lambda a: (used_a[a], attrs.index(a)))
+        c, q = min((p for p in free if p[1].attribute == a), key=lambda p: (used_c[p[0]], chars.index(p[0])))
+        free.remove((c, q))
+        chosen.append((c, q))
+        used_a[a] += 1
+        used_c[c] += 1
     return chosen
 
 

@@ -85,9 +85,7 @@ def run_jobs(method, jobs: Iterable[Job], *, step: str = "respond", llm=None, de
     rows = []
     for job, out in zip(jobs, outcomes, strict=True):
         row = {"method": method.name, "character": job.character, "question_id": job.id, "question": job.question,
-               **job.meta}
-        if out.pending:
-            row["pending"] = True
+               **job.meta, "pending": out.pending}
         r = out.value
         if out.ok:
             if step == "context":  # the context step as a Response without a reply, so chunk ids come from one place
@@ -100,10 +98,7 @@ def run_jobs(method, jobs: Iterable[Job], *, step: str = "respond", llm=None, de
         rows.append(row)
     meta = list(dict.fromkeys(k for j in jobs for k in j.meta))
     waiting = ["pending"] if any(o.pending for o in outcomes) else []  # a column only in batch rounds
-    frame = pd.DataFrame(rows, columns=[*JOB_COLUMNS, *meta, *RESULT_COLUMNS, *waiting])
-    if waiting:
-        frame["pending"] = frame.pending.eq(True)
-    return frame
+    return pd.DataFrame(rows, columns=[*JOB_COLUMNS, *meta, *RESULT_COLUMNS, *waiting])
 
 
 def chunk_ids(context: list[dict] | None, *roles: str) -> list[str]:
