@@ -107,7 +107,5 @@ def with_context(table: pd.DataFrame, sizes: pd.DataFrame, on: str | list[str] =
     """``table`` with the context columns of ``sizes`` joined on ``on`` after its own, rounded (items to 0.1)."""
     keep = [c for c in CONTEXT_COLUMNS if c in sizes]
     on = [on] if isinstance(on, str) else list(on)
-    right = sizes[[*on, *keep]].copy()
-    for c in keep:
-        right[c] = right[c].round(1 if c == "context_items" else 0)
+    right = sizes[[*on, *keep]].round({c: 1 if c == "context_items" else 0 for c in keep})
     return table.merge(right, on=on, how="left")

@@ -38,9 +38,7 @@ CHARACTER_TEST = "sign test (per-character mean differences)"
 
 def _frame(rows: pd.DataFrame, **fixed) -> pd.DataFrame:
     out = rows.assign(**fixed)
-    for col in COLUMNS:
-        if col not in out:
-            out[col] = 0 if col == "repeat" else np.nan  # a file without runs is one run
+    out = out.assign(**{c: 0 if c == "repeat" else np.nan for c in COLUMNS if c not in out})  # no runs: one run
     out["value"] = pd.to_numeric(out["value"], errors="coerce").astype(float)
     return out[COLUMNS].reset_index(drop=True)
 
