@@ -181,6 +181,7 @@ class PendingItems(RuntimeError):
     """Items of a run wait for a batch round's answers (not a failure: ``reproduce --batch`` runs the next round)."""
 
 
+NAMED = 10  # failed items a FailedItems message names
 _WHERE = ("part", "where", "task", "method", "character", "question_id", "qa_id", "item", "unit", "sample_id",
           "reply_id", "rater", "metric", "mode", "dimension", "case")
 
@@ -215,23 +216,14 @@ def check_failures(rows: pd.DataFrame, what: str, max_share: float = 0.0) -> Non
     failed = failures(rows)
     listing = "part" in rows.columns and "where" in rows.columns  # failed_items' listing: any row fails the run
     named = [f"{r['part']} {r['where']}" if listing else _where(r) for r in failed.to_dict("records")]
-    first = f"first: {named[0]}: {failed.error.iloc[0]}{_named(named)}" if named else ""
+    more = f" ({len(named) - NAMED} more)" if len(named) > NAMED else ""
+    listed = f"; failed items: {', '.join(named[:NAMED])}{more}" if len(named) > 1 else ""
+    first = f"first: {named[0]}: {failed.error.iloc[0]}{listed}" if named else ""
     if listing and named:
         counts = ", ".join(f"{n} {part}" for part, n in failed.part.value_counts(sort=False).items())
         raise FailedItems(f"{what}: {len(failed)} item(s) failed ({counts}); {first}")
     if not listing and len(rows) and len(failed) / len(rows) > max_share:
         raise FailedItems(f"{what}: {len(failed)} of {len(rows)} item(s) failed (allowed share {max_share:g}); {first}")
-
-
-NAMED = 10  # failed items a FailedItems message names
-
-
-def _named(items: list[str]) -> str:
-    """``"; failed items: a, b (3 more)"`` when there is more than the first to name, else ``""``."""
-    if len(items) < 2:
-        return ""
-    more = f" ({len(items) - NAMED} more)" if len(items) > NAMED else ""
-    return f"; failed items: {', '.join(items[:NAMED])}{more}"
 
 
 def index_costs(methods: Iterable, characters: list[str]) -> pd.DataFrame:
