@@ -85,7 +85,7 @@ def context_sizes(rows: pd.DataFrame, by: Iterable[str] = ("method",), *, tokens
             if tokens:  # one batch for the whole group, summed back per question
                 flat = iter(count_tokens([x for t in texts for x in t]))
                 sizes["context_tokens"] = [sum(next(flat) for _ in t) for t in texts]
-        out.append({**dict(zip(by, key if isinstance(key, tuple) else (key,), strict=True)), "questions": len(g),
+        out.append({**dict(zip(by, key, strict=True)), "questions": len(g),
                     **{c: float(sizes[c].mean()) for c in measured}, **({"tokenizer": TOKENIZER} if tokens else {})})
     return pd.DataFrame(out, columns=[*by, "questions", *measured, *(["tokenizer"] if tokens else [])])
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from rpa_lib.data import QA
-from rpa_lib.evaluation.judge_prompts import KEYPOINT_SCHEMA, keypoint_lines_messages, keypoint_messages
+from rpa_lib.evaluation.judge_prompts import KEYPOINT_SCHEMA, keypoint_lines_messages, keypoint_messages, one_line
 from rpa_lib.evaluation.judges import judge_id
 from rpa_lib.evaluation.runner import FAILED, OK, UNPARSED
 from rpa_lib.llm import LLMNoValidAnswer
@@ -57,8 +57,7 @@ def extract_keypoints(judge, name: str, question: str, answer: str, *, format: s
         try:
             reply = judge.structured(keypoint_messages(name, question, answer), KEYPOINT_SCHEMA,
                                      max_tokens=max_tokens, max_retries=retries, name="keypoints")
-            points = [" ".join(str(p).split()) for p in reply.data["key_points"]]
-            points = [p for p in points if p][:MAX_KEYPOINTS]
+            points = [p for p in map(one_line, reply.data["key_points"]) if p][:MAX_KEYPOINTS]
             if points:
                 return KeyPoints(points, OK, "json")
             problem = "the JSON held no key point"
