@@ -34,6 +34,7 @@ SPLITTER_TABLES = {"table1_similarity", "evidence_recall", "evidence_recall_budg
 EXTRA_PAIRS = [("naive_rag", "naive_rag_budget")]  # (method, its reference) beside "each method against AMADEUS"
 ITEM_TESTS = {True: "exact McNemar (items)", False: "Wilcoxon signed-rank (items)"}
 CHARACTER_TEST = "sign test (per-character mean differences)"
+RETRIEVAL_IDS = ["task", "method", "character", "item", "embedder"]  # the columns a retrieval table's outcomes keep
 
 
 def _frame(rows: pd.DataFrame, **fixed) -> pd.DataFrame:
@@ -103,17 +104,14 @@ def similarity_outcomes(per_character: pd.DataFrame) -> pd.DataFrame:
     """Table 1: per character ``mu`` and ``var`` of similarity (task: the embedder, method: the splitter)."""
     d = per_character.assign(task=per_character.embedder, method=per_character.splitter.str.upper()
                              .replace({"VANILLA": "Vanilla"}), item="all")
-    long = d.melt(id_vars=["task", "method", "character", "item", "embedder"], value_vars=["mu", "var"],
-                  var_name="outcome", value_name="value")
-    return _frame(long, table="table1_similarity")
+    return _frame(d.melt(id_vars=RETRIEVAL_IDS, value_vars=["mu", "var"], var_name="outcome"), table="table1_similarity")
 
 
 def evidence_recall_outcomes(per_character: pd.DataFrame) -> pd.DataFrame:
     """Evidence recall and EIR per character at each k (task ``"<qa set>, k=<k>"``, method: the splitter)."""
     d = per_character.assign(task=per_character.set + ", k=" + per_character.k.astype(str),
                              method=per_character.splitter, item="all")
-    long = d.melt(id_vars=["task", "method", "character", "item", "embedder"],
-                  value_vars=["recall", "all_found", "eir_body"], var_name="outcome", value_name="value")
+    long = d.melt(id_vars=RETRIEVAL_IDS, value_vars=["recall", "all_found", "eir_body"], var_name="outcome")
     return _frame(long, table="evidence_recall")
 
 
@@ -123,9 +121,8 @@ def budget_outcomes(scores: pd.DataFrame) -> pd.DataFrame:
     d = scores.assign(task=scores.set + ", " + scores.budget.astype(str) + " " + scores.unit,
                       method=scores.splitter.map(SPLITTER_NAMES).fillna(scores.splitter), item=scores.question,
                       all_found=scores.all_found.astype(float))
-    long = d.melt(id_vars=["task", "method", "character", "item", "embedder"], value_vars=["recall", "all_found"],
-                  var_name="outcome", value_name="value")
-    return _frame(long, table="evidence_recall_budget")
+    return _frame(d.melt(id_vars=RETRIEVAL_IDS, value_vars=["recall", "all_found"], var_name="outcome"),
+                  table="evidence_recall_budget")
 
 
 def keypoint_outcomes(per_response: pd.DataFrame) -> pd.DataFrame:
