@@ -123,14 +123,9 @@ def check_agreement(verdicts: pd.DataFrame) -> pd.DataFrame:
     found = {}  # (item, metric, case) -> its first verdict row
     for r in verdicts.to_dict("records"):
         found.setdefault((r["item"], r["metric"], r["case"]), r)
-    pairs = {"acc: gold answer": ("acc", "gold", None), "acc: another character's answer": ("acc", "other", None),
-             "acc: denial of the gold answer": ("acc", "denial", None),
-             "acc_l: gold above another character's": ("acc_l", "gold", "other"),
-             "hs: invented addition above plain": ("hs", "invented", "gold")}
     out = []
     items = list(dict.fromkeys(verdicts.item)) if len(verdicts) else []
-    for check, (metric, first, second) in pairs.items():
-        expected = CHECKS[check][1]
+    for check, (metric, expected, what, first, second) in CHECKS.items():
         cases = agree = undecided = forced = 0
         for item in items:
             rows = [found.get((item, metric, case)) for case in (first, second) if case]
@@ -146,7 +141,7 @@ def check_agreement(verdicts: pd.DataFrame) -> pd.DataFrame:
         decided = cases - undecided
         out.append({"check": check, "metric": metric, "expected": expected, "cases": cases, "agree": agree,
                     "undecided": undecided, "agreement": agree / decided if decided else np.nan,
-                    "what": CHECKS[check][2], "coerced": forced})
+                    "what": what, "coerced": forced})
     return pd.DataFrame(out)
 
 

@@ -46,15 +46,16 @@ OUT_OF_CHARACTER = ("As an AI language model, I do not have personal experiences
                     "other questions.")
 
 
-# check -> (metric, expected, what it tests)
+# check -> (metric, expected, what it tests, the case judged, the case it must score above (None: a yes/no check))
 CHECKS = {
-    "acc: gold answer": ("acc", "yes", "the gold answer itself contains the correct answer"),
-    "acc: another character's answer": ("acc", "no", "another character's answer to a question of the same attribute"),
-    "acc: denial of the gold answer": ("acc", "no", "a reply that denies the gold answer"),
+    "acc: gold answer": ("acc", "yes", "the gold answer itself contains the correct answer", "gold", None),
+    "acc: another character's answer": ("acc", "no", "another character's answer to a question of the same attribute",
+                                        "other", None),
+    "acc: denial of the gold answer": ("acc", "no", "a reply that denies the gold answer", "denial", None),
     "acc_l: gold above another character's": ("acc_l", "higher", "ACC_L of the gold answer above that of another "
-                                               "character's answer"),
+                                               "character's answer", "gold", "other"),
     "hs: invented addition above plain": ("hs", "higher", "HS of the gold answer plus an invented fact above HS of "
-                                           "the plain gold answer (context: the QA's evidence)"),
+                                           "the plain gold answer (context: the QA's evidence)", "invented", "gold"),
 }
 
 
