@@ -17,7 +17,7 @@ import pytest
 from benchmarks.mock_server import MockServer
 from rpa_lib.evaluation.chunk_usage import used_chunks
 from rpa_lib.evaluation.context import matched_budget
-from rpa_lib.evaluation.judges import Verdict, check_agreement, check_summary, judge_acc, unparseable
+from rpa_lib.evaluation.judges import Verdict, check_agreement, check_summary, judge_acc
 from rpa_lib.evaluation.qa import table6
 from rpa_lib.evaluation.runner import FailedItems, Job, run_verdicts
 from rpa_lib.llm import FakeLLM, LLMError, LLMNoValidAnswer, RetryPolicy, get_llm
@@ -131,9 +131,9 @@ def test_no_valid_answer_is_its_own_exception_with_what_it_spent(tmp_path):
     with pytest.raises(LLMNoValidAnswer) as again:  # the cached outcome: the same class, nothing spent
         llm.choose(user("Is Ada calm?"), ["yes", "no"])
     assert again.value.cached and again.value.prompt_tokens == 0
-    assert unparseable(first.value)
+    assert isinstance(first.value, LLMNoValidAnswer)
     # the type decides, not the text: a fault whose message happens to read alike is a fault
-    assert not unparseable(LLMError("choose call 'x': no allowed answer after 3 attempts"))
+    assert not isinstance(LLMError("choose call 'x': no allowed answer after 3 attempts"), LLMNoValidAnswer)
 
 
 # ---- a coerced choice is counted as coerced ---------------------------------------------------------------------

@@ -27,7 +27,6 @@ from rpa_lib.evaluation.judges import (
     judge_id,
     judge_llm,
     label_keypoint,
-    unparseable,
 )
 from rpa_lib.evaluation.keypoints import (
     extract_keypoints,
@@ -38,7 +37,7 @@ from rpa_lib.evaluation.keypoints import (
     read_keypoints,
 )
 from rpa_lib.evaluation.known_quality import CHECKS, judge_check_cases
-from rpa_lib.llm import FakeLLM, LLMError, LLMFatalError
+from rpa_lib.llm import FakeLLM, LLMError, LLMFatalError, LLMNoValidAnswer
 
 
 def last_user(messages):
@@ -107,7 +106,7 @@ def test_a_fault_is_raised_not_counted_as_unparseable():
 
     with pytest.raises(LLMError, match="server on fire") as info:
         judge_acc(FakeLLM(rule=broken), "Ada", "q", "gold", "reply")
-    assert not unparseable(info.value)
+    assert not isinstance(info.value, LLMNoValidAnswer)
 
     def fatal(kind, messages, spec):
         raise LLMFatalError("HTTP 401")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable, Sequence
 
-from rpa_lib.evaluation.judges import OK, Verdict, choose_or_unparsed, choose_verdict
+from rpa_lib.evaluation.judges import Verdict, choose_verdict
 
 CONTENT_FREE = "N/A"
 
@@ -53,8 +53,5 @@ def calibrated_verdict(judge, metric: str, messages: list[dict], options: dict[s
     plain constrained choice."""
     if baseline is None:
         return choose_verdict(judge, metric, messages, options)
-    reply = choose_or_unparsed(judge, metric, messages, options)
-    if isinstance(reply, Verdict):
-        return reply
-    best = best_option(_scores(judge, reply), baseline, options)
-    return Verdict(metric, best, float(options[best]), OK, coerced=getattr(reply, "coerced", False))
+    return choose_verdict(judge, metric, messages, options,
+                          lambda reply: best_option(_scores(judge, reply), baseline, options))

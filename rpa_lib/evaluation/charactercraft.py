@@ -54,24 +54,22 @@ VERDICT_COLUMNS = ["reply_id", "character", "qa_id", "rung", "mode", "dimension"
                    "status", "problem", "error", "judge", "coerced"]
 
 
-def judge_jobs(ladder: pd.DataFrame, reference_dimensions: Sequence[str], modes: Sequence[str] = MODES) -> list[tuple]:
+def judge_jobs(ladder: pd.DataFrame, reference_dimensions: Sequence[str]) -> list[tuple]:
     """``(row, mode, dimension, reference shown)``: ``with`` judges every dimension, showing the reference on
     ``reference_dimensions``; ``without`` judges only those, without it."""
-    bad = [d for d in reference_dimensions if d not in DIMENSIONS] + [m for m in modes if m not in MODES]
+    bad = [d for d in reference_dimensions if d not in DIMENSIONS]
     if bad or isinstance(reference_dimensions, str):
-        raise ValueError(f"unknown dimension(s) or mode(s) {bad or reference_dimensions!r}; dimensions: "
-                         f"{', '.join(DIMENSIONS)}; modes: {', '.join(MODES)}")
+        raise ValueError(f"unknown dimension(s) {bad or reference_dimensions!r}; dimensions: {', '.join(DIMENSIONS)}")
     return [(row, mode, d, mode == "with" and d in reference_dimensions) for row in ladder.to_dict("records")
-            for mode in modes for d in DIMENSIONS if mode == "with" or d in reference_dimensions]
+            for mode in MODES for d in DIMENSIONS if mode == "with" or d in reference_dimensions]
 
 
 def judge_ladder(ladder: pd.DataFrame, judge, profiles: dict[str, str], about: dict[str, tuple[str, str]], *,
-                 reference_dimensions: Sequence[str] = CHARACTERCRAFT_REFERENCE_DIMENSIONS,
-                 modes: Sequence[str] = MODES, calibrate: bool = False, workers: int | None = None,
-                 progress: bool = True) -> pd.DataFrame:
+                 reference_dimensions: Sequence[str] = CHARACTERCRAFT_REFERENCE_DIMENSIONS, calibrate: bool = False,
+                 workers: int | None = None, progress: bool = True) -> pd.DataFrame:
     """One verdict row per :func:`judge_jobs` job (:data:`VERDICT_COLUMNS`). ``profiles``: slug -> profile;
     ``about``: slug -> (name, work); ``calibrate``: per (dimension, reference shown) template."""
-    jobs = judge_jobs(ladder, reference_dimensions, modes)
+    jobs = judge_jobs(ladder, reference_dimensions)
     baselines, broken = (template_baselines(judge, [(d, shown) for _, _, d, shown in jobs],
                                             lambda key: content_free_messages(*key), lambda key: options(key[0]))
                          if calibrate else ({}, {}))
@@ -156,9 +154,8 @@ def export_dimension_sheets(ladder: pd.DataFrame, raters: int, folder: Path, sam
                             names: dict[str, str] | None = None, seed: int = 0) -> tuple[list[Path], list[str]]:
     """One empty CSV sheet per person and ``INSTRUCTIONS.txt`` in ``folder``, the replies shuffled (seeded) and
     without their rung; an existing sheet is kept. Returns ``(paths written, raters kept)``."""
-    names = names or {}
     rows = ladder.iloc[np.random.default_rng(seed).permutation(len(ladder))]
-    rows = rows.assign(character=[names.get(c, c) for c in rows.character])
+    rows = rows.assign(character=[(names or {}).get(c, c) for c in rows.character])
     return export_empty_sheets(rows, rater_names(raters), folder, sample_set=sample_set, spec=DIMENSION_SHEET,
                                instructions=instructions())
 

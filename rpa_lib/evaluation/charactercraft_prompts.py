@@ -7,7 +7,7 @@ with a reference answer too (:data:`REFERENCE_ANCHORS`). Verdicts are constraine
 from __future__ import annotations
 
 from rpa_lib.evaluation.calibration import CONTENT_FREE
-from rpa_lib.evaluation.judge_prompts import one_line
+from rpa_lib.evaluation.judge_prompts import chat, one_line
 from rpa_lib.evaluation.metrics.charactercraft import DIMENSIONS
 
 NAMES = {"flu": "Fluency", "coh": "Coherence", "bg": "Background", "pers": "Personality", "us": "Utterance style",
@@ -101,14 +101,11 @@ def dimension_messages(dimension: str, name: str, work: str, profile: str, quest
     shown = (f"Reference answer (what is true of {name} here, written about {name} in the third person): "
              f"{one_line(reference)}\n") if reference is not None else ""
     digits = ", ".join(str(i) for i in range(TOP[dimension])) + f" or {TOP[dimension]}"
-    return [
-        {"role": "system", "content": SYSTEM},
-        {"role": "user", "content": (
-            f"Character: {name} ({work})\nProfile of {name} (excerpts):\n{profile}\n\n"
-            f"The user asked {name}: {one_line(question)}\n{name}'s reply: {one_line(reply) or '(empty)'}\n{shown}\n"
-            f"Dimension: {NAMES[dimension]}: {WHAT[dimension]}\n{scale}\nAnswer with one digit: {digits}."
-        )},
-    ]
+    return chat(SYSTEM, (
+        f"Character: {name} ({work})\nProfile of {name} (excerpts):\n{profile}\n\n"
+        f"The user asked {name}: {one_line(question)}\n{name}'s reply: {one_line(reply) or '(empty)'}\n{shown}\n"
+        f"Dimension: {NAMES[dimension]}: {WHAT[dimension]}\n{scale}\nAnswer with one digit: {digits}."
+    ))
 
 
 def content_free_messages(dimension: str, with_reference: bool) -> list[dict]:

@@ -49,18 +49,18 @@ def comparison_methods(name: str, llm, dataset, **amadeus_settings):
     return (naive, None), (amadeus, list(c.amadeus_roles) if c.amadeus_roles else None)
 
 
-def counted_items(items: list[dict], method, character: str, min_chars: int = MIN_USED_CHARS) -> list[dict]:
-    """The context items whose chunk reached the LLM with at least ``min_chars`` of its characters (or all of a
-    shorter chunk); items without a chunk are kept."""
+def counted_items(items: list[dict], method, character: str) -> list[dict]:
+    """The context items whose chunk reached the LLM with at least :data:`MIN_USED_CHARS` of its characters (or all
+    of a shorter chunk); items without a chunk are kept."""
     retriever = method.retriever(character)
 
     def full(item: dict) -> int:
         return max((len(chunk.text) for c in item.get("chunk_ids") or () if (chunk := retriever.chunk(c))), default=0)
-    return [i for i in items if len(i.get("text") or "") >= min(min_chars, full(i))]
+    return [i for i in items if len(i.get("text") or "") >= min(MIN_USED_CHARS, full(i))]
 
 
-def used_chunks(method, jobs: list[Job], *, roles: list[str] | None = None, llm=None, desc: str = "chunks",
-                min_chars: int = MIN_USED_CHARS) -> pd.DataFrame:
+def used_chunks(method, jobs: list[Job], *, roles: list[str] | None = None, llm=None,
+                desc: str = "chunks") -> pd.DataFrame:
     """One row per job: the used chunk ids of the items of ``roles`` (None: all), every context item, GS's
     outcome where reported, and a failed job's error (kept)."""
     rows = run_jobs(method, jobs, step="context", llm=llm, desc=desc)
@@ -68,8 +68,7 @@ def used_chunks(method, jobs: list[Job], *, roles: list[str] | None = None, llm=
     for r in rows.to_dict("records"):
         ok = pd.isna(r["error"])
         details = r["details"] if ok else {}
-        counted = counted_items(r["context"], method, r["character"], min_chars) if ok else []
-        chunks = chunk_ids(counted, *(roles or ())) if ok else []
+        chunks = chunk_ids(counted_items(r["context"], method, r["character"]), *(roles or ())) if ok else []
         row = {"method": r["method"], "character": r["character"], "question_id": r["question_id"],
                "question": r["question"], "chunks": chunks, "context": r["context"] if ok else None,
                "gs_failed": details.get("gs_failed"), "examined": details.get("examined", 0)}

@@ -8,8 +8,8 @@ LLM, :data:`TOKENIZER`. Not here: choosing a method's budget or building tables.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterable
+from functools import cache
 
 import pandas as pd
 
@@ -17,24 +17,24 @@ from rpa_lib.evaluation.runner import check_failures
 
 TOKENIZER = "all-MiniLM-L6-v2 WordPiece"
 CONTEXT_COLUMNS = ("context_chars", "context_tokens", "context_items")
-_TOKENIZER = None
-_LOCK = threading.Lock()
 
 
+def load_tokenizer(path):
+    """A ``tokenizer.json`` as a :class:`tokenizers.Tokenizer` without padding or truncation."""
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(str(path))
+    tok.no_padding()
+    tok.no_truncation()
+    return tok
+
+
+@cache
 def wordpiece_tokenizer():
-    """The :data:`TOKENIZER` (one per process; no padding, no truncation), read offline from its package."""
-    global _TOKENIZER
-    with _LOCK:
-        if _TOKENIZER is None:
-            from tokenizers import Tokenizer
+    """The :data:`TOKENIZER`, read offline from its package and kept."""
+    from rpa_lib.embeddings import minilm_path
 
-            from rpa_lib.embeddings import minilm_path
-
-            tok = Tokenizer.from_file(str(minilm_path() / "tokenizer.json"))
-            tok.no_padding()
-            tok.no_truncation()
-            _TOKENIZER = tok
-        return _TOKENIZER
+    return load_tokenizer(minilm_path() / "tokenizer.json")
 
 
 _COUNTS: dict[str, int] = {}  # text -> tokens: the same chunks come back in many contexts, and tables are remade
@@ -74,29 +74,20 @@ def context_sizes(rows: pd.DataFrame, by: Iterable[str] = ("method",), *, tokens
     measured (:func:`context_columns`)."""
     by = list(by)
     ok = rows[rows.error.isna()] if "error" in rows else rows
+    measured = ["context_chars", *(["context_tokens"] if tokens else []), "context_items"]
     out = []
     for key, g in ok.groupby(by, sort=False):
-        row = dict(zip(by, key if isinstance(key, tuple) else (key,), strict=True))
-        row["questions"] = len(g)
-        if "context" not in g and "context_chars" in g:  # sizes measured already
-            chars, items = g.context_chars, g.context_items
-            per_tokens = g.context_tokens if tokens else None
-        else:
+        sizes = g
+        if "context" in g or "context_chars" not in g:  # not measured yet
             texts = [_texts(c) for c in g.context]
-            chars, items = pd.Series([sum(map(len, t)) for t in texts]), pd.Series([len(t) for t in texts])
+            sizes = pd.DataFrame({"context_chars": [sum(map(len, t)) for t in texts],
+                                  "context_items": [len(t) for t in texts]})
             if tokens:  # one batch for the whole group, summed back per question
                 flat = iter(count_tokens([x for t in texts for x in t]))
-                per_tokens = pd.Series([sum(next(flat) for _ in t) for t in texts])
-        row["context_chars"] = float(chars.mean())
-        if tokens:
-            row["context_tokens"] = float(per_tokens.mean())
-        row["context_items"] = float(items.mean())
-        if tokens:
-            row["tokenizer"] = TOKENIZER
-        out.append(row)
-    cols = [*by, "questions", "context_chars", *(["context_tokens"] if tokens else []), "context_items",
-            *(["tokenizer"] if tokens else [])]
-    return pd.DataFrame(out, columns=cols)
+                sizes["context_tokens"] = [sum(next(flat) for _ in t) for t in texts]
+        out.append({**dict(zip(by, key, strict=True)), "questions": len(g),
+                    **{c: float(sizes[c].mean()) for c in measured}, **({"tokenizer": TOKENIZER} if tokens else {})})
+    return pd.DataFrame(out, columns=[*by, "questions", *measured, *(["tokenizer"] if tokens else [])])
 
 
 def matched_budget(rows: pd.DataFrame, method: str = "amadeus") -> int:
@@ -116,7 +107,5 @@ def with_context(table: pd.DataFrame, sizes: pd.DataFrame, on: str | list[str] =
     """``table`` with the context columns of ``sizes`` joined on ``on`` after its own, rounded (items to 0.1)."""
     keep = [c for c in CONTEXT_COLUMNS if c in sizes]
     on = [on] if isinstance(on, str) else list(on)
-    right = sizes[[*on, *keep]].copy()
-    for c in keep:
-        right[c] = right[c].round(1 if c == "context_items" else 0)
+    right = sizes[[*on, *keep]].round({c: 1 if c == "context_items" else 0 for c in keep})
     return table.merge(right, on=on, how="left")

@@ -18,7 +18,7 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from rpa_lib.data import Dataset
-from rpa_lib.evaluation.context import TOKENIZER, wordpiece_tokenizer
+from rpa_lib.evaluation.context import TOKENIZER, load_tokenizer, wordpiece_tokenizer
 from rpa_lib.evaluation.metrics import eir, evidence_recall, within_budget
 from rpa_lib.evaluation.uncertainty import interval_columns, merge_intervals
 from rpa_lib.persona import heading_path
@@ -43,14 +43,7 @@ class TokenCounter:
 def token_counter(name: str = "minilm") -> TokenCounter:
     """The tokenizer token budgets are counted with: ``"minilm"`` (:data:`~rpa_lib.evaluation.context.TOKENIZER`,
     offline) or a path to a ``tokenizer.json``; special tokens are not counted."""
-    if name == "minilm":
-        tok = wordpiece_tokenizer()
-    else:
-        from tokenizers import Tokenizer
-
-        tok = Tokenizer.from_file(str(name))
-        tok.no_truncation()
-        tok.no_padding()
+    tok = wordpiece_tokenizer() if name == "minilm" else load_tokenizer(name)
 
     @lru_cache(maxsize=1 << 14)
     def offsets(text: str) -> tuple[tuple[int, int], ...]:
@@ -65,7 +58,7 @@ def token_counter(name: str = "minilm") -> TokenCounter:
 
 
 def _ranked(dataset: Dataset, characters, splitters, embedders, sets, depth: int | None):
-    """(embedder label, splitter, character, QA, ranked chunks) for every question, ``depth`` chunks (None: all)."""
+    """(the columns naming the question, QA, ranked chunks) for every question, ``depth`` chunks (None: all)."""
     jobs = [(e, s, c) for e in embedders for s in splitters for c in characters]
     for emb, splitter, slug in tqdm(jobs, desc="evidence recall", unit="index"):
         index = retriever(slug, splitter, emb, dataset)
@@ -74,7 +67,8 @@ def _ranked(dataset: Dataset, characters, splitters, embedders, sets, depth: int
             continue
         n = len(index.chunks) if depth is None else min(depth, len(index.chunks))
         for item, hits in zip(qa, index.search_many([q.question for q in qa], n), strict=True):
-            yield index.embedder.label, splitter, slug, item, [h.chunk for h in hits]
+            yield ({"embedder": index.embedder.label, "splitter": splitter, "character": slug, "question": item.id,
+                    "set": item.set}, item, [h.chunk for h in hits])
 
 
 def evidence_scores(dataset: Dataset, characters: list[str], splitters: list[str], embedders: list[str],
@@ -82,13 +76,12 @@ def evidence_scores(dataset: Dataset, characters: list[str], splitters: list[str
     """Equal k: one row per (embedder, splitter, character, question, k) with recall, all_found, EIR on the
     bodies and with heading context, and the characters of the k chunk texts."""
     rows = []
-    for label, splitter, slug, item, ranked in _ranked(dataset, characters, splitters, embedders, sets, max(ks)):
+    for named, item, ranked in _ranked(dataset, characters, splitters, embedders, sets, max(ks)):
         for k in ks:
             chunks = ranked[:k]
             bodies = [c.body for c in chunks]
             recall = evidence_recall(list(item.evidence), bodies)
-            rows.append({"embedder": label, "splitter": splitter, "character": slug, "question": item.id,
-                         "set": item.set, "k": k, "recall": recall, "all_found": recall == 1.0,
+            rows.append({**named, "k": k, "recall": recall, "all_found": recall == 1.0,
                          "eir_body": eir(list(item.evidence), bodies),
                          "eir_context": eir(list(item.evidence), [f"{heading_path(c.headings)}\n{c.body}" for c in chunks]),
                          "context_chars": sum(len(c.text) for c in chunks)})
@@ -107,20 +100,17 @@ def budget_scores(dataset: Dataset, characters: list[str], splitters: list[str],
                   character_budgets: tuple[int, ...] = CHARACTER_BUDGETS, token_budgets: tuple[int, ...] = TOKEN_BUDGETS,
                   tokens: TokenCounter | None = None, sets: tuple[str, ...] = QA_SETS) -> pd.DataFrame:
     """Equal budget: one row per (embedder, splitter, character, question, unit, budget), ``unit`` characters or
-    ``tokens`` (default :func:`token_counter`), the ranked chunk texts cut to the budget, the last one in part.
-    Columns: embedder, splitter, character, question, set, unit, budget, chunks, context_chars, recall, all_found,
-    eir."""
+    ``tokens`` (default :func:`token_counter`), the ranked chunk texts cut to the budget, the last one in part."""
     tokens = tokens or (token_counter() if token_budgets else None)
     measures = [("characters", b, len, None) for b in character_budgets]
     measures += [("tokens", b, tokens.length, tokens.prefix) for b in token_budgets]
     rows = []
-    for label, splitter, slug, item, ranked in _ranked(dataset, characters, splitters, embedders, sets, None):
+    for named, item, ranked in _ranked(dataset, characters, splitters, embedders, sets, None):
         texts = [c.text for c in ranked]
         for unit, budget, length, prefix in measures:
             given = within_budget(texts, budget, length, prefix)
             recall = evidence_recall(list(item.evidence), given)
-            rows.append({"embedder": label, "splitter": splitter, "character": slug, "question": item.id,
-                         "set": item.set, "unit": unit, "budget": budget, "chunks": len(given),
+            rows.append({**named, "unit": unit, "budget": budget, "chunks": len(given),
                          "context_chars": sum(map(len, given)), "recall": recall, "all_found": recall == 1.0,
                          "eir": eir(list(item.evidence), given)})
     out = pd.DataFrame(rows)

@@ -43,6 +43,11 @@ def one_line(text: str) -> str:
     return " ".join(str(text).split())
 
 
+def chat(system: str, user: str) -> list[dict]:
+    """A system and a user message."""
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+
 def _qa_block(name: str, question: str, gold: str, reply: str) -> str:
     return (f"Character: {name}\n"
             f"Question asked to {name}: {one_line(question)}\n"
@@ -63,29 +68,23 @@ def passages_text(context: Sequence[dict]) -> str:
 
 def acc_messages(name: str, question: str, gold: str, reply: str) -> list[dict]:
     """ACC (AMADEUS, "whether the character's response contains the correct answer or not"): yes or no."""
-    return [
-        {"role": "system", "content": JUDGE_SYSTEM},
-        {"role": "user", "content": (
-            f"{_qa_block(name, question, gold, reply)}"
-            "Does the response contain the correct answer?\n"
-            "yes = the response states the correct answer, or at least its core fact, even in other words, in the "
-            "first person or among other talk\n"
-            "no = the response leaves the core fact out, gives a different one, refuses, or only hints at it\n"
-            "Answer yes or no."
-        )},
-    ]
+    return chat(JUDGE_SYSTEM, (
+        f"{_qa_block(name, question, gold, reply)}"
+        "Does the response contain the correct answer?\n"
+        "yes = the response states the correct answer, or at least its core fact, even in other words, in the "
+        "first person or among other talk\n"
+        "no = the response leaves the core fact out, gives a different one, refuses, or only hints at it\n"
+        "Answer yes or no."
+    ))
 
 
 def acc_l_messages(name: str, question: str, gold: str, reply: str) -> list[dict]:
     """ACC_L (AMADEUS: "how well the character's response reflects the correct answer"), 1-10."""
-    return [
-        {"role": "system", "content": JUDGE_SYSTEM},
-        {"role": "user", "content": (
-            f"{_qa_block(name, question, gold, reply)}"
-            f"How well does the response reflect the correct answer? Use this scale:\n{ACC_L_ANCHORS}\n"
-            "Answer with the number only."
-        )},
-    ]
+    return chat(JUDGE_SYSTEM, (
+        f"{_qa_block(name, question, gold, reply)}"
+        f"How well does the response reflect the correct answer? Use this scale:\n{ACC_L_ANCHORS}\n"
+        "Answer with the number only."
+    ))
 
 
 def hs_messages(name: str, question: str, context: Sequence[dict], reply: str, gold: str | None = None, *,
@@ -98,19 +97,16 @@ def hs_messages(name: str, question: str, context: Sequence[dict], reply: str, g
     shown = f"{heading}:\n{passages_text(context) or '(none)'}\n\n"
     if gold is not None:
         shown += f"Correct answer (it describes {name} in the third person): {one_line(gold)}\n"
-    return [
-        {"role": "system", "content": JUDGE_SYSTEM},
-        {"role": "user", "content": (
-            f"Character: {name}\n{shown}"
-            f"Question asked to {name}: {one_line(question)}\n"
-            f"{name}'s response (in the first person): {one_line(reply) or '(empty)'}\n\n"
-            f"How much of the response is hallucinated, that is, states facts about {name} or their world that "
-            f"{sources} do not support, or distorts what they say? Count only claims of fact (events, people, places, "
-            "numbers, abilities, relationships, habits); tone, greetings and feelings are not hallucinations, and a "
-            f"preference that follows from {sources} is supported. Use this scale:\n"
-            f"{HS_ANCHORS.format(sources=sources)}\nAnswer with the number only."
-        )},
-    ]
+    return chat(JUDGE_SYSTEM, (
+        f"Character: {name}\n{shown}"
+        f"Question asked to {name}: {one_line(question)}\n"
+        f"{name}'s response (in the first person): {one_line(reply) or '(empty)'}\n\n"
+        f"How much of the response is hallucinated, that is, states facts about {name} or their world that "
+        f"{sources} do not support, or distorts what they say? Count only claims of fact (events, people, places, "
+        "numbers, abilities, relationships, habits); tone, greetings and feelings are not hallucinations, and a "
+        f"preference that follows from {sources} is supported. Use this scale:\n"
+        f"{HS_ANCHORS.format(sources=sources)}\nAnswer with the number only."
+    ))
 
 
 KEYPOINT_SCHEMA = {
@@ -130,38 +126,29 @@ _KEYPOINT_TASK = (
 
 def keypoint_messages(name: str, question: str, answer: str) -> list[dict]:
     """RAGEval's key points (1-5) of a gold answer as :data:`KEYPOINT_SCHEMA` JSON: split and restated, never added."""
-    return [
-        {"role": "system", "content": "You break reference answers into their key facts. Reply with JSON only."},
-        {"role": "user", "content": (
-            f"Question asked to {name}: {one_line(question)}\nAnswer: {one_line(answer)}\n\n{_KEYPOINT_TASK}\n"
-            'Reply as {"key_points": ["...", "..."]}'
-        )},
-    ]
+    return chat("You break reference answers into their key facts. Reply with JSON only.", (
+        f"Question asked to {name}: {one_line(question)}\nAnswer: {one_line(answer)}\n\n{_KEYPOINT_TASK}\n"
+        'Reply as {"key_points": ["...", "..."]}'
+    ))
 
 
 def keypoint_lines_messages(name: str, question: str, answer: str) -> list[dict]:
     """:func:`keypoint_messages` for a judge that cannot write the JSON: one key point a line."""
-    return [
-        {"role": "system", "content": "You break reference answers into their key facts."},
-        {"role": "user", "content": (
-            f"Question asked to {name}: {one_line(question)}\nAnswer: {one_line(answer)}\n\n{_KEYPOINT_TASK}\n"
-            "Write one key point per line and nothing else."
-        )},
-    ]
+    return chat("You break reference answers into their key facts.", (
+        f"Question asked to {name}: {one_line(question)}\nAnswer: {one_line(answer)}\n\n{_KEYPOINT_TASK}\n"
+        "Write one key point per line and nothing else."
+    ))
 
 
 def keypoint_label_messages(name: str, question: str, key_point: str, reply: str) -> list[dict]:
     """One key point against one response (RAGEval): A covered, B not covered, C contradicted."""
-    return [
-        {"role": "system", "content": JUDGE_SYSTEM},
-        {"role": "user", "content": (
-            f"Character: {name}\nQuestion asked to {name}: {one_line(question)}\n"
-            f"Key point (a fact about {name}): {one_line(key_point)}\n"
-            f"{name}'s response (in the first person): {one_line(reply) or '(empty)'}\n\n"
-            "Compare the response with the key point.\n"
-            "A = covered: the response states this point, correctly (other words are fine)\n"
-            "B = not covered: the response neither states this point nor says anything against it\n"
-            "C = contradicted: the response says something that conflicts with this point\n"
-            "Answer A, B or C."
-        )},
-    ]
+    return chat(JUDGE_SYSTEM, (
+        f"Character: {name}\nQuestion asked to {name}: {one_line(question)}\n"
+        f"Key point (a fact about {name}): {one_line(key_point)}\n"
+        f"{name}'s response (in the first person): {one_line(reply) or '(empty)'}\n\n"
+        "Compare the response with the key point.\n"
+        "A = covered: the response states this point, correctly (other words are fine)\n"
+        "B = not covered: the response neither states this point nor says anything against it\n"
+        "C = contradicted: the response says something that conflicts with this point\n"
+        "Answer A, B or C."
+    ))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -48,28 +48,20 @@ class Verdict:
     coerced: bool = False
 
 
-def unparseable(error: BaseException) -> bool:
-    """Is this LLM error an unparseable answer (:class:`~rpa_lib.llm.LLMNoValidAnswer`) rather than a fault?"""
-    return isinstance(error, LLMNoValidAnswer)
-
-
-def choose_or_unparsed(judge, metric: str, messages: list[dict], options: dict[str, object]):
-    """The judge's reply to a constrained choice among ``options``, or an ``"unparsed"`` :class:`Verdict`."""
+def choose_verdict(judge, metric: str, messages: list[dict], options: dict[str, object],
+                   pick: Callable[[object], str] = lambda reply: reply.text) -> Verdict:
+    """The judge's constrained choice among ``options`` (option -> a float value or a label) as a :class:`Verdict`;
+    ``pick(reply)`` names the option taken (the reply's text, or a calibrated one)."""
     try:
-        return judge.choose(messages, list(options), name=metric)
+        reply = judge.choose(messages, list(options), name=metric)
     except LLMNoValidAnswer as exc:
         return Verdict(metric, None, math.nan, UNPARSED, str(exc))
-
-
-def choose_verdict(judge, metric: str, messages: list[dict], options: dict[str, object]) -> Verdict:
-    """The judge's constrained choice among ``options`` (option -> a float value or a label) as a :class:`Verdict`."""
-    reply = choose_or_unparsed(judge, metric, messages, options)
-    if isinstance(reply, Verdict):
-        return reply
-    meaning = options[reply.text]
+    choice = pick(reply)
+    meaning = options[choice]
+    coerced = getattr(reply, "coerced", False)  # a stand-in backend's reply may lack it
     if isinstance(meaning, str):
-        return Verdict(metric, meaning, math.nan, OK, coerced=reply.coerced)
-    return Verdict(metric, reply.text, float(meaning), OK, coerced=reply.coerced)
+        return Verdict(metric, meaning, math.nan, OK, coerced=coerced)
+    return Verdict(metric, choice, float(meaning), OK, coerced=coerced)
 
 
 def judge_acc(judge, name: str, question: str, gold: str, reply: str) -> Verdict:
@@ -98,12 +90,14 @@ def label_keypoint(judge, name: str, question: str, key_point: str, reply: str) 
                           KEYPOINT_OPTIONS)
 
 
-def _judge_case(judge, case: dict) -> Verdict:
-    if case["metric"] == "acc":
-        return judge_acc(judge, case["name"], case["question"], case["gold"], case["reply"])
-    if case["metric"] == "acc_l":
-        return judge_acc_l(judge, case["name"], case["question"], case["gold"], case["reply"])
-    return judge_hs(judge, case["name"], case["question"], case["context"], case["reply"], case["gold"])
+def judge_metric(judge, metric: str, name: str, question: str, gold: str | None, reply: str,
+                 context: Sequence[dict] = (), *, reference: bool = False) -> Verdict:
+    """``metric`` (``"acc"``, ``"acc_l"`` or ``"hs"``) of one reply; HS against ``context`` (:func:`judge_hs`)."""
+    if metric == "acc":
+        return judge_acc(judge, name, question, gold, reply)
+    if metric == "acc_l":
+        return judge_acc_l(judge, name, question, gold, reply)
+    return judge_hs(judge, name, question, context, reply, gold, reference=reference)
 
 
 CHECK_COLUMNS = ["item", "character", "qa_id", "attribute", "case", "metric", "reply", "answer", "value", "status",
@@ -115,7 +109,8 @@ def judge_check(cases: list[dict], judge, *, workers: int | None = None,
     """``(verdicts, agreement)`` of the judge on the cases of
     :func:`rpa_lib.evaluation.known_quality.judge_check_cases`: a row per case, and :func:`check_agreement`."""
     verdicts = run_verdicts(
-        judge, cases, lambda case: _judge_case(judge, case),
+        judge, cases, lambda case: judge_metric(judge, case["metric"], case["name"], case["question"], case["gold"],
+                                                case["reply"], case["context"]),
         lambda case: {**{k: case[k] for k in CHECK_COLUMNS[:7]}, "judge": judge.label},
         columns=CHECK_COLUMNS, desc="judge check", workers=workers, progress=progress)
     return verdicts, check_agreement(verdicts)
@@ -128,41 +123,25 @@ def check_agreement(verdicts: pd.DataFrame) -> pd.DataFrame:
     found = {}  # (item, metric, case) -> its first verdict row
     for r in verdicts.to_dict("records"):
         found.setdefault((r["item"], r["metric"], r["case"]), r)
-
-    def value(item, metric, case):
-        r = found.get((item, metric, case))
-        if r is None:
-            return "absent"
-        return float(r["value"]) if r["status"] == OK else None
-
-    def coerced(item, metric, case) -> bool:
-        r = found.get((item, metric, case)) if case is not None else None
-        return r is not None and bool(r.get("coerced", False))
-
-    pairs = {"acc: gold answer": ("acc", "gold", None), "acc: another character's answer": ("acc", "other", None),
-             "acc: denial of the gold answer": ("acc", "denial", None),
-             "acc_l: gold above another character's": ("acc_l", "gold", "other"),
-             "hs: invented addition above plain": ("hs", "invented", "gold")}
     out = []
     items = list(dict.fromkeys(verdicts.item)) if len(verdicts) else []
-    for check, (metric, first, second) in pairs.items():
-        expected = CHECKS[check][1]
+    for check, (metric, expected, what, first, second) in CHECKS.items():
         cases = agree = undecided = forced = 0
         for item in items:
-            a = value(item, metric, first)
-            b = value(item, metric, second) if second else None
-            if a == "absent" or b == "absent":
+            rows = [found.get((item, metric, case)) for case in (first, second) if case]
+            if None in rows:  # a case absent (another character's answer with a single character)
                 continue
             cases += 1
-            if a is None or (second and b is None):
+            if any(r["status"] != OK for r in rows):
                 undecided += 1
-            else:
-                agree += a > b if second else a == (1.0 if expected == "yes" else 0.0)
-                forced += coerced(item, metric, first) or coerced(item, metric, second)
+                continue
+            values = [float(r["value"]) for r in rows]
+            agree += values[0] > values[1] if second else values[0] == (1.0 if expected == "yes" else 0.0)
+            forced += any(bool(r.get("coerced", False)) for r in rows)
         decided = cases - undecided
         out.append({"check": check, "metric": metric, "expected": expected, "cases": cases, "agree": agree,
                     "undecided": undecided, "agreement": agree / decided if decided else np.nan,
-                    "what": CHECKS[check][2], "coerced": forced})
+                    "what": what, "coerced": forced})
     return pd.DataFrame(out)
 
 

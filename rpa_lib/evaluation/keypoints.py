@@ -18,10 +18,11 @@ from pathlib import Path
 import pandas as pd
 
 from rpa_lib.data import QA
-from rpa_lib.evaluation.judge_prompts import KEYPOINT_SCHEMA, keypoint_lines_messages, keypoint_messages
+from rpa_lib.evaluation.judge_prompts import KEYPOINT_SCHEMA, keypoint_lines_messages, keypoint_messages, one_line
 from rpa_lib.evaluation.judges import judge_id
 from rpa_lib.evaluation.runner import FAILED, OK, UNPARSED
 from rpa_lib.llm import LLMNoValidAnswer
+from rpa_lib.llm.rounds import read_lines as read_keypoints  # a key-point file is JSON lines too
 
 MAX_KEYPOINTS = 5
 KEYPOINT_FORMATS = ("json", "lines")
@@ -56,8 +57,7 @@ def extract_keypoints(judge, name: str, question: str, answer: str, *, format: s
         try:
             reply = judge.structured(keypoint_messages(name, question, answer), KEYPOINT_SCHEMA,
                                      max_tokens=max_tokens, max_retries=retries, name="keypoints")
-            points = [" ".join(str(p).split()) for p in reply.data["key_points"]]
-            points = [p for p in points if p][:MAX_KEYPOINTS]
+            points = [p for p in map(one_line, reply.data["key_points"]) if p][:MAX_KEYPOINTS]
             if points:
                 return KeyPoints(points, OK, "json")
             problem = "the JSON held no key point"
@@ -89,14 +89,6 @@ def prompt_id(format: str) -> str:
     if format == "lines":
         messages = [*messages, *keypoint_lines_messages("{name}", "{question}", "{answer}")]
     return _digest(messages, KEYPOINT_SCHEMA)
-
-
-def read_keypoints(path: Path) -> list[dict]:
-    """The records of a key-point file (none when it does not exist)."""
-    path = Path(path)
-    if not path.is_file():
-        return []
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
 KEYPOINT_COLUMNS = ["qa_id", "character", "question", "answer", "key_points", "status", "format", "problem", "judge",
@@ -131,17 +123,13 @@ def keypoints_for(items: Sequence[tuple[str, QA]], judge, path: Path, names: dic
     today = _dt.date.today().isoformat()
     for o in outcomes:
         i, character, qa, sha = o.item
-        base = {"qa_id": qa.id, "character": character, "question": qa.question, "answer": qa.answer,
-                "answer_sha": sha, "judge": judge.label, "judge_model": judge.model_id, "prompt": prompt,
-                "date": today}
+        kp: KeyPoints = o.value if o.ok else KeyPoints([], FAILED, None)
+        record = {"qa_id": qa.id, "character": character, "question": qa.question, "answer": qa.answer,
+                  "answer_sha": sha, "judge": judge.label, "judge_model": judge.model_id, "prompt": prompt,
+                  "date": today, "key_points": kp.points, "status": kp.status, "format": kp.format, "problem": kp.problem}
         if o.ok:
-            kp: KeyPoints = o.value
-            record = {**base, "key_points": kp.points, "status": kp.status, "format": kp.format, "problem": kp.problem}
-            new.append(record)
-            rows[i] = {**record, "reused": False, "error": None}
-        else:
-            rows[i] = {**base, "key_points": [], "status": FAILED, "format": None, "problem": None, "reused": False,
-                       "error": o.error}
+            new.append(record)  # a fault is not kept: the next run tries again
+        rows[i] = {**record, "reused": False, "error": None if o.ok else o.error}
     if new:
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)

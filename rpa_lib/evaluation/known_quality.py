@@ -14,6 +14,7 @@ import hashlib
 import json
 import re
 import zlib
+from collections import Counter
 from collections.abc import Sequence
 
 import numpy as np
@@ -36,7 +37,6 @@ INVENTED_FACTS = (
      "And in secret I write opera librettos under a false name."),
     ("{name} was born on a train crossing the Andes.", "I was born, by the way, on a train crossing the Andes."),
 )
-INVENTIONS = tuple(said_of for said_of, _ in INVENTED_FACTS)  # third person, "{name}" to fill
 INVENTIONS_FIRST_PERSON = tuple(said_by for _, said_by in INVENTED_FACTS)
 DENIAL = "That is not true. It is false that: {answer}"
 DISMISSIVE_DENIAL = ("No. Whoever told you that has it wrong: it is simply not true of me that {answer_lower} I have "
@@ -46,15 +46,16 @@ OUT_OF_CHARACTER = ("As an AI language model, I do not have personal experiences
                     "other questions.")
 
 
-# check -> (metric, expected, what it tests)
+# check -> (metric, expected, what it tests, the case judged, the case it must score above (None: a yes/no check))
 CHECKS = {
-    "acc: gold answer": ("acc", "yes", "the gold answer itself contains the correct answer"),
-    "acc: another character's answer": ("acc", "no", "another character's answer to a question of the same attribute"),
-    "acc: denial of the gold answer": ("acc", "no", "a reply that denies the gold answer"),
+    "acc: gold answer": ("acc", "yes", "the gold answer itself contains the correct answer", "gold", None),
+    "acc: another character's answer": ("acc", "no", "another character's answer to a question of the same attribute",
+                                        "other", None),
+    "acc: denial of the gold answer": ("acc", "no", "a reply that denies the gold answer", "denial", None),
     "acc_l: gold above another character's": ("acc_l", "higher", "ACC_L of the gold answer above that of another "
-                                               "character's answer"),
+                                               "character's answer", "gold", "other"),
     "hs: invented addition above plain": ("hs", "higher", "HS of the gold answer plus an invented fact above HS of "
-                                           "the plain gold answer (context: the QA's evidence)"),
+                                           "the plain gold answer (context: the QA's evidence)", "invented", "gold"),
 }
 
 
@@ -63,17 +64,14 @@ def _balanced(pairs: list[tuple[str, QA]], n: int) -> list[tuple[str, QA]]:
     unused item."""
     attrs = list(dict.fromkeys(q.attribute for _, q in pairs))
     chars = list(dict.fromkeys(c for c, _ in pairs))
-    used_a, used_c, chosen, taken = dict.fromkeys(attrs, 0), dict.fromkeys(chars, 0), [], set()
-    for _ in range(min(n, len(pairs))):
-        for a in sorted(attrs, key=lambda a: (used_a[a], attrs.index(a))):
-            free = [(c, q) for c, q in pairs if q.attribute == a and (c, q.id) not in taken]
-            if free:
-                c, q = min(free, key=lambda p: (used_c[p[0]], chars.index(p[0])))
-                chosen.append((c, q))
-                taken.add((c, q.id))
-                used_a[a] += 1
-                used_c[c] += 1
-                break
+    used_a, used_c, free, chosen = Counter(), Counter(), list(pairs), []
+    while free and len(chosen) < n:
+        a = min({q.attribute for _, q in free}, key=lambda a: (used_a[a], attrs.index(a)))
+        c, q = min((p for p in free if p[1].attribute == a), key=lambda p: (used_c[p[0]], chars.index(p[0])))
+        free.remove((c, q))
+        chosen.append((c, q))
+        used_a[a] += 1
+        used_c[c] += 1
     return chosen
 
 
@@ -90,15 +88,15 @@ def judge_check_cases(dataset: Dataset, characters: list[str], n: int = 6) -> li
                 "context": [{"role": "evidence", "text": e, "label": ""} for e in q.evidence]}
         others = [(oc, oq) for oc, oq in pairs if oc != c and oq.attribute == q.attribute]
         other = others[i % len(others)] if others else None
-        invented = f"{q.answer} {INVENTIONS[i % len(INVENTIONS)].format(name=name)}"
+        invented = f"{q.answer} {INVENTED_FACTS[i % len(INVENTED_FACTS)][0].format(name=name)}"
         cases += [{**base, "case": "gold", "metric": "acc", "reply": q.answer},
                   {**base, "case": "denial", "metric": "acc", "reply": DENIAL.format(answer=q.answer)},
                   {**base, "case": "gold", "metric": "acc_l", "reply": q.answer},
                   {**base, "case": "gold", "metric": "hs", "reply": q.answer},
                   {**base, "case": "invented", "metric": "hs", "reply": invented}]
         if other is not None:
-            cases += [{**base, "case": "other", "metric": "acc", "reply": other[1].answer, "other_qa": other[1].id},
-                      {**base, "case": "other", "metric": "acc_l", "reply": other[1].answer, "other_qa": other[1].id}]
+            cases += [{**base, "case": "other", "metric": metric, "reply": other[1].answer, "other_qa": other[1].id}
+                      for metric in ("acc", "acc_l")]
     return cases
 
 
@@ -124,16 +122,12 @@ EXPECTED = {  # rung -> expected level per dimension (flu, coh, bg, pers, us, em
 }
 
 
-def _sentences(text: str) -> list[str]:
-    return [s for s in re.split(r"(?<=[.!?])\s+", text.strip()) if s]
-
-
 def garble(text: str, seed: int) -> str:
     """Each sentence's words in a seeded random order (3+ words always change).
     ``sorted(garble("a b c.", 1).split()) == sorted("a b c.".split())``"""
     rng = np.random.default_rng(seed)
     out = []
-    for sentence in _sentences(text):
+    for sentence in re.split(r"(?<=[.!?])\s+", text.strip()):
         words = sentence.split()
         if len(words) >= 3:
             order = list(range(len(words)))

@@ -5,7 +5,6 @@ method against its reference by :func:`default_pairs`). Only :func:`load_outcome
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +20,7 @@ from rpa_lib.evaluation.metrics.intervals import (
     sign_test,
     wilcoxon_signed_rank,
 )
+from rpa_lib.llm.rounds import read_lines
 from rpa_lib.splitters import SPLITTER_NAMES
 
 LABELS = ["llm", "judge", "embedder"]
@@ -34,13 +34,12 @@ SPLITTER_TABLES = {"table1_similarity", "evidence_recall", "evidence_recall_budg
 EXTRA_PAIRS = [("naive_rag", "naive_rag_budget")]  # (method, its reference) beside "each method against AMADEUS"
 ITEM_TESTS = {True: "exact McNemar (items)", False: "Wilcoxon signed-rank (items)"}
 CHARACTER_TEST = "sign test (per-character mean differences)"
+RETRIEVAL_IDS = ["task", "method", "character", "item", "embedder"]  # the columns a retrieval table's outcomes keep
 
 
 def _frame(rows: pd.DataFrame, **fixed) -> pd.DataFrame:
     out = rows.assign(**fixed)
-    for col in COLUMNS:
-        if col not in out:
-            out[col] = 0 if col == "repeat" else np.nan  # a file without runs is one run
+    out = out.assign(**{c: 0 if c == "repeat" else np.nan for c in COLUMNS if c not in out})  # no runs: one run
     out["value"] = pd.to_numeric(out["value"], errors="coerce").astype(float)
     return out[COLUMNS].reset_index(drop=True)
 
@@ -105,17 +104,14 @@ def similarity_outcomes(per_character: pd.DataFrame) -> pd.DataFrame:
     """Table 1: per character ``mu`` and ``var`` of similarity (task: the embedder, method: the splitter)."""
     d = per_character.assign(task=per_character.embedder, method=per_character.splitter.str.upper()
                              .replace({"VANILLA": "Vanilla"}), item="all")
-    long = d.melt(id_vars=["task", "method", "character", "item", "embedder"], value_vars=["mu", "var"],
-                  var_name="outcome", value_name="value")
-    return _frame(long, table="table1_similarity")
+    return _frame(d.melt(id_vars=RETRIEVAL_IDS, value_vars=["mu", "var"], var_name="outcome"), table="table1_similarity")
 
 
 def evidence_recall_outcomes(per_character: pd.DataFrame) -> pd.DataFrame:
     """Evidence recall and EIR per character at each k (task ``"<qa set>, k=<k>"``, method: the splitter)."""
     d = per_character.assign(task=per_character.set + ", k=" + per_character.k.astype(str),
                              method=per_character.splitter, item="all")
-    long = d.melt(id_vars=["task", "method", "character", "item", "embedder"],
-                  value_vars=["recall", "all_found", "eir_body"], var_name="outcome", value_name="value")
+    long = d.melt(id_vars=RETRIEVAL_IDS, value_vars=["recall", "all_found", "eir_body"], var_name="outcome")
     return _frame(long, table="evidence_recall")
 
 
@@ -125,9 +121,8 @@ def budget_outcomes(scores: pd.DataFrame) -> pd.DataFrame:
     d = scores.assign(task=scores.set + ", " + scores.budget.astype(str) + " " + scores.unit,
                       method=scores.splitter.map(SPLITTER_NAMES).fillna(scores.splitter), item=scores.question,
                       all_found=scores.all_found.astype(float))
-    long = d.melt(id_vars=["task", "method", "character", "item", "embedder"], value_vars=["recall", "all_found"],
-                  var_name="outcome", value_name="value")
-    return _frame(long, table="evidence_recall_budget")
+    return _frame(d.melt(id_vars=RETRIEVAL_IDS, value_vars=["recall", "all_found"], var_name="outcome"),
+                  table="evidence_recall_budget")
 
 
 def keypoint_outcomes(per_response: pd.DataFrame) -> pd.DataFrame:
@@ -142,7 +137,7 @@ def keypoint_outcomes(per_response: pd.DataFrame) -> pd.DataFrame:
 
 def human_outcomes(ratings: pd.DataFrame, samples: pd.DataFrame) -> pd.DataFrame:
     """Table 2: one rating per sample (the mean over raters; method: who rated), characters from the samples file."""
-    ok = ratings[ratings.get("status", "ok") == "ok"] if "status" in ratings else ratings
+    ok = ratings[ratings.status == "ok"] if "status" in ratings else ratings
     source = "LLM raters" if ok.rater.astype(str).str.startswith("llm-").all() else "raters"
     per = ok.groupby(["sample_id", "task"], as_index=False).rating.mean()
     per["character"] = per.sample_id.map(samples.set_index("sample_id").slug)
@@ -153,7 +148,7 @@ def human_outcomes(ratings: pd.DataFrame, samples: pd.DataFrame) -> pd.DataFrame
 
 def _read(path: Path) -> pd.DataFrame:
     if path.suffix == ".jsonl":
-        return pd.DataFrame([json.loads(line) for line in path.read_text().splitlines() if line.strip()])
+        return pd.DataFrame(read_lines(path))
     return pd.read_csv(path)
 
 

@@ -15,13 +15,14 @@ import pandas as pd
 
 from rpa_lib.data import QA, Dataset
 from rpa_lib.evaluation.context import matched_budget
-from rpa_lib.evaluation.judges import FAILED, OK, UNPARSED, judge_acc, judge_acc_l, judge_hs, label_keypoint
+from rpa_lib.evaluation.judges import FAILED, OK, UNPARSED, judge_metric, label_keypoint
 from rpa_lib.evaluation.metrics.agreement import kendall_tau
 from rpa_lib.evaluation.metrics.keypoints import KeypointScores, average_keypoint_scores, keypoint_scores
-from rpa_lib.evaluation.runner import Job, answer_tasks, qa_jobs, questionnaire_jobs, run_verdicts
+from rpa_lib.evaluation.runner import Job, answer_tasks, qa_jobs, questionnaire_jobs, run_verdicts, spread
 from rpa_lib.evaluation.uncertainty import interval_columns, merge_intervals
 from rpa_lib.methods.base import Method
 from rpa_lib.methods.registry import paper_name
+from rpa_lib.persona import heading_path
 from rpa_lib.report import caption_line, plural
 from rpa_lib.retrieval import retriever
 
@@ -49,8 +50,7 @@ def gold_answers(dataset: Dataset, characters: list[str]) -> dict[tuple[str, str
 
 def qa_items(dataset: Dataset, characters: list[str], per_character: int | None = None) -> list[tuple[str, QA]]:
     """``(character, QA)`` of the questions :func:`~rpa_lib.methods.qa_jobs` asks, in the same order."""
-    by_id = {(c, q.id): q for c in characters for q in dataset.qa(c)}
-    return [(j.character, by_id[j.character, j.id]) for j in qa_jobs(dataset, characters, per_character)]
+    return [(c, q) for c in characters for q in spread(dataset.qa(c), lambda q: q.attribute, per_character)]
 
 
 def task_jobs(dataset: Dataset, characters: list[str], qa_questions: int | None = None,
@@ -114,8 +114,10 @@ def _answered(answers: pd.DataFrame) -> list[dict]:
     return [r for r in answers.to_dict("records") if pd.isna(r.get("error"))]
 
 
-def _attribute(row: dict):
-    return None if pd.isna(row.get("attribute")) else row.get("attribute")
+def _response(r: dict) -> dict:
+    """The columns that name an answers row's response."""
+    return {"task": r.get("task"), "method": r["method"], "character": r["character"], "question_id": r["question_id"],
+            "attribute": None if pd.isna(r.get("attribute")) else r.get("attribute")}
 
 
 def verdict_jobs(answers: pd.DataFrame, gold: dict[tuple[str, str], QA],
@@ -134,10 +136,6 @@ HS_REFERENCE = ("HS judged for every method against one reference: for a QA ques
                 "against a method's own context or text an LLM wrote")
 
 
-def _reference_item(label: str, text: str) -> dict:
-    return {"role": "reference", "label": label, "text": text}
-
-
 def hs_references(dataset: Dataset, answers: pd.DataFrame, gold: dict[tuple[str, str], QA], *, k: int = 3,
                   embedder: str = "minilm") -> dict[tuple[str, str], list[dict]]:
     """``{(character, question id): [reference items]}`` for HS (:data:`HS_REFERENCE`): the persona paragraphs that
@@ -154,11 +152,9 @@ def hs_references(dataset: Dataset, answers: pd.DataFrame, gold: dict[tuple[str,
                 paragraphs = dataset.persona(r["character"]).paragraphs
                 flat[r["character"]] = [(p, " ".join(p.text.split())) for p in paragraphs]
             held = [p for p, text in flat[r["character"]] if any(" ".join(e.split()) in text for e in qa.evidence)]
-            refs[key] = [_reference_item(" > ".join(p.headings[1:]), p.text) for p in dict.fromkeys(held)]
         else:
-            hits = retriever(r["character"], "acts", embedder, dataset).search(r["question"], k)
-            refs[key] = [_reference_item(" > ".join(h.chunk.headings[1:]) if h.chunk.headings else "", h.chunk.text)
-                         for h in hits]
+            held = [h.chunk for h in retriever(r["character"], "acts", embedder, dataset).search(r["question"], k)]
+        refs[key] = [{"role": "reference", "label": heading_path(p.headings[1:]), "text": p.text} for p in held]
     return refs
 
 
@@ -169,22 +165,14 @@ def judge_answers(answers: pd.DataFrame, judge, names: dict[str, str], gold: dic
     (:func:`hs_references`) or, when None, each method's own context as the paper's prompt reads."""
     def run(job):
         r, metric = job
-        name = names.get(r["character"], r["character"])
-        qa = gold.get((r["character"], r["question_id"])) if r.get("task") in QA_TASKS else None
-        reply = r["reply"] or ""
-        if metric == "acc":
-            return judge_acc(judge, name, r["question"], qa.answer, reply)
-        if metric == "acc_l":
-            return judge_acc_l(judge, name, r["question"], qa.answer, reply)
-        if references is None:
-            return judge_hs(judge, name, r["question"], r["context"], reply, qa.answer if qa else None)
-        return judge_hs(judge, name, r["question"], references[(r["character"], r["question_id"])], reply,
-                        qa.answer if qa else None, reference=True)
+        key = (r["character"], r["question_id"])
+        qa = gold.get(key) if r.get("task") in QA_TASKS else None
+        context = references[key] if references is not None and metric == "hs" else r["context"]
+        return judge_metric(judge, metric, names.get(r["character"], r["character"]), r["question"],
+                            qa.answer if qa else None, r["reply"] or "", context, reference=references is not None)
 
     def describe(job) -> dict:
-        r, metric = job
-        return {"task": r.get("task"), "method": r["method"], "character": r["character"],
-                "question_id": r["question_id"], "attribute": _attribute(r), "metric": metric, "judge": judge.label}
+        return {**_response(job[0]), "metric": job[1], "judge": judge.label}
 
     return run_verdicts(judge, verdict_jobs(answers, gold, metrics), run, describe, columns=VERDICT_COLUMNS,
                         desc="judge", workers=workers, progress=progress)
@@ -204,9 +192,7 @@ def label_answers(answers: pd.DataFrame, keypoints: pd.DataFrame, judge, names: 
 
     def describe(job) -> dict:
         r, i, kp = job
-        return {"task": r.get("task"), "method": r["method"], "character": r["character"],
-                "question_id": r["question_id"], "attribute": _attribute(r), "kp": i, "key_point": kp,
-                "judge": judge.label}
+        return {**_response(r), "kp": i, "key_point": kp, "judge": judge.label}
 
     labels = run_verdicts(judge, jobs, run, describe, columns=[*LABEL_COLUMNS, "answer", "value"],
                           desc="key-point labels", workers=workers, progress=progress)
@@ -216,10 +202,6 @@ def label_answers(answers: pd.DataFrame, keypoints: pd.DataFrame, judge, names: 
 def _coerced(verdicts: pd.DataFrame) -> int:
     """Verdict rows coerced from logprobs (rows saved before the column: none)."""
     return int(verdicts.coerced.fillna(False).astype(bool).sum()) if "coerced" in verdicts else 0
-
-
-def _mean(values: pd.Series) -> float:
-    return float(values.mean()) if len(values) else np.nan
 
 
 def table6(answers: pd.DataFrame, verdicts: pd.DataFrame, llm: str, judge: str) -> pd.DataFrame:
@@ -233,7 +215,7 @@ def table6(answers: pd.DataFrame, verdicts: pd.DataFrame, llm: str, judge: str) 
         for m in METRICS:
             vm = v[v.metric == m]
             ok = vm[vm.status == OK].value
-            row[m] = _mean(ok)
+            row[m] = float(ok.mean())
             row[f"n_{m}"], row[f"unparsed_{m}"] = len(ok), int((vm.status == UNPARSED).sum())
             row[f"failed_{m}"] = int((vm.status == FAILED).sum())
             row[f"coerced_{m}"] = _coerced(vm)
@@ -262,8 +244,7 @@ def keypoint_scores_per_response(answers: pd.DataFrame, labels: pd.DataFrame, ke
         mine = by_response.get((r["method"], r["character"], r["question_id"]), empty)
         done = mine[mine.status != FAILED]
         s = keypoint_scores([lab if st == OK else None for lab, st in zip(done.label, done.status)])
-        out.append({"method": r["method"], "character": r["character"], "question_id": r["question_id"],
-                    "attribute": _attribute(r), "keypoints": kp_count.get((r["character"], r["question_id"]), 0),
+        out.append({**_response(r), "keypoints": kp_count.get((r["character"], r["question_id"]), 0),
                     "judged": s.judged, "unparsed": s.unparsed, "failed": int((mine.status == FAILED).sum()),
                     "job_failed": not pd.isna(r.get("error")), "completeness": s.completeness,
                     "hallucination": s.hallucination, "irrelevance": s.irrelevance, "coerced": _coerced(done)})
@@ -299,12 +280,12 @@ def attribute_breakdown(verdicts: pd.DataFrame, per_response: pd.DataFrame | Non
     out = []
     for (method, attribute), group in v.groupby(["method", "attribute"], sort=False):
         ok = group[group.status == OK]
-        row = {"method": method, "attribute": attribute, "acc": _mean(ok[ok.metric == "acc"].value),
-               "acc_l": _mean(ok[ok.metric == "acc_l"].value), "n": int((ok.metric == "acc").sum()),
+        row = {"method": method, "attribute": attribute, "acc": float(ok[ok.metric == "acc"].value.mean()),
+               "acc_l": float(ok[ok.metric == "acc_l"].value.mean()), "n": int((ok.metric == "acc").sum()),
                "unparsed": int(((group.metric == "acc") & (group.status == UNPARSED)).sum())}
         if per_response is not None:
             kp = per_response[(per_response.method == method) & (per_response.attribute == attribute)]
-            row["completeness"] = _mean(kp.completeness.dropna())
+            row["completeness"] = float(kp.completeness.mean())
         row["coerced"] = _coerced(ok[ok.metric == "acc"])
         out.append(row)
     return pd.DataFrame(out)

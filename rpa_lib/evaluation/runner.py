@@ -85,9 +85,7 @@ def run_jobs(method, jobs: Iterable[Job], *, step: str = "respond", llm=None, de
     rows = []
     for job, out in zip(jobs, outcomes, strict=True):
         row = {"method": method.name, "character": job.character, "question_id": job.id, "question": job.question,
-               **job.meta}
-        if out.pending:
-            row["pending"] = True
+               **job.meta, "pending": out.pending}
         r = out.value
         if out.ok:
             if step == "context":  # the context step as a Response without a reply, so chunk ids come from one place
@@ -100,10 +98,7 @@ def run_jobs(method, jobs: Iterable[Job], *, step: str = "respond", llm=None, de
         rows.append(row)
     meta = list(dict.fromkeys(k for j in jobs for k in j.meta))
     waiting = ["pending"] if any(o.pending for o in outcomes) else []  # a column only in batch rounds
-    frame = pd.DataFrame(rows, columns=[*JOB_COLUMNS, *meta, *RESULT_COLUMNS, *waiting])
-    if waiting:
-        frame["pending"] = frame.pending.eq(True)
-    return frame
+    return pd.DataFrame(rows, columns=[*JOB_COLUMNS, *meta, *RESULT_COLUMNS, *waiting])
 
 
 def chunk_ids(context: list[dict] | None, *roles: str) -> list[str]:
@@ -186,6 +181,7 @@ class PendingItems(RuntimeError):
     """Items of a run wait for a batch round's answers (not a failure: ``reproduce --batch`` runs the next round)."""
 
 
+NAMED = 10  # failed items a FailedItems message names
 _WHERE = ("part", "where", "task", "method", "character", "question_id", "qa_id", "item", "unit", "sample_id",
           "reply_id", "rater", "metric", "mode", "dimension", "case")
 
@@ -218,30 +214,16 @@ def check_failures(rows: pd.DataFrame, what: str, max_share: float = 0.0) -> Non
         raise PendingItems(f"{what}: {waiting} item(s) wait for a batch round (of {len(rows)}); no table is written "
                            "from them: reproduce --batch runs the next round")
     failed = failures(rows)
-    if "part" in rows.columns and "where" in rows.columns:  # a listing of failures
-        if len(failed):
-            counts = ", ".join(f"{n} {part}" for part, n in failed.part.value_counts(sort=False).items())
-            first = failed.iloc[0]
-            named = [f"{r['part']} {r['where']}" for r in failed.to_dict("records")]
-            raise FailedItems(f"{what}: {len(failed)} item(s) failed ({counts}); first: {first['part']} "
-                              f"{first['where']}: {first['error']}{_named(named)}")
-        return
-    if len(rows) and len(failed) / len(rows) > max_share:
-        first = failed.iloc[0]
-        named = [_where(r) for r in failed.to_dict("records")]
-        raise FailedItems(f"{what}: {len(failed)} of {len(rows)} item(s) failed (allowed share {max_share:g}); "
-                          f"first: {_where(first.to_dict())}: {first['error']}{_named(named)}")
-
-
-NAMED = 10  # failed items a FailedItems message names
-
-
-def _named(items: list[str]) -> str:
-    """``"; failed items: a, b (3 more)"`` when there is more than the first to name, else ``""``."""
-    if len(items) < 2:
-        return ""
-    more = f" ({len(items) - NAMED} more)" if len(items) > NAMED else ""
-    return f"; failed items: {', '.join(items[:NAMED])}{more}"
+    listing = "part" in rows.columns and "where" in rows.columns  # failed_items' listing: any row fails the run
+    named = [f"{r['part']} {r['where']}" if listing else _where(r) for r in failed.to_dict("records")]
+    more = f" ({len(named) - NAMED} more)" if len(named) > NAMED else ""
+    listed = f"; failed items: {', '.join(named[:NAMED])}{more}" if len(named) > 1 else ""
+    first = f"first: {named[0]}: {failed.error.iloc[0]}{listed}" if named else ""
+    if listing and named:
+        counts = ", ".join(f"{n} {part}" for part, n in failed.part.value_counts(sort=False).items())
+        raise FailedItems(f"{what}: {len(failed)} item(s) failed ({counts}); {first}")
+    if not listing and len(rows) and len(failed) / len(rows) > max_share:
+        raise FailedItems(f"{what}: {len(failed)} of {len(rows)} item(s) failed (allowed share {max_share:g}); {first}")
 
 
 def index_costs(methods: Iterable, characters: list[str]) -> pd.DataFrame:
