@@ -103,11 +103,12 @@ class Experiment:
         if len(self.repeats) == 1:
             return fn(self.repeats[0])
         outs = [fn(run) for run in self.repeats]
-        if isinstance(outs[0], tuple):
-            return tuple(pd.concat([o[i].assign(repeat=run.index) for o, run in zip(outs, self.repeats, strict=True)],
-                                   ignore_index=True) for i in range(len(outs[0])))
-        return pd.concat([o.assign(repeat=run.index) for o, run in zip(outs, self.repeats, strict=True)],
-                         ignore_index=True)
+
+        def pooled(frames: list[pd.DataFrame]) -> pd.DataFrame:
+            return pd.concat([f.assign(repeat=run.index) for f, run in zip(frames, self.repeats, strict=True)],
+                             ignore_index=True)
+
+        return tuple(map(pooled, zip(*outs, strict=True))) if isinstance(outs[0], tuple) else pooled(outs)
 
     def interval_caption(self, n_characters) -> str:
         """:func:`~rpa_lib.evaluation.uncertainty.interval_caption` for this experiment's characters and runs."""

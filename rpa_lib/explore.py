@@ -179,7 +179,7 @@ def explorer(dataset: Dataset | None = None, character: str | None = None, metho
 
     dataset = as_dataset(dataset)
     slugs = dataset.characters()
-    names = dataset.names() if dataset.has_labels() else {}
+    names = dataset.names()
     wide = {"description_width": "initial"}
     caption = w.HTML(f'<div class="rpa-muted">Dataset: {display.esc(dataset.describe())}</div>')
     pick = w.Dropdown(options=[(names.get(s, s), s) for s in slugs], description="character", style=wide,

@@ -82,21 +82,18 @@ def uses_llm(notebook: Path) -> bool:
 
 
 @contextlib.contextmanager
-def environment(**values: str | None):
-    """Set (a str) or unset (None) environment variables for the ``with`` block (and its kernels), then restore."""
-    def apply(settings: dict[str, str | None]) -> None:
-        for k, v in settings.items():
+def environment(**values: str):
+    """Set environment variables for the ``with`` block (and its kernels), then restore them."""
+    saved = {k: os.environ.get(k) for k in values}
+    try:
+        os.environ.update(values)
+        yield
+    finally:
+        for k, v in saved.items():
             if v is None:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
-
-    saved = {k: os.environ.get(k) for k in values}
-    try:
-        apply(values)
-        yield
-    finally:
-        apply(saved)
 
 
 def _snapshot(folders: list[Path]) -> dict[Path, float]:
@@ -174,7 +171,7 @@ def run(profile_name: str = "quick", only: list[str] | None = None, output_dir: 
         raise SystemExit(str(e)) from None
     finally:
         if budget is not None:
-            print(f"budget: ${Budget(limit, ledger).spent:.4f} of {usd(limit)} spent", flush=True)
+            print(f"budget: ${budget.spent:.4f} of {usd(limit)} spent", flush=True)
 
 
 def batch_run(profile_name: str, profile: dict, books: list[Path], output_dir: Path | None, force: bool, batch: str,
