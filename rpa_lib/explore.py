@@ -206,7 +206,6 @@ def explorer(dataset: Dataset | None = None, character: str | None = None, metho
         button.disabled = True
         states: dict[str, tuple[str, float]] = {m: ("waiting", time.perf_counter()) for m in chosen.value}
         start, stop = time.perf_counter(), threading.Event()
-        engine = None
 
         def progress(method: str, state: str) -> None:
             states[method] = (state, time.perf_counter())
@@ -215,10 +214,10 @@ def explorer(dataset: Dataset | None = None, character: str | None = None, metho
             now = time.perf_counter()
             parts = [f"{method_label(m)}: {state}" + (f" {now - since:.0f} s" if state == "running" else "")
                      for m, (state, since) in states.items()]
-            calls = getattr(getattr(engine, "usage", None), "calls", 0) - calls_before if engine else 0
-            status.value = display.esc(f"{' · '.join(parts)} · {calls} LLM call(s) · {now - start:.0f} s elapsed")
+            status.value = display.esc(f"{' · '.join(parts)} · {engine.usage.calls - calls_before} LLM call(s) · "
+                                       f"{now - start:.0f} s elapsed")
 
-        def tick() -> None:
+        def tick() -> None:  # started once the engine is built
             while not stop.wait(1.0):
                 show()
 
