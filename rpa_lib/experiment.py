@@ -111,7 +111,6 @@ class Experiment:
         return tuple(map(pooled, zip(*outs, strict=True))) if isinstance(outs[0], tuple) else pooled(outs)
 
     def interval_caption(self, n_characters) -> str:
-        """:func:`~rpa_lib.evaluation.uncertainty.interval_caption` for this experiment's characters and runs."""
         return interval_caption(n_characters, runs=len(self.repeats))
 
     def record(self, name: str, **fields: Any) -> Path:
@@ -150,7 +149,6 @@ class Repeat:
         return f"Repeat({self.index})"
 
     def of(self, rows: pd.DataFrame) -> pd.DataFrame:
-        """The rows of this run (all of them when they carry no ``repeat``)."""
         return rows[rows.repeat == self.index] if "repeat" in rows else rows
 
     @cached_property

@@ -25,7 +25,6 @@ DEFAULT_METHODS = ("naive_rag", "amadeus")
 SETTINGS = {"k": 3, "max_iterations": 8, "slot_size": 2, "max_tokens": 96}
 # the small embedded model rarely writes valid JSON: AE asks for free text at once there (as the quick profile does)
 LOCAL_SETTINGS = {"amadeus": {"extract_format": "text"}}
-LOCAL_BACKENDS = ("local",)  # in-process engines: one call at a time, free text only
 
 
 @dataclass
@@ -66,7 +65,7 @@ def llm_choices() -> dict[str, str]:
 def is_local(llm) -> bool:
     """True for an in-process engine (a spec or an LLM): free text only, one call at a time."""
     backend = llm.partition(":")[0] if isinstance(llm, str) else getattr(llm, "backend", "")
-    return backend in LOCAL_BACKENDS
+    return backend == "local"
 
 
 def method_settings(name: str, llm, **settings) -> dict:
@@ -149,7 +148,6 @@ def ask(character: str, question: str, methods=DEFAULT_METHODS, llm="fake", data
 
 
 def compare_html(answers: list[Answer], price=None) -> str:
-    """The answers side by side, one column per method."""
     cols = []
     for a in answers:
         notes = "".join(f'<div class="rpa-muted">{display.esc(n)}</div>' for n in a.notes)

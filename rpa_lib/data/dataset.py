@@ -99,7 +99,6 @@ class Dataset:
         return self.labels_path.is_file()
 
     def names(self) -> dict[str, str]:
-        """``{slug: display name}`` (empty without ``labels.csv``)."""
         return {r["slug"]: r["name"] for r in self.labels()} if self.has_labels() else {}
 
     def profile(self, slug: str) -> tuple[str, str]:

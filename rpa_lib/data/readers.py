@@ -69,7 +69,6 @@ def read_qa(path: Path) -> tuple[list[QA], Problems]:
 
 
 def _csv_reader(path: Path, columns: list[str]) -> tuple[csv.DictReader | None, Problems]:
-    """A reader of the CSV file, or None and the problem when its header is not ``columns``."""
     try:
         text = read_text(path)
     except DataError as e:

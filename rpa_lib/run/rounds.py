@@ -52,10 +52,6 @@ def cost(lines: list[dict], results: dict[str, dict]) -> float | None:
     return total
 
 
-def _slug(server: str, model: str) -> str:
-    return hashlib.sha256(f"{server} {model}".encode()).hexdigest()[:12]
-
-
 def answer_round(lines: list[dict], mode: str, folder: Path, build: Callable[[str], LLM], *,
                  send: Callable[..., dict[str, dict]] = run_round, budget: Budget | None = None,
                  progress: bool = True) -> dict[str, dict]:
@@ -74,9 +70,9 @@ def answer_round(lines: list[dict], mode: str, folder: Path, build: Callable[[st
         # the Batch API of the lines' server (vLLM has none: --batch files), with the backend's client and key
         client = OpenAILLM(model, base_url=None if server == OPENAI_URL else server, cache=False).openai_client() \
             if mode == "openai" else None
+        slug = hashlib.sha256(f"{server} {model}".encode()).hexdigest()[:12]
         results.update(send([{k: line[k] for k in LINE_KEYS} for line in group], mode=mode,
-                            folder=folder / "transport" / _slug(server, model), client=client, budget=budget,
-                            progress=progress))
+                            folder=folder / "transport" / slug, client=client, budget=budget, progress=progress))
     return results
 
 
