@@ -119,10 +119,10 @@ def ask(character: str, question: str, methods=DEFAULT_METHODS, llm="fake", data
     methods = list(methods)
     if not methods:
         raise ValueError("no method selected: choose one or more methods")
+    progress = progress or (lambda method, state: None)
 
     def one(name: str) -> Answer:
-        if progress:
-            progress(name, "running")
+        progress(name, "running")
         start = time.perf_counter()
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
@@ -136,8 +136,7 @@ def ask(character: str, question: str, methods=DEFAULT_METHODS, llm="fake", data
             except Exception as e:  # shown in the method's column; the other methods still answer
                 answer = Answer(name, error=f"{type(e).__name__}: {e}")
         answer.seconds, answer.notes = time.perf_counter() - start, warning_notes(caught)
-        if progress:
-            progress(name, "failed" if answer.error else "done")
+        progress(name, "failed" if answer.error else "done")
         return answer
 
     workers = 1 if is_local(llm) else min(len(methods), max(1, getattr(llm, "max_workers", 1)))

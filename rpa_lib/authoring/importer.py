@@ -255,7 +255,6 @@ def plan(doc: SourceDocument, name: str, table: dict[str, str | None] = HEADING_
     if overview:
         out[DEMO].insert(0, (3, "Overview", overview))
     lines = [f"# {name}", ""]
-    placed = {}
     for attribute in ATTRIBUTES:
         lines += [f"## {attribute}", ""]
         depth_now = 2
@@ -266,7 +265,7 @@ def plan(doc: SourceDocument, name: str, table: dict[str, str | None] = HEADING_
                 depth_now = depth
             for p in paragraphs:
                 lines += [p, ""]
-        placed[attribute] = sum(len(p) for _, _, p in out[attribute])
+    placed = {a: sum(len(p) for _, _, p in out[a]) for a in ATTRIBUTES}
     empty = [a for a, n in placed.items() if not n]
     report.sort(key=lambda r: r[0])
     return Plan("\n".join(lines).rstrip("\n") + "\n", report, placed, empty, sorted(dropped), sorted(doc.rendered))
