@@ -47,8 +47,9 @@ PATH_PARAMETERS = ("data_dir", "figures_dir", "results_dir")
 KERNEL_ARGUMENTS = ["--IPKernelApp.log_level=ERROR"]
 
 
-def parameters_for(notebook: Path, profile: dict, output_dir: Path | None) -> dict:
-    """The profile's parameters that this notebook declares, with relative paths made absolute."""
+def parameters_for(notebook: Path, profile: dict, output_dir: Path | None, *, outputs_in: Path | None = None) -> dict:
+    """The profile's parameters that this notebook declares, with relative paths made absolute; ``output_dir``
+    holds the outputs the profile does not place, ``outputs_in`` all of them (a dry run's or a batch round's)."""
     declared = parameters(notebook)
     params = {**(profile.get("defaults") or {}), **((profile.get("notebooks") or {}).get(notebook.stem) or {})}
     if output_dir:
@@ -57,13 +58,9 @@ def parameters_for(notebook: Path, profile: dict, output_dir: Path | None) -> di
     for key in PATH_PARAMETERS:
         if params.get(key) and not Path(params[key]).is_absolute():
             params[key] = str(paths.ROOT / params[key])
+    if outputs_in:
+        params.update(figures_dir=str(outputs_in / "figures"), results_dir=str(outputs_in / "results"))
     return {k: v for k, v in params.items() if k in declared}
-
-
-def _outputs_in(params: dict, declared: dict, folder: Path) -> dict:
-    """``params`` with the declared ``figures_dir``/``results_dir`` in ``folder``'s ``figures``/``results``."""
-    return {**params, **{k: str(folder / k.removesuffix("_dir")) for k in ("figures_dir", "results_dir")
-                         if k in declared}}
 
 
 def _value(params: dict, declared: dict, name: str, default=None):
@@ -182,8 +179,7 @@ def batch_run(profile_name: str, profile: dict, books: list[Path], output_dir: P
 
     def collect(stem: str, round_mode: dict, scratch: Path) -> str | None:
         nb, declared = by_stem[stem], parameters(by_stem[stem])
-        params = _outputs_in(parameters_for(nb, profile, scratch), declared, scratch)
-        params = with_mode(params, declared, {**mode, **round_mode})
+        params = with_mode(parameters_for(nb, profile, None, outputs_in=scratch), declared, {**mode, **round_mode})
         executed = paths.ensure(scratch / "notebooks") / nb.name
         with environment(RPA_OUTPUT_DIR=str(scratch)):
             return _attempt(nb, executed, params)[0]
@@ -296,7 +292,7 @@ def plan(profile_name: str = "quick", only: list[str] | None = None, workers: in
                 futures = {}
                 for nb in planned:
                     declared = parameters(nb)
-                    params = _outputs_in(parameters_for(nb, profile, out), declared, out / nb.stem)
+                    params = parameters_for(nb, profile, None, outputs_in=out / nb.stem)
                     drawn = None if exact else _sampled(nb, params, declared)
                     if drawn:
                         samples[nb.stem] = drawn
