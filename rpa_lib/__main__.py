@@ -46,7 +46,6 @@ def dataset_for(character: str, data_dir: str | None):
 
 
 def _ask() -> str:
-    """The next question typed ("" at an empty line or Ctrl-D)."""
     try:
         return input("you> ").strip()
     except EOFError:

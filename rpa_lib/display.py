@@ -55,11 +55,11 @@ def fold(text: str, preview: int = PREVIEW) -> str:
     return f"<details><summary>{esc(text[:preview].rstrip())}…</summary>{esc(text)}</details>"
 
 
-def table(header: Sequence[str], rows: Sequence[Sequence[str]], cls: str = "rpa-t") -> str:
+def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     """An HTML table; cells are HTML already (escape with :func:`esc` / :func:`fold`)."""
     head = "".join(f"<th>{esc(h)}</th>" for h in header)
     body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
-    return f'{STYLE}<table class="{cls}"><tr>{head}</tr>{body}</table>'
+    return f'{STYLE}<table class="rpa-t"><tr>{head}</tr>{body}</table>'
 
 
 def chunk_text(chunk) -> str:
@@ -68,7 +68,6 @@ def chunk_text(chunk) -> str:
 
 
 def hits_html(hits: Sequence) -> str:
-    """Ranked chunks: rank, cosine score, heading path, chunk id, text folded."""
     return table(["rank", "score", "heading path", "chunk", "text"],
                  [[str(i), f"{h.score:.3f}", esc(h.chunk.context), esc(h.chunk.id), fold(chunk_text(h.chunk))]
                   for i, h in enumerate(hits, start=1)])

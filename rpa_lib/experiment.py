@@ -104,14 +104,14 @@ class Experiment:
         if len(self.repeats) == 1:
             return fn(self.repeats[0])
         outs = [fn(run) for run in self.repeats]
-        if isinstance(outs[0], tuple):
-            return tuple(pd.concat([o[i].assign(repeat=run.index) for o, run in zip(outs, self.repeats, strict=True)],
-                                   ignore_index=True) for i in range(len(outs[0])))
-        return pd.concat([o.assign(repeat=run.index) for o, run in zip(outs, self.repeats, strict=True)],
-                         ignore_index=True)
+
+        def pooled(frames: list[pd.DataFrame]) -> pd.DataFrame:
+            return pd.concat([f.assign(repeat=run.index) for f, run in zip(frames, self.repeats, strict=True)],
+                             ignore_index=True)
+
+        return tuple(map(pooled, zip(*outs, strict=True))) if isinstance(outs[0], tuple) else pooled(outs)
 
     def interval_caption(self, n_characters) -> str:
-        """:func:`~rpa_lib.evaluation.uncertainty.interval_caption` for this experiment's characters and runs."""
         return interval_caption(n_characters, runs=len(self.repeats))
 
     def save_figure(self, fig, name: str, **data: Any) -> dict[str, Path]:
@@ -158,7 +158,6 @@ class Repeat:
         return f"Repeat({self.index})"
 
     def of(self, rows: pd.DataFrame) -> pd.DataFrame:
-        """The rows of this run (all of them when they carry no ``repeat``)."""
         return rows[rows.repeat == self.index] if "repeat" in rows else rows
 
     @cached_property

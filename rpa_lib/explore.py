@@ -25,7 +25,6 @@ DEFAULT_METHODS = ("naive_rag", "amadeus")
 SETTINGS = {"k": 3, "max_iterations": 8, "slot_size": 2, "max_tokens": 96}
 # the small embedded model rarely writes valid JSON: AE asks for free text at once there (as the quick profile does)
 LOCAL_SETTINGS = {"amadeus": {"extract_format": "text"}}
-LOCAL_BACKENDS = ("local",)  # in-process engines: one call at a time, free text only
 
 
 @dataclass
@@ -66,7 +65,7 @@ def llm_choices() -> dict[str, str]:
 def is_local(llm) -> bool:
     """True for an in-process engine (a spec or an LLM): free text only, one call at a time."""
     backend = llm.partition(":")[0] if isinstance(llm, str) else getattr(llm, "backend", "")
-    return backend in LOCAL_BACKENDS
+    return backend == "local"
 
 
 def method_settings(name: str, llm, **settings) -> dict:
@@ -120,10 +119,10 @@ def ask(character: str, question: str, methods=DEFAULT_METHODS, llm="fake", data
     methods = list(methods)
     if not methods:
         raise ValueError("no method selected: choose one or more methods")
+    progress = progress or (lambda method, state: None)
 
     def one(name: str) -> Answer:
-        if progress:
-            progress(name, "running")
+        progress(name, "running")
         start = time.perf_counter()
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
@@ -137,8 +136,7 @@ def ask(character: str, question: str, methods=DEFAULT_METHODS, llm="fake", data
             except Exception as e:  # shown in the method's column; the other methods still answer
                 answer = Answer(name, error=f"{type(e).__name__}: {e}")
         answer.seconds, answer.notes = time.perf_counter() - start, warning_notes(caught)
-        if progress:
-            progress(name, "failed" if answer.error else "done")
+        progress(name, "failed" if answer.error else "done")
         return answer
 
     workers = 1 if is_local(llm) else min(len(methods), max(1, getattr(llm, "max_workers", 1)))
@@ -149,7 +147,6 @@ def ask(character: str, question: str, methods=DEFAULT_METHODS, llm="fake", data
 
 
 def compare_html(answers: list[Answer], price=None) -> str:
-    """The answers side by side, one column per method."""
     cols = []
     for a in answers:
         notes = "".join(f'<div class="rpa-muted">{display.esc(n)}</div>' for n in a.notes)
@@ -179,7 +176,7 @@ def explorer(dataset: Dataset | None = None, character: str | None = None, metho
 
     dataset = as_dataset(dataset)
     slugs = dataset.characters()
-    names = dataset.names() if dataset.has_labels() else {}
+    names = dataset.names()
     wide = {"description_width": "initial"}
     caption = w.HTML(f'<div class="rpa-muted">Dataset: {display.esc(dataset.describe())}</div>')
     pick = w.Dropdown(options=[(names.get(s, s), s) for s in slugs], description="character", style=wide,
@@ -206,7 +203,6 @@ def explorer(dataset: Dataset | None = None, character: str | None = None, metho
         button.disabled = True
         states: dict[str, tuple[str, float]] = {m: ("waiting", time.perf_counter()) for m in chosen.value}
         start, stop = time.perf_counter(), threading.Event()
-        engine = None
 
         def progress(method: str, state: str) -> None:
             states[method] = (state, time.perf_counter())
@@ -215,10 +211,10 @@ def explorer(dataset: Dataset | None = None, character: str | None = None, metho
             now = time.perf_counter()
             parts = [f"{method_label(m)}: {state}" + (f" {now - since:.0f} s" if state == "running" else "")
                      for m, (state, since) in states.items()]
-            calls = getattr(getattr(engine, "usage", None), "calls", 0) - calls_before if engine else 0
-            status.value = display.esc(f"{' · '.join(parts)} · {calls} LLM call(s) · {now - start:.0f} s elapsed")
+            status.value = display.esc(f"{' · '.join(parts)} · {engine.usage.calls - calls_before} LLM call(s) · "
+                                       f"{now - start:.0f} s elapsed")
 
-        def tick() -> None:
+        def tick() -> None:  # started once the engine is built
             while not stop.wait(1.0):
                 show()
 

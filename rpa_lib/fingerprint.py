@@ -17,7 +17,6 @@ _DIGESTS_LOCK = threading.Lock()
 
 
 def clear_caches() -> None:
-    """Forget every memoized file digest (the next fingerprint reads the files again)."""
     with _DIGESTS_LOCK:
         _DIGESTS.clear()
 

@@ -73,7 +73,5 @@ def _matches(value: Any, type_text: str) -> bool:
 def check_value(name: str, value: Any, declared: Parameter) -> None:
     """A ValueError naming the parameter, the expected type and the value when they disagree (a declared type of
     ``None`` accepts anything)."""
-    if declared.type == "None":
-        return
-    if not _matches(value, declared.type):
+    if declared.type != "None" and not _matches(value, declared.type):
         raise ValueError(f"{name}: expected {declared.type}, got {type(value).__name__} {value!r}")

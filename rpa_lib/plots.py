@@ -90,7 +90,7 @@ def similarity_figure(scores: pd.DataFrame, table: pd.DataFrame, splitters: list
     """Table 1 as violins: retrieved chunks' similarity per splitter, a panel per embedder, annotated with the
     table's Σμ, Σσ² (over all retrieved scores) and Σσ²_q (over question means)."""
     labels = list(dict.fromkeys(scores.embedder))
-    fig, axes = plt.subplots(1, len(labels), figsize=(5.5 * len(labels), 4.4), squeeze=False, sharey=False)
+    fig, axes = plt.subplots(1, len(labels), figsize=(5.5 * len(labels), 4.4), squeeze=False)
     for ax, emb in zip(axes[0], labels):
         data = [scores[(scores.embedder == emb) & (scores.splitter == s)].score for s in splitters]
         parts = ax.violinplot(data, showmedians=True)

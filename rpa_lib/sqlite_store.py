@@ -31,4 +31,3 @@ def connect(path: Path, schema: str, **options) -> sqlite3.Connection:
                 if "locked" not in str(e) or attempt == OPEN_ATTEMPTS - 1:
                     raise sqlite3.OperationalError(f"{path}: {e}") from None
                 time.sleep(0.1)
-    raise AssertionError("unreachable")

@@ -11,9 +11,7 @@ _LOCAL = threading.local()  # a pysbd segmenter keeps the text it segments on it
 
 def segmenter(language: str = "en", spans: bool = False):
     """This thread's pysbd segmenter for ``language`` (no cleaning; ``spans``: ``segment`` returns character spans)."""
-    made = getattr(_LOCAL, "segmenters", None)
-    if made is None:
-        made = _LOCAL.segmenters = {}
+    made = vars(_LOCAL).setdefault("segmenters", {})
     if (language, spans) not in made:
         import pysbd
 

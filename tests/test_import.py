@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from rpa_lib.authoring.cli import main as authoring_cli
-from rpa_lib.authoring.importer import UNKNOWN, new_character, parse_mapping, place
+from rpa_lib.authoring.importer import lookup, new_character, parse_mapping
 from rpa_lib.authoring.scaffold import promote, qa_scaffold, read_review
 from rpa_lib.data import Dataset, validate
 from rpa_lib.data.cli import main as data_cli
@@ -137,9 +137,9 @@ def test_an_existing_or_malformed_slug_or_a_bad_type_writes_nothing(data_copy):
 
 
 def test_the_table_the_map_option_and_the_optional_llm_classification(data_copy):
-    assert place("Powers and Abilities") == "Skill and Expertise" and place("Fan Theories") == UNKNOWN
-    assert place("Early life and family") == "Activity"  # the longest entry found in it: "early life"
-    assert place("Family & Friends!") == "Social Relationships"
+    assert lookup("Powers and Abilities")[0] == "Skill and Expertise" and lookup("Fan Theories") is None
+    assert lookup("Early life and family")[0] == "Activity"  # the longest entry found in it: "early life"
+    assert lookup("Family & Friends!")[0] == "Social Relationships"
     assert parse_mapping(["Fan Theories=belief and value", "Quotes=none"]) == {"fan theories": "Belief and Value",
                                                                                "quotes": None}
     with pytest.raises(ValueError, match="expected 'HEADING=ATTRIBUTE'"):
@@ -198,7 +198,7 @@ def write_rows(path, table):
 def test_qa_scaffold_asks_one_sentence_at_a_time_and_promotes_only_reviewed_rows(data_copy):
     new_character("tove-marsh", MARKDOWN, name="Tove Marsh", work="W", data=data_copy)
     ds = Dataset(data_copy)
-    result = qa_scaffold("tove-marsh", FakeLLM(question_rule), data=data_copy, per_attribute=2, progress=None)
+    result = qa_scaffold("tove-marsh", FakeLLM(question_rule), data=data_copy, per_attribute=2)
     assert result.added == 12 and not result.failed and not result.interrupted and result.empty == []
     rows, problems = read_review(result.path)
     assert problems == [] and {r["reviewed"] for r in rows} == {"no"}
@@ -238,7 +238,7 @@ def test_qa_scaffold_asks_one_sentence_at_a_time_and_promotes_only_reviewed_rows
     assert validate(ds, ["tove-marsh"], full=False) == []
 
     # A second scaffold run appends after the existing ids and keeps the person's review.
-    again = qa_scaffold("tove-marsh", FakeLLM(question_rule), data=data_copy, per_attribute=1, progress=None)
+    again = qa_scaffold("tove-marsh", FakeLLM(question_rule), data=data_copy, per_attribute=1)
     rows = read_review(again.path)[0]
     assert len(rows) == 18 and rows[0]["reviewed"] == "yes" and rows[-1]["id"] == "tove-marsh-18"
 
@@ -262,14 +262,14 @@ def test_qa_scaffold_stops_cleanly_on_ctrl_c_and_keeps_the_pairs_made(data_copy)
             raise KeyboardInterrupt
         return "Where do you live?"
 
-    result = qa_scaffold("tove-marsh", FakeLLM(rule), data=data_copy, per_attribute=2, progress=None)
+    result = qa_scaffold("tove-marsh", FakeLLM(rule), data=data_copy, per_attribute=2)
     assert result.interrupted and result.added == 3 and "interrupted" in result.summary()
     assert len(read_review(result.path)[0]) == 3
 
 
 def test_promote_reads_the_review_file_strictly_and_names_every_bad_row(data_copy):
     new_character("tove-marsh", MARKDOWN, name="Tove Marsh", work="W", data=data_copy)
-    result = qa_scaffold("tove-marsh", FakeLLM(question_rule), data=data_copy, per_attribute=1, progress=None)
+    result = qa_scaffold("tove-marsh", FakeLLM(question_rule), data=data_copy, per_attribute=1)
     lines = result.path.read_text().splitlines()
     lines[1] = lines[1].replace(",no,", ",yes,")
     lines[2] = lines[2].replace(",no,", ",yes,").replace(",Is it", ',"Is it', 1)  # a quote never closed
@@ -287,7 +287,7 @@ def test_promote_reads_the_review_file_strictly_and_names_every_bad_row(data_cop
 
     # A row validate would reject (an answer with a name no evidence has) is refused, named by its line.
     result.path.unlink()
-    qa_scaffold("tove-marsh", FakeLLM(question_rule), data=data_copy, per_attribute=1, progress=None)
+    qa_scaffold("tove-marsh", FakeLLM(question_rule), data=data_copy, per_attribute=1)
     with open(result.path, newline="") as f:
         table = list(csv.DictReader(f))
     table[0].update(reviewed="yes", answer="Tove met Queen Ilsabet.")

@@ -81,9 +81,12 @@ def normalize(heading: str) -> str:
     return " ".join(re.sub(r"[^a-z0-9]+", " ", heading.lower()).split())
 
 
-def lookup(heading: str, table: dict[str, str | None]) -> tuple[str | None, str] | None:
-    """``(attribute or None, how)`` for a heading the table knows (whole, by a key in it, or a near miss), else None:
-    ``lookup("Personallity", HEADING_TABLE) == ("Psychological Traits", "near miss of 'personality'")``"""
+def lookup(heading: str, table: dict[str, str | None] = HEADING_TABLE) -> tuple[str | None, str] | None:
+    """``(attribute or None, how)`` for a heading the table knows (whole, by a key in it, or a near miss), else None.
+
+    >>> lookup("Personallity"), lookup("Powers and Abilities")[0], lookup("Early life and family")[0], lookup("Trivia")
+    (('Psychological Traits', "near miss of 'personality'"), 'Skill and Expertise', 'Activity', (None, "heading 'trivia'"))
+    """
     key = normalize(heading)
     if key in table:
         return table[key], f"heading {key!r}"
@@ -93,16 +96,6 @@ def lookup(heading: str, table: dict[str, str | None]) -> tuple[str | None, str]
             return table[entry], f"{entry!r} in the heading"
     close = difflib.get_close_matches(key, list(table), n=1, cutoff=NEAR_MISS)
     return (table[close[0]], f"near miss of {close[0]!r}") if close else None
-
-
-def place(heading: str, table: dict[str, str | None] = HEADING_TABLE) -> str | None:
-    """The attribute of a heading by the table, None (left out on purpose) or :data:`UNKNOWN`.
-
-    >>> place("Powers and Abilities"), place("Early life and family"), place("Trivia")
-    ('Skill and Expertise', 'Activity', None)
-    """
-    found = lookup(heading, table)
-    return UNKNOWN if found is None else found[0]
 
 
 class ContentPlacer:
@@ -262,7 +255,6 @@ def plan(doc: SourceDocument, name: str, table: dict[str, str | None] = HEADING_
     if overview:
         out[DEMO].insert(0, (3, "Overview", overview))
     lines = [f"# {name}", ""]
-    placed = {}
     for attribute in ATTRIBUTES:
         lines += [f"## {attribute}", ""]
         depth_now = 2
@@ -273,7 +265,7 @@ def plan(doc: SourceDocument, name: str, table: dict[str, str | None] = HEADING_
                 depth_now = depth
             for p in paragraphs:
                 lines += [p, ""]
-        placed[attribute] = sum(len(p) for _, _, p in out[attribute])
+    placed = {a: sum(len(p) for _, _, p in out[a]) for a in ATTRIBUTES}
     empty = [a for a, n in placed.items() if not n]
     report.sort(key=lambda r: r[0])
     return Plan("\n".join(lines).rstrip("\n") + "\n", report, placed, empty, sorted(dropped), sorted(doc.rendered))

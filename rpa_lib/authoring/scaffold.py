@@ -111,11 +111,9 @@ def placeholder(context: str, sentence: str) -> str:
     return f"What can you tell me about {context.rsplit(' > ', 1)[-1].lower()}?"
 
 
-def qa_scaffold(slug: str, llm, *, data: Dataset | str | Path | None = None, per_attribute: int = 5,
-                progress=True) -> Scaffold:
-    """Propose up to ``per_attribute`` pairs per attribute (one short ``llm`` call each) into the review file.
-    ``progress``: True (a line per pair on stderr), a stream, or None."""
-    progress = sys.stderr if progress is True else progress
+def qa_scaffold(slug: str, llm, *, data: Dataset | str | Path | None = None, per_attribute: int = 5) -> Scaffold:
+    """Propose up to ``per_attribute`` pairs per attribute (one short ``llm`` call each) into the review file, a
+    progress line per pair on stderr."""
     ds = user_dataset(data)
     persona = ds.persona(slug)
     name = ds.profile(slug)[0]
@@ -149,10 +147,9 @@ def qa_scaffold(slug: str, llm, *, data: Dataset | str | Path | None = None, per
                 note, result.placeholders = PLACEHOLDER, result.placeholders + 1
             new.append({"id": qa_id, "attribute": attribute, "question": question, "answer": sentence,
                         "evidence_1": sentence, "reviewed": "no", "note": note})
-            if progress is not None:
-                spent = time.perf_counter() - start
-                print(f"  [{done}/{len(todo)}] {attribute}: {spent:.0f} s, "
-                      f"about {spent / done * (len(todo) - done):.0f} s left", file=progress, flush=True)
+            spent = time.perf_counter() - start
+            print(f"  [{done}/{len(todo)}] {attribute}: {spent:.0f} s, "
+                  f"about {spent / done * (len(todo) - done):.0f} s left", file=sys.stderr, flush=True)
     except KeyboardInterrupt:
         result.interrupted = True
     _write_csv(path, rows + new)

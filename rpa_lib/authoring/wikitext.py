@@ -151,8 +151,6 @@ def render_template(node) -> str | None:
     if name == "val":
         unit = next((_plain(p.value) for p in node.params if str(p.name).strip() in ("u", "ul")), "")
         return f"{args[0]} {unit}".strip() if args else ""
-    if name == "age":
-        return " ".join(args[:1])
     if name in ("lang", "transl", "ill"):
         return args[1] if len(args) > 1 and name != "ill" else (args[0] if args else "")
     if name in ("hlist", "flatlist", "plainlist", "ubl", "unbulleted list"):

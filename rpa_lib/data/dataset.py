@@ -23,6 +23,10 @@ from rpa_lib.persona import Persona, list_characters, load_persona, parsed_file
 class Dataset:
     def __init__(self, root: str | Path | None = None):
         self.root = Path(root) if root else paths.DATA_DIR
+        self.characters_dir = self.root / "characters"
+        self.labels_path = self.root / "labels.csv"
+        self.questionnaires_dir = self.root / "questionnaires"
+        self.grounding_reviewed_path = self.root / "grounding_reviewed.csv"
 
     def __repr__(self) -> str:
         return f"Dataset({str(self.root)!r})"
@@ -41,28 +45,6 @@ class Dataset:
 
     def __hash__(self) -> int:
         return hash(self.root.resolve())
-
-    @property
-    def characters_dir(self) -> Path:
-        return self.root / "characters"
-
-    @property
-    def labels_path(self) -> Path:
-        return self.root / "labels.csv"
-
-    @property
-    def questionnaires_dir(self) -> Path:
-        return self.root / "questionnaires"
-
-    @property
-    def paper_results_dir(self) -> Path:
-        """``<root>/paper_results``; a dataset without one (a test fixture) uses the repository's."""
-        own = self.root / "paper_results"
-        return own if own.is_dir() else paths.PAPER_RESULTS_DIR
-
-    @property
-    def grounding_reviewed_path(self) -> Path:
-        return self.root / "grounding_reviewed.csv"
 
     def persona_path(self, slug: str) -> Path:
         return self.characters_dir / slug / "persona.md"
@@ -117,7 +99,6 @@ class Dataset:
         return self.labels_path.is_file()
 
     def names(self) -> dict[str, str]:
-        """``{slug: display name}`` (empty without ``labels.csv``)."""
         return {r["slug"]: r["name"] for r in self.labels()} if self.has_labels() else {}
 
     def profile(self, slug: str) -> tuple[str, str]:
@@ -142,21 +123,20 @@ class Dataset:
         return q.subset(items)
 
     def paper_table(self, name: str):
-        """``paper_results/<name>.csv``, a table transcribed from the papers, as a DataFrame."""
+        """``paper_results/<name>.csv``, a table transcribed from the papers, as a DataFrame (a dataset without that
+        folder, a test fixture, uses the repository's)."""
         import pandas as pd
 
-        path = self.paper_results_dir / f"{name}.csv"
+        folder = self.root / "paper_results" if (self.root / "paper_results").is_dir() else paths.PAPER_RESULTS_DIR
+        path = folder / f"{name}.csv"
         if not path.is_file():
-            known = ", ".join(sorted(p.stem for p in self.paper_results_dir.glob("*.csv")))
+            known = ", ".join(sorted(p.stem for p in folder.glob("*.csv")))
             raise DataError(path, None, f"no transcribed paper table named {name!r}; known: {known}")
         return pd.read_csv(path)
 
 
 def _short(path: Path) -> str:
-    try:
-        return str(path.relative_to(paths.ROOT))
-    except ValueError:
-        return str(path)
+    return str(path.relative_to(paths.ROOT) if path.is_relative_to(paths.ROOT) else path)
 
 
 def user_dataset(data: Dataset | str | Path | None = None) -> Dataset:

@@ -53,7 +53,6 @@ def _starts_sentence(text: str, i: int) -> bool:
 
 
 def _capitalised(text: str) -> list[tuple[str, bool]]:
-    """``(word, starts_a_sentence)`` for every capitalised word."""
     return [(m.group(), _starts_sentence(text, m.start())) for m in _WORD.finditer(text) if m.group()[0].isupper()]
 
 

@@ -21,7 +21,6 @@ Problems = list[tuple[int | None, str]]
 
 
 def first_problem(path: Path, problems: Problems) -> None:
-    """Raise :class:`DataError` for the first problem, if any."""
     if problems:
         raise DataError(path, problems[0][0], problems[0][1])
 
@@ -70,7 +69,6 @@ def read_qa(path: Path) -> tuple[list[QA], Problems]:
 
 
 def _csv_reader(path: Path, columns: list[str]) -> tuple[csv.DictReader | None, Problems]:
-    """A reader of the CSV file, or None and the problem when its header is not ``columns``."""
     try:
         text = read_text(path)
     except DataError as e:
@@ -143,8 +141,7 @@ def read_questionnaire(path: Path, full: bool = True) -> tuple[Questionnaire | N
         return None, [(e.lineno, f"not valid JSON ({e.msg})")]
     try:
         scale = _field(obj, "scale", "questionnaire")
-        dims = tuple(Dimension(_field(d, "id", f"dimension {n}"), _field(d, "name", f"dimension {n}"),
-                               _field(d, "high", f"dimension {n}"), _field(d, "low", f"dimension {n}"),
+        dims = tuple(Dimension(*(_field(d, k, f"dimension {n}") for k in ("id", "name", "high", "low")),
                                d.get("high_name", ""), d.get("low_name", ""))
                      for n, d in enumerate(_field(obj, "dimensions", "questionnaire"), start=1))
         items = tuple(Item(*(str(_field(i, k, f"item {i.get('id', n) if isinstance(i, dict) else n}"))

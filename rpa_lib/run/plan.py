@@ -32,7 +32,6 @@ def character_sample(sizes: dict[str, int], k: int = SAMPLE_CHARACTERS) -> list[
 
 
 def read_plan(path: str | Path) -> list[dict]:
-    """The calls recorded in a plan file, in order ([] when there is none)."""
     path = Path(path)
     if not path.is_file():
         return []
@@ -91,7 +90,6 @@ def plan_rows(calls_by_notebook: dict[str, list[dict]], factors: dict[str, float
 
 
 def plan_total(rows: list[dict]) -> float | None:
-    """The estimated cost of the calls to pay; None when a model's price is unknown."""
     costs = [r["cost"] for r in rows]
     return None if any(c is None for c in costs) else sum(costs)
 

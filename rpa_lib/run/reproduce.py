@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import functools
 import json
 import os
 import re
@@ -47,8 +46,9 @@ PATH_PARAMETERS = ("data_dir", "figures_dir", "results_dir")
 KERNEL_ARGUMENTS = ["--IPKernelApp.log_level=ERROR"]
 
 
-def parameters_for(notebook: Path, profile: dict, output_dir: Path | None) -> dict:
-    """The profile's parameters that this notebook declares, with relative paths made absolute."""
+def parameters_for(notebook: Path, profile: dict, output_dir: Path | None, *, outputs_in: Path | None = None) -> dict:
+    """The profile's parameters that this notebook declares, with relative paths made absolute; ``output_dir``
+    holds the outputs the profile does not place, ``outputs_in`` all of them (a dry run's or a batch round's)."""
     declared = parameters(notebook)
     params = {**(profile.get("defaults") or {}), **((profile.get("notebooks") or {}).get(notebook.stem) or {})}
     if output_dir:
@@ -57,13 +57,9 @@ def parameters_for(notebook: Path, profile: dict, output_dir: Path | None) -> di
     for key in PATH_PARAMETERS:
         if params.get(key) and not Path(params[key]).is_absolute():
             params[key] = str(paths.ROOT / params[key])
+    if outputs_in:
+        params.update(figures_dir=str(outputs_in / "figures"), results_dir=str(outputs_in / "results"))
     return {k: v for k, v in params.items() if k in declared}
-
-
-def _outputs_in(params: dict, declared: dict, folder: Path) -> dict:
-    """``params`` with the declared ``figures_dir``/``results_dir`` in ``folder``'s ``figures``/``results``."""
-    return {**params, **{k: str(folder / k.removesuffix("_dir")) for k in ("figures_dir", "results_dir")
-                         if k in declared}}
 
 
 def _value(params: dict, declared: dict, name: str, default=None):
@@ -81,21 +77,18 @@ def uses_llm(notebook: Path) -> bool:
 
 
 @contextlib.contextmanager
-def environment(**values: str | None):
-    """Set (a str) or unset (None) environment variables for the ``with`` block (and its kernels), then restore."""
-    def apply(settings: dict[str, str | None]) -> None:
-        for k, v in settings.items():
+def environment(**values: str):
+    """Set environment variables for the ``with`` block (and its kernels), then restore them."""
+    saved = {k: os.environ.get(k) for k in values}
+    try:
+        os.environ.update(values)
+        yield
+    finally:
+        for k, v in saved.items():
             if v is None:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
-
-    saved = {k: os.environ.get(k) for k in values}
-    try:
-        apply(values)
-        yield
-    finally:
-        apply(saved)
 
 
 def _snapshot(folders: list[Path]) -> dict[Path, float]:
@@ -107,16 +100,10 @@ def _run_id() -> str:
     return f"run-{time.strftime('%Y%m%d-%H%M%S')}-{time.time_ns() % 10**9}"
 
 
-def _profile_environment(fn):
-    """``fn(profile_name, ...)`` under the profile's ``env`` and ``HF_HUB_OFFLINE=1``, where not set already."""
-
-    @functools.wraps(fn)
-    def wrapped(profile_name: str = "quick", *args, **kwargs):
-        env = {**(load_profile(profile_name).get("env") or {}), "HF_HUB_OFFLINE": "1"}
-        with environment(**{k: str(v) for k, v in env.items() if k not in os.environ}):
-            return fn(profile_name, *args, **kwargs)
-
-    return wrapped
+def profile_environment(profile: dict):
+    """The profile's ``env`` and ``HF_HUB_OFFLINE=1``, where not set already, for a ``with`` block."""
+    env = {**(profile.get("env") or {}), "HF_HUB_OFFLINE": "1"}
+    return environment(**{k: str(v) for k, v in env.items() if k not in os.environ})
 
 
 def budget_of(profile: dict) -> float | None:
@@ -149,31 +136,31 @@ def check_prices(books: list[Path], profile: dict, output_dir: Path | None, mode
             raise SystemExit(f"{nb.stem}: cannot run under the budget: {e}") from None
 
 
-@_profile_environment
 def run(profile_name: str = "quick", only: list[str] | None = None, output_dir: Path | None = None,
         force: bool = False, batch: str | None = None) -> list[dict]:
     """Execute the notebooks that are not up to date (all with ``force``), under the run's budget, in batch rounds
     when ``batch`` (or the profile's ``batch``) names a mode."""
     profile = load_profile(profile_name)
-    books = notebooks(only)
-    limit = budget_of(profile)
-    batch = batch or profile.get("batch")
-    mode, budget = {}, None
-    if limit is not None:
-        ledger = paths.cache_dir() / "budget" / f"{_run_id()}.json"
-        mode = {"budget_usd": float(limit), "budget_ledger": str(ledger)}
-        check_prices(books, profile, output_dir, mode)
-        print(f"budget: {usd(limit)} for the uncached LLM calls of this run (ledger {ledger})", flush=True)
-        budget = Budget(limit, ledger)
-    try:
-        if batch:
-            return batch_run(profile_name, profile, books, output_dir, force, batch, mode, budget)
-        return _run(profile_name, profile, books, output_dir, force, mode)
-    except BudgetExceeded as e:  # a batch round held more than is left: the run's one line
-        raise SystemExit(str(e)) from None
-    finally:
-        if budget is not None:
-            print(f"budget: ${Budget(limit, ledger).spent:.4f} of {usd(limit)} spent", flush=True)
+    with profile_environment(profile):
+        books = notebooks(only)
+        limit = budget_of(profile)
+        batch = batch or profile.get("batch")
+        mode, budget = {}, None
+        if limit is not None:
+            ledger = paths.cache_dir() / "budget" / f"{_run_id()}.json"
+            mode = {"budget_usd": float(limit), "budget_ledger": str(ledger)}
+            check_prices(books, profile, output_dir, mode)
+            print(f"budget: {usd(limit)} for the uncached LLM calls of this run (ledger {ledger})", flush=True)
+            budget = Budget(limit, ledger)
+        try:
+            if batch:
+                return batch_run(profile_name, profile, books, output_dir, force, batch, mode, budget)
+            return _run(profile_name, profile, books, output_dir, force, mode)
+        except BudgetExceeded as e:  # a batch round held more than is left: the run's one line
+            raise SystemExit(str(e)) from None
+        finally:
+            if budget is not None:
+                print(f"budget: ${budget.spent:.4f} of {usd(limit)} spent", flush=True)
 
 
 def batch_run(profile_name: str, profile: dict, books: list[Path], output_dir: Path | None, force: bool, batch: str,
@@ -191,8 +178,7 @@ def batch_run(profile_name: str, profile: dict, books: list[Path], output_dir: P
 
     def collect(stem: str, round_mode: dict, scratch: Path) -> str | None:
         nb, declared = by_stem[stem], parameters(by_stem[stem])
-        params = _outputs_in(parameters_for(nb, profile, scratch), declared, scratch)
-        params = with_mode(params, declared, {**mode, **round_mode})
+        params = with_mode(parameters_for(nb, profile, None, outputs_in=scratch), declared, {**mode, **round_mode})
         executed = paths.ensure(scratch / "notebooks") / nb.name
         with environment(RPA_OUTPUT_DIR=str(scratch)):
             return _attempt(nb, executed, params)[0]
@@ -280,7 +266,6 @@ def _sampled(nb: Path, params: dict, declared: dict) -> tuple[list[str], int] | 
     return character_sample({c: dataset.persona_path(c).stat().st_size for c in chosen}), len(chosen)
 
 
-@_profile_environment
 def plan(profile_name: str = "quick", only: list[str] | None = None, workers: int | None = None,
          exact: bool = False) -> list[dict]:
     """Print what a run would call, cost and find cached, from dry runs of the notebooks that use an LLM (``workers``
@@ -289,63 +274,64 @@ def plan(profile_name: str = "quick", only: list[str] | None = None, workers: in
     from rpa_lib.evaluation.power import power_text, profile_sizes
 
     profile = load_profile(profile_name)
-    books = notebooks(only)
-    limit = budget_of(profile)
-    workers = workers or max(1, min(os.cpu_count() or 1, 4))
-    print(f"plan: profile {profile_name!r}, {len(books)} notebook(s); a dry run, no model is called", flush=True)
-    skipped = {nb.stem: "no LLM calls" for nb in books if not uses_llm(nb)}
-    planned = [nb for nb in books if nb.stem not in skipped]
-    start_all = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="rpa-plan-") as tmp:
-        out = Path(tmp)
-        records = {nb.stem: out / f"{nb.stem}.plan.jsonl" for nb in planned}
-        factors: dict[str, float] = {}
-        samples: dict[str, tuple[list[str], int]] = {}
-        with ThreadPoolExecutor(workers) as pool:  # each dry run is a kernel process of its own
-            futures = {}
-            for nb in planned:
-                declared = parameters(nb)
-                params = _outputs_in(parameters_for(nb, profile, out), declared, out / nb.stem)
-                drawn = None if exact else _sampled(nb, params, declared)
-                if drawn:
-                    samples[nb.stem] = drawn
-                    params["characters"] = drawn[0]
-                    factors[nb.stem] = drawn[1] / len(drawn[0])
-                    for name in PER_CHARACTER[nb.stem]:  # counted over all characters: a share for the sample
-                        value = _value(params, declared, name)
-                        if isinstance(value, int) and value > 0:
-                            params[name] = max(1, round(value / factors[nb.stem]))
-                params = dry_run_parameters(params, declared, records[nb.stem])
-                futures[pool.submit(_attempt, nb, out / nb.name, params)] = nb
-            for i, future in enumerate(as_completed(futures), start=1):
-                nb = futures[future]
-                problem, seconds = future.result()
-                if problem:
-                    skipped[nb.stem] = problem
-                on = (f" on {len(samples[nb.stem][0])} of {samples[nb.stem][1]} characters"
-                      if nb.stem in samples else "")
-                print(f"[{i}/{len(planned)}] {nb.stem}: {len(read_plan(records[nb.stem])):,} calls, dry run{on} in "
-                      f"{seconds:.1f} s", flush=True)
-        calls = {nb.stem: read_plan(records[nb.stem]) for nb in planned}  # in notebook order: repeats count so
-    rows = plan_rows(calls, factors)
-    said = None
-    if samples:
-        drawn = {tuple(chars) for chars, _ in samples.values()}
-        said = (f"A fast plan: {', '.join(samples)} dry-run on {len(next(iter(drawn)))} characters "
-                f"({'; '.join(', '.join(d) for d in drawn)}; spread over the persona sizes), their counts scaled "
-                f"to all ({', '.join(f'x{f:.3g}' for f in dict.fromkeys(factors.values()))}; within 5% of an exact "
-                "plan in the tests). --exact dry-runs every character.")
-    print()
-    print(plan_table(rows, [nb.stem for nb in books], skipped, said))
-    print(batch_text(rows, max((_walk_length(nb, profile) for nb in planned), default=0)))
-    if limit is not None:
-        cost = plan_total(rows)
-        verdict = ("unknown (a model has no price)" if cost is None else
-                   f"the estimate ${cost:,.2f} is {'within' if cost <= limit else 'OVER'} it")
-        print(f"budget: {usd(limit)} (RPA_BUDGET_USD or budget_usd); {verdict}")
-    print(power_text(profile_sizes(profile)))  # what differences these sizes can detect
-    print(f"plan made in {time.perf_counter() - start_all:.1f} s")
-    return rows
+    with profile_environment(profile):
+        books = notebooks(only)
+        limit = budget_of(profile)
+        workers = workers or max(1, min(os.cpu_count() or 1, 4))
+        print(f"plan: profile {profile_name!r}, {len(books)} notebook(s); a dry run, no model is called", flush=True)
+        skipped = {nb.stem: "no LLM calls" for nb in books if not uses_llm(nb)}
+        planned = [nb for nb in books if nb.stem not in skipped]
+        start_all = time.perf_counter()
+        with tempfile.TemporaryDirectory(prefix="rpa-plan-") as tmp:
+            out = Path(tmp)
+            records = {nb.stem: out / f"{nb.stem}.plan.jsonl" for nb in planned}
+            factors: dict[str, float] = {}
+            samples: dict[str, tuple[list[str], int]] = {}
+            with ThreadPoolExecutor(workers) as pool:  # each dry run is a kernel process of its own
+                futures = {}
+                for nb in planned:
+                    declared = parameters(nb)
+                    params = parameters_for(nb, profile, None, outputs_in=out / nb.stem)
+                    drawn = None if exact else _sampled(nb, params, declared)
+                    if drawn:
+                        samples[nb.stem] = drawn
+                        params["characters"] = drawn[0]
+                        factors[nb.stem] = drawn[1] / len(drawn[0])
+                        for name in PER_CHARACTER[nb.stem]:  # counted over all characters: a share for the sample
+                            value = _value(params, declared, name)
+                            if isinstance(value, int) and value > 0:
+                                params[name] = max(1, round(value / factors[nb.stem]))
+                    params = dry_run_parameters(params, declared, records[nb.stem])
+                    futures[pool.submit(_attempt, nb, out / nb.name, params)] = nb
+                for i, future in enumerate(as_completed(futures), start=1):
+                    nb = futures[future]
+                    problem, seconds = future.result()
+                    if problem:
+                        skipped[nb.stem] = problem
+                    on = (f" on {len(samples[nb.stem][0])} of {samples[nb.stem][1]} characters"
+                          if nb.stem in samples else "")
+                    print(f"[{i}/{len(planned)}] {nb.stem}: {len(read_plan(records[nb.stem])):,} calls, dry run{on} in "
+                          f"{seconds:.1f} s", flush=True)
+            calls = {nb.stem: read_plan(records[nb.stem]) for nb in planned}  # in notebook order: repeats count so
+        rows = plan_rows(calls, factors)
+        said = None
+        if samples:
+            drawn = {tuple(chars) for chars, _ in samples.values()}
+            said = (f"A fast plan: {', '.join(samples)} dry-run on {len(next(iter(drawn)))} characters "
+                    f"({'; '.join(', '.join(d) for d in drawn)}; spread over the persona sizes), their counts scaled "
+                    f"to all ({', '.join(f'x{f:.3g}' for f in dict.fromkeys(factors.values()))}; within 5% of an exact "
+                    "plan in the tests). --exact dry-runs every character.")
+        print()
+        print(plan_table(rows, [nb.stem for nb in books], skipped, said))
+        print(batch_text(rows, max((_walk_length(nb, profile) for nb in planned), default=0)))
+        if limit is not None:
+            cost = plan_total(rows)
+            verdict = ("unknown (a model has no price)" if cost is None else
+                       f"the estimate ${cost:,.2f} is {'within' if cost <= limit else 'OVER'} it")
+            print(f"budget: {usd(limit)} (RPA_BUDGET_USD or budget_usd); {verdict}")
+        print(power_text(profile_sizes(profile)))  # what differences these sizes can detect
+        print(f"plan made in {time.perf_counter() - start_all:.1f} s")
+        return rows
 
 
 def _walk_length(nb: Path, profile: dict) -> int:

@@ -16,7 +16,6 @@ from rpa_lib.llm.budget import Budget, usd
 from rpa_lib.llm.openai_backend import OPENAI_URL, OpenAILLM
 from rpa_lib.llm.rounds import answer_engine_lines, log_round, read_lines, store_results
 from rpa_lib.llm.usage import Price
-from rpa_lib.run.profiles import BATCH_MODES
 
 MAX_ROUNDS = 200  # a run that needs more is going in circles
 LINE_KEYS = ("custom_id", "method", "url", "body")  # what a batch request line holds
@@ -53,10 +52,6 @@ def cost(lines: list[dict], results: dict[str, dict]) -> float | None:
     return total
 
 
-def _slug(server: str, model: str) -> str:
-    return hashlib.sha256(f"{server} {model}".encode()).hexdigest()[:12]
-
-
 def answer_round(lines: list[dict], mode: str, folder: Path, build: Callable[[str], LLM], *,
                  send: Callable[..., dict[str, dict]] = run_round, budget: Budget | None = None,
                  progress: bool = True) -> dict[str, dict]:
@@ -75,9 +70,9 @@ def answer_round(lines: list[dict], mode: str, folder: Path, build: Callable[[st
         # the Batch API of the lines' server (vLLM has none: --batch files), with the backend's client and key
         client = OpenAILLM(model, base_url=None if server == OPENAI_URL else server, cache=False).openai_client() \
             if mode == "openai" else None
+        slug = hashlib.sha256(f"{server} {model}".encode()).hexdigest()[:12]
         results.update(send([{k: line[k] for k in LINE_KEYS} for line in group], mode=mode,
-                            folder=folder / "transport" / _slug(server, model), client=client, budget=budget,
-                            progress=progress))
+                            folder=folder / "transport" / slug, client=client, budget=budget, progress=progress))
     return results
 
 
@@ -86,8 +81,6 @@ def run_rounds(notebooks: list[str], collect: Collect, *, mode: str, store: Path
                send: Callable[..., dict[str, dict]] = run_round, progress: bool = True) -> list[dict]:
     """Rounds until one has no miss: ``collect(notebook, run_mode, scratch)`` executes a notebook and says why it
     stopped (None: it ran to its end). Returns the log entries of ``run_dir / "rounds.json"``."""
-    if mode not in BATCH_MODES:
-        raise ValueError(f"batch mode must be one of {', '.join(BATCH_MODES)}, not {mode!r}")
     log = run_dir / "rounds.json"
     waiting = list(notebooks)  # not yet run to their end without a miss
     entries: list[dict] = []

@@ -91,7 +91,6 @@ def stamp_path(executed: Path) -> Path:
 
 
 def read(executed: Path) -> dict | None:
-    """The stamp's record, or None when there is none or it cannot be read."""
     try:
         return json.loads(stamp_path(executed).read_text(encoding="utf-8"))
     except (OSError, ValueError):
