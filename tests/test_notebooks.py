@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import re
 import shutil
 from pathlib import Path
@@ -226,6 +227,26 @@ def test_failing_notebook_stops_the_run(tmp_path, monkeypatch, capsys):
     assert not (out / "notebooks" / "03_after.ipynb").exists()
 
 
+
+
+def test_a_kernel_starts_in_notebooks_and_this_process_never_changes_directory(tmp_path, monkeypatch):
+    """JupyterLab's working directory for the kernel; none for the runner, whose plan runs notebooks from threads."""
+    books = tmp_path / "notebooks"
+    books.mkdir()
+    write_notebook(books / "01_where.ipynb", "import os\nfrom pathlib import Path\n"
+                   "Path(results_dir).mkdir(parents=True)\nPath(results_dir, 'cwd.txt').write_text(os.getcwd())")
+    monkeypatch.setattr(paths, "NOTEBOOKS_DIR", books)
+    monkeypatch.setattr(paths, "PROFILES_DIR", tmp_path)
+    (tmp_path / "tiny.yaml").write_text("description: one fixture notebook\ndefaults: {}\n")
+    real_chdir = os.chdir
+
+    def chdir(path):  # papermill's file reads chdir to where the process is already: harmless
+        assert Path(path).resolve() == Path.cwd().resolve(), f"the runner changed directory to {path}"
+        real_chdir(path)
+
+    monkeypatch.setattr(os, "chdir", chdir)
+    reproduce.run("tiny", output_dir=tmp_path / "out")
+    assert (tmp_path / "out" / "results" / "cwd.txt").read_text() == str(books)
 
 
 # ---------------------------------------------------------------- up to date: skipped without a kernel

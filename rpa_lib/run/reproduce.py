@@ -246,9 +246,11 @@ def _papermill(nb: Path, executed: Path, params: dict) -> str | None:
     import papermill
 
     try:
+        # the kernel starts in notebooks/ (nbclient's resources path), as JupyterLab's would; papermill's own cwd=
+        # would chdir this whole process, which the plan's dry runs in threads would race on
         papermill.execute_notebook(str(nb), str(executed), parameters=params, kernel_name="python3",
-                                   cwd=str(paths.NOTEBOOKS_DIR), progress_bar=False, log_output=False,
-                                   extra_arguments=KERNEL_ARGUMENTS)
+                                   resources={"metadata": {"path": str(paths.NOTEBOOKS_DIR)}}, progress_bar=False,
+                                   log_output=False, extra_arguments=KERNEL_ARGUMENTS)
     except papermill.PapermillExecutionError as e:
         return f"cell {e.exec_count} raised {e.ename}: {e.evalue}"
     return None
