@@ -20,6 +20,10 @@ from pathlib import Path
 
 import pytest
 
+from rpa_lib.llm.answers import without_iri_grammars
+
+without_iri_grammars()  # before the test modules import nbformat (and so jsonschema): ~1 s less per worker
+
 FIXTURE_DATA = Path(__file__).resolve().parent / "fixtures" / "data"
 
 
