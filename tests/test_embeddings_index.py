@@ -351,6 +351,7 @@ def test_model_embedder_ids_name_the_weights_not_the_folder(tmp_path):
 def test_the_shipped_embedder_id_has_a_fingerprint_and_get_embedder_memo_clears():
     from rpa_lib import embeddings
 
+    embeddings.clear_caches()  # an earlier test in this worker may have loaded the model
     e = get_embedder("minilm")
     assert e.label == "all-MiniLM-L6-v2" and e._model is None
     assert re.fullmatch(r"st:all-MiniLM-L6-v2@[0-9a-f]{12}:[0-9a-f]{8}", e.model_id)

@@ -56,7 +56,7 @@ class Server:
 
     def start(self) -> Server:
         command = [sys.executable, "-m", "llama_cpp.server", "--model", str(smollm2_path()), "--model_alias", MODEL,
-                   "--host", "127.0.0.1", "--port", str(self.port), "--n_ctx", "2048", "--n_threads", "2"]
+                   "--host", "127.0.0.1", "--port", str(self.port), "--n_ctx", "2048", "--n_threads", "1"]
         self.log = tempfile.TemporaryFile(mode="w+")  # llama.cpp logs hundreds of KB: a pipe would fill and block it
         self.proc = subprocess.Popen(command, stdout=self.log, stderr=subprocess.STDOUT, text=True)
         deadline = time.monotonic() + 60
