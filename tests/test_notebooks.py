@@ -190,6 +190,33 @@ def test_smoke_csvs_carry_their_model_labels(smoke):
     assert not missing, f"tables without their model columns: {missing}"
 
 
+def test_the_plan_of_the_smoke_profile_counts_the_calls_its_run_made_then_finds_them_cached(smoke, capsys,
+                                                                                           monkeypatch):
+    """Planned with an empty cache (this test's own), two notebooks at once: every call to pay. The smoke run (fake
+    LLM) made exactly the planned calls, notebook by notebook; planned again against its cache: every call cached,
+    nothing to pay. (How repeats are counted: tests/test_plan_budget.py.)"""
+    out, _ = smoke
+    rows = reproduce.plan("profiles/smoke.yaml", ["01", "03", "05"], workers=2)
+    printed = capsys.readouterr().out
+    assert re.search(r"01_dataset +\(no LLM calls\)", printed) and "a dry run, no model is called" in printed
+    assert "price unknown" in printed  # the fake backend has no price
+    assert not (paths.cache_dir() / "llm.sqlite").exists(), "the plan created the reply cache"
+    assert [(r["notebook"], r["model"]) for r in rows] == [("03_chunk_usage", "fake:fake"),
+                                                           ("05_qa_evaluation", "fake:fake")]  # notebook order
+    assert all(r["cost"] is None and r["cached"] == 0 and r["to_pay"] + r["repeats"] == r["calls"] for r in rows)
+    assert rows[0]["calls"] > 50 and rows[1]["calls"] > 100
+    for row, record in zip(rows, ["chunk_usage", "table6_roleplay"], strict=True):
+        usage = list(json.loads((out / "results" / f"{record}.run.json").read_text())["usage_by_role"].values())
+        distinct = [u for i, u in enumerate(usage) if u not in usage[:i]]  # a judge that is the role-play LLM: once
+        assert sum(u["calls"] for u in distinct) == row["calls"] and {u["model"] for u in usage} == {"fake:fake"}
+
+    monkeypatch.setenv("RPA_CACHE_DIR", str(out / "cache"))  # read only: every call is found there
+    again = reproduce.plan("smoke", ["03", "05"], workers=2)
+    assert [(r["calls"], r["cached"], r["repeats"], r["to_pay"]) for r in again] == [(r["calls"], r["calls"], 0, 0)
+                                                                                      for r in rows]
+    assert sum(r["in_tokens"] for r in again) == 0
+
+
 # ---------------------------------------------------------------- a failing notebook stops the run
 
 

@@ -8,7 +8,6 @@ notebook kernels (a few seconds each).
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import sqlite3
@@ -122,44 +121,6 @@ def test_the_stand_in_keys_like_the_real_backend_reads_its_cache_and_calls_nothi
 
 
 # ---------------------------------------------------------------- the plan of a profile, end to end
-
-
-def _usage_calls(results) -> dict[str, int]:
-    """Calls per model in a notebook's run records (a judge that is the role-play LLM is counted once)."""
-    calls: dict[str, int] = {}
-    for record in results.glob("*.run.json"):
-        seen = []
-        for value in json.loads(record.read_text())["usage_by_role"].values():
-            if value not in seen:
-                seen.append(value)
-                calls[value["model"]] = calls.get(value["model"], 0) + value["calls"]
-    return calls
-
-
-def test_plan_of_the_smoke_profile_counts_every_call_and_then_finds_them_cached(tmp_path, capsys):
-    """Planned with an empty cache, two notebooks at once in worker processes: every call to pay. The real run
-    (fake LLM) then makes exactly the planned calls, notebook by notebook, and caches one reply per call to pay;
-    planned again: every call cached, nothing to pay."""
-    rows = reproduce.plan("profiles/smoke.yaml", ["01", "03", "05"], workers=2)
-    printed = capsys.readouterr().out
-    assert re.search(r"01_dataset +\(no LLM calls\)", printed) and "a dry run, no model is called" in printed
-    assert "price unknown" in printed  # the fake backend has no price
-    assert not (paths.cache_dir() / "llm.sqlite").exists(), "the plan created the reply cache"
-    assert [(r["notebook"], r["model"]) for r in rows] == [("03_chunk_usage", "fake:fake"),
-                                                           ("05_qa_evaluation", "fake:fake")]  # notebook order
-    assert all(r["cost"] is None and r["cached"] == 0 and r["to_pay"] + r["repeats"] == r["calls"] for r in rows)
-    assert rows[0]["calls"] > 50 and rows[1]["calls"] > 100
-
-    for row, notebook in zip(rows, ["03", "05"]):
-        out = tmp_path / notebook
-        reproduce.run("smoke", [notebook], output_dir=out)
-        assert _usage_calls(out / "results") == {"fake:fake": row["calls"]}, notebook
-    assert cache_rows(paths.cache_dir() / "llm.sqlite") == sum(r["to_pay"] for r in rows)
-
-    again = reproduce.plan("smoke", ["03", "05"], workers=1)
-    assert [(r["calls"], r["cached"], r["repeats"], r["to_pay"]) for r in again] == [(r["calls"], r["calls"], 0, 0)
-                                                                                      for r in rows]
-    assert sum(r["in_tokens"] for r in again) == 0
 
 
 def test_a_fast_plan_is_within_5_percent_of_the_exact_plan(capsys):
