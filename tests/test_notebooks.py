@@ -190,8 +190,8 @@ def test_smoke_csvs_carry_their_model_labels(smoke):
     assert not missing, f"tables without their model columns: {missing}"
 
 
-def test_the_plan_of_the_smoke_profile_counts_the_calls_its_run_made_then_finds_them_cached(smoke, capsys,
-                                                                                           monkeypatch):
+def test_the_plan_of_the_smoke_profile_counts_the_calls_its_run_made_then_finds_them_cached(smoke, capsys, monkeypatch,
+                                                                                           tmp_path):
     """Planned with an empty cache (this test's own), two notebooks at once: every call to pay. The smoke run (fake
     LLM) made exactly the planned calls, notebook by notebook; planned again against its cache: every call cached,
     nothing to pay. (How repeats are counted: tests/test_plan_budget.py.)"""
@@ -210,7 +210,8 @@ def test_the_plan_of_the_smoke_profile_counts_the_calls_its_run_made_then_finds_
         distinct = [u for i, u in enumerate(usage) if u not in usage[:i]]  # a judge that is the role-play LLM: once
         assert sum(u["calls"] for u in distinct) == row["calls"] and {u["model"] for u in usage} == {"fake:fake"}
 
-    monkeypatch.setenv("RPA_CACHE_DIR", str(out / "cache"))  # read only: every call is found there
+    run_cache = shutil.copytree(out / "cache", tmp_path / "run-cache")  # a copy: the smoke run's folder is only read
+    monkeypatch.setenv("RPA_CACHE_DIR", str(run_cache))
     again = reproduce.plan("smoke", ["03", "05"], workers=2)
     assert [(r["calls"], r["cached"], r["repeats"], r["to_pay"]) for r in again] == [(r["calls"], r["calls"], 0, 0)
                                                                                       for r in rows]
