@@ -12,7 +12,6 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-import matplotlib.pyplot as plt
 import pandas as pd
 
 from rpa_lib.data import Dataset
@@ -20,7 +19,7 @@ from rpa_lib.evaluation.runner import PendingItems, check_failures, pending_mask
 from rpa_lib.evaluation.uncertainty import interval_caption
 from rpa_lib.llm import LLM, RunMode, get_llm, judge_llm
 from rpa_lib.llm.rounds import rounds_record
-from rpa_lib.report import notebook_parameters, output_dirs, run_label, save_figure, save_run_record
+from rpa_lib.report import Written, notebook_parameters, output_dirs, run_label, save_figure, save_run_record
 from rpa_lib.retrieval import persona_embedder
 
 
@@ -118,8 +117,10 @@ class Experiment:
         """:func:`~rpa_lib.report.save_figure` into the figures folder. A dry run draws nothing (it closes ``fig``):
         its numbers come from a stand-in LLM and its files are thrown away."""
         if self.mode.plan_file:
+            import matplotlib.pyplot as plt  # loaded already: the figure exists
+
             plt.close(fig)
-            return {}
+            return Written()
         return save_figure(fig, name, self.figures, **data)
 
     def record(self, name: str, **fields: Any) -> Path:

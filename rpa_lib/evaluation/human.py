@@ -28,8 +28,8 @@ from rpa_lib.evaluation.calibration import calibrated_verdict, template_baseline
 from rpa_lib.evaluation.human_prompts import RATER_PERSONAS, RATING_OPTIONS, content_free_messages, rating_messages
 from rpa_lib.evaluation.judges import judge_id
 from rpa_lib.evaluation.metrics.agreement import cronbach_alpha, krippendorff_alpha, likert_summary
-from rpa_lib.evaluation.runner import Job, chunk_ids, run_verdicts
-from rpa_lib.evaluation.sheets import SAMPLE_COLUMNS, SCALE, TABLE2_SHEET, TASKS, export_sheets, merge_sheets
+from rpa_lib.evaluation.runner import QUESTIONNAIRE_TASKS, Job, chunk_ids, run_verdicts
+from rpa_lib.evaluation.sheets import SAMPLE_COLUMNS, SCALE, TABLE2_SHEET, export_sheets, merge_sheets
 from rpa_lib.evaluation.uncertainty import interval_columns
 from rpa_lib.report import caption_line, plural
 
@@ -46,7 +46,7 @@ def sample_jobs(dataset: Dataset, characters: list[str], pools: dict[str, int | 
         raise ValueError(f"per_task must be at least 1, not {per_task}")
     jobs = []
     for name, pool in pools.items():
-        task = TASKS.get(name, name)
+        task = QUESTIONNAIRE_TASKS.get(name, name)
         items = list(dataset.questionnaire(name, pool).items)
         if per_task > len(items) * len(characters):
             raise ValueError(f"{per_task} samples need more than the {len(items)} items x {len(characters)} "

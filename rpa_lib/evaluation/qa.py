@@ -18,7 +18,14 @@ from rpa_lib.evaluation.context import matched_budget
 from rpa_lib.evaluation.judges import FAILED, OK, UNPARSED, judge_metric, label_keypoint
 from rpa_lib.evaluation.metrics.agreement import kendall_tau
 from rpa_lib.evaluation.metrics.keypoints import KeypointScores, average_keypoint_scores, keypoint_scores
-from rpa_lib.evaluation.runner import Job, answer_tasks, qa_jobs, questionnaire_jobs, run_verdicts, spread
+from rpa_lib.evaluation.runner import (
+    QUESTIONNAIRE_TASKS,
+    Job,
+    answer_tasks,
+    qa_jobs,
+    questionnaire_jobs,
+    run_verdicts,
+)
 from rpa_lib.evaluation.uncertainty import interval_columns, merge_intervals
 from rpa_lib.methods.base import Method
 from rpa_lib.methods.registry import paper_name
@@ -29,7 +36,6 @@ from rpa_lib.retrieval import retriever
 QA_TASK = "CharacterRAG"
 MULTI_TASK = "CharacterRAG (multi)"  # the multi-paragraph pairs: written to favour a splitter that keeps a subsection
 QA_TASKS = (QA_TASK, MULTI_TASK)     # together, so reported as a task of their own, never pooled with the paper set
-QUESTIONNAIRE_TASKS = {"mbti": "MBTI", "bigfive": "BFI"}
 METRICS = ("acc", "acc_l", "hs")
 KEYPOINT_METRICS = ("completeness", "hallucination", "irrelevance")
 VERDICT_COLUMNS = ["task", "method", "character", "question_id", "attribute", "metric", "answer", "value", "status",
@@ -49,8 +55,9 @@ def gold_answers(dataset: Dataset, characters: list[str]) -> dict[tuple[str, str
 
 
 def qa_items(dataset: Dataset, characters: list[str], per_character: int | None = None) -> list[tuple[str, QA]]:
-    """``(character, QA)`` of the questions :func:`~rpa_lib.methods.qa_jobs` asks, in the same order."""
-    return [(c, q) for c in characters for q in spread(dataset.qa(c), lambda q: q.attribute, per_character)]
+    """``(character, QA)`` of the questions :func:`~rpa_lib.evaluation.runner.qa_jobs` asks, in the same order."""
+    by_id = {(c, q.id): q for c in characters for q in dataset.qa(c)}
+    return [(j.character, by_id[j.character, j.id]) for j in qa_jobs(dataset, characters, per_character)]
 
 
 def task_jobs(dataset: Dataset, characters: list[str], qa_questions: int | None = None,

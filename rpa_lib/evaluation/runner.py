@@ -59,6 +59,9 @@ def qa_jobs(dataset: Dataset, characters: list[str], per_character: int | None =
             for q in spread(dataset.qa(c, set), lambda q: q.attribute, per_character)]
 
 
+QUESTIONNAIRE_TASKS = {"mbti": "MBTI", "bigfive": "BFI"}  # questionnaire -> its task name in Tables 2 and 6
+
+
 def questionnaire_jobs(questionnaire: Questionnaire, characters: list[str]) -> list[Job]:
     """Every item's interview question for every character."""
     return [Job(c, i.id, i.question, {"questionnaire": questionnaire.name, "dimension": i.dimension, "keyed": i.keyed})

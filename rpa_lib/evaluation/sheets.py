@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from rpa_lib.evaluation.runner import QUESTIONNAIRE_TASKS
 from rpa_lib.evaluation.sheet_files import (
     LoadedSheet,
     SheetError,
@@ -68,9 +69,9 @@ SCALE = {
     5: "Fully reasonable. Every attribute is clearly supported by the chunks, and they fit the question.",
 }
 SAMPLE_COLUMNS = ("sample_id", "task", "character", "question", "chunks", "attributes")
-TASKS = {"mbti": "MBTI", "bigfive": "BFI"}  # questionnaire -> Table 2's task name
 TABLE2_SHEET = SheetSpec(
-    id="sample_id", shown=SAMPLE_COLUMNS, scales={"rating": (1, 5)}, allowed={"task": tuple(TASKS.values())},
+    id="sample_id", shown=SAMPLE_COLUMNS, scales={"rating": (1, 5)},
+    allowed={"task": tuple(QUESTIONNAIRE_TASKS.values())},
     title="Human evaluation: is the character inferred reasonably?",
     guide=(("What you see", "Each row of the Ratings sheet holds a question put to a character, the chunks (passages "
                             "of the character's persona document picked for that question) and the attributes (what "

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+from rpa_lib.methods.prompts import about
+
 ENTITY_TYPES = ("person", "place", "organization", "event", "object", "activity", "concept", "other")
 SAME_OPTIONS = ["same", "different"]
 
@@ -100,9 +102,8 @@ def hypothetical_messages(name: str, work: str, question: str) -> list[dict]:
     return [
         {"role": "system", "content": "You help a role-playing system find what a question is about."},
         {"role": "user", "content": (
-            f"{_character(name, work)}Question someone asks {name}: {question}\n\n"
-            f"In two or three sentences, guess what {name}'s answer would be about: the people, places, events, "
-            f"things or habits from {name}'s life it would likely mention."
+            f"{about(name, work, question)}In two or three sentences, guess what {name}'s answer would be about: "
+            f"the people, places, events, things or habits from {name}'s life it would likely mention."
         )},
     ]
 

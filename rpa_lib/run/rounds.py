@@ -16,6 +16,7 @@ from rpa_lib.llm.budget import Budget, usd
 from rpa_lib.llm.openai_backend import OPENAI_URL, OpenAILLM
 from rpa_lib.llm.rounds import answer_engine_lines, log_round, read_lines, store_results
 from rpa_lib.llm.usage import Price
+from rpa_lib.run.profiles import BATCH_MODES
 
 MAX_ROUNDS = 200  # a run that needs more is going in circles
 LINE_KEYS = ("custom_id", "method", "url", "body")  # what a batch request line holds
@@ -81,6 +82,8 @@ def run_rounds(notebooks: list[str], collect: Collect, *, mode: str, store: Path
                send: Callable[..., dict[str, dict]] = run_round, progress: bool = True) -> list[dict]:
     """Rounds until one has no miss: ``collect(notebook, run_mode, scratch)`` executes a notebook and says why it
     stopped (None: it ran to its end). Returns the log entries of ``run_dir / "rounds.json"``."""
+    if mode not in BATCH_MODES:
+        raise ValueError(f"batch mode must be one of {', '.join(BATCH_MODES)}, not {mode!r}")
     log = run_dir / "rounds.json"
     waiting = list(notebooks)  # not yet run to their end without a miss
     entries: list[dict] = []
