@@ -20,7 +20,7 @@ from rpa_lib.evaluation.context import matched_budget
 from rpa_lib.evaluation.judges import Verdict, check_agreement, check_summary, judge_acc
 from rpa_lib.evaluation.qa import table6
 from rpa_lib.evaluation.runner import FailedItems, Job, run_verdicts
-from rpa_lib.llm import FakeLLM, LLMError, LLMNoValidAnswer, RetryPolicy, get_llm
+from rpa_lib.llm import FakeLLM, LLMNoValidAnswer, RetryPolicy, get_llm
 from rpa_lib.methods import build_method
 from rpa_lib.methods.gs import guided_selection
 
@@ -131,9 +131,7 @@ def test_no_valid_answer_is_its_own_exception_with_what_it_spent(tmp_path):
     with pytest.raises(LLMNoValidAnswer) as again:  # the cached outcome: the same class, nothing spent
         llm.choose(user("Is Ada calm?"), ["yes", "no"])
     assert again.value.cached and again.value.prompt_tokens == 0
-    assert isinstance(first.value, LLMNoValidAnswer)
-    # the type decides, not the text: a fault whose message happens to read alike is a fault
-    assert not isinstance(LLMError("choose call 'x': no allowed answer after 3 attempts"), LLMNoValidAnswer)
+    # the type decides, not the text: tests/test_judges.py raises a look-alike fault through a judge
 
 
 # ---- a coerced choice is counted as coerced ---------------------------------------------------------------------

@@ -108,6 +108,13 @@ def test_a_fault_is_raised_not_counted_as_unparseable():
         judge_acc(FakeLLM(rule=broken), "Ada", "q", "gold", "reply")
     assert not isinstance(info.value, LLMNoValidAnswer)
 
+    def look_alike(kind, messages, spec):  # the type decides, not the text: a fault that reads like no valid answer
+        raise LLMError("choose call 'x': no allowed answer after 3 attempts")
+
+    with pytest.raises(LLMError, match="no allowed answer after 3 attempts") as info:
+        judge_acc(FakeLLM(rule=look_alike), "Ada", "q", "gold", "reply")
+    assert not isinstance(info.value, LLMNoValidAnswer)
+
     def fatal(kind, messages, spec):
         raise LLMFatalError("HTTP 401")
 

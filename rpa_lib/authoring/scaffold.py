@@ -91,7 +91,12 @@ _COMMON = {"what", "when", "where", "which", "your", "would", "could", "about", 
 
 def question_from(reply: str, sentence: str = "") -> str | None:
     """The first line of a reply that reads as one question sharing a word of 4+ letters with ``sentence`` (when
-    given), or None: ``question_from('Question: "Where did you grow up?"')`` is ``"Where did you grow up?"``."""
+    given), or None.
+
+    >>> question_from('Question: "Where did you grow up?"\\nBecause...'), question_from("fake reply 1a2b")
+    ('Where did you grow up?', None)
+    >>> question_from("What would you like to know?", "He keeps bees on the slope.")
+    """
     words = {w.lower() for w in _WORD.findall(sentence)} - _COMMON
     for line in reply.splitlines():
         line = re.sub(r"^\W*(?:q(?:uestion)?\s*\d*\s*[:.)-])?\s*", "", line.strip(), flags=re.I).strip(" \"'*")
