@@ -100,7 +100,8 @@ class Ledger:
     def update(self, part: Part, **fields: object) -> None:
         """Set ``fields`` (file_id, batch_id, status, counts) on ``part`` and in the ledger; ValueError for another."""
         if unknown := sorted(set(fields) - {"file_id", "batch_id", "status", "counts"}):
-            raise ValueError(f"Ledger.update: unknown field(s) {', '.join(unknown)}")
+            raise ValueError(f"Ledger.update: unknown field(s) {', '.join(unknown)}; known: file_id, batch_id, status, "
+                             "counts")
         for name, value in fields.items():
             setattr(part, name, value)
         stored = {k: json.dumps(v) if k == "counts" else v for k, v in fields.items()}

@@ -234,14 +234,14 @@ class _OpenAI:
             batch = found or self._start(client, part, setup)
             ledger.update(part, batch_id=batch.id, status=batch.status)
             setup.say(f"round {part.round} batch {part.n}: {len(part.custom_ids)} requests "
-                               f"{'found' if found else 'submitted'} as {batch.id}")
+                      f"{'found' if found else 'submitted'} as {batch.id}")
 
     def _start(self, client: Any, part: Part, setup: _Setup) -> Any:
         """Create the part's batch, under the budget's hold of its estimated cost when there is a budget."""
         if self.budget is None:
             return client.batches.create(input_file_id=part.file_id, endpoint=ENDPOINT, completion_window="24h")
         hold = self.budget.hold(_estimate(setup.file(part, "requests")), f"round {part.round}",
-                                       noun=f"batch {part.n} of {len(part.custom_ids)} requests")
+                                noun=f"batch {part.n} of {len(part.custom_ids)} requests")
         try:
             batch = client.batches.create(input_file_id=part.file_id, endpoint=ENDPOINT, completion_window="24h")
         except BaseException:
@@ -313,7 +313,7 @@ class _Files:
             results = _read_results(setup.file(part, "results"))
             have = sum(cid in results for cid in part.custom_ids)
             setup.show(f"round {part.round} results-{part.n}.jsonl", f"{have}/{len(part.custom_ids)} lines",
-                                part.created)
+                       part.created)
             if have == len(part.custom_ids):
                 ledger.collect(part, {cid: r for cid, r in results.items()
                                       if r is not None and cid in part.custom_ids}, "completed")

@@ -111,7 +111,7 @@ class BatchLLM(LLM):
 
 
 def read_lines(path: str | Path) -> list[dict]:
-    """The lines of a misses file, in order ([] when there is none)."""
+    """The JSON lines of a file (a misses file, key points, outcomes), in order ([] when there is none)."""
     path = Path(path)
     text = path.read_text(encoding="utf-8") if path.is_file() else ""
     return [json.loads(line) for line in text.splitlines() if line.strip()]
