@@ -205,10 +205,15 @@ def test_the_plan_of_the_smoke_profile_counts_the_calls_its_run_made_then_finds_
                                                            ("05_qa_evaluation", "fake:fake")]  # notebook order
     assert all(r["cost"] is None and r["cached"] == 0 and r["to_pay"] + r["repeats"] == r["calls"] for r in rows)
     assert rows[0]["calls"] > 50 and rows[1]["calls"] > 100
+    paid = []
     for row, record in zip(rows, ["chunk_usage", "table6_roleplay"], strict=True):
         usage = list(json.loads((out / "results" / f"{record}.run.json").read_text())["usage_by_role"].values())
         distinct = [u for i, u in enumerate(usage) if u not in usage[:i]]  # a judge that is the role-play LLM: once
         assert sum(u["calls"] for u in distinct) == row["calls"] and {u["model"] for u in usage} == {"fake:fake"}
+        paid.append(sum(u["calls"] - u["cache_hits"] for u in distinct))
+    # 03 is the run's first notebook to call an LLM: it paid exactly what the plan says; 04 ran before 05 and may
+    # have paid for some of its calls already
+    assert paid[0] == rows[0]["to_pay"] and 0 < paid[1] <= rows[1]["to_pay"]
 
     run_cache = shutil.copytree(out / "cache", tmp_path / "run-cache")  # a copy: the smoke run's folder is only read
     monkeypatch.setenv("RPA_CACHE_DIR", str(run_cache))
