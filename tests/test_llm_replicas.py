@@ -10,6 +10,7 @@ import logging
 import socket
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -119,7 +120,7 @@ def _free_port() -> int:
 def test_a_server_stopped_mid_run_is_set_aside_and_the_other_answers(caplog):
     # the second server in a process of its own, so that stopping it closes its open connections as a real one does
     other = subprocess.Popen([sys.executable, "-m", "benchmarks.mock_server", "--port", "0"], stdout=subprocess.PIPE,
-                             text=True)
+                             text=True, cwd=Path(__file__).resolve().parent.parent)  # benchmarks/ is at the root
     try:
         assert other.stdout is not None
         other_url = other.stdout.readline().split(" at ")[1].split(" ")[0]
