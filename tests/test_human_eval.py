@@ -198,7 +198,7 @@ class ScoringJudge:
 
         real = "N/A" not in messages[-1]["content"]
         scores = {o: (-1.0 if o == "1" else -3.0) + (1.5 if real and o == "3" else 0.0) for o in options}
-        return SimpleNamespace(text=max(scores, key=scores.get), scores=scores)
+        return SimpleNamespace(text=max(scores, key=scores.get), scores=scores, coerced=False)
 
 
 def test_calibrated_verdict_removes_a_standing_preference():

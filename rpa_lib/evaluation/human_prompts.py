@@ -6,6 +6,7 @@ its own per rater (:data:`RATER_PERSONAS`), answered with one digit by constrain
 from __future__ import annotations
 
 from rpa_lib.evaluation.calibration import CONTENT_FREE
+from rpa_lib.evaluation.judge_prompts import chat
 from rpa_lib.evaluation.sheets import QUESTION, SCALE
 
 RATING_OPTIONS = {str(k): float(k) for k in SCALE}
@@ -34,17 +35,12 @@ def rating_messages(persona: str, name: str, question: str, chunks: str, attribu
     if persona not in RATER_PERSONAS:
         raise ValueError(f"unknown rater persona {persona!r}; known: {', '.join(RATER_PERSONAS)}")
     scale = "\n".join(f"{k} = {v}" for k, v in SCALE.items())
-    return [
-        {"role": "system", "content": (
-            f"{RATER_PERSONAS[persona]} You are one of several raters in a study. Judge only the texts you are "
-            "shown, not anything you may know about the character from elsewhere.")},
-        {"role": "user", "content": (
-            f"Character: {name}\nQuestion put to {name}: {question}\n\n"
-            f"Chunks (passages of {name}'s persona document picked for this question):\n{chunks}\n\n"
-            f"Attributes (what was inferred about {name} from these chunks):\n{attributes}\n\n"
-            f"{QUESTION}\n{scale}\nAnswer with one digit from 1 to 5."
-        )},
-    ]
+    system = (f"{RATER_PERSONAS[persona]} You are one of several raters in a study. Judge only the texts you are "
+              "shown, not anything you may know about the character from elsewhere.")
+    return chat(system, f"Character: {name}\nQuestion put to {name}: {question}\n\n"
+                        f"Chunks (passages of {name}'s persona document picked for this question):\n{chunks}\n\n"
+                        f"Attributes (what was inferred about {name} from these chunks):\n{attributes}\n\n"
+                        f"{QUESTION}\n{scale}\nAnswer with one digit from 1 to 5.")
 
 
 def content_free_messages(persona: str) -> list[dict]:

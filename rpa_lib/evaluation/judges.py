@@ -58,7 +58,7 @@ def choose_verdict(judge, metric: str, messages: list[dict], options: dict[str, 
         return Verdict(metric, None, math.nan, UNPARSED, str(exc))
     choice = pick(reply)
     meaning = options[choice]
-    coerced = getattr(reply, "coerced", False)  # a stand-in backend's reply may lack it
+    coerced = reply.coerced
     if isinstance(meaning, str):
         return Verdict(metric, meaning, math.nan, OK, coerced=coerced)
     return Verdict(metric, choice, float(meaning), OK, coerced=coerced)
@@ -151,6 +151,6 @@ def check_summary(agreement: pd.DataFrame) -> str:
     for r in agreement.itertuples():
         decided = r.cases - r.undecided
         notes = [f"{r.undecided} undecided"] if r.undecided else []
-        notes += [f"{r.coerced} coerced"] if getattr(r, "coerced", 0) else []
+        notes += [f"{r.coerced} coerced"] if r.coerced else []
         parts.append(f"{r.check} {r.agree}/{decided}" + (f" ({', '.join(notes)})" if notes else ""))
     return "judge check: " + "; ".join(parts)

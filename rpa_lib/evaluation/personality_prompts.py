@@ -5,6 +5,7 @@ in our own words: option conversion and expert rating. Plain functions returning
 from __future__ import annotations
 
 from rpa_lib.data import Dimension, Item, Questionnaire
+from rpa_lib.evaluation.judge_prompts import chat
 
 EVALUATOR_SYSTEM = (
     "You are a careful psychologist who scores personality interviews. You judge only what the interviewee's "
@@ -31,17 +32,13 @@ def scale_options(questionnaire: Questionnaire) -> list[str]:
 def option_messages(name: str, item: Item, reply: str, questionnaire: Questionnaire) -> list[dict]:
     """Option conversion: where on the agreement scale does this one reply put the character? (Keying is the
     scorer's, never the evaluator's.)"""
-    return [
-        {"role": "system", "content": EVALUATOR_SYSTEM},
-        {"role": "user", "content": (
-            f'Statement: "{item.statement}"\n\n'
-            f'The interviewer asked {name}: "{item.question}"\n'
-            f'{name} answered: "{reply.strip()}"\n\n'
-            f"How strongly does {name}'s answer agree with the statement, as if {name} had said it about "
-            f"themselves? Use this scale: {scale_text(questionnaire)}. If the answer takes no side, choose "
-            f"{middle_text(questionnaire)}. Answer with the number only."
-        )},
-    ]
+    return chat(EVALUATOR_SYSTEM, (
+        f'Statement: "{item.statement}"\n\n'
+        f'The interviewer asked {name}: "{item.question}"\n'
+        f'{name} answered: "{reply.strip()}"\n\n'
+        f"How strongly does {name}'s answer agree with the statement, as if {name} had said it about "
+        f"themselves? Use this scale: {scale_text(questionnaire)}. If the answer takes no side, choose "
+        f"{middle_text(questionnaire)}. Answer with the number only."))
 
 
 def expert_schema(questionnaire: Questionnaire) -> dict:
@@ -64,13 +61,9 @@ def expert_messages(name: str, dimension: Dimension, poles: tuple[str, str], pai
     transcript = "\n\n".join(f'Q{i}: "{item.question}"\nA{i} ({name}): "{reply.strip()}"'
                              for i, (item, reply) in enumerate(pairs, start=1))
     n = questionnaire.points
-    return [
-        {"role": "system", "content": EVALUATOR_SYSTEM},
-        {"role": "user", "content": (
-            f"Personality dimension: {dimension.name}, from {low} ({dimension.low}) to {high} ({dimension.high}).\n\n"
-            f"Part of an interview with {name}:\n\n{transcript}\n\n"
-            f"Based only on these answers, rate {name} on this dimension from 1 to {n}: 1 means clearly {low}, "
-            f"{n} means clearly {high}, {middle_text(questionnaire)} means balanced or no evidence. "
-            f"First write a short analysis (two or three sentences), then give the score as an integer."
-        )},
-    ]
+    return chat(EVALUATOR_SYSTEM, (
+        f"Personality dimension: {dimension.name}, from {low} ({dimension.low}) to {high} ({dimension.high}).\n\n"
+        f"Part of an interview with {name}:\n\n{transcript}\n\n"
+        f"Based only on these answers, rate {name} on this dimension from 1 to {n}: 1 means clearly {low}, "
+        f"{n} means clearly {high}, {middle_text(questionnaire)} means balanced or no evidence. "
+        f"First write a short analysis (two or three sentences), then give the score as an integer."))

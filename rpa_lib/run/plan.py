@@ -156,7 +156,7 @@ def plan_table(rows: list[dict], notebooks: list[str], skipped: dict[str, str] |
             nb_shown = f"{nb} (x{r['scaled']:.3g})" if r.get("scaled", 1.0) != 1.0 else nb
             lines.append(f"{nb_shown:<24} {r['label'][:34]:<34} {r['calls']:>8,} {r['cached']:>8,} {r['repeats']:>8,} "
                          f"{r['to_pay']:>8,} {r['in_tokens']:>12,} {r['out_tokens']:>12,} {_money(r['cost']):>14}")
-    total = {k: sum(r[k] for r in rows) for k in COUNTS[:6]}
+    total = {k: sum(r[k] for r in rows) for k in COUNTS}
     cost = plan_total(rows)
     lines.append(f"{'total':<24} {'':<34} {total['calls']:>8,} {total['cached']:>8,} {total['repeats']:>8,} "
                  f"{total['to_pay']:>8,} {total['in_tokens']:>12,} {total['out_tokens']:>12,} {_money(cost):>14}")
