@@ -325,6 +325,8 @@ def test_a_second_run_skips_what_is_up_to_date_and_force_runs_it(counting, capsy
 def test_changed_data_parameters_or_environment_run_again(counting, monkeypatch, tmp_path):
     run, out = counting
     run()
+    (paths.DATA_DIR / "README.md").write_text("What the data is.")  # documentation, read by no notebook
+    assert run() == {"01": 1, "02": 1}
     (paths.DATA_DIR / "input.txt").write_text("second")
     assert run() == {"01": 2, "02": 2}
     assert (out / "results" / "02.txt").read_text() == "second2"

@@ -30,11 +30,12 @@ def _sha(value) -> str:
 
 
 def path_digest(path: Path) -> str:
-    """sha256 of a file's bytes, or of a folder's files (names and bytes; hidden files and caches left out)."""
+    """sha256 of a file's bytes, or of a folder's files (names and bytes; hidden files, caches and READMEs, which no
+    notebook reads, left out)."""
     path = Path(path)
     if path.is_file():
         return file_digest(path)
-    files = sorted(f for f in path.rglob("*") if f.is_file() and not any(
+    files = sorted(f for f in path.rglob("*") if f.is_file() and not f.name.lower().startswith("readme") and not any(
         p.startswith(".") or p in SKIPPED_PARTS for p in f.relative_to(path).parts))
     return _sha([[f.relative_to(path).as_posix(), file_digest(f)] for f in files])
 
