@@ -1,10 +1,12 @@
-"""Text helpers shared by several layers: the sentence segmenter (pysbd) and the cut of ranked texts to a length
-budget. Pure functions; no model, no retrieval."""
+"""Text helpers shared by several layers: the sentence segmenter (pysbd), the cut of ranked texts to a length
+budget and the reader of JSON-lines files. No model, no retrieval."""
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 _LOCAL = threading.local()  # a pysbd segmenter keeps the text it segments on itself: one per thread
 
@@ -40,3 +42,10 @@ def within_budget(ranked: Sequence[str], budget: int, length: Callable[[str], in
             out.append(prefix(text, budget - spent))
             break
     return out
+
+
+def read_jsonl(path: str | Path) -> list[dict]:
+    """The JSON lines of a file (misses, plan records, key points, outcomes), in order ([] when there is none)."""
+    path = Path(path)
+    text = path.read_text(encoding="utf-8") if path.is_file() else ""
+    return [json.loads(line) for line in text.splitlines() if line.strip()]

@@ -25,10 +25,11 @@ from rpa_lib.llm import Budget, FakeLLM, LLMError, RunMode
 from rpa_lib.llm.batches import run_round
 from rpa_lib.llm.openai_backend import OpenAILLM
 from rpa_lib.llm.reply import Pending
-from rpa_lib.llm.rounds import BatchLLM, answer_engine_lines, read_lines, rounds_record, store_results
+from rpa_lib.llm.rounds import BatchLLM, answer_engine_lines, rounds_record, store_results
 from rpa_lib.run.plan import batch_rounds, batch_text, batch_total
 from rpa_lib.run.profiles import load_profile
 from rpa_lib.run.rounds import run_rounds
+from rpa_lib.text import read_jsonl
 
 QUESTION = [{"role": "user", "content": "Who taught you magic?"}]
 
@@ -50,7 +51,7 @@ def empty_then_answer(kind, messages, spec):
 
 def one_round(llm: BatchLLM, engine: FakeLLM, store: Path) -> list[dict]:
     """Answer what ``llm`` recorded since the last round with ``engine``; the lines answered."""
-    lines = read_lines(llm.misses)
+    lines = read_jsonl(llm.misses)
     store_results(store, lines, answer_engine_lines(lines, lambda spec: engine, progress=False))
     llm.misses.unlink()
     return lines
@@ -79,7 +80,7 @@ def test_an_openai_line_carries_the_synchronous_body_and_its_result_is_read_by_t
     batch = BatchLLM(real, tmp_path / "store", tmp_path / "misses.jsonl")
     with pytest.raises(Pending):
         batch.choose(QUESTION, ["Flamme", "Himmel"])
-    [line] = read_lines(batch.misses)
+    [line] = read_jsonl(batch.misses)
     assert line["url"] == "/v1/chat/completions" and line["body"]["logprobs"] is True
     assert line["body"]["model"] == "gpt-4.1" and line["server"] == "http://127.0.0.1:9/v1"
     completion = {"id": "c1", "object": "chat.completion", "created": 0, "model": "gpt-4.1",
@@ -99,7 +100,7 @@ def test_a_failed_line_is_asked_once_more_then_fails_its_call(tmp_path):
     for _ in (1, 2):  # the first failure, then the retry of the next round
         with pytest.raises(Pending):
             batch.chat(QUESTION)
-        [line] = read_lines(batch.misses)
+        [line] = read_jsonl(batch.misses)
         batch.misses.unlink()
         store_results(tmp_path / "store", [line], {line["custom_id"]: {"error": {"message": "HTTP 500"}}})
     with pytest.raises(LLMError, match="failed 2 times: HTTP 500"):

@@ -78,7 +78,7 @@ def test_a_plan_builds_graphs_beside_its_plan_file_and_loads_real_ones(tmp_path,
     a real run loads; a graph a real LLM built is loaded by the stand-in, and costs the plan no call."""
     from rpa_lib.llm import get_llm
     from rpa_lib.methods.graph_cache import build_path
-    from rpa_lib.run.plan import read_plan
+    from rpa_lib.text import read_jsonl
 
     def planned(name: str):
         (tmp_path / name).mkdir()
@@ -90,11 +90,11 @@ def test_a_plan_builds_graphs_beside_its_plan_file_and_loads_real_ones(tmp_path,
     assert not stand_in.cache_path(ADA).exists(), "the plan wrote a made-up graph to the cache"
     scratch = build_path(stand_in.llm, stand_in.cache_path(ADA))
     assert scratch.is_file() and scratch.is_relative_to(tmp_path / "first")
-    assert len(read_plan(tmp_path / "first" / "05_qa.plan.jsonl")) > 0  # the build's calls are planned
+    assert len(read_jsonl(tmp_path / "first" / "05_qa.plan.jsonl")) > 0  # the build's calls are planned
 
     real = build_method("rolerag", FakeLLM(), dataset=FIXTURES, embedder="hash-64")
     real.index(ADA)
     assert real.cache_path(ADA).is_file() and real.cache_path(ADA) == stand_in.cache_path(ADA)
 
     again = planned("second")
-    assert again.index(ADA).source == "disk" and read_plan(tmp_path / "second" / "05_qa.plan.jsonl") == []
+    assert again.index(ADA).source == "disk" and read_jsonl(tmp_path / "second" / "05_qa.plan.jsonl") == []

@@ -34,10 +34,10 @@ from rpa_lib.evaluation.keypoints import (
     keypoints_path,
     parse_keypoint_lines,
     prompt_id,
-    read_keypoints,
 )
 from rpa_lib.evaluation.known_quality import CHECKS, judge_check_cases
 from rpa_lib.llm import FakeLLM, LLMError, LLMFatalError, LLMNoValidAnswer
+from rpa_lib.text import read_jsonl
 
 
 def last_user(messages):
@@ -198,7 +198,7 @@ def test_keypoints_are_cached_with_provenance_and_reused(tmp_path, fixture_data)
     first = keypoints_for(items, judge, path, {"ada-lindqvist": "Ada"}, progress=False)
     assert first.status.tolist() == [OK] * 3 and not first.reused.any() and first.error.isna().all()
     assert len(calls) == 3
-    records = read_keypoints(path)
+    records = read_jsonl(path)
     assert [r["qa_id"] for r in records] == [q.id for _, q in items]
     r = records[0]
     assert r["key_points"] == ["point one", "point two"] and r["judge"] == "kp-judge"
@@ -213,7 +213,7 @@ def test_keypoints_are_cached_with_provenance_and_reused(tmp_path, fixture_data)
     edited = [items[0][0], replace(items[0][1], answer="Something else.")]
     assert not keypoints_for([tuple(edited)], judge, path, progress=False).reused.any()
     assert not keypoints_for(items[:1], FakeLLM(rule=rule, label="other"), path, progress=False).reused.any()
-    assert len(read_keypoints(path)) == 5
+    assert len(read_jsonl(path)) == 5
 
 
 def test_keypoint_faults_are_rows_not_cache(tmp_path, fixture_data):
@@ -225,7 +225,7 @@ def test_keypoint_faults_are_rows_not_cache(tmp_path, fixture_data):
 
     got = keypoints_for(items, FakeLLM(rule=rule), tmp_path / "kp.jsonl", progress=False)
     assert got.status.tolist() == [FAILED, FAILED] and got.error.str.contains("timeout").all()
-    assert read_keypoints(tmp_path / "kp.jsonl") == []
+    assert read_jsonl(tmp_path / "kp.jsonl") == []
 
 
 def test_unparseable_extraction_is_stored_and_visible(tmp_path, fixture_data):

@@ -23,7 +23,8 @@ from rpa_lib.llm.base import Request
 from rpa_lib.llm.budget import Budget, BudgetExceeded, estimate_tokens, model_price
 from rpa_lib.llm.plan import PlanLLM
 from rpa_lib.run import reproduce
-from rpa_lib.run.plan import character_sample, plan_rows, plan_table, read_plan
+from rpa_lib.run.plan import character_sample, plan_rows, plan_table
+from rpa_lib.text import read_jsonl
 
 FAST = RetryPolicy(attempts=2, base_delay=0.001, max_delay=0.001)
 
@@ -112,7 +113,7 @@ def test_the_stand_in_keys_like_the_real_backend_reads_its_cache_and_calls_nothi
     assert again.text == first.text and again.cached  # the cached reply: the run follows the path it took
     assert isinstance(new.data, dict)
     assert cache_rows(cache) == 2, "the plan wrote to the reply cache"
-    records = read_plan(tmp_path / "plan.jsonl")
+    records = read_jsonl(tmp_path / "plan.jsonl")
     assert [r["cached"] for r in records] == [True, True, False, False]
     assert [r["kind"] for r in records] == ["chat", "choose", "structured", "chat"]
     assert {r["model"] for r in records} == {"gpt-4.1"} and records[0]["price"] == [2.0, 8.0]

@@ -22,7 +22,7 @@ from rpa_lib.evaluation.judge_prompts import KEYPOINT_SCHEMA, keypoint_lines_mes
 from rpa_lib.evaluation.judges import judge_id
 from rpa_lib.evaluation.runner import FAILED, OK, UNPARSED
 from rpa_lib.llm import LLMNoValidAnswer
-from rpa_lib.llm.rounds import read_lines as read_keypoints  # a key-point file is JSON lines too
+from rpa_lib.text import read_jsonl
 
 MAX_KEYPOINTS = 5
 KEYPOINT_FORMATS = ("json", "lines")
@@ -102,7 +102,7 @@ def keypoints_for(items: Sequence[tuple[str, QA]], judge, path: Path, names: dic
     unparsed extraction too; a fault only as a row with its ``error``). One row per item, :data:`KEYPOINT_COLUMNS`."""
     names = names or {}
     prompt = prompt_id(format)
-    stored = {(r["qa_id"], r["answer_sha"]): r for r in read_keypoints(path)
+    stored = {(r["qa_id"], r["answer_sha"]): r for r in read_jsonl(path)
               if r.get("judge_model") == judge.model_id and r.get("prompt") == prompt}
     rows: dict[int, dict] = {}
     todo = []

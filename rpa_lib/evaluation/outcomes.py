@@ -20,8 +20,8 @@ from rpa_lib.evaluation.metrics.intervals import (
     sign_test,
     wilcoxon_signed_rank,
 )
-from rpa_lib.llm.rounds import read_lines
 from rpa_lib.splitters import SPLITTER_NAMES
+from rpa_lib.text import read_jsonl
 
 LABELS = ["llm", "judge", "embedder"]
 COLUMNS = ["table", "task", "method", "character", "item", "repeat", "outcome", "value", *LABELS]
@@ -148,7 +148,7 @@ def human_outcomes(ratings: pd.DataFrame, samples: pd.DataFrame) -> pd.DataFrame
 
 def _read(path: Path) -> pd.DataFrame:
     if path.suffix == ".jsonl":
-        return pd.DataFrame(read_lines(path))
+        return pd.DataFrame(read_jsonl(path))
     return pd.read_csv(path)
 
 

@@ -110,13 +110,6 @@ class BatchLLM(LLM):
                 f.write(text)
 
 
-def read_lines(path: str | Path) -> list[dict]:
-    """The JSON lines of a file (a misses file, key points, outcomes), in order ([] when there is none)."""
-    path = Path(path)
-    text = path.read_text(encoding="utf-8") if path.is_file() else ""
-    return [json.loads(line) for line in text.splitlines() if line.strip()]
-
-
 def answer_engine_lines(lines: list[dict], build: Callable[[str], LLM], *, progress: bool = True) -> dict[str, dict]:
     """Each engine line's round trip on ``build(spec)`` (once per spec), with the engine's workers and retries:
     ``{custom_id: {"raw": ...} or {"error": {"message": ...}}}``; an LLMFatalError stops the round."""

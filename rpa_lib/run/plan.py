@@ -5,9 +5,7 @@ rounds. It calls no model and writes no cache; its counts are estimates where a 
 
 from __future__ import annotations
 
-import json
 import math
-from pathlib import Path
 
 from rpa_lib.llm.batches import batch_price
 from rpa_lib.llm.budget import price_override
@@ -29,13 +27,6 @@ def character_sample(sizes: dict[str, int], k: int = SAMPLE_CHARACTERS) -> list[
     if k >= len(ordered):
         return ordered
     return [ordered[min(len(ordered) - 1, int((i + 0.5) * len(ordered) / k))] for i in range(k)]
-
-
-def read_plan(path: str | Path) -> list[dict]:
-    path = Path(path)
-    if not path.is_file():
-        return []
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
 def shared_keys(calls: list[dict]) -> set[str]:

@@ -36,10 +36,10 @@ from rpa_lib.run.plan import (
     plan_rows,
     plan_table,
     plan_total,
-    read_plan,
 )
 from rpa_lib.run.profiles import BATCH_MODES, load_profile, notebooks
 from rpa_lib.run.rounds import batch_mode, run_rounds
+from rpa_lib.text import read_jsonl
 
 PATH_PARAMETERS = ("data_dir", "figures_dir", "results_dir")
 # errors only: the kernel's warning about TCP without encryption (on 127.0.0.1, signed) would split the progress lines
@@ -312,9 +312,9 @@ def plan(profile_name: str = "quick", only: list[str] | None = None, workers: in
                         skipped[nb.stem] = problem
                     on = (f" on {len(samples[nb.stem][0])} of {samples[nb.stem][1]} characters"
                           if nb.stem in samples else "")
-                    print(f"[{i}/{len(planned)}] {nb.stem}: {len(read_plan(records[nb.stem])):,} calls, dry run{on} in "
+                    print(f"[{i}/{len(planned)}] {nb.stem}: {len(read_jsonl(records[nb.stem])):,} calls, dry run{on} in "
                           f"{seconds:.1f} s", flush=True)
-            calls = {nb.stem: read_plan(records[nb.stem]) for nb in planned}  # in notebook order: repeats count so
+            calls = {nb.stem: read_jsonl(records[nb.stem]) for nb in planned}  # in notebook order: repeats count so
         rows = plan_rows(calls, factors)
         said = None
         if samples:

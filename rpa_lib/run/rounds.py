@@ -14,9 +14,10 @@ from rpa_lib.llm.base import LLM
 from rpa_lib.llm.batches import batch_price, run_round, tokens_of
 from rpa_lib.llm.budget import Budget, usd
 from rpa_lib.llm.openai_backend import OPENAI_URL, OpenAILLM
-from rpa_lib.llm.rounds import answer_engine_lines, log_round, read_lines, store_results
+from rpa_lib.llm.rounds import answer_engine_lines, log_round, store_results
 from rpa_lib.llm.usage import Price
 from rpa_lib.run.profiles import BATCH_MODES
+from rpa_lib.text import read_jsonl
 
 MAX_ROUNDS = 200  # a run that needs more is going in circles
 LINE_KEYS = ("custom_id", "method", "url", "body")  # what a batch request line holds
@@ -95,7 +96,7 @@ def run_rounds(notebooks: list[str], collect: Collect, *, mode: str, store: Path
         for nb in waiting:
             misses_file = round_dir / f"{nb}.misses.jsonl"
             problem = collect(nb, batch_mode(store, misses_file, log), round_dir / "scratch")
-            misses[nb] = read_lines(misses_file)
+            misses[nb] = read_jsonl(misses_file)
             if problem and not misses[nb]:
                 raise SystemExit(f"{nb}: stopped in batch round {r} with no call waiting, so it failed: {problem} "
                                  f"(executed copy in {round_dir / 'scratch'})")
