@@ -273,67 +273,72 @@ def plan(profile_name: str = "quick", only: list[str] | None = None, workers: in
     """Print what a run would call, cost and find cached, from dry runs of the notebooks that use an LLM (``workers``
     at once, default one per core up to 4; outputs in a temporary folder), and return the table's rows. Unless
     ``exact``, a per-character notebook is dry-run on a sample of its characters and its counts scaled to all."""
-    from rpa_lib.evaluation.power import power_text, profile_sizes
-
     profile = load_profile(profile_name)
     with profile_environment(profile):
-        books = notebooks(only)
-        limit = budget_of(profile)
-        workers = workers or max(1, min(os.cpu_count() or 1, 4))
-        print(f"plan: profile {profile_name!r}, {len(books)} notebook(s); a dry run, no model is called", flush=True)
-        skipped = {nb.stem: "no LLM calls" for nb in books if not uses_llm(nb)}
-        planned = [nb for nb in books if nb.stem not in skipped]
-        start_all = time.perf_counter()
-        with tempfile.TemporaryDirectory(prefix="rpa-plan-") as tmp:
-            out = Path(tmp)
-            records = {nb.stem: out / f"{nb.stem}.plan.jsonl" for nb in planned}
-            factors: dict[str, float] = {}
-            samples: dict[str, tuple[list[str], int]] = {}
-            with ThreadPoolExecutor(workers) as pool:  # each dry run is a kernel process of its own
-                futures = {}
-                for nb in planned:
-                    declared = parameters(nb)
-                    params = parameters_for(nb, profile, None, outputs_in=out / nb.stem)
-                    drawn = None if exact else _sampled(nb, params, declared)
-                    if drawn:
-                        samples[nb.stem] = drawn
-                        params["characters"] = drawn[0]
-                        factors[nb.stem] = drawn[1] / len(drawn[0])
-                        for name in PER_CHARACTER[nb.stem]:  # counted over all characters: a share for the sample
-                            value = _value(params, declared, name)
-                            if isinstance(value, int) and value > 0:
-                                params[name] = max(1, round(value / factors[nb.stem]))
-                    params = dry_run_parameters(params, declared, records[nb.stem])
-                    futures[pool.submit(_attempt, nb, out / nb.name, params)] = nb
-                for i, future in enumerate(as_completed(futures), start=1):
-                    nb = futures[future]
-                    problem, seconds = future.result()
-                    if problem:
-                        skipped[nb.stem] = problem
-                    on = (f" on {len(samples[nb.stem][0])} of {samples[nb.stem][1]} characters"
-                          if nb.stem in samples else "")
-                    print(f"[{i}/{len(planned)}] {nb.stem}: {len(read_jsonl(records[nb.stem])):,} calls, dry run{on} in "
-                          f"{seconds:.1f} s", flush=True)
-            calls = {nb.stem: read_jsonl(records[nb.stem]) for nb in planned}  # in notebook order: repeats count so
-        rows = plan_rows(calls, factors)
-        said = None
-        if samples:
-            drawn = {tuple(chars) for chars, _ in samples.values()}
-            said = (f"A fast plan: {', '.join(samples)} dry-run on {len(next(iter(drawn)))} characters "
-                    f"({'; '.join(', '.join(d) for d in drawn)}; spread over the persona sizes), their counts scaled "
-                    f"to all ({', '.join(f'x{f:.3g}' for f in dict.fromkeys(factors.values()))}; within 5% of an exact "
-                    "plan in the tests). --exact dry-runs every character.")
-        print()
-        print(plan_table(rows, [nb.stem for nb in books], skipped, said))
-        print(batch_text(rows, max((_walk_length(nb, profile) for nb in planned), default=0)))
-        if limit is not None:
-            cost = plan_total(rows)
-            verdict = ("unknown (a model has no price)" if cost is None else
-                       f"the estimate ${cost:,.2f} is {'within' if cost <= limit else 'OVER'} it")
-            print(f"budget: {usd(limit)} (RPA_BUDGET_USD or budget_usd); {verdict}")
-        print(power_text(profile_sizes(profile)))  # what differences these sizes can detect
-        print(f"plan made in {time.perf_counter() - start_all:.1f} s")
-        return rows
+        return _plan(profile_name, profile, notebooks(only), workers, exact)
+
+
+def _plan(profile_name: str, profile: dict, books: list[Path], workers: int | None, exact: bool) -> list[dict]:
+    from rpa_lib.evaluation.power import power_text, profile_sizes
+
+    limit = budget_of(profile)
+    workers = workers or max(1, min(os.cpu_count() or 1, 4))
+    print(f"plan: profile {profile_name!r}, {len(books)} notebook(s); a dry run, no model is called", flush=True)
+    skipped = {nb.stem: "no LLM calls" for nb in books if not uses_llm(nb)}
+    planned = [nb for nb in books if nb.stem not in skipped]
+    start_all = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="rpa-plan-") as tmp:
+        out = Path(tmp)
+        records = {nb.stem: out / f"{nb.stem}.plan.jsonl" for nb in planned}
+        factors: dict[str, float] = {}
+        samples: dict[str, tuple[list[str], int]] = {}
+        done: dict[str, list[dict]] = {}  # notebook -> its dry run's calls
+        with ThreadPoolExecutor(workers) as pool:  # each dry run is a kernel process of its own
+            futures = {}
+            for nb in planned:
+                declared = parameters(nb)
+                params = parameters_for(nb, profile, None, outputs_in=out / nb.stem)
+                drawn = None if exact else _sampled(nb, params, declared)
+                if drawn:
+                    samples[nb.stem] = drawn
+                    params["characters"] = drawn[0]
+                    factors[nb.stem] = drawn[1] / len(drawn[0])
+                    for name in PER_CHARACTER[nb.stem]:  # counted over all characters: a share for the sample
+                        value = _value(params, declared, name)
+                        if isinstance(value, int) and value > 0:
+                            params[name] = max(1, round(value / factors[nb.stem]))
+                params = dry_run_parameters(params, declared, records[nb.stem])
+                futures[pool.submit(_attempt, nb, out / nb.name, params)] = nb
+            for i, future in enumerate(as_completed(futures), start=1):
+                nb = futures[future]
+                problem, seconds = future.result()
+                if problem:
+                    skipped[nb.stem] = problem
+                on = (f" on {len(samples[nb.stem][0])} of {samples[nb.stem][1]} characters"
+                      if nb.stem in samples else "")
+                done[nb.stem] = read_jsonl(records[nb.stem])
+                print(f"[{i}/{len(planned)}] {nb.stem}: {len(done[nb.stem]):,} calls, dry run{on} in {seconds:.1f} s",
+                      flush=True)
+    calls = {nb.stem: done[nb.stem] for nb in planned}  # in notebook order: repeats count so
+    rows = plan_rows(calls, factors)
+    said = None
+    if samples:
+        drawn = {tuple(chars) for chars, _ in samples.values()}
+        said = (f"A fast plan: {', '.join(samples)} dry-run on {len(next(iter(drawn)))} characters "
+                f"({'; '.join(', '.join(d) for d in drawn)}; spread over the persona sizes), their counts scaled "
+                f"to all ({', '.join(f'x{f:.3g}' for f in dict.fromkeys(factors.values()))}; within 5% of an exact "
+                "plan in the tests). --exact dry-runs every character.")
+    print()
+    print(plan_table(rows, [nb.stem for nb in books], skipped, said))
+    print(batch_text(rows, max((_walk_length(nb, profile) for nb in planned), default=0)))
+    if limit is not None:
+        cost = plan_total(rows)
+        verdict = ("unknown (a model has no price)" if cost is None else
+                   f"the estimate ${cost:,.2f} is {'within' if cost <= limit else 'OVER'} it")
+        print(f"budget: {usd(limit)} (RPA_BUDGET_USD or budget_usd); {verdict}")
+    print(power_text(profile_sizes(profile)))  # what differences these sizes can detect
+    print(f"plan made in {time.perf_counter() - start_all:.1f} s")
+    return rows
 
 
 def _walk_length(nb: Path, profile: dict) -> int:
