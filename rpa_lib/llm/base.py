@@ -174,6 +174,9 @@ class LLM:
         """Backend settings that change replies; part of the cache key."""
         return {}
 
+    def _calling(self, req: Request, fields: dict, key: str) -> None:
+        """Told of every call before its cache lookup (a dry run's stand-in records it here)."""
+
     def _scrub(self, text: str) -> str:
         """``text`` with any credential removed; backends that hold one override this."""
         return text
@@ -201,6 +204,7 @@ class LLM:
         once), re-asking up to ``max_retries`` times."""
         what = _call_name(req.kind, name, req.messages)
         fields, key = self._keys(req)
+        self._calling(req, fields, key)
         start = time.monotonic()
         stored = self._stored(fields, key, max_retries + 1)
         if stored is None and self._inflight is not None:

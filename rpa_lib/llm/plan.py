@@ -66,9 +66,8 @@ class PlanLLM(LLM):
     def _key_extra(self) -> dict:
         return self.real._key_extra()
 
-    def _keys(self, req: Request) -> tuple[dict, str]:
-        """``req``'s cache key, which ``base`` makes once per call: the call is recorded to the plan file here."""
-        fields, key = super()._keys(req)
+    def _calling(self, req: Request, fields: dict, key: str) -> None:
+        """Records the call to the plan file, with whether the real backend's cache holds it."""
         cached = self._cache is not None and (self._cache.get(key) is not None
                                               or self._cache.get(self._failed(fields)[1]) is not None)
         prompt, completion = estimate_tokens(req)
@@ -79,7 +78,6 @@ class PlanLLM(LLM):
         line = json.dumps(entry, ensure_ascii=False) + "\n"
         with _WRITE_LOCK:
             _plan_file(self.path).write(line)
-        return fields, key
 
     def _answer(self, req: Request) -> Raw:
         return self._answers._answer(req)
