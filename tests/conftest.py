@@ -20,7 +20,12 @@ from pathlib import Path
 
 import pytest
 
-from rpa_lib.llm.answers import without_iri_grammars
+# Two workers share two cores. torch starts one OpenMP thread per core, and those threads spin while they wait for
+# the other worker's process to yield the core: loading MiniLM and placing two articles took 29 s inside the suite
+# against 6 s alone. One thread per process (workers, the notebook kernels they start) keeps each core to one.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+from rpa_lib.llm.answers import without_iri_grammars  # noqa: E402
 
 without_iri_grammars()  # before the test modules import nbformat (and so jsonschema): ~1 s less per worker
 

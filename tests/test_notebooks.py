@@ -263,7 +263,10 @@ def test_failing_notebook_stops_the_run(tmp_path, monkeypatch, capsys):
 
 
 def test_a_kernel_starts_in_notebooks_and_this_process_never_changes_directory(tmp_path, monkeypatch):
-    """JupyterLab's working directory for the kernel; none for the runner, whose plan runs notebooks from threads."""
+    """JupyterLab's working directory for the kernel; none for the runner, whose plan runs notebooks from threads.
+    The finished kernel is given the runner's second to exit, not jupyter_client's five."""
+    from jupyter_client.manager import AsyncKernelManager
+
     books = tmp_path / "notebooks"
     books.mkdir()
     write_notebook(books / "01_where.ipynb", "import os\nfrom pathlib import Path\n"
@@ -278,8 +281,16 @@ def test_a_kernel_starts_in_notebooks_and_this_process_never_changes_directory(t
         real_chdir(path)
 
     monkeypatch.setattr(os, "chdir", chdir)
+    waits, finish = [], AsyncKernelManager._async_finish_shutdown
+
+    async def finish_shutdown(self, *args, **kwargs):
+        waits.append(self.shutdown_wait_time)
+        return await finish(self, *args, **kwargs)
+
+    monkeypatch.setattr(AsyncKernelManager, "_async_finish_shutdown", finish_shutdown)
     reproduce.run("tiny", output_dir=tmp_path / "out")
     assert (tmp_path / "out" / "results" / "cwd.txt").read_text() == str(books)
+    assert waits == [reproduce.KERNEL_SHUTDOWN_SECONDS] == [1.0]
 
 
 # ---------------------------------------------------------------- up to date: skipped without a kernel

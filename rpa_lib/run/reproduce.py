@@ -44,6 +44,11 @@ from rpa_lib.text import read_jsonl
 PATH_PARAMETERS = ("data_dir", "figures_dir", "results_dir")
 # errors only: the kernel's warning about TCP without encryption (on 127.0.0.1, signed) would split the progress lines
 KERNEL_ARGUMENTS = ["--IPKernelApp.log_level=ERROR"]
+# Seconds a kernel is given to exit once its notebook is done, half before SIGTERM and half before SIGKILL
+# (jupyter_client's default is 5). ipykernel 7.4 answers the shutdown request and then, in about one exit in four
+# here, hangs joining its control thread until it is signalled; every output and cache write is complete by then
+# (the caches commit each write). A clean exit takes about 0.2 s.
+KERNEL_SHUTDOWN_SECONDS = 1.0
 
 
 def parameters_for(notebook: Path, profile: dict, output_dir: Path | None, *, outputs_in: Path | None = None) -> dict:
@@ -244,13 +249,15 @@ def _papermill(nb: Path, executed: Path, params: dict) -> str | None:
     """Execute ``nb`` to ``executed``: None, or the failure as "cell N raised Error: message"."""
     without_iri_grammars()  # papermill -> nbformat -> jsonschema: a plan's workers and the command line start here
     import papermill
+    from traitlets.config import Config
 
     try:
         # the kernel starts in notebooks/ (nbclient's resources path), as JupyterLab's would; papermill's own cwd=
         # would chdir this whole process, which the plan's dry runs in threads would race on
         papermill.execute_notebook(str(nb), str(executed), parameters=params, kernel_name="python3",
                                    resources={"metadata": {"path": str(paths.NOTEBOOKS_DIR)}}, progress_bar=False,
-                                   log_output=False, extra_arguments=KERNEL_ARGUMENTS)
+                                   log_output=False, extra_arguments=KERNEL_ARGUMENTS,
+                                   config=Config(KernelManager={"shutdown_wait_time": KERNEL_SHUTDOWN_SECONDS}))
     except papermill.PapermillExecutionError as e:
         return f"cell {e.exec_count} raised {e.ename}: {e.evalue}"
     return None
