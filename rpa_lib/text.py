@@ -1,5 +1,5 @@
 """Text helpers shared by several layers: the sentence segmenter (pysbd), the cut of ranked texts to a length
-budget and the reader of JSON-lines files. No model, no retrieval."""
+budget, the reader of JSON-lines files and the two chat messages of a prompt. No model, no retrieval."""
 
 from __future__ import annotations
 
@@ -49,3 +49,8 @@ def read_jsonl(path: str | Path) -> list[dict]:
     path = Path(path)
     text = path.read_text(encoding="utf-8") if path.is_file() else ""
     return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def chat(system: str, user: str) -> list[dict]:
+    """A system and a user message: the shape of every prompt the methods and the evaluators send."""
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]

@@ -7,8 +7,9 @@ with a reference answer too (:data:`REFERENCE_ANCHORS`). Verdicts are constraine
 from __future__ import annotations
 
 from rpa_lib.evaluation.calibration import CONTENT_FREE
-from rpa_lib.evaluation.judge_prompts import chat, one_line
+from rpa_lib.evaluation.judge_prompts import one_line
 from rpa_lib.evaluation.metrics.charactercraft import DIMENSIONS
+from rpa_lib.text import chat
 
 NAMES = {"flu": "Fluency", "coh": "Coherence", "bg": "Background", "pers": "Personality", "us": "Utterance style",
          "emo": "Emotion", "dec": "Decision", "hl": "Human-likeness"}

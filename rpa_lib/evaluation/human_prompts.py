@@ -6,8 +6,8 @@ its own per rater (:data:`RATER_PERSONAS`), answered with one digit by constrain
 from __future__ import annotations
 
 from rpa_lib.evaluation.calibration import CONTENT_FREE
-from rpa_lib.evaluation.judge_prompts import chat
 from rpa_lib.evaluation.sheets import QUESTION, SCALE
+from rpa_lib.text import chat
 
 RATING_OPTIONS = {str(k): float(k) for k in SCALE}
 

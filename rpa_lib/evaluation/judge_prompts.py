@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from rpa_lib.text import chat
+
 JUDGE_SYSTEM = (
     "You grade answers that a role-playing agent gave in the voice of a fictional character. Judge only the texts "
     "you are shown. Do not use anything you may know about the character or their story from elsewhere."
@@ -41,11 +43,6 @@ HS_ANCHORS = (
 
 def one_line(text: str) -> str:
     return " ".join(str(text).split())
-
-
-def chat(system: str, user: str) -> list[dict]:
-    """A system and a user message."""
-    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
 def _qa_block(name: str, question: str, gold: str, reply: str) -> str:

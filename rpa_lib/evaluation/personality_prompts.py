@@ -5,7 +5,7 @@ in our own words: option conversion and expert rating. Plain functions returning
 from __future__ import annotations
 
 from rpa_lib.data import Dimension, Item, Questionnaire
-from rpa_lib.evaluation.judge_prompts import chat
+from rpa_lib.text import chat
 
 EVALUATOR_SYSTEM = (
     "You are a careful psychologist who scores personality interviews. You judge only what the interviewee's "

@@ -5,6 +5,7 @@ relevant/irrelevant, and the query rewrite. The LLM plays CRAG's fine-tuned T5 e
 from __future__ import annotations
 
 from rpa_lib.methods.prompts import about
+from rpa_lib.text import chat
 
 RELEVANT, IRRELEVANT = "relevant", "irrelevant"
 EVALUATOR_OPTIONS = [RELEVANT, IRRELEVANT]
@@ -13,10 +14,7 @@ GRADES = ["1", "2", "3", "4", "5"]  # the graded evaluator's options, worst to b
 
 def _grading(name: str, work: str, question: str, passage: str, source: str, strict: str, ask: str) -> list[dict]:
     where = f" (from {source})" if source else ""
-    return [
-        {"role": "system", "content": f"You grade passages retrieved for a question. Be strict: {strict}"},
-        {"role": "user", "content": f"{about(name, work, question)}Passage{where}:\n{passage}\n\n{ask}"},
-    ]
+    return chat(f"You grade passages retrieved for a question. Be strict: {strict}", f"{about(name, work, question)}Passage{where}:\n{passage}\n\n{ask}")
 
 
 def evaluator_messages(name: str, work: str, question: str, passage: str, source: str = "") -> list[dict]:
@@ -38,10 +36,7 @@ def grade_messages(name: str, work: str, question: str, passage: str, source: st
 
 def keywords_messages(name: str, work: str, question: str, max_keywords: int = 3) -> list[dict]:
     """CRAG's query rewrite: the question as a few search keywords about the character."""
-    return [
-        {"role": "system", "content": "You turn questions into short search-engine queries."},
-        {"role": "user", "content": (
-            f"{about(name, work, question)}Write a search query for this question, as at most {max_keywords} "
-            f"keywords or short key phrases separated by commas (\"you\" means {name}). Reply with the keywords only."
-        )},
-    ]
+    return chat("You turn questions into short search-engine queries.", (
+        f"{about(name, work, question)}Write a search query for this question, as at most {max_keywords} "
+        f"keywords or short key phrases separated by commas (\"you\" means {name}). Reply with the keywords only."
+    ))

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from rpa_lib.splitters import Chunk
+from rpa_lib.text import chat
 
 if TYPE_CHECKING:
     from rpa_lib.methods.base import ContextItem
@@ -30,40 +31,31 @@ def about(name: str, work: str, question: str) -> str:
 def judge_messages(name: str, work: str, question: str, chunk: Chunk) -> list[dict]:
     """Guided Selection's per-chunk test (Algorithm 1, line 8): does the passage show what the character is like
     with respect to the question (not: does it answer it)?"""
-    return [
-        {"role": "system", "content": "You help a role-playing system decide which passages of a character profile are useful."},
-        {"role": "user", "content": (
-            f"{about(name, work, question)}Passage from {name}'s profile:\n{chunk.text}\n\n"
-            f"From this passage, can you tell something about {name}'s attitudes, values, personality, habits or past "
-            f"behaviour that would shape how {name} answers this question? Answer yes or no."
-        )},
-    ]
+    return chat("You help a role-playing system decide which passages of a character profile are useful.", (
+        f"{about(name, work, question)}Passage from {name}'s profile:\n{chunk.text}\n\n"
+        f"From this passage, can you tell something about {name}'s attitudes, values, personality, habits or past "
+        f"behaviour that would shape how {name} answers this question? Answer yes or no."
+    ))
 
 
 def extract_messages(name: str, work: str, question: str, chunks: list[Chunk]) -> list[dict]:
     """The Attribute Extractor: Belief and Value and Psychological Traits from the GS passages, as JSON."""
-    return [
-        {"role": "system", "content": "You analyse fictional characters from passages of their profile. Reply with JSON only."},
-        {"role": "user", "content": (
-            f"{about(name, work, question)}Passages:\n{_passages(chunks)}\n\n"
-            f"Using only these passages, describe in one or two sentences each:\n"
-            f"- belief_and_value: the principles and values of {name} that would guide the answer;\n"
-            f"- psychological_traits: the personality, feelings and habits of mind of {name} that would show in it.\n"
-            'Reply as {"belief_and_value": "...", "psychological_traits": "..."}'
-        )},
-    ]
+    return chat("You analyse fictional characters from passages of their profile. Reply with JSON only.", (
+        f"{about(name, work, question)}Passages:\n{_passages(chunks)}\n\n"
+        f"Using only these passages, describe in one or two sentences each:\n"
+        f"- belief_and_value: the principles and values of {name} that would guide the answer;\n"
+        f"- psychological_traits: the personality, feelings and habits of mind of {name} that would show in it.\n"
+        'Reply as {"belief_and_value": "...", "psychological_traits": "..."}'
+    ))
 
 
 def extract_text_messages(name: str, work: str, question: str, chunks: list[Chunk], attribute: str) -> list[dict]:
     """The Attribute Extractor's free-text fallback, one attribute at a time."""
     what = {"Belief and Value": "the principles and values", "Psychological Traits": "the personality, feelings and habits of mind"}
-    return [
-        {"role": "system", "content": "You analyse fictional characters from passages of their profile."},
-        {"role": "user", "content": (
-            f"{about(name, work, question)}Passages:\n{_passages(chunks)}\n\n"
-            f"In one sentence, using only these passages: what are {what[attribute]} of {name} that would shape the answer?"
-        )},
-    ]
+    return chat("You analyse fictional characters from passages of their profile.", (
+        f"{about(name, work, question)}Passages:\n{_passages(chunks)}\n\n"
+        f"In one sentence, using only these passages: what are {what[attribute]} of {name} that would shape the answer?"
+    ))
 
 
 def respond_messages(name: str, work: str, question: str, context: list[ContextItem] | None = None,
@@ -86,4 +78,4 @@ def respond_messages(name: str, work: str, question: str, context: list[ContextI
     if context:
         parts.append("Use these facts when they are relevant and never contradict them. If they do not cover the "
                      "question, answer the way your character would, without making up new facts about your story.")
-    return [{"role": "system", "content": "\n\n".join(parts)}, {"role": "user", "content": question}]
+    return chat("\n\n".join(parts), question)
