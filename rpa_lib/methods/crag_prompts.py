@@ -14,7 +14,8 @@ GRADES = ["1", "2", "3", "4", "5"]  # the graded evaluator's options, worst to b
 
 def _grading(name: str, work: str, question: str, passage: str, source: str, strict: str, ask: str) -> list[dict]:
     where = f" (from {source})" if source else ""
-    return chat(f"You grade passages retrieved for a question. Be strict: {strict}", f"{about(name, work, question)}Passage{where}:\n{passage}\n\n{ask}")
+    return chat(f"You grade passages retrieved for a question. Be strict: {strict}",
+                f"{about(name, work, question)}Passage{where}:\n{passage}\n\n{ask}")
 
 
 def evaluator_messages(name: str, work: str, question: str, passage: str, source: str = "") -> list[dict]:
