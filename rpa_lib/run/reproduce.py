@@ -46,9 +46,9 @@ PATH_PARAMETERS = ("data_dir", "figures_dir", "results_dir")
 KERNEL_ARGUMENTS = ["--IPKernelApp.log_level=ERROR"]
 # Seconds a kernel is given to exit once its notebook is done, half before SIGTERM and half before SIGKILL
 # (jupyter_client's default is 5). ipykernel 7.4 answers the shutdown request and then sometimes hangs joining its
-# control thread until it is signalled, each such run 3.2 s longer (from 0 of 20 to 3 of 10 runs of a one-cell
-# notebook on this 2-core machine: python -m benchmarks kernel_exit). Every output and cache write is complete by
-# then (the caches commit each write); a clean exit takes 0.2 s.
+# control thread until it is signalled, each such run 3.2 s longer (1 of 50 runs of a one-cell notebook with the
+# default wait on this 2-core machine: python -m benchmarks kernel_exit). Every output and cache write is complete
+# by then (the caches commit each write); a clean exit takes 0.2 s.
 KERNEL_SHUTDOWN_SECONDS = 1.0
 
 
