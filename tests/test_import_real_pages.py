@@ -166,14 +166,15 @@ def test_the_dataset_command_names_the_authoring_command(capsys):
 
 def test_the_explore_notebook_runs_whole_on_an_imported_character(tmp_path):
     import nbformat
-    import papermill
+
+    from rpa_lib.run.reproduce import _papermill
 
     new_character("aldric-venn", MARKDOWN, work=WORK, embedder=None)  # into the user data folder
     out = tmp_path / "00_explore.ipynb"
-    papermill.execute_notebook(str(paths.NOTEBOOKS_DIR / "00_explore.ipynb"), str(out), kernel_name="python3",
-                               parameters={"data_dir": "user", "llm": "fake", "character": "aldric-venn",
-                                           "methods": ["naive_rag", "amadeus"], "embedder": "hash-64",
-                                           "question": "Who taught you to fight?"}, progress_bar=False)
+    failure = _papermill(paths.NOTEBOOKS_DIR / "00_explore.ipynb", out, {  # the runner's kernel, as make reproduce's
+        "data_dir": "user", "llm": "fake", "character": "aldric-venn", "methods": ["naive_rag", "amadeus"],
+        "embedder": "hash-64", "question": "Who taught you to fight?"})
+    assert failure is None, failure
     cells = nbformat.read(out, as_version=4).cells
     outputs = [o for c in cells if c.cell_type == "code" for o in c.get("outputs", [])]
     shown = "\n".join(str(o.get("text", "")) + str(o.get("data", {}).get("text/html", "")) for o in outputs)
