@@ -8,7 +8,8 @@ from __future__ import annotations
 import importlib
 import sys
 
-BENCHMARKS = ("index", "llm", "gs", "methods", "update", "engines", "shared_cache", "kernel_exit")  # each is benchmarks/<name>.py
+# each is benchmarks/<name>.py
+BENCHMARKS = ("index", "llm", "gs", "methods", "update", "engines", "shared_cache", "kernel_exit")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -41,7 +41,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     import nbformat
 
-    lines = ["| kernel exit wait | runs | total s | median s | max s | slow runs (> 2 s) |", "|---|---:|---:|---:|---:|---:|"]
+    lines = ["| kernel exit wait | runs | total s | median s | max s | slow runs (> 2 s) |",
+             "|---|---:|---:|---:|---:|---:|"]
     with tempfile.TemporaryDirectory(prefix="rpa-kernel-exit-") as tmp:
         notebook = Path(tmp) / "one_cell.ipynb"
         nb = nbformat.v4.new_notebook()
