@@ -66,8 +66,8 @@ git-filter: ## git strips outputs, execution counts and widget state from notebo
 	  echo "git filter nbstripout set: notebooks are committed without outputs"; fi
 
 # The library's own bytecode, compiled once (0.3 s) before the many processes that import it: where
-# PYTHONDONTWRITEBYTECODE is set, each notebook kernel would otherwise compile it anew, 0.16 s of CPU per kernel that
-# imports the evaluations (mean user time over six alternating runs of notebook 05's imports, 2-core machine).
+# PYTHONDONTWRITEBYTECODE is set, each notebook kernel would otherwise compile it anew, about 0.12 s of CPU per
+# kernel that imports the evaluations (python -m benchmarks kernel_imports; docs/benchmarks.md).
 COMPILE_LIB := $(PY) -m compileall -q rpa_lib
 
 reproduce: $(STAMP) ## run every numbered notebook headlessly (figures/, results/)

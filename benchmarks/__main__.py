@@ -9,7 +9,7 @@ import importlib
 import sys
 
 # each is benchmarks/<name>.py
-BENCHMARKS = ("index", "llm", "gs", "methods", "update", "engines", "shared_cache", "kernel_exit")
+BENCHMARKS = ("index", "llm", "gs", "methods", "update", "engines", "shared_cache", "kernel_exit", "kernel_imports")
 
 
 def main(argv: list[str] | None = None) -> int:
