@@ -5,7 +5,6 @@ the LLM cache."""
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 import warnings
@@ -15,6 +14,7 @@ from dataclasses import dataclass, field
 from rpa_lib import display
 from rpa_lib.data import Dataset, as_dataset
 from rpa_lib.llm import get_llm
+from rpa_lib.llm.config import setting
 from rpa_lib.methods import METHODS, build_method, setting_names
 from rpa_lib.methods.registry import method_label
 from rpa_lib.splitters import SPLITTER_NAMES, SPLITTERS, settings_for, split
@@ -54,9 +54,10 @@ class Answer:
 
 
 def llm_choices() -> dict[str, str]:
-    """The LLM specs offered: the embedded model, the fake one, and the configured one (``RPA_LLM_MODEL``)."""
+    """The LLM specs offered: the embedded model, the fake one, and the configured one (``RPA_LLM_MODEL``, from the
+    environment or ``.env``)."""
     choices = dict(LLM_CHOICES)
-    configured = os.environ.get("RPA_LLM_MODEL")
+    configured = setting("RPA_LLM_MODEL")
     if configured:
         choices[configured] = f"configured: {configured} (RPA_LLM_MODEL)"
     return choices
@@ -184,7 +185,7 @@ def explorer(dataset: Dataset | None = None, character: str | None = None, metho
     chosen = w.SelectMultiple(options=[(method_label(m), m) for m in METHODS],
                               value=tuple(m for m in methods if m in METHODS), rows=6, description="methods")
     choices = llm_choices()
-    llm = llm or os.environ.get("RPA_LLM_MODEL") or "local"  # None: the configured LLM, else the embedded one
+    llm = llm or setting("RPA_LLM_MODEL") or "local"  # None: the configured LLM (environment, .env), else embedded
     model = w.Dropdown(options=[(v, k) for k, v in choices.items()], value=llm if llm in choices else "local",
                        description="LLM", style=wide, layout={"width": "max-content", "min_width": "340px"})
     knobs = {k: w.BoundedIntText(value=v, min=0 if k == "k" else 1, max=4096, description=k, layout={"width": "170px"})

@@ -131,6 +131,15 @@ def test_a_configured_server_is_offered_and_answers(dataset, monkeypatch):
         assert len(answers[1].walk) == answers[1].response.details["examined"]
 
 
+def test_a_model_set_in_dotenv_is_offered_as_the_notebooks_would_use_it(tmp_path):
+    from rpa_lib.explore import llm_choices
+    from rpa_lib.llm import config
+
+    assert config.DOTENV == tmp_path / ".env"  # conftest points .env at this test's folder
+    config.DOTENV.write_text("RPA_LLM_MODEL=openai:from-dotenv\n")
+    assert llm_choices()["openai:from-dotenv"] == "configured: openai:from-dotenv (RPA_LLM_MODEL)"
+
+
 def test_progress_per_method_side_by_side_on_a_server_and_readable_details(dataset):
     from rpa_lib.display import details_lines
     from rpa_lib.llm import FakeLLM
