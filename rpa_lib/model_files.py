@@ -33,8 +33,8 @@ def model_folder(name_or_path: str) -> Path:
         asked = f" (asked for by {PAPER_PROFILE_KEYS})" if name_or_path in paper else ""
         raise RuntimeError(
             f"embedding model {name_or_path!r}{asked} is neither a folder nor in the Hugging Face cache "
-            f"({type(e).__name__}): download it once with network access: `huggingface-cli download {name_or_path}`,"
-            " or pass a local folder"
+            f"({type(e).__name__}): download it once with network access: `hf download {name_or_path}`"
+            " (huggingface_hub's command), or pass a local folder"
         ) from None
 
 
@@ -61,5 +61,5 @@ def require_models(names, where: str) -> None:
         ids = [KNOWN_MODELS[n][0] if n in KNOWN_MODELS else n for n in missing]
         raise RuntimeError(
             f"embedding model(s) {', '.join(ids)} (asked for by {where}) are not in the local Hugging Face cache; "
-            "download them once with network access: " + ", ".join(f"`huggingface-cli download {i}`" for i in ids)
+            "download them once with network access: " + ", ".join(f"`hf download {i}`" for i in ids)
             + " (or point the profile at embedders you have; `--plan` runs without them, on a labelled stand-in)")

@@ -110,7 +110,7 @@ def test_missing_paper_weights_are_one_error_naming_model_key_and_command(monkey
         require_models(["bge-m3", "minilm", "me5-large-instruct"], "profiles/paper.yaml: defaults.embedder")
     message = str(err.value)
     assert "BAAI/bge-m3" in message and "intfloat/multilingual-e5-large-instruct" in message
-    assert "profiles/paper.yaml: defaults.embedder" in message and "huggingface-cli download BAAI/bge-m3" in message
+    assert "profiles/paper.yaml: defaults.embedder" in message and "hf download BAAI/bge-m3" in message
     assert "minilm" not in message.lower().replace("all-minilm", "")
     with pytest.raises(RuntimeError, match="'BAAI/bge-m3' \\(asked for by profiles/paper.yaml: defaults.embedder, "
                        "notebooks.02_similarity_scores.embedders\\) is neither a folder nor in the Hugging Face cache"):
@@ -127,6 +127,20 @@ def test_missing_paper_weights_are_one_error_naming_model_key_and_command(monkey
                                           tmp_path / "plan.jsonl")
     assert params == {"embedders": ["minilm", "stand-in:qwen3-0.6b"], "run_mode": {"plan_file": str(tmp_path / "plan.jsonl")}}
     embeddings.clear_caches()
+
+
+def test_a_run_naming_missing_weights_stops_before_any_notebook(monkeypatch, tmp_path):
+    """The runner checks every embedder its notebooks would load before it starts the first: one error naming the
+    models, the notebooks' parameters that ask for them and the command; no kernel started, nothing written."""
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-hub"))
+    with pytest.raises(SystemExit) as err:
+        reproduce.run("paper", ["01", "02", "03"], output_dir=tmp_path / "out")
+    message = str(err.value)
+    assert message.startswith("embedding model(s) BAAI/bge-m3, Qwen/Qwen3-Embedding-0.6B, "
+                              "intfloat/multilingual-e5-large-instruct (asked for by 02_similarity_scores: embedders, "
+                              "03_chunk_usage: embedder) are not in the local Hugging Face cache"), message
+    assert "`hf download BAAI/bge-m3`" in message and "--plan" in message
+    assert not (tmp_path / "out").exists()
 
 
 def test_every_profile_gives_the_charactercraft_judge_references_on_pers_emo_dec_only():

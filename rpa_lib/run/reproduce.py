@@ -21,11 +21,12 @@ from pathlib import Path
 
 from rpa_lib import paths
 from rpa_lib.data import Dataset
-from rpa_lib.embeddings import stand_in_name
+from rpa_lib.embeddings import STAND_IN_PREFIX, stand_in_name
 from rpa_lib.llm import LLMError, get_llm, judge_llm
 from rpa_lib.llm.answers import without_iri_grammars
 from rpa_lib.llm.budget import Budget, BudgetExceeded, dollars, usd
 from rpa_lib.llm.config import setting
+from rpa_lib.model_files import is_local, require_models
 from rpa_lib.notebook_params import parameters
 from rpa_lib.run import stamps
 from rpa_lib.run.plan import (
@@ -142,6 +143,23 @@ def check_prices(books: list[Path], profile: dict, output_dir: Path | None, mode
             raise SystemExit(f"{nb.stem}: cannot run under the budget: {e}") from None
 
 
+def check_models(books: list[Path], profile: dict, output_dir: Path | None) -> None:
+    """SystemExit before anything runs, naming the models, the notebooks' parameters that ask for them and the command
+    that fetches them, when an embedder a notebook would load has no weights on this machine."""
+    asked: dict[str, list[str]] = {}
+    for nb in books:
+        declared, params = parameters(nb), parameters_for(nb, profile, output_dir)
+        for key in ("embedder", "embedders"):
+            value = _value(params, declared, key)
+            for name in [value] if isinstance(value, str) else value if isinstance(value, list) else []:
+                asked.setdefault(name, []).append(f"{nb.stem}: {key}")
+    missing = [n for n in asked if not n.startswith(STAND_IN_PREFIX) and not is_local(n)]
+    try:
+        require_models(missing, ", ".join(dict.fromkeys(where for n in missing for where in asked[n])))
+    except RuntimeError as e:
+        raise SystemExit(str(e)) from None
+
+
 def run(profile_name: str = "quick", only: list[str] | None = None, output_dir: Path | None = None,
         force: bool = False, batch: str | None = None) -> list[dict]:
     """Execute the notebooks that are not up to date (all with ``force``), under the run's budget, in batch rounds
@@ -156,6 +174,8 @@ def run(profile_name: str = "quick", only: list[str] | None = None, output_dir: 
             ledger = paths.cache_dir() / "budget" / f"{_run_id()}.json"
             mode = {"budget_usd": float(limit), "budget_ledger": str(ledger)}
             check_prices(books, profile, output_dir, mode)
+        check_models(books, profile, output_dir)
+        if limit is not None:
             print(f"budget: {usd(limit)} for the uncached LLM calls of this run (ledger {ledger})", flush=True)
             budget = Budget(limit, ledger)
         try:
