@@ -9,7 +9,7 @@ export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
 .DEFAULT_GOAL := help
-.PHONY: help setup setup-server reproduce test lab browser git-filter lint bench validate clean
+.PHONY: help setup setup-server reproduce test lab browser git-filter bench validate clean
 # what the git filter strips from notebooks besides outputs and execution counts: widget state and per-cell UI state.
 # The notebooks keep the language_info JupyterLab writes for this Python (3.11.7), so opening one changes nothing.
 NB_KEYS := metadata.widgets cell.metadata.execution cell.metadata.scrolled cell.metadata.collapsed \
