@@ -102,6 +102,7 @@ def test_the_paper_profile_names_the_papers_embedders_and_one_fixed_judge(profil
 
 def test_missing_paper_weights_are_one_error_naming_model_key_and_command(monkeypatch, tmp_path):
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-hub"))  # no model is cached here
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_CACHE", str(tmp_path / "empty-hub"))  # read at import
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     from rpa_lib import embeddings
 
@@ -132,7 +133,9 @@ def test_missing_paper_weights_are_one_error_naming_model_key_and_command(monkey
 def test_a_run_naming_missing_weights_stops_before_any_notebook(monkeypatch, tmp_path):
     """The runner checks every embedder its notebooks would load before it starts the first: one error naming the
     models, the notebooks' parameters that ask for them and the command; no kernel started, nothing written."""
-    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-hub"))
+    empty = str(tmp_path / "empty-hub")  # no model is cached here, whatever this machine's cache holds
+    monkeypatch.setenv("HF_HUB_CACHE", empty)
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_CACHE", empty)  # read at import: set for this process too
     with pytest.raises(SystemExit) as err:
         reproduce.run("paper", ["01", "02", "03"], output_dir=tmp_path / "out")
     message = str(err.value)
