@@ -300,9 +300,29 @@ COUNT = ("from pathlib import Path\nout = Path(results_dir); out.mkdir(parents=T
          "(out / '{0}.txt').write_text(Path(data_dir, 'input.txt').read_text() + str(len(runs.read_text())))")
 
 
+def run_in_this_process(nb: Path, executed: Path, params: dict) -> str | None:
+    """The runner's notebook execution without a kernel, for the tests of what the runner decides to run: the cells
+    run here, the parameters set after the parameters cell as papermill would, the executed copy written, a failure
+    reported as the runner's ``_papermill`` reports it. (The kernel path itself: the smoke run and the tests of a
+    failing notebook and of the kernel's folder.)"""
+    book, scope, failure = nbformat.read(nb, as_version=4), {}, None
+    for number, cell in enumerate([c for c in book.cells if c.cell_type == "code"], start=1):
+        try:
+            exec(cell.source, scope)
+        except Exception as e:
+            failure = f"cell {number} raised {type(e).__name__}: {e}"
+            break
+        if "parameters" in cell.metadata.get("tags", []):
+            scope.update(params)
+    nbformat.write(book, executed)
+    return failure
+
+
 @pytest.fixture
 def counting(tmp_path, monkeypatch):
-    """Two fixture notebooks that count their runs (``NN.runs``) and copy data/input.txt; returns (run, out)."""
+    """Two fixture notebooks that count their runs (``NN.runs``) and copy data/input.txt, run in this process (the
+    runner's decisions do not depend on the kernel); returns (run, out)."""
+    monkeypatch.setattr(reproduce, "_papermill", run_in_this_process)
     books, data = tmp_path / "notebooks", tmp_path / "data"
     books.mkdir()
     data.mkdir()
