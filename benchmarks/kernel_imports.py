@@ -5,7 +5,8 @@ and of notebook 05's import cell with and without ``rpa_lib``'s bytecode.
 ``--runs`` times (6) in turn with the others; a row's figure is the mean user + system CPU of its processes less that
 of a bare interpreter. Every process runs with ``PYTHONDONTWRITEBYTECODE=1``, as on a machine that sets it (the
 suite's notebook kernels then compile whatever has no ``.pyc`` yet). The two ``rpa_lib`` rows import two temporary
-copies of the library, one compiled with ``compileall`` as ``make test`` does and one without bytecode.
+copies of the library, one compiled with ``compileall`` as ``make test`` does (bytecode checked by the source's hash)
+and one without bytecode.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import argparse
 import compileall
 import os
+import py_compile
 import resource
 import shutil
 import subprocess
@@ -49,12 +51,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks kernel_imports", description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=6, help="processes per row, run in turn (default 6)")
     args = parser.parse_args(argv)
+    if args.runs < 1:
+        parser.error("--runs must be at least 1")
     cell = import_cell(paths.NOTEBOOKS_DIR / "05_qa_evaluation.ipynb")
     with tempfile.TemporaryDirectory(prefix="rpa-kernel-imports-") as tmp:
         plain, compiled = Path(tmp) / "plain", Path(tmp) / "compiled"
         for copy in (plain, compiled):
             shutil.copytree(paths.ROOT / "rpa_lib", copy / "rpa_lib", ignore=shutil.ignore_patterns("__pycache__"))
-        compileall.compile_dir(compiled / "rpa_lib", quiet=1)
+        checked = py_compile.PycInvalidationMode.CHECKED_HASH  # as the Makefile compiles it
+        compileall.compile_dir(compiled / "rpa_lib", quiet=1, invalidation_mode=checked)
         rows = {"a bare interpreter": ("pass", None)}
         rows |= {f"import {p}": (f"import {p}", None) for p in PACKAGES}
         rows["notebook 05's import cell, rpa_lib without bytecode"] = (cell, plain)

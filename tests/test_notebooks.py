@@ -305,15 +305,17 @@ def run_in_this_process(nb: Path, executed: Path, params: dict) -> str | None:
     run here, the parameters set after the parameters cell as papermill would, the executed copy written, a failure
     reported as the runner's ``_papermill`` reports it. (The kernel path itself: the smoke run and the tests of a
     failing notebook and of the kernel's folder.)"""
-    book, scope, failure = nbformat.read(nb, as_version=4), {}, None
-    for number, cell in enumerate([c for c in book.cells if c.cell_type == "code"], start=1):
+    book, scope, failure, count = nbformat.read(nb, as_version=4), {}, None, 0
+    for cell in [c for c in book.cells if c.cell_type == "code"]:
+        count += 1  # papermill's execution count: the injected parameters cell is one too
         try:
             exec(cell.source, scope)
         except Exception as e:
-            failure = f"cell {number} raised {type(e).__name__}: {e}"
+            failure = f"cell {count} raised {type(e).__name__}: {e}"
             break
         if "parameters" in cell.metadata.get("tags", []):
             scope.update(params)
+            count += 1
     nbformat.write(book, executed)
     return failure
 
@@ -351,6 +353,24 @@ def test_a_second_run_skips_what_is_up_to_date_and_force_runs_it(counting, capsy
     printed = capsys.readouterr().out
     assert "[1/2] 01_one: up to date" in printed and "2 notebook(s) up to date, not run" in printed
     assert run(force=True) == {"01": 2, "02": 2}
+
+
+def test_the_model_check_covers_the_notebooks_that_will_run(counting, monkeypatch):
+    """Up-to-date notebooks are skipped, so the weights they once loaded are not required again; --force needs all."""
+    run, out = counting
+    checked, check = [], reproduce.check_models
+
+    def recording(books, *args):
+        checked.append([b.stem for b in books])
+        return check(books, *args)
+
+    monkeypatch.setattr(reproduce, "check_models", recording)
+    run()
+    run()
+    (out / "results" / "02.txt").write_text("edited by hand")
+    run()
+    run(force=True)
+    assert checked == [["01_one", "02_two"], [], ["02_two"], ["01_one", "02_two"]]
 
 
 def test_changed_data_parameters_or_environment_run_again(counting, monkeypatch, tmp_path):

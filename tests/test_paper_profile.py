@@ -146,6 +146,21 @@ def test_a_run_naming_missing_weights_stops_before_any_notebook(monkeypatch, tmp
     assert not (tmp_path / "out").exists()
 
 
+def test_the_model_check_reads_folders_from_the_kernels_folder_and_refuses_stand_ins():
+    books = [paths.NOTEBOOKS_DIR / "02_similarity_scores.ipynb", paths.NOTEBOOKS_DIR / "03_chunk_usage.ipynb"]
+
+    def check(**settings) -> None:
+        reproduce.check_models(books, {"notebooks": {"02_similarity_scores": settings}}, None)
+
+    check(embedders=["minilm", None, "hash-64", "tfidf"])  # local models; an empty entry is no model
+    check(embedders=["../rpa_lib"])  # a folder, relative to notebooks/ where the kernels start
+    with pytest.raises(SystemExit, match=r"folder\(s\) \./no-such-model \(asked for by 02_similarity_scores: "
+                                         r"embedders\) not found; a relative folder is read from .*notebooks"):
+        check(embedders=["./no-such-model"])
+    with pytest.raises(SystemExit, match="stand-in:bge-m3 .*: a stand-in embedder is for --plan only"):
+        check(embedders=["stand-in:bge-m3"])
+
+
 def test_every_profile_gives_the_charactercraft_judge_references_on_pers_emo_dec_only():
     """CharacterCraft's Table 6 judges Pers, Emo and Dec with and without a reference; every profile asks the same."""
     for path in sorted(paths.PROFILES_DIR.glob("*.yaml")):

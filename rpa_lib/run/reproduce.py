@@ -144,20 +144,50 @@ def check_prices(books: list[Path], profile: dict, output_dir: Path | None, mode
 
 
 def check_models(books: list[Path], profile: dict, output_dir: Path | None) -> None:
-    """SystemExit before anything runs, naming the models, the notebooks' parameters that ask for them and the command
-    that fetches them, when an embedder a notebook would load has no weights on this machine."""
+    """SystemExit before anything runs when an embedder one of ``books`` would load has no weights on this machine
+    (naming the models, the notebooks' parameters that ask for them and the command that fetches them), names a
+    folder that does not exist (relative to ``notebooks/``, where kernels start) or is a dry run's stand-in."""
     asked: dict[str, list[str]] = {}
     for nb in books:
         declared, params = parameters(nb), parameters_for(nb, profile, output_dir)
         for key in ("embedder", "embedders"):
             value = _value(params, declared, key)
-            for name in [value] if isinstance(value, str) else value if isinstance(value, list) else []:
-                asked.setdefault(name, []).append(f"{nb.stem}: {key}")
-    missing = [n for n in asked if not n.startswith(STAND_IN_PREFIX) and not is_local(n)]
+            for name in value if isinstance(value, list | tuple) else [value]:
+                if isinstance(name, str) and name:
+                    asked.setdefault(name, []).append(f"{nb.stem}: {key}")
+
+    def where(names: list[str]) -> str:
+        return ", ".join(dict.fromkeys(w for n in names for w in asked[n]))
+
+    if stand_ins := [n for n in asked if n.startswith(STAND_IN_PREFIX)]:
+        raise SystemExit(f"{', '.join(stand_ins)} (asked for by {where(stand_ins)}): a stand-in embedder is for "
+                         "--plan only; name the model itself")
+    folders = [n for n in asked if n.startswith(("/", ".", "~"))]
+    if missing := [n for n in folders if not (paths.NOTEBOOKS_DIR / Path(n).expanduser()).is_dir()]:
+        raise SystemExit(f"embedding model folder(s) {', '.join(missing)} (asked for by {where(missing)}) not found; "
+                         f"a relative folder is read from {paths.NOTEBOOKS_DIR}, where the kernels start")
+    missing = [n for n in asked if n not in folders and not is_local(n)]
     try:
-        require_models(missing, ", ".join(dict.fromkeys(where for n in missing for where in asked[n])))
+        require_models(missing, where(missing))
     except RuntimeError as e:
         raise SystemExit(str(e)) from None
+
+
+def pending(books: list[Path], profile: dict, output_dir: Path | None, library: str) -> list[Path]:
+    """``books`` from the first one that is not up to date: a run skips those before it."""
+    executed_dir = (output_dir or paths.RESULTS_DIR) / "notebooks"
+    for i, nb in enumerate(books):
+        if not stamps.up_to_date(executed_dir / nb.name, _inputs(nb, profile, output_dir, executed_dir, library)):
+            return books[i:]
+    return []
+
+
+def _inputs(nb: Path, profile: dict, output_dir: Path | None, executed_dir: Path, library: str) -> str:
+    """The digest of ``nb``'s inputs that its stamp records: notebook, parameters, library, data, settings and the
+    stamps of the notebooks before it (whichever ``--only`` runs)."""
+    order = notebooks()
+    upstream = [stamps.outputs_digest(stamps.read(executed_dir / b.name)) for b in order[:order.index(nb)]]
+    return stamps.inputs_digest(nb, parameters_for(nb, profile, output_dir), upstream, library)
 
 
 def run(profile_name: str = "quick", only: list[str] | None = None, output_dir: Path | None = None,
@@ -174,14 +204,15 @@ def run(profile_name: str = "quick", only: list[str] | None = None, output_dir: 
             ledger = paths.cache_dir() / "budget" / f"{_run_id()}.json"
             mode = {"budget_usd": float(limit), "budget_ledger": str(ledger)}
             check_prices(books, profile, output_dir, mode)
-        check_models(books, profile, output_dir)
+        library = stamps.library_digest()
+        check_models(books if force else pending(books, profile, output_dir, library), profile, output_dir)
         if limit is not None:
             print(f"budget: {usd(limit)} for the uncached LLM calls of this run (ledger {ledger})", flush=True)
             budget = Budget(limit, ledger)
         try:
             if batch:
-                return batch_run(profile_name, profile, books, output_dir, force, batch, mode, budget)
-            return _run(profile_name, profile, books, output_dir, force, mode)
+                return batch_run(profile_name, profile, books, output_dir, force, batch, mode, budget, library)
+            return _run(profile_name, profile, books, output_dir, force, mode, library)
         except BudgetExceeded as e:  # a batch round held more than is left: the run's one line
             raise SystemExit(str(e)) from None
         finally:
@@ -190,7 +221,7 @@ def run(profile_name: str = "quick", only: list[str] | None = None, output_dir: 
 
 
 def batch_run(profile_name: str, profile: dict, books: list[Path], output_dir: Path | None, force: bool, batch: str,
-              mode: dict, budget: Budget | None) -> list[dict]:
+              mode: dict, budget: Budget | None, library: str) -> list[dict]:
     """Batch rounds of the notebooks that use an LLM (:func:`rpa_lib.run.rounds.run_rounds`), then :func:`_run` in
     batch mode, every answer in. Results in ``<cache>/batch`` (a restart resumes), each run's rounds in its
     ``runs/`` folder."""
@@ -212,24 +243,21 @@ def batch_run(profile_name: str, profile: dict, books: list[Path], output_dir: P
     run_rounds(list(by_stem), collect, mode=batch, store=store, run_dir=run_dir, budget=budget,
                build=lambda spec: get_llm(spec, cache=False))
     final = batch_mode(store, run_dir / "final.misses.jsonl", run_dir / "rounds.json")
-    return _run(profile_name, profile, books, output_dir, force, {**mode, **final})
+    return _run(profile_name, profile, books, output_dir, force, {**mode, **final}, library)
 
 
 def _run(profile_name: str, profile: dict, books: list[Path], output_dir: Path | None, force: bool,
-         mode: dict) -> list[dict]:
+         mode: dict, library: str) -> list[dict]:
     executed_dir = paths.ensure((output_dir or paths.RESULTS_DIR) / "notebooks")
     print(f"reproduce: profile {profile_name!r}, {len(books)} notebook(s), executed copies in {executed_dir}",
           flush=True)
-    order = notebooks()  # all of them: a notebook's stamp covers those before it, whichever --only runs
-    library = stamps.library_digest()
     summary = []
     # the notebooks write the committed figures/ and results/ (or --output-dir's): rpa_lib.paths.output_root
     with environment(RPA_OUTPUT_DIR=str(output_dir or paths.ROOT)):
         for i, nb in enumerate(books, start=1):
             params = parameters_for(nb, profile, output_dir)
             executed = executed_dir / nb.name
-            upstream = [stamps.outputs_digest(stamps.read(executed_dir / b.name)) for b in order[:order.index(nb)]]
-            inputs = stamps.inputs_digest(nb, params, upstream, library)
+            inputs = _inputs(nb, profile, output_dir, executed_dir, library)
             done = None if force else stamps.up_to_date(executed, inputs)
             params = with_mode(params, parameters(nb), mode)  # after the digest: a budget is no input
             if done:
