@@ -175,19 +175,19 @@ def check_models(books: list[Path], profile: dict, output_dir: Path | None) -> N
 
 def pending(books: list[Path], profile: dict, output_dir: Path | None, library: str) -> list[Path]:
     """``books`` from the first one that is not up to date: a run skips those before it."""
-    executed_dir = (output_dir or paths.RESULTS_DIR) / "notebooks"
+    executed_dir, order = (output_dir or paths.RESULTS_DIR) / "notebooks", notebooks()
     for i, nb in enumerate(books):
-        if not stamps.up_to_date(executed_dir / nb.name, _inputs(nb, profile, output_dir, executed_dir, library)):
+        inputs = _inputs(nb, parameters_for(nb, profile, output_dir), order, executed_dir, library)
+        if not stamps.up_to_date(executed_dir / nb.name, inputs):
             return books[i:]
     return []
 
 
-def _inputs(nb: Path, profile: dict, output_dir: Path | None, executed_dir: Path, library: str) -> str:
+def _inputs(nb: Path, params: dict, order: list[Path], executed_dir: Path, library: str) -> str:
     """The digest of ``nb``'s inputs that its stamp records: notebook, parameters, library, data, settings and the
-    stamps of the notebooks before it (whichever ``--only`` runs)."""
-    order = notebooks()
+    stamps of the notebooks before it in ``order`` (all of them, whichever ``--only`` runs)."""
     upstream = [stamps.outputs_digest(stamps.read(executed_dir / b.name)) for b in order[:order.index(nb)]]
-    return stamps.inputs_digest(nb, parameters_for(nb, profile, output_dir), upstream, library)
+    return stamps.inputs_digest(nb, params, upstream, library)
 
 
 def run(profile_name: str = "quick", only: list[str] | None = None, output_dir: Path | None = None,
@@ -251,13 +251,13 @@ def _run(profile_name: str, profile: dict, books: list[Path], output_dir: Path |
     executed_dir = paths.ensure((output_dir or paths.RESULTS_DIR) / "notebooks")
     print(f"reproduce: profile {profile_name!r}, {len(books)} notebook(s), executed copies in {executed_dir}",
           flush=True)
-    summary = []
+    order, summary = notebooks(), []
     # the notebooks write the committed figures/ and results/ (or --output-dir's): rpa_lib.paths.output_root
     with environment(RPA_OUTPUT_DIR=str(output_dir or paths.ROOT)):
         for i, nb in enumerate(books, start=1):
             params = parameters_for(nb, profile, output_dir)
             executed = executed_dir / nb.name
-            inputs = _inputs(nb, profile, output_dir, executed_dir, library)
+            inputs = _inputs(nb, params, order, executed_dir, library)
             done = None if force else stamps.up_to_date(executed, inputs)
             params = with_mode(params, parameters(nb), mode)  # after the digest: a budget is no input
             if done:
