@@ -209,8 +209,8 @@ def _ours(claim: Claim, paired: pd.DataFrame, summary: pd.DataFrame, run: dict) 
                  & ((paired.task == claim.task) if claim.task else True)
                  & paired.method.str.lower().isin(names) & paired.reference.str.lower().isin(names)]
     if hit.empty:
-        return {"ours_evidence": "-", "ours_verdict": f"not testable with this run: {claim.method} or "
-                f"{claim.reference} not run in this profile"}
+        return {"ours_evidence": "-", "ours_verdict": f"not testable with this run: no paired comparison of "
+                f"{claim.method} and {claim.reference} in it (one of them not run, or the two not paired)"}
     rows, verdicts, first = [], [], {}
     for r in hit.itertuples():
         sign = 1 if r.method.lower() == claim.method.lower() else -1  # the claim's method minus its reference
