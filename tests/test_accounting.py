@@ -20,8 +20,9 @@ from rpa_lib.evaluation.context import matched_budget
 from rpa_lib.evaluation.judges import Verdict, check_agreement, check_summary, judge_acc
 from rpa_lib.evaluation.qa import table6
 from rpa_lib.evaluation.runner import FailedItems, Job, run_verdicts
-from rpa_lib.llm import FakeLLM, LLMNoValidAnswer, RetryPolicy, get_llm
+from rpa_lib.llm import FakeLLM, LLMError, LLMNoValidAnswer, RetryPolicy, Transient, get_llm
 from rpa_lib.methods import build_method
+from rpa_lib.methods.base import Call
 from rpa_lib.methods.gs import guided_selection
 
 FIXTURES = Path(__file__).parent / "fixtures" / "data"
@@ -117,6 +118,34 @@ def test_max_iterations_zero_is_gs_off_not_a_gs_failure():
     assert r.details["gs_failed"] is False and r.details["examined"] == 0
     assert not [i for i in r.items if i.role == "selected"] and "judge" not in [c.purpose for c in r.calls]
     assert guided_selection([1, 2, 3], lambda c: True, max_iterations=0).selected == []
+
+
+# ---- a fault is a failed row, carrying every call it paid for --------------------------------------------------
+
+
+def faulty(kind_down: str, *, invalid_first: bool = False) -> FakeLLM:
+    """``judging``'s answers, except that every ``kind_down`` round trip is a fault that outlasts the retries (after
+    one invalid reply when ``invalid_first``, so it is re-asked first)."""
+    base, asked = judging(lambda prompt: "no").rule, []
+
+    def rule(kind, messages, spec):
+        if kind == kind_down:
+            asked.append(kind)
+            if invalid_first and len(asked) == 1:
+                return "not JSON" if kind == "structured" else "maybe"
+            raise Transient("HTTP 503")
+        return base(kind, messages, spec)
+    return FakeLLM(rule, cache=False, retry=FAST)
+
+
+def test_the_reasks_before_a_fault_carry_their_tokens():
+    llm = faulty("structured", invalid_first=True)
+    with pytest.raises(LLMError, match="HTTP 503") as err:
+        llm.structured(user("Describe Ada."), {"type": "object", "properties": {"a": {"type": "string"}},
+                                                "required": ["a"]})
+    assert llm.usage.requests == 1 and llm.usage.reasks == 1 and llm.usage.completion_tokens == 2  # "not JSON"
+    call = Call.failed("extract", "structured", err.value)
+    assert totals([call]) == usage_totals(llm) and call.seconds > 0
 
 
 # ---- "no valid answer" is a typed exception -------------------------------------------------------------------
