@@ -15,14 +15,16 @@ import pandas as pd
 import pytest
 
 from benchmarks.mock_server import MockServer
+from rpa_lib.display import calls_line
 from rpa_lib.evaluation.chunk_usage import used_chunks
 from rpa_lib.evaluation.context import matched_budget
 from rpa_lib.evaluation.judges import Verdict, check_agreement, check_summary, judge_acc
 from rpa_lib.evaluation.qa import table6
 from rpa_lib.evaluation.runner import FailedItems, Job, run_verdicts
 from rpa_lib.llm import FakeLLM, LLMError, LLMNoValidAnswer, RetryPolicy, Transient, get_llm
+from rpa_lib.llm.reply import Reply
 from rpa_lib.methods import build_method
-from rpa_lib.methods.base import Call
+from rpa_lib.methods.base import Call, Method
 from rpa_lib.methods.gs import guided_selection
 
 FIXTURES = Path(__file__).parent / "fixtures" / "data"
@@ -186,6 +188,24 @@ def test_a_choice_coerced_from_logprobs_is_counted_as_coerced(tmp_path):
         assert not plain.choose(user("Is Ada calm?"), ["yes", "no"]).coerced and plain.usage.coerced == 0
     record = json.loads(json.dumps(usage))  # as a run record saves it
     assert record["coerced"] == 1
+
+
+def test_a_coerced_choice_is_in_the_calls_trace_cached_or_not(tmp_path):
+    class Coercing(FakeLLM):  # every judge reply matched no option; the backend took the best-scored one
+        def _choose(self, req):
+            raw = super()._choose(req)
+            raw.coerced = True
+            return raw
+
+    rule = judging(lambda prompt: "no").rule
+    cold = amadeus(Coercing(rule, cache=tmp_path / "llm.sqlite"), window=1).respond(ADA, STORM)
+    warm_llm = Coercing(rule, cache=tmp_path / "llm.sqlite")
+    warm = amadeus(warm_llm, window=1).respond(ADA, STORM)
+    for r in (cold, warm):
+        assert [c.coerced for c in r.calls] == [c.purpose == "judge" for c in r.calls] and r.calls[0].purpose == "judge"
+    assert all(c.cached for c in warm.calls) and warm_llm.usage.coerced == 0  # usage counts fresh answers only
+    assert f"({len(warm.calls)} from cache, 2 coerced)" in calls_line(warm.calls)  # the two judge calls
+    assert not Method.trace("judge", Reply("yes", kind="choose")).coerced
 
 
 def test_coerced_verdicts_are_counted_in_the_verdict_rows_the_judge_check_and_table6():

@@ -28,6 +28,7 @@ class Call:
     completion_tokens: int
     seconds: float
     output: str  # the reply text (choose: the chosen option)
+    coerced: bool = False  # choose: no option matched; the backend took the best-scored one (kept in the cache too)
 
     @classmethod
     def failed(cls, purpose: str, kind: str, error: Exception) -> Call:
@@ -124,7 +125,7 @@ class Method:
     @staticmethod
     def trace(purpose: str, reply) -> Call:
         return Call(purpose, reply.kind, reply.cached, reply.prompt_tokens, reply.completion_tokens,
-                    round(reply.seconds, 3), reply.text)
+                    round(reply.seconds, 3), reply.text, reply.coerced)
 
     def context(self, character: str, question: str) -> Context:
         """Everything the answer will see, and the calls spent building it (none by default)."""
