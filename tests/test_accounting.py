@@ -20,8 +20,8 @@ from rpa_lib.evaluation.chunk_usage import used_chunks
 from rpa_lib.evaluation.context import matched_budget
 from rpa_lib.evaluation.judges import Verdict, check_agreement, check_summary, judge_acc
 from rpa_lib.evaluation.qa import table6
-from rpa_lib.evaluation.runner import FailedItems, Job, run_verdicts
-from rpa_lib.llm import FakeLLM, LLMError, LLMNoValidAnswer, RetryPolicy, Transient, get_llm
+from rpa_lib.evaluation.runner import FailedItems, Job, check_failures, run_jobs, run_verdicts
+from rpa_lib.llm import FakeLLM, LLMError, LLMFatalError, LLMNoValidAnswer, RetryPolicy, Transient, get_llm
 from rpa_lib.llm.reply import Reply
 from rpa_lib.methods import build_method
 from rpa_lib.methods.base import Call, Method
@@ -138,6 +138,22 @@ def faulty(kind_down: str, *, invalid_first: bool = False) -> FakeLLM:
             raise Transient("HTTP 503")
         return base(kind, messages, spec)
     return FakeLLM(rule, cache=False, retry=FAST)
+
+
+def test_a_fault_in_the_attribute_extractor_fails_the_row_instead_of_falling_back():
+    llm = faulty("structured")
+    rows = run_jobs(amadeus(llm, window=1), [Job(ADA, "q1", STORM)], progress=False)
+    assert "failed after 3 attempts: HTTP 503" in rows.error[0] and pd.isna(rows.details[0])
+    assert llm.usage.errors == 1 and "extract-text" not in str(rows.to_dict())  # no free-text fallback was asked
+    with pytest.raises(FailedItems, match="1 of 1 item"):
+        check_failures(rows, "QA")
+
+    def refused(kind, messages, spec):
+        if kind == "structured":
+            raise LLMFatalError("HTTP 401: refused")
+        return judging(lambda prompt: "no").rule(kind, messages, spec)
+    with pytest.raises(LLMFatalError, match="HTTP 401"):  # a key refused or a budget spent stops the run, as elsewhere
+        run_jobs(amadeus(FakeLLM(refused), window=1), [Job(ADA, "q1", STORM)], progress=False)
 
 
 def test_the_reasks_before_a_fault_carry_their_tokens():

@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 
 from rpa_lib.data import Dataset
 from rpa_lib.display import response_html
-from rpa_lib.llm import LLMError
+from rpa_lib.llm import LLMError, LLMNoValidAnswer
 from rpa_lib.methods.prompts import respond_messages
 from rpa_lib.retrieval import Retriever, retriever
 from rpa_lib.splitters import SPLITTERS, Chunk
@@ -143,12 +143,21 @@ def chunk_items(role: str, chunks: Iterable[Chunk]) -> list[ContextItem]:
     return [ContextItem(role, c.text, (c.id,), c.context) for c in chunks]
 
 
-def traced(calls: list[Call], purpose: str, kind: str, call: Callable[[], Any]):
-    """``call()``'s reply, its trace appended to ``calls``; None when it raised an LLMError (traced as failed)."""
+def paid(calls: list[Call], purpose: str, kind: str, call: Callable[[], Any]):
+    """``call()``'s reply, its trace appended to ``calls``, failed or not (an LLMError is traced, then raised)."""
     try:
         reply = call()
     except LLMError as e:
         calls.append(Call.failed(purpose, kind, e))
-        return None
+        raise
     calls.append(Method.trace(purpose, reply))
     return reply
+
+
+def traced(calls: list[Call], purpose: str, kind: str, call: Callable[[], Any]):
+    """:func:`paid`, but None when the model gave no valid answer (after its re-asks): the case a fallback is for.
+    Any other failure (a fault that outlasted the retries, a refused key, a spent budget) is raised: the row fails."""
+    try:
+        return paid(calls, purpose, kind, call)
+    except LLMNoValidAnswer:
+        return None
