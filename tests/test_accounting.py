@@ -156,6 +156,27 @@ def test_a_fault_in_the_attribute_extractor_fails_the_row_instead_of_falling_bac
         run_jobs(amadeus(FakeLLM(refused), window=1), [Job(ADA, "q1", STORM)], progress=False)
 
 
+@pytest.mark.parametrize("window, calls, requests", [(1, 4, 6), (8, 8, 10)])
+def test_a_failed_row_counts_every_call_it_paid_for(window, calls, requests):
+    fourth = amadeus(FakeLLM()).search(ADA, STORM, 30)[3].text
+    llm = FakeLLM(lambda kind, messages, spec: "perhaps" if fourth in messages[1]["content"] else "no")
+    rows = run_jobs(amadeus(llm, window=window), [Job(ADA, "q1", STORM)], progress=False)
+    assert "no allowed answer after 3 attempts" in rows.error[0]
+    # the 4th judge call re-asked twice; with a look-ahead of 8, the 4 speculative calls past it too
+    assert rows.llm_calls[0] == llm.usage.calls == calls and llm.usage.requests == requests
+    assert rows.cached_calls[0] == 0 and rows.seconds[0] >= 0
+
+    for down, purposes in [("structured", ["judge", "judge", "extract"]),  # GS chose the 2 storm chunks, then AE
+                           ("chat", ["judge", "judge", "extract", "respond"])]:
+        llm = faulty(down)
+        with pytest.raises(LLMError) as err:
+            amadeus(llm, window=1).respond(ADA, STORM)
+        assert [c.purpose for c in err.value.calls] == purposes and err.value.calls[-1].output.startswith("failed")
+        assert totals(err.value.calls) == usage_totals(llm)
+    rows = run_jobs(build_method("no_rag", faulty("chat"), dataset=FIXTURES), [Job(ADA, "q1", STORM)], progress=False)
+    assert rows.llm_calls[0] == 1 and rows.error[0].startswith("LLMError")
+
+
 def test_the_reasks_before_a_fault_carry_their_tokens():
     llm = faulty("structured", invalid_first=True)
     with pytest.raises(LLMError, match="HTTP 503") as err:

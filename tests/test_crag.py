@@ -312,14 +312,16 @@ def test_keywords_are_parsed_and_capped():
     assert r.details["keywords"] == [STORM_Q]  # an empty rewrite falls back to the question (after re-asks)
 
 
-def test_a_fault_in_the_rewrite_fails_the_answer_instead_of_searching_the_question():
+def test_a_fault_in_the_rewrite_fails_the_answer_with_the_calls_it_paid_for():
     def rule(kind, messages, spec):
         if "search-engine" in messages[0]["content"]:
             raise Transient("HTTP 503")
         return fake().rule(kind, messages, spec)
     llm = FakeLLM(rule, retry=RetryPolicy(attempts=2, base_delay=0.001, max_delay=0.001))
-    with pytest.raises(LLMError, match="chat call .*failed after 2 attempts: HTTP 503"):
+    with pytest.raises(LLMError, match="chat call .*failed after 2 attempts: HTTP 503") as err:
         make(llm, lower=-1.0, upper=1.0).context(ADA, STORM_Q)
+    purposes = [c.purpose for c in err.value.calls]  # what the failed row counts: every call it paid for
+    assert purposes[:3] == ["evaluate"] * 3 and purposes[-1] == "rewrite" and len(purposes) == llm.usage.calls
 
 
 def test_unknown_and_invalid_settings_are_rejected():

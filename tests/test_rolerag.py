@@ -219,8 +219,9 @@ def test_a_fault_in_the_analysis_fails_the_answer_instead_of_falling_back():
             raise Transient("HTTP 503")
         return graph_fake().rule(kind, messages, spec)
     m.llm = FakeLLM(rule, retry=RetryPolicy(attempts=2, base_delay=0.001, max_delay=0.001))
-    with pytest.raises(LLMError, match="structured call .*failed after 2 attempts: HTTP 503"):
+    with pytest.raises(LLMError, match="structured call .*failed after 2 attempts: HTTP 503") as err:
         m.context(ADA, QUESTION)
+    assert [c.purpose for c in err.value.calls] == ["hypothetical", "analyse"]  # what the failed row counts
 
 
 # ---- settings and the runner ------------------------------------------------------------------------------------

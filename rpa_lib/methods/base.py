@@ -1,11 +1,13 @@
 """The records and the base class every role-playing method shares: :meth:`Method.context` builds what the LLM
 will see (context items, calls spent, method-specific details), then :meth:`Method.respond` answers with the one
-role-play prompt. Building a method from its settings is :func:`rpa_lib.methods.build_method`'s job.
+role-play prompt. :func:`paid`, :func:`traced` and :func:`charged` trace the calls a method makes, a failed answer's
+included. Building a method from its settings is :func:`rpa_lib.methods.build_method`'s job.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -134,13 +136,26 @@ class Method:
     def respond(self, character: str, question: str) -> Response:
         ctx = self.context(character, question)
         name, work = self.dataset.profile(character)
-        reply = self.llm.chat(respond_messages(name, work, question, ctx.items), max_tokens=self.settings.max_tokens)
-        return Response(character, question, self.name, reply.text.strip(), ctx.items,
-                        [*ctx.calls, self.trace("respond", reply)], ctx.details)
+        with charged([*ctx.calls]) as calls:
+            reply = paid(calls, "respond", "chat", lambda: self.llm.chat(
+                respond_messages(name, work, question, ctx.items), max_tokens=self.settings.max_tokens))
+        return Response(character, question, self.name, reply.text.strip(), ctx.items, calls, ctx.details)
 
 
 def chunk_items(role: str, chunks: Iterable[Chunk]) -> list[ContextItem]:
     return [ContextItem(role, c.text, (c.id,), c.context) for c in chunks]
+
+
+@contextmanager
+def charged(calls: Iterable[Call]):
+    """On an exception, the calls in ``calls`` go on it as ``error.calls``, ahead of those an inner block put there,
+    so that a failed answer's row still counts every call it paid for (:func:`~rpa_lib.evaluation.runner.run_jobs`).
+    Each list is charged once, by the block that owns it: ``with charged(calls): paid(calls, ...)``."""
+    try:
+        yield calls
+    except Exception as e:
+        e.calls = [*calls, *getattr(e, "calls", ())]
+        raise
 
 
 def paid(calls: list[Call], purpose: str, kind: str, call: Callable[[], Any]):
