@@ -1,7 +1,9 @@
 """Honest accounting: every paid call is in its row's trace (Guided Selection's speculative calls too, labelled, and
-an exception in one logged and counted), a choice coerced from logprobs is counted as coerced (usage, verdicts,
-judge check, tables), "no valid answer" is its own exception carrying what its attempts spent, ``max_iterations=0``
-is not a GS failure, and failed items are named with their cause before a budget is matched to the rest."""
+an exception in one logged and counted; a failed row's calls too), a fault in an optional call fails its row instead
+of taking the fallback, a choice coerced from logprobs is counted as coerced (usage, verdicts, judge check, tables,
+each call's record), "no valid answer" is its own exception carrying what its attempts spent (as does a fault after
+re-asks), ``max_iterations=0`` is not a GS failure, and failed items are named with their cause before a budget is
+matched to the rest."""
 
 from __future__ import annotations
 
