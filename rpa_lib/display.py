@@ -97,11 +97,13 @@ def walk_html(walk: Sequence[tuple], speculative: Sequence = ()) -> str:
 
 
 def calls_line(calls: Sequence, price=None) -> str:
-    """"5 calls (2 from cache) · 812 + 40 tokens · 3.1 s · $0.0001" (cost only when the model has a price)."""
-    cached = sum(c.cached for c in calls)
+    """"5 calls (2 from cache) · 812 + 40 tokens · 3.1 s · $0.0001" (cost only when the model has a price; ", 1
+    coerced" after the cache count when choices were coerced from logprobs)."""
+    cached, coerced = sum(c.cached for c in calls), sum(c.coerced for c in calls)
     prompt, completion = sum(c.prompt_tokens for c in calls), sum(c.completion_tokens for c in calls)
     cost = "cost unknown (no price for this model)" if price is None else f"${price.cost(prompt, completion):.4f}"
-    return " · ".join([f"{len(calls)} call{'s' * (len(calls) != 1)} ({cached} from cache)",
+    coerced_note = f", {coerced} coerced" if coerced else ""
+    return " · ".join([f"{len(calls)} call{'s' * (len(calls) != 1)} ({cached} from cache{coerced_note})",
                        f"{prompt} + {completion} tokens", f"{sum(c.seconds for c in calls):.1f} s", cost])
 
 

@@ -1,7 +1,9 @@
 """Honest accounting: every paid call is in its row's trace (Guided Selection's speculative calls too, labelled, and
-an exception in one logged and counted), a choice coerced from logprobs is counted as coerced (usage, verdicts,
-judge check, tables), "no valid answer" is its own exception carrying what its attempts spent, ``max_iterations=0``
-is not a GS failure, and failed items are named with their cause before a budget is matched to the rest."""
+an exception in one logged and counted; a failed row's calls too), a fault in an optional call fails its row instead
+of taking the fallback, a choice coerced from logprobs is counted as coerced (usage, verdicts, judge check, tables,
+each call's record), "no valid answer" is its own exception carrying what its attempts spent (as does a fault after
+re-asks), ``max_iterations=0`` is not a GS failure, and failed items are named with their cause before a budget is
+matched to the rest."""
 
 from __future__ import annotations
 
@@ -15,13 +17,16 @@ import pandas as pd
 import pytest
 
 from benchmarks.mock_server import MockServer
+from rpa_lib.display import calls_line
 from rpa_lib.evaluation.chunk_usage import used_chunks
 from rpa_lib.evaluation.context import matched_budget
 from rpa_lib.evaluation.judges import Verdict, check_agreement, check_summary, judge_acc
 from rpa_lib.evaluation.qa import table6
-from rpa_lib.evaluation.runner import FailedItems, Job, run_verdicts
-from rpa_lib.llm import FakeLLM, LLMNoValidAnswer, RetryPolicy, get_llm
+from rpa_lib.evaluation.runner import FailedItems, Job, check_failures, run_jobs, run_verdicts
+from rpa_lib.llm import FakeLLM, LLMError, LLMFatalError, LLMNoValidAnswer, RetryPolicy, Transient, get_llm
+from rpa_lib.llm.reply import Reply
 from rpa_lib.methods import build_method
+from rpa_lib.methods.base import Call, Method
 from rpa_lib.methods.gs import guided_selection
 
 FIXTURES = Path(__file__).parent / "fixtures" / "data"
@@ -119,6 +124,71 @@ def test_max_iterations_zero_is_gs_off_not_a_gs_failure():
     assert guided_selection([1, 2, 3], lambda c: True, max_iterations=0).selected == []
 
 
+# ---- a fault is a failed row, carrying every call it paid for --------------------------------------------------
+
+
+def faulty(kind_down: str, *, invalid_first: bool = False) -> FakeLLM:
+    """``judging``'s answers, except that every ``kind_down`` round trip is a fault that outlasts the retries (after
+    one invalid reply when ``invalid_first``, so it is re-asked first)."""
+    base, asked = judging(lambda prompt: "no").rule, []
+
+    def rule(kind, messages, spec):
+        if kind == kind_down:
+            asked.append(kind)
+            if invalid_first and len(asked) == 1:
+                return "not JSON" if kind == "structured" else "maybe"
+            raise Transient("HTTP 503")
+        return base(kind, messages, spec)
+    return FakeLLM(rule, cache=False, retry=FAST)
+
+
+def test_a_fault_in_the_attribute_extractor_fails_the_row_instead_of_falling_back():
+    llm = faulty("structured")
+    rows = run_jobs(amadeus(llm, window=1), [Job(ADA, "q1", STORM)], progress=False)
+    assert "failed after 3 attempts: HTTP 503" in rows.error[0] and pd.isna(rows.details[0])
+    assert llm.usage.errors == 1 and "extract-text" not in str(rows.to_dict())  # no free-text fallback was asked
+    with pytest.raises(FailedItems, match="1 of 1 item"):
+        check_failures(rows, "QA")
+
+    def refused(kind, messages, spec):
+        if kind == "structured":
+            raise LLMFatalError("HTTP 401: refused")
+        return judging(lambda prompt: "no").rule(kind, messages, spec)
+    with pytest.raises(LLMFatalError, match="HTTP 401"):  # a key refused or a budget spent stops the run, as elsewhere
+        run_jobs(amadeus(FakeLLM(refused), window=1), [Job(ADA, "q1", STORM)], progress=False)
+
+
+@pytest.mark.parametrize("window, calls, requests", [(1, 4, 6), (8, 8, 10)])
+def test_a_failed_row_counts_every_call_it_paid_for(window, calls, requests):
+    fourth = amadeus(FakeLLM()).search(ADA, STORM, 30)[3].text
+    llm = FakeLLM(lambda kind, messages, spec: "perhaps" if fourth in messages[1]["content"] else "no")
+    rows = run_jobs(amadeus(llm, window=window), [Job(ADA, "q1", STORM)], progress=False)
+    assert "no allowed answer after 3 attempts" in rows.error[0]
+    # the 4th judge call re-asked twice; with a look-ahead of 8, the 4 speculative calls past it too
+    assert rows.llm_calls[0] == llm.usage.calls == calls and llm.usage.requests == requests
+    assert rows.cached_calls[0] == 0 and rows.seconds[0] >= 0
+
+    for down, purposes in [("structured", ["judge", "judge", "extract"]),  # GS chose the 2 storm chunks, then AE
+                           ("chat", ["judge", "judge", "extract", "respond"])]:
+        llm = faulty(down)
+        with pytest.raises(LLMError) as err:
+            amadeus(llm, window=1).respond(ADA, STORM)
+        assert [c.purpose for c in err.value.calls] == purposes and err.value.calls[-1].output.startswith("failed")
+        assert totals(err.value.calls) == usage_totals(llm)
+    rows = run_jobs(build_method("no_rag", faulty("chat"), dataset=FIXTURES), [Job(ADA, "q1", STORM)], progress=False)
+    assert rows.llm_calls[0] == 1 and rows.error[0].startswith("LLMError")
+
+
+def test_the_reasks_before_a_fault_carry_their_tokens():
+    llm = faulty("structured", invalid_first=True)
+    with pytest.raises(LLMError, match="HTTP 503") as err:
+        llm.structured(user("Describe Ada."), {"type": "object", "properties": {"a": {"type": "string"}},
+                                                "required": ["a"]})
+    assert llm.usage.requests == 1 and llm.usage.reasks == 1 and llm.usage.completion_tokens == 2  # "not JSON"
+    call = Call.failed("extract", "structured", err.value)
+    assert totals([call]) == usage_totals(llm) and call.seconds > 0
+
+
 # ---- "no valid answer" is a typed exception -------------------------------------------------------------------
 
 
@@ -157,6 +227,24 @@ def test_a_choice_coerced_from_logprobs_is_counted_as_coerced(tmp_path):
         assert not plain.choose(user("Is Ada calm?"), ["yes", "no"]).coerced and plain.usage.coerced == 0
     record = json.loads(json.dumps(usage))  # as a run record saves it
     assert record["coerced"] == 1
+
+
+def test_a_coerced_choice_is_in_the_calls_trace_cached_or_not(tmp_path):
+    class Coercing(FakeLLM):  # every judge reply matched no option; the backend took the best-scored one
+        def _choose(self, req):
+            raw = super()._choose(req)
+            raw.coerced = True
+            return raw
+
+    rule = judging(lambda prompt: "no").rule
+    cold = amadeus(Coercing(rule, cache=tmp_path / "llm.sqlite"), window=1).respond(ADA, STORM)
+    warm_llm = Coercing(rule, cache=tmp_path / "llm.sqlite")
+    warm = amadeus(warm_llm, window=1).respond(ADA, STORM)
+    for r in (cold, warm):
+        assert [c.coerced for c in r.calls] == [c.purpose == "judge" for c in r.calls] and r.calls[0].purpose == "judge"
+    assert all(c.cached for c in warm.calls) and warm_llm.usage.coerced == 0  # usage counts fresh answers only
+    assert f"({len(warm.calls)} from cache, 2 coerced)" in calls_line(warm.calls)  # the two judge calls
+    assert not Method.trace("judge", Reply("yes", kind="choose")).coerced
 
 
 def test_coerced_verdicts_are_counted_in_the_verdict_rows_the_judge_check_and_table6():

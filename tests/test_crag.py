@@ -12,7 +12,7 @@ import pytest
 
 from rpa_lib.data import Dataset
 from rpa_lib.evaluation.runner import Job, run_jobs
-from rpa_lib.llm import FakeLLM
+from rpa_lib.llm import FakeLLM, LLMError, RetryPolicy, Transient
 from rpa_lib.llm.reply import Raw, Reply
 from rpa_lib.methods import bm25 as bm25_module
 from rpa_lib.methods import build_method
@@ -310,6 +310,18 @@ def test_keywords_are_parsed_and_capped():
     assert r.details["keywords"] == ["Ada Lindqvist", "storm", "lens"]
     r = make(fake(keywords="  "), lower=-1.0, upper=1.0, max_keywords=2).context(ADA, STORM_Q)
     assert r.details["keywords"] == [STORM_Q]  # an empty rewrite falls back to the question (after re-asks)
+
+
+def test_a_fault_in_the_rewrite_fails_the_answer_with_the_calls_it_paid_for():
+    def rule(kind, messages, spec):
+        if "search-engine" in messages[0]["content"]:
+            raise Transient("HTTP 503")
+        return fake().rule(kind, messages, spec)
+    llm = FakeLLM(rule, retry=RetryPolicy(attempts=2, base_delay=0.001, max_delay=0.001))
+    with pytest.raises(LLMError, match="chat call .*failed after 2 attempts: HTTP 503") as err:
+        make(llm, lower=-1.0, upper=1.0).context(ADA, STORM_Q)
+    purposes = [c.purpose for c in err.value.calls]  # what the failed row counts: every call it paid for
+    assert purposes[:3] == ["evaluate"] * 3 and purposes[-1] == "rewrite" and len(purposes) == llm.usage.calls
 
 
 def test_unknown_and_invalid_settings_are_rejected():

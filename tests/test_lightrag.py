@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from rpa_lib.data import Dataset
-from rpa_lib.evaluation.runner import qa_jobs, run_jobs
-from rpa_lib.llm import FakeLLM, LLMFatalError
+from rpa_lib.evaluation.runner import Job, qa_jobs, run_jobs
+from rpa_lib.llm import FakeLLM, LLMFatalError, RetryPolicy, Transient
 from rpa_lib.methods import build_method
 from rpa_lib.methods.lightrag import COST_FILE, LightRAGSettings, close_lightrag
 from rpa_lib.methods.lightrag_bridge import WordTokenizer, constructor_args, lightrag_modules, query_args
@@ -290,6 +290,23 @@ def test_a_fatal_error_stops_the_build_and_leaves_no_index():
     assert not (m.workspace_dir("ada-lindqvist") / COST_FILE).exists()
     close_lightrag()
     assert method().context("ada-lindqvist", "Where is Varholm?").details["index"] == "built"
+
+
+def test_a_failed_query_is_a_failed_row_that_counts_the_calls_it_paid_for():
+    down = threading.Event()
+
+    def keywords(question):
+        if down.is_set():
+            raise Transient("HTTP 503")
+        return ["life"], ["Varholm"]
+
+    llm = FakeLLM(Script(keywords=keywords), retry=RetryPolicy(attempts=2, base_delay=0.001, max_delay=0.001))
+    m = build_method("lightrag", llm=llm, dataset=FIXTURES, embedder="hash-64")
+    m.index("ada-lindqvist")  # built first: the index is a one-off cost, outside the row
+    down.set()
+    llm.reset_usage()
+    rows = run_jobs(m, [Job("ada-lindqvist", "q1", "Where is Varholm?")], progress=False)
+    assert "failed after 2 attempts: HTTP 503" in rows.error[0] and rows.llm_calls[0] == llm.usage.calls == 1
 
 
 def test_persona_as_one_document():

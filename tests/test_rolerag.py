@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from rpa_lib.evaluation.runner import Job, index_costs, run_jobs
-from rpa_lib.llm import FakeLLM
+from rpa_lib.llm import FakeLLM, LLMError, RetryPolicy, Transient
 from rpa_lib.methods import build_method
 from rpa_lib.methods.rolerag import entity_type, name_key
 from rpa_lib.methods.rolerag_prompts import ANALYSIS_SCHEMA, EXTRACT_SCHEMA, MERGE_SCHEMA, boundary_note
@@ -136,6 +136,18 @@ def test_a_failed_extraction_is_counted_not_fatal():
     assert r.details["graph"]["failed_extractions"] == 1 and r.reply.startswith("SYSTEM:")
 
 
+def test_a_fault_in_an_extraction_fails_the_build_and_nothing_is_cached():
+    def extract(passage):
+        if "Mira" in passage:
+            raise Transient("HTTP 503")
+        return {"entities": [], "relations": []}
+
+    m = make(FakeLLM(graph_fake(extract=extract).rule, retry=RetryPolicy(attempts=2, base_delay=0.001, max_delay=0.001)))
+    with pytest.raises(LLMError, match="failed after 2 attempts: HTTP 503"):
+        m.index(ADA)  # not a graph with a hole where the fault was, saved for every later run
+    assert not m.cache_path(ADA).exists()
+
+
 def test_every_extraction_failing_still_answers_with_an_empty_graph():
     m = make(graph_fake(extract=lambda passage: {"wrong": 1}))
     r = m.respond(ADA, QUESTION)
@@ -196,6 +208,20 @@ def test_all_three_routes_together_and_a_failed_analysis_falls_back_to_the_quest
     assert r.details["analysis_failed"] and r.details["entities"][0]["route"] == "specific"
     assert [c.purpose for c in r.calls] == ["analyse"] and r.calls[0].output.startswith("failed")
     assert r.details["entities"][0]["matched"]
+
+
+def test_a_fault_in_the_analysis_fails_the_answer_instead_of_falling_back():
+    m = make(graph_fake())
+    m.index(ADA)  # built first: the fault below is the analysis's only
+
+    def rule(kind, messages, spec):
+        if spec == ANALYSIS_SCHEMA:
+            raise Transient("HTTP 503")
+        return graph_fake().rule(kind, messages, spec)
+    m.llm = FakeLLM(rule, retry=RetryPolicy(attempts=2, base_delay=0.001, max_delay=0.001))
+    with pytest.raises(LLMError, match="structured call .*failed after 2 attempts: HTTP 503") as err:
+        m.context(ADA, QUESTION)
+    assert [c.purpose for c in err.value.calls] == ["hypothetical", "analyse"]  # what the failed row counts
 
 
 # ---- settings and the runner ------------------------------------------------------------------------------------

@@ -232,8 +232,12 @@ class LLM:
         spent = _Spent()
         try:
             answer = self._ask(req, what, spent, max_retries)
-        except Exception:
-            self.usage.record_call(start, time.monotonic(), error=True)
+        except Exception as exc:
+            end = time.monotonic()
+            self.usage.record_call(start, end, error=True)
+            if isinstance(exc, LLMError):  # a fault after invalid replies: their round trips were paid for all the same
+                exc.prompt_tokens, exc.completion_tokens = spent.prompt_tokens, spent.completion_tokens
+                exc.seconds = end - start
             raise
         end = time.monotonic()
         tokens = {"prompt_tokens": spent.prompt_tokens, "completion_tokens": spent.completion_tokens,

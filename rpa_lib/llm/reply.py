@@ -8,9 +8,14 @@ from typing import Any
 
 
 class LLMError(RuntimeError):
-    """Every unrecoverable LLM failure, naming the call and the cause; ``cached``: replayed from the cache."""
+    """Every unrecoverable LLM failure, naming the call and the cause; ``cached``: replayed from the cache.
+    ``prompt_tokens``, ``completion_tokens`` and ``seconds``: what the call spent before it failed (re-asks included;
+    0 when ``cached`` or raised before any round trip)."""
 
     cached = False
+    prompt_tokens = 0
+    completion_tokens = 0
+    seconds = 0.0
 
 
 class LLMFatalError(LLMError):
@@ -19,12 +24,7 @@ class LLMFatalError(LLMError):
 
 
 class LLMNoValidAnswer(LLMError):
-    """The model answered every attempt, never validly (after the re-asks): cached like a reply, not a fault.
-    ``prompt_tokens``, ``completion_tokens`` and ``seconds``: what its attempts cost (0 when ``cached``)."""
-
-    prompt_tokens = 0
-    completion_tokens = 0
-    seconds = 0.0
+    """The model answered every attempt, never validly (after the re-asks): cached like a reply, not a fault."""
 
 
 class Pending(Exception):  # noqa: N818 (a state, not an error: not an LLMError, so no fallback swallows it)

@@ -9,7 +9,17 @@ from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from rpa_lib.llm import LLMError
-from rpa_lib.methods.base import Call, Context, ContextItem, Method, RetrievalSettings, chunk_items, traced
+from rpa_lib.methods.base import (
+    Call,
+    Context,
+    ContextItem,
+    Method,
+    RetrievalSettings,
+    charged,
+    chunk_items,
+    paid,
+    traced,
+)
 from rpa_lib.methods.gs import Selection, guided_selection, parse_window
 from rpa_lib.methods.prompts import (
     AE_KEYS,
@@ -79,7 +89,8 @@ class Amadeus(Method):
             calls[chunk.id] = self.trace("judge", reply)
             return reply.text == "yes"
 
-        selection = guided_selection(ranked, judge, s.max_iterations, s.slot_size, self.window)
+        with charged(calls.values()):  # a failed walk: every judge call it paid for, speculative ones included
+            selection = guided_selection(ranked, judge, s.max_iterations, s.slot_size, self.window)
         n = selection.examined
         judged = [(i, calls[c.id]) for i, c in enumerate(ranked[:n + selection.speculative]) if c.id in calls]
         trace = [call if i < n else replace(call, purpose="judge-speculative") for i, call in judged]
@@ -88,18 +99,18 @@ class Amadeus(Method):
     def attributes(self, character: str, question: str, chunks) -> tuple[dict[str, str], list[Call]]:
         """The Attribute Extractor: {"Belief and Value": ..., "Psychological Traits": ...} from the chunks."""
         name, work = self.dataset.profile(character)
-        calls: list[Call] = []
-        if self.settings.extract_format == "json":
-            reply = traced(calls, "extract", "structured", lambda: self.selector.structured(
-                extract_messages(name, work, question, chunks), AE_SCHEMA, max_tokens=200,
-                max_retries=self.settings.extract_retries))
-            if reply is not None:
-                return {label: str(reply.data.get(key, "")).strip() for key, label in AE_KEYS.items()}, calls
-        attributes = {}
-        for label in AE_KEYS.values():
-            text = self.selector.chat(extract_text_messages(name, work, question, chunks, label), max_tokens=60)
-            attributes[label] = text.text.strip()
-            calls.append(self.trace("extract-text", text))
+        with charged([]) as calls:
+            if self.settings.extract_format == "json":
+                reply = traced(calls, "extract", "structured", lambda: self.selector.structured(
+                    extract_messages(name, work, question, chunks), AE_SCHEMA, max_tokens=200,
+                    max_retries=self.settings.extract_retries))
+                if reply is not None:
+                    return {label: str(reply.data.get(key, "")).strip() for key, label in AE_KEYS.items()}, calls
+            attributes = {}
+            for label in AE_KEYS.values():
+                text = paid(calls, "extract-text", "chat", lambda label=label: self.selector.chat(
+                    extract_text_messages(name, work, question, chunks, label), max_tokens=60))
+                attributes[label] = text.text.strip()
         return attributes, calls
 
     def context(self, character: str, question: str) -> Context:
@@ -107,7 +118,8 @@ class Amadeus(Method):
         selection, calls = self.select(character, question)
         attributes: dict[str, str] = {}
         if self.settings.extract:
-            attributes, extract_calls = self.attributes(character, question, selection.selected)
+            with charged(calls):
+                attributes, extract_calls = self.attributes(character, question, selection.selected)
             calls += extract_calls
         sources = tuple(c.id for c in selection.selected)
         top_k = len(knowledge)

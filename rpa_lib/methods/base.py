@@ -1,17 +1,19 @@
 """The records and the base class every role-playing method shares: :meth:`Method.context` builds what the LLM
 will see (context items, calls spent, method-specific details), then :meth:`Method.respond` answers with the one
-role-play prompt. Building a method from its settings is :func:`rpa_lib.methods.build_method`'s job.
+role-play prompt. :func:`paid`, :func:`traced` and :func:`charged` trace the calls a method makes, a failed answer's
+included. Building a method from its settings is :func:`rpa_lib.methods.build_method`'s job.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from rpa_lib.data import Dataset
 from rpa_lib.display import response_html
-from rpa_lib.llm import LLMError
+from rpa_lib.llm import LLMError, LLMNoValidAnswer
 from rpa_lib.methods.prompts import respond_messages
 from rpa_lib.retrieval import Retriever, retriever
 from rpa_lib.splitters import SPLITTERS, Chunk
@@ -28,6 +30,7 @@ class Call:
     completion_tokens: int
     seconds: float
     output: str  # the reply text (choose: the chosen option)
+    coerced: bool = False  # choose: no option matched; the backend took the best-scored one (kept in the cache too)
 
     @classmethod
     def failed(cls, purpose: str, kind: str, error: Exception) -> Call:
@@ -124,7 +127,7 @@ class Method:
     @staticmethod
     def trace(purpose: str, reply) -> Call:
         return Call(purpose, reply.kind, reply.cached, reply.prompt_tokens, reply.completion_tokens,
-                    round(reply.seconds, 3), reply.text)
+                    round(reply.seconds, 3), reply.text, reply.coerced)
 
     def context(self, character: str, question: str) -> Context:
         """Everything the answer will see, and the calls spent building it (none by default)."""
@@ -133,21 +136,43 @@ class Method:
     def respond(self, character: str, question: str) -> Response:
         ctx = self.context(character, question)
         name, work = self.dataset.profile(character)
-        reply = self.llm.chat(respond_messages(name, work, question, ctx.items), max_tokens=self.settings.max_tokens)
-        return Response(character, question, self.name, reply.text.strip(), ctx.items,
-                        [*ctx.calls, self.trace("respond", reply)], ctx.details)
+        with charged([*ctx.calls]) as calls:
+            reply = paid(calls, "respond", "chat", lambda: self.llm.chat(
+                respond_messages(name, work, question, ctx.items), max_tokens=self.settings.max_tokens))
+        return Response(character, question, self.name, reply.text.strip(), ctx.items, calls, ctx.details)
 
 
 def chunk_items(role: str, chunks: Iterable[Chunk]) -> list[ContextItem]:
     return [ContextItem(role, c.text, (c.id,), c.context) for c in chunks]
 
 
-def traced(calls: list[Call], purpose: str, kind: str, call: Callable[[], Any]):
-    """``call()``'s reply, its trace appended to ``calls``; None when it raised an LLMError (traced as failed)."""
+@contextmanager
+def charged(calls: Iterable[Call]):
+    """On an exception, the calls in ``calls`` go on it as ``error.calls``, ahead of those an inner block put there,
+    so that a failed answer's row still counts every call it paid for (:func:`~rpa_lib.evaluation.runner.run_jobs`).
+    Each list is charged once, by the block that owns it: ``with charged(calls): paid(calls, ...)``."""
+    try:
+        yield calls
+    except Exception as e:
+        e.calls = [*calls, *getattr(e, "calls", ())]
+        raise
+
+
+def paid(calls: list[Call], purpose: str, kind: str, call: Callable[[], Any]):
+    """``call()``'s reply, its trace appended to ``calls``, failed or not (an LLMError is traced, then raised)."""
     try:
         reply = call()
     except LLMError as e:
         calls.append(Call.failed(purpose, kind, e))
-        return None
+        raise
     calls.append(Method.trace(purpose, reply))
     return reply
+
+
+def traced(calls: list[Call], purpose: str, kind: str, call: Callable[[], Any]):
+    """:func:`paid`, but None when the model gave no valid answer (after its re-asks): the case a fallback is for.
+    Any other failure (a fault that outlasted the retries, a refused key, a spent budget) is raised: the row fails."""
+    try:
+        return paid(calls, purpose, kind, call)
+    except LLMNoValidAnswer:
+        return None

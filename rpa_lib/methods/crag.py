@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from rpa_lib.methods.base import Call, Context, ContextItem, Method, RetrievalSettings, traced
+from rpa_lib.methods.base import Call, Context, ContextItem, Method, RetrievalSettings, charged, paid, traced
 from rpa_lib.methods.bm25 import CORPORA, CORPUS_WORDS, corpus_for
 from rpa_lib.methods.crag_prompts import (
     EVALUATOR_OPTIONS,
@@ -136,8 +136,8 @@ class Crag(Method):
                  calls: list[Call]) -> float:
         messages, options, score = ((grade_messages, GRADES, grade_score) if self.settings.evaluator == "scale"
                                     else (evaluator_messages, EVALUATOR_OPTIONS, relevance))
-        reply = self.llm.choose(messages(name, work, question, text, source), options)
-        calls.append(self.trace(purpose, reply))
+        reply = paid(calls, purpose, "choose",
+                     lambda: self.llm.choose(messages(name, work, question, text, source), options))
         return score(reply)
 
     def keywords(self, name: str, work: str, question: str, calls: list[Call]) -> list[str]:
@@ -187,26 +187,27 @@ class Crag(Method):
         s = self.settings
         name, work = self.dataset.profile(character)
         calls: list[Call] = []
-        chunks = self.search(character, question, s.k)
-        scores = {c.id: self.evaluate(name, work, question, c.text, c.context, "evaluate", calls) for c in chunks}
-        action = route(list(scores.values()), s.upper, s.lower)
-        internal: list[Strip] = []
-        external: list[Strip] = []
-        keywords: list[str] = []
-        examined = 0
-        if action in (CORRECT, AMBIGUOUS):
-            docs = [_Doc(c.body, c.context, "internal", chunk_ids=[c.id]) for c in chunks]
-            internal, n = self.refine(character, question, docs, calls)
-            examined += n
-        if action in (INCORRECT, AMBIGUOUS) and s.corpus != "none":
-            keywords = self.keywords(name, work, question, calls)
-            corpus = corpus_for(self.dataset, character, s.corpus)
-            hits = [f.passage for f in corpus.search(" ".join(keywords), s.search_k)]
-            names = {c: self.dataset.profile(c)[0] for c in {p.character for p in hits}}
-            docs = [_Doc(p.body, p.label, "external", prefix=f"{names[p.character]}: ",
-                         offset=p.start if p.character == character else None) for p in hits]
-            external, n = self.refine(character, question, docs, calls)
-            examined += n
+        with charged(calls):  # a failed answer's row still counts the calls it paid for
+            chunks = self.search(character, question, s.k)
+            scores = {c.id: self.evaluate(name, work, question, c.text, c.context, "evaluate", calls) for c in chunks}
+            action = route(list(scores.values()), s.upper, s.lower)
+            internal: list[Strip] = []
+            external: list[Strip] = []
+            keywords: list[str] = []
+            examined = 0
+            if action in (CORRECT, AMBIGUOUS):
+                docs = [_Doc(c.body, c.context, "internal", chunk_ids=[c.id]) for c in chunks]
+                internal, n = self.refine(character, question, docs, calls)
+                examined += n
+            if action in (INCORRECT, AMBIGUOUS) and s.corpus != "none":
+                keywords = self.keywords(name, work, question, calls)
+                corpus = corpus_for(self.dataset, character, s.corpus)
+                hits = [f.passage for f in corpus.search(" ".join(keywords), s.search_k)]
+                names = {c: self.dataset.profile(c)[0] for c in {p.character for p in hits}}
+                docs = [_Doc(p.body, p.label, "external", prefix=f"{names[p.character]}: ",
+                             offset=p.start if p.character == character else None) for p in hits]
+                external, n = self.refine(character, question, docs, calls)
+                examined += n
         items = [*(ContextItem("knowledge", t.text, tuple(t.chunk_ids), t.label) for t in internal),
                  *(ContextItem("external", t.text, tuple(t.chunk_ids), t.label) for t in external)]
         details = {"route": action, "chunk_scores": scores, "keywords": keywords, "strips_examined": examined,

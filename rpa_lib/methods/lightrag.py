@@ -15,7 +15,7 @@ from typing import Any
 
 from rpa_lib.embeddings import embed
 from rpa_lib.methods import lightrag_bridge as bridge
-from rpa_lib.methods.base import AnswerSettings, Context, ContextItem
+from rpa_lib.methods.base import AnswerSettings, Context, ContextItem, charged
 from rpa_lib.methods.graph_cache import (
     GraphIndexMethod,
     IndexCache,
@@ -230,14 +230,15 @@ class LightRAG(GraphIndexMethod):
         in_memory = key in _WORKSPACES
         ws = self.index(character, key)
         session = bridge.Session(self.llm, self.settings.llm_max_tokens)
-        result = bridge.run(bridge.in_session(session, ws.rag.aquery_llm(question, self.query_param())))
-        if session.fatal is not None:
-            raise session.fatal
-        metadata = result.get("metadata") or {}
-        no_results = (metadata.get("failure_reason") == "no_results"
-                      or result.get("message") == EMPTY_DATASET)  # nothing retrieved: an empty context, not an error
-        if result.get("status") == "failure" and not no_results:  # LightRAG caught an exception and said so
-            raise RuntimeError(f"LightRAG query failed: {result.get('message')}")
+        with charged(session.calls):  # a failed answer's row still counts the calls it paid for
+            result = bridge.run(bridge.in_session(session, ws.rag.aquery_llm(question, self.query_param())))
+            if session.fatal is not None:
+                raise session.fatal
+            metadata = result.get("metadata") or {}
+            no_results = (metadata.get("failure_reason") == "no_results"
+                          or result.get("message") == EMPTY_DATASET)  # nothing retrieved: an empty context, no error
+            if result.get("status") == "failure" and not no_results:  # LightRAG caught an exception and said so
+                raise RuntimeError(f"LightRAG query failed: {result.get('message')}")
         text = ((result.get("llm_response") or {}).get("content") or "").strip()
         empty = (no_results or not text or bridge.lightrag_modules().PROMPTS["fail_response"].strip() in text
                  or "[no-context]" in text)

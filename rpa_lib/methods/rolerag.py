@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from rpa_lib.embeddings import embed
-from rpa_lib.methods.base import Call, Context, ContextItem, RetrievalSettings, traced
+from rpa_lib.methods.base import Context, ContextItem, RetrievalSettings, charged, traced
 from rpa_lib.methods.graph_cache import GraphIndexMethod, IndexCache, build_path, index_key, text_hash
 from rpa_lib.methods.registry import register
 from rpa_lib.methods.rolerag_graph import (
@@ -133,14 +133,14 @@ class RoleRAG(GraphIndexMethod):
         g = self.index(character, key)
         graph, me = g.graph, g.node
         name, work = self.dataset.profile(character)
-        calls: list[Call] = []
-        reply = traced(calls, "hypothetical", "chat", lambda: self.llm.chat(
-            hypothetical_messages(name, work, question), max_tokens=120)) if s.hypothetical else None
-        hypothetical = reply.text.strip() if reply else ""
         profile = graph.nodes[me]["description"]
-        reply = traced(calls, "analyse", "structured", lambda: self.llm.structured(
-            analysis_messages(name, work, profile, question, hypothetical), ANALYSIS_SCHEMA, max_tokens=400,
-            max_retries=s.extract_retries))
+        with charged([]) as calls:  # a failed answer's row still counts the calls it paid for
+            reply = traced(calls, "hypothetical", "chat", lambda: self.llm.chat(
+                hypothetical_messages(name, work, question), max_tokens=120)) if s.hypothetical else None
+            hypothetical = reply.text.strip() if reply else ""
+            reply = traced(calls, "analyse", "structured", lambda: self.llm.structured(
+                analysis_messages(name, work, profile, question, hypothetical), ANALYSIS_SCHEMA, max_tokens=400,
+                max_retries=s.extract_retries))
         failed = reply is None
         entities = [] if failed else [
             {"name": " ".join(str(e["name"]).split()), "type": entity_type(e.get("type")),

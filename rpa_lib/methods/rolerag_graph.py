@@ -120,7 +120,7 @@ class GraphBuilder:
         self.failed: Counter = Counter()  # failed calls by purpose
 
     def ask(self, purpose: str, kind: str, fn):
-        """``fn()``'s reply, traced; None when it failed (counted)."""
+        """``fn()``'s reply, traced; None when it got no valid answer (counted); any other failure fails the build."""
         reply = traced(self.calls, purpose, kind, fn)
         if reply is None:
             self.failed[purpose] += 1
