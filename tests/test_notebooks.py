@@ -383,13 +383,35 @@ def test_changed_data_parameters_or_environment_run_again(counting, monkeypatch,
     assert (out / "results" / "02.txt").read_text() == "second2"
     monkeypatch.setenv("RPA_LLM_MODEL", "another-model")
     assert run() == {"01": 3, "02": 3}
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-not-an-input")  # a key changes no result, and never enters a stamp
-    assert run() == {"01": 3, "02": 3}
-    assert "sk-not-an-input" not in "".join(p.read_text() for p in (paths.cache_dir() / "reproduce").glob("*.json"))
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-not-an-input")  # having a key picks gpt-4.1 for llm: null
+    assert run() == {"01": 4, "02": 4}
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-another-key")  # which key it is changes no result
+    assert run() == {"01": 4, "02": 4}
+    assert "-key" not in "".join(p.read_text() for p in (paths.cache_dir() / "reproduce").glob("*.json"))
     copy = tmp_path / "copy"
     shutil.copytree(paths.DATA_DIR, copy)
     (tmp_path / "tiny.yaml").write_text((tmp_path / "tiny.yaml").read_text() + f"notebooks:\n  02_two: {{data_dir: {copy}}}\n")
-    assert run() == {"01": 3, "02": 4}  # its parameters changed (the same data in another folder), not the first's
+    assert run() == {"01": 4, "02": 5}  # its parameters changed (the same data in another folder), not the first's
+
+
+def test_settings_count_as_the_llm_layer_reads_them_and_a_key_only_as_set(tmp_path, monkeypatch):
+    """``.env`` counts as the environment does (which wins over it): the LLM layer reads both. A key counts by being
+    set, which picks the default LLM (gpt-4.1 for ``llm: null``), never by its value."""
+    from rpa_lib.run import stamps
+
+    nothing = stamps.environment_settings()
+    (tmp_path / ".env").write_text("RPA_LLM_MODEL=openai:qwen3\nRPA_LLM_BASE_URL=http://127.0.0.1:8000/v1\n")
+    assert stamps.environment_settings() == {**nothing, "RPA_LLM_BASE_URL": "http://127.0.0.1:8000/v1",
+                                             "RPA_LLM_MODEL": "openai:qwen3"}
+    monkeypatch.setenv("RPA_LLM_MODEL", "openai:other")
+    assert stamps.environment_settings()["RPA_LLM_MODEL"] == "openai:other"
+    (tmp_path / ".env").write_text("OPENAI_API_KEY=sk-sentinel-one\n")
+    monkeypatch.delenv("RPA_LLM_MODEL")
+    in_dotenv = stamps.environment_settings()
+    assert in_dotenv == {**nothing, "OPENAI_API_KEY": "set"}
+    (tmp_path / ".env").unlink()
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-sentinel-two")
+    assert stamps.environment_settings() == in_dotenv
 
 
 def test_an_edited_or_deleted_output_and_an_upstream_rerun_run_again(counting):
