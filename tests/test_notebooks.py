@@ -293,6 +293,39 @@ def test_a_kernel_starts_in_notebooks_and_this_process_never_changes_directory(t
     assert waits == [reproduce.KERNEL_SHUTDOWN_SECONDS] == [1.0]
 
 
+def test_the_users_dotenv_wins_over_the_profiles_env(tmp_path):
+    """As the environment does: PROFILE=paper must not make a judge set in .env gpt-4.1 at OpenAI."""
+    from rpa_lib.llm.config import setting
+
+    (tmp_path / ".env").write_text("RPA_JUDGE_MODEL=my-judge\n")
+    with reproduce.profile_environment({"env": {"RPA_JUDGE_MODEL": "gpt-4.1", "RPA_PRICE_IN": 2}}):
+        assert setting("RPA_JUDGE_MODEL") == "my-judge" and os.environ["RPA_PRICE_IN"] == "2"
+    assert "RPA_PRICE_IN" not in os.environ
+
+
+def test_relative_folders_mean_the_same_to_the_runner_and_its_kernels(tmp_path, monkeypatch):
+    """A kernel starts in notebooks/: a relative cache or index folder and --output-dir reach it as the folders they
+    name where the run started, and the runner itself uses those."""
+    monkeypatch.setattr(reproduce, "_papermill", run_in_this_process)  # what the kernel is given is what counts
+    books, here = tmp_path / "notebooks", tmp_path / "elsewhere"
+    books.mkdir()
+    here.mkdir()
+    write_notebook(books / "01_where.ipynb", "import os\nfrom pathlib import Path\nPath(results_dir).mkdir(parents=True)\n"
+                   f"Path(results_dir, 'env.txt').write_text(' '.join(os.environ[k] for k in {reproduce.FOLDER_SETTINGS}))")
+    monkeypatch.setattr(paths, "NOTEBOOKS_DIR", books)
+    monkeypatch.setattr(paths, "PROFILES_DIR", tmp_path)
+    monkeypatch.setattr(paths, "ROOT", tmp_path / "repository")  # where the old runner put a relative --output-dir
+    (tmp_path / "tiny.yaml").write_text("description: one fixture notebook\ndefaults: {}\n")
+    monkeypatch.chdir(here)
+    monkeypatch.setenv("RPA_CACHE_DIR", "cold-cache")
+    monkeypatch.setenv("RPA_INDEX_DIR", "../indexes")
+    reproduce.run("tiny", output_dir=Path("out"))
+    seen = (here / "out" / "results" / "env.txt").read_text().split()
+    assert seen == [str(here / "cold-cache"), str(tmp_path / "indexes"), os.environ["RPA_USER_DATA_DIR"], str(here / "out")]
+    assert list((here / "cold-cache" / "reproduce").glob("01_where-*.json")) and (here / "out" / "notebooks").is_dir()
+    assert os.environ["RPA_CACHE_DIR"] == "cold-cache"  # put back as it was
+
+
 # ---------------------------------------------------------------- up to date: skipped without a kernel
 
 COUNT = ("from pathlib import Path\nout = Path(results_dir); out.mkdir(parents=True, exist_ok=True)\n"

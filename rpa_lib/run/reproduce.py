@@ -43,6 +43,7 @@ from rpa_lib.run.rounds import batch_mode, run_rounds
 from rpa_lib.text import read_jsonl
 
 PATH_PARAMETERS = ("data_dir", "figures_dir", "results_dir")
+FOLDER_SETTINGS = ("RPA_CACHE_DIR", "RPA_INDEX_DIR", "RPA_USER_DATA_DIR", "RPA_OUTPUT_DIR")  # rpa_lib.paths reads them
 # errors only: the kernel's warning about TCP without encryption (on 127.0.0.1, signed) would split the progress lines
 KERNEL_ARGUMENTS = ["--IPKernelApp.log_level=ERROR"]
 # Seconds a kernel is given to exit once its notebook is done, half before SIGTERM and half before SIGKILL
@@ -108,9 +109,11 @@ def _run_id() -> str:
 
 
 def profile_environment(profile: dict):
-    """The profile's ``env`` and ``HF_HUB_OFFLINE=1``, where not set already, for a ``with`` block."""
-    env = {**(profile.get("env") or {}), "HF_HUB_OFFLINE": "1"}
-    return environment(**{k: str(v) for k, v in env.items() if k not in os.environ})
+    """For a ``with`` block: the profile's ``env`` and ``HF_HUB_OFFLINE=1`` where the user's environment or ``.env``
+    does not set them, and the folder settings made absolute here (a kernel starts in ``notebooks/``)."""
+    env = {k: str(v) for k, v in {**(profile.get("env") or {}), "HF_HUB_OFFLINE": "1"}.items() if setting(k) is None}
+    folders = {k: os.path.abspath(v) for k in FOLDER_SETTINGS if (v := env.get(k) or os.environ.get(k))}
+    return environment(**{**env, **folders})
 
 
 def budget_of(profile: dict) -> float | None:
@@ -195,6 +198,7 @@ def run(profile_name: str = "quick", only: list[str] | None = None, output_dir: 
     """Execute the notebooks that are not up to date (all with ``force``), under the run's budget, in batch rounds
     when ``batch`` (or the profile's ``batch``) names a mode."""
     profile = load_profile(profile_name)
+    output_dir = output_dir and Path(os.path.abspath(output_dir))  # kernels start elsewhere (notebooks/)
     with profile_environment(profile):
         books = notebooks(only)
         limit = budget_of(profile)
