@@ -406,6 +406,22 @@ def test_the_model_check_covers_the_notebooks_that_will_run(counting, monkeypatc
     assert checked == [["01_one", "02_two"], [], ["02_two"], ["01_one", "02_two"]]
 
 
+def test_batch_rounds_run_only_the_notebooks_that_will_run(counting, monkeypatch):
+    """A round of an up-to-date notebook would pay for look-ahead answers that no run reads."""
+    run, out = counting
+    for name in ("01_one", "02_two"):  # both use an LLM
+        write_notebook(paths.NOTEBOOKS_DIR / f"{name}.ipynb", COUNT.format(name[:2]),
+                       "from rpa_lib.llm import get_llm\nget_llm('fake')")
+    rounds = []
+    monkeypatch.setattr(reproduce, "run_rounds", lambda stems, *args, **kwargs: rounds.append(stems))
+    run(batch="local")
+    run(batch="local")
+    (out / "results" / "02.txt").write_text("edited by hand")
+    run(batch="local")
+    run(batch="local", force=True)
+    assert rounds == [["01_one", "02_two"], [], ["02_two"], ["01_one", "02_two"]]
+
+
 def test_changed_data_parameters_or_environment_run_again(counting, monkeypatch, tmp_path):
     run, out = counting
     run()

@@ -209,13 +209,14 @@ def run(profile_name: str = "quick", only: list[str] | None = None, output_dir: 
             mode = {"budget_usd": float(limit), "budget_ledger": str(ledger)}
             check_prices(books, profile, output_dir, mode)
         library = stamps.library_digest()
-        check_models(books if force else pending(books, profile, output_dir, library), profile, output_dir)
+        todo = books if force else pending(books, profile, output_dir, library)
+        check_models(todo, profile, output_dir)
         if limit is not None:
             print(f"budget: {usd(limit)} for the uncached LLM calls of this run (ledger {ledger})", flush=True)
             budget = Budget(limit, ledger)
         try:
             if batch:
-                return batch_run(profile_name, profile, books, output_dir, force, batch, mode, budget, library)
+                return batch_run(profile_name, profile, books, todo, output_dir, force, batch, mode, budget, library)
             return _run(profile_name, profile, books, output_dir, force, mode, library)
         except BudgetExceeded as e:  # a batch round held more than is left: the run's one line
             raise SystemExit(str(e)) from None
@@ -224,16 +225,16 @@ def run(profile_name: str = "quick", only: list[str] | None = None, output_dir: 
                 print(f"budget: ${budget.spent:.4f} of {usd(limit)} spent", flush=True)
 
 
-def batch_run(profile_name: str, profile: dict, books: list[Path], output_dir: Path | None, force: bool, batch: str,
-              mode: dict, budget: Budget | None, library: str) -> list[dict]:
-    """Batch rounds of the notebooks that use an LLM (:func:`rpa_lib.run.rounds.run_rounds`), then :func:`_run` in
-    batch mode, every answer in. Results in ``<cache>/batch`` (a restart resumes), each run's rounds in its
-    ``runs/`` folder."""
+def batch_run(profile_name: str, profile: dict, books: list[Path], todo: list[Path], output_dir: Path | None,
+              force: bool, batch: str, mode: dict, budget: Budget | None, library: str) -> list[dict]:
+    """Batch rounds of the notebooks of ``todo`` (those of ``books`` that will run) that use an LLM
+    (:func:`rpa_lib.run.rounds.run_rounds`), then :func:`_run` of ``books`` in batch mode, every answer in. Results
+    in ``<cache>/batch`` (a restart resumes), each run's rounds in its ``runs/`` folder."""
     if batch not in BATCH_MODES:
         raise SystemExit(f"--batch must be one of {', '.join(BATCH_MODES)}, not {batch!r}")
     store = paths.cache_dir() / "batch"
     run_dir = store / "runs" / _run_id()
-    by_stem = {nb.stem: nb for nb in books if uses_llm(nb)}
+    by_stem = {nb.stem: nb for nb in todo if uses_llm(nb)}  # an up-to-date notebook would pay for unused answers
     print(f"batch: {batch} rounds for {', '.join(by_stem) or 'no notebook'}; results in {store}, rounds in {run_dir}",
           flush=True)
 
