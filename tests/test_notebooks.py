@@ -79,6 +79,21 @@ def test_parameters_for_the_smoke_profile(tmp_path):
     assert "llm" not in params and "embedder" not in params  # not declared by this notebook
 
 
+def test_every_folder_parameter_is_made_absolute_and_counts_by_content(tmp_path, monkeypatch):
+    """A kernel starts in notebooks/, so a relative human_ratings_dir found nothing; a stamp counts an absolute
+    folder by content, so a sheet added there re-runs the notebook."""
+    from rpa_lib.run import stamps
+
+    monkeypatch.setattr(paths, "ROOT", tmp_path)
+    (tmp_path / "ratings" / "set-1").mkdir(parents=True)
+    book = paths.NOTEBOOKS_DIR / "06_human_evaluation.ipynb"
+    params = reproduce.parameters_for(book, {"notebooks": {book.stem: {"human_ratings_dir": "ratings"}}}, None)
+    assert params["human_ratings_dir"] == str(tmp_path / "ratings")
+    before = stamps.inputs_digest(book, params, [], library="the library")
+    (tmp_path / "ratings" / "set-1" / "rater01.csv").write_text("sample_id,rating\ns1,4\n")
+    assert stamps.inputs_digest(book, params, [], library="the library") != before
+
+
 def test_unknown_profile_and_notebook_selection():
     with pytest.raises(SystemExit, match=r"unknown profile 'nope' .*known: .*smoke"):
         reproduce.load_profile("nope")

@@ -42,7 +42,6 @@ from rpa_lib.run.profiles import BATCH_MODES, load_profile, notebooks
 from rpa_lib.run.rounds import batch_mode, run_rounds
 from rpa_lib.text import read_jsonl
 
-PATH_PARAMETERS = ("data_dir", "figures_dir", "results_dir")
 FOLDER_SETTINGS = ("RPA_CACHE_DIR", "RPA_INDEX_DIR", "RPA_USER_DATA_DIR", "RPA_OUTPUT_DIR")  # rpa_lib.paths reads them
 # errors only: the kernel's warning about TCP without encryption (on 127.0.0.1, signed) would split the progress lines
 KERNEL_ARGUMENTS = ["--IPKernelApp.log_level=ERROR"]
@@ -55,15 +54,16 @@ KERNEL_SHUTDOWN_SECONDS = 1.0
 
 
 def parameters_for(notebook: Path, profile: dict, output_dir: Path | None, *, outputs_in: Path | None = None) -> dict:
-    """The profile's parameters that this notebook declares, with relative paths made absolute; ``output_dir``
+    """The profile's parameters that this notebook declares, each ``*_dir`` made absolute (relative to the
+    repository: a kernel starts in ``notebooks/``, and a stamp counts an absolute path by content); ``output_dir``
     holds the outputs the profile does not place, ``outputs_in`` all of them (a dry run's or a batch round's)."""
     declared = parameters(notebook)
     params = {**(profile.get("defaults") or {}), **((profile.get("notebooks") or {}).get(notebook.stem) or {})}
     if output_dir:
         params.setdefault("figures_dir", str(output_dir / "figures"))
         params.setdefault("results_dir", str(output_dir / "results"))
-    for key in PATH_PARAMETERS:
-        if params.get(key) and not Path(params[key]).is_absolute():
+    for key in [k for k in params if k.endswith("_dir")]:
+        if isinstance(params[key], str) and params[key] and not Path(params[key]).is_absolute():
             params[key] = str(paths.ROOT / params[key])
     if outputs_in:
         params.update(figures_dir=str(outputs_in / "figures"), results_dir=str(outputs_in / "results"))
