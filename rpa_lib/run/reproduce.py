@@ -133,15 +133,20 @@ def with_mode(params: dict, declared: dict, mode: dict) -> dict:
 
 
 def check_prices(books: list[Path], profile: dict, output_dir: Path | None, mode: dict) -> None:
-    """SystemExit before anything runs when a notebook's LLM or judge has no known price (no budget can hold it);
-    builds the backend objects only."""
+    """SystemExit before anything runs when a notebook's LLM, judge, ``gs_llm`` or one of its ``rater_models`` has
+    no known price (no budget can hold it); builds the backend objects only."""
     for nb in books:
         declared, params = parameters(nb), parameters_for(nb, profile, output_dir)
+        llm = _value(params, declared, "llm")
         try:
             if "llm" in declared:
-                get_llm(params.get("llm"), cache=False, mode=mode)
+                get_llm(llm, cache=False, mode=mode)
             if "evaluator_llm" in declared:
-                judge_llm(params.get("evaluator_llm"), default=params.get("llm"), cache=False, mode=mode)
+                judge_llm(_value(params, declared, "evaluator_llm"), default=llm, cache=False, mode=mode)
+            if gs := _value(params, declared, "gs_llm"):  # None: the role-play LLM's
+                get_llm(gs, role="gs", cache=False, mode=mode)
+            for spec in _value(params, declared, "rater_models") or []:
+                judge_llm(spec, cache=False, mode=mode)
         except (LLMError, ValueError) as e:
             raise SystemExit(f"{nb.stem}: cannot run under the budget: {e}") from None
 
