@@ -101,6 +101,8 @@ def test_unknown_profile_and_notebook_selection():
     assert [p.stem for p in reproduce.notebooks(["01_dataset"])] == ["01_dataset"]
     with pytest.raises(SystemExit, match="no notebook matches --only 99"):
         reproduce.notebooks(["99"])
+    with pytest.raises(SystemExit, match="no notebook matches --only 5; notebooks: 00_explore, "):
+        reproduce.notebooks(["04", "5"])  # 04 alone would run
 
 
 # ---------------------------------------------------------------- the smoke run
@@ -533,6 +535,9 @@ def test_a_failed_notebook_leaves_no_stamp(counting, monkeypatch):
     ("notebooks:\n  02_similarity_scores:\n    k: five\n", "notebooks.02_similarity_scores.k: expected int, got str"),
     ("defaults: [1, 2\n", "not valid YAML (line 2: "),
     ("surprise: 1\n", "unknown top-level key(s) surprise"),
+    ("notebooks:\n  - 01_dataset\n", "notebooks: expected a mapping of name: value, got ['01_dataset']"),
+    ("env:\n  - RPA_JUDGE_MODEL=gpt-4.1\n", "env: expected a mapping of name: value, got ['RPA_JUDGE_MODEL=gpt-4.1']"),
+    ("env:\n  RPA_JUDGE_MODEL:\n", "env.RPA_JUDGE_MODEL: expected a string or a number, got None"),
 ])
 def test_profile_errors_name_the_file_and_the_key(tmp_path, monkeypatch, text, message):
     monkeypatch.setattr(paths, "PROFILES_DIR", tmp_path)
