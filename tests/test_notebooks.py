@@ -279,6 +279,21 @@ def test_failing_notebook_stops_the_run(tmp_path, monkeypatch, capsys):
 
 
 
+def test_a_dead_kernel_is_reported_like_a_failing_notebook(tmp_path, monkeypatch, capsys):
+    books = tmp_path / "notebooks"
+    books.mkdir()
+    write_notebook(books / "01_dies.ipynb", "import os\nos._exit(9)  # as the kernel dies when memory runs out")
+    monkeypatch.setattr(paths, "NOTEBOOKS_DIR", books)
+    monkeypatch.setattr(paths, "PROFILES_DIR", tmp_path)
+    (tmp_path / "tiny.yaml").write_text("description: one fixture notebook\ndefaults: {}\n")
+    with pytest.raises(SystemExit) as info:
+        reproduce.run("tiny", output_dir=tmp_path / "out")
+    assert info.value.code == 1
+    captured = capsys.readouterr()
+    assert "[1/1] 01_dies: FAILED" in captured.out and "01_dies.ipynb: the kernel died" in captured.err
+    assert str(tmp_path / "out" / "notebooks" / "01_dies.ipynb") in captured.err
+
+
 def test_a_kernel_starts_in_notebooks_and_this_process_never_changes_directory(tmp_path, monkeypatch):
     """JupyterLab's working directory for the kernel; none for the runner, whose plan runs notebooks from threads.
     The finished kernel is given the runner's second to exit, not jupyter_client's five."""

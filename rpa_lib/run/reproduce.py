@@ -305,9 +305,10 @@ def _run(profile_name: str, profile: dict, books: list[Path], output_dir: Path |
 
 
 def _papermill(nb: Path, executed: Path, params: dict) -> str | None:
-    """Execute ``nb`` to ``executed``: None, or the failure as "cell N raised Error: message"."""
+    """Execute ``nb`` to ``executed``: None, or the failure as "cell N raised Error: message" or "the kernel died"."""
     without_iri_grammars()  # papermill -> nbformat -> jsonschema: a plan's workers and the command line start here
     import papermill
+    from nbclient.exceptions import DeadKernelError
     from traitlets.config import Config
 
     try:
@@ -319,6 +320,8 @@ def _papermill(nb: Path, executed: Path, params: dict) -> str | None:
                                    config=Config(KernelManager={"shutdown_wait_time": KERNEL_SHUTDOWN_SECONDS}))
     except papermill.PapermillExecutionError as e:
         return f"cell {e.exec_count} raised {e.ename}: {e.evalue}"
+    except DeadKernelError as e:  # out of memory, a crash in native code, os._exit
+        return f"the kernel died ({e})"
     return None
 
 
