@@ -153,6 +153,9 @@ def test_panel_ratings_go_through_the_sheets_and_the_reader(samples, tmp_path):
     rule = persona_rule({"psychologist": "3", "close-reader": "4", "fact-checker": "2"})
     panel = llm_panel(["psychologist", "close-reader", "fact-checker"], [FakeLLM(rule)])
     sid = sample_set_id(samples)
+    with pytest.raises(FileNotFoundError, match=f"human_ratings_dir {tmp_path / 'nobody'}: no such folder"):
+        table2_ratings(samples, sid, panel=panel, sheets_dir=tmp_path / "llm", human_dir=tmp_path / "nobody")
+    (tmp_path / "nobody").mkdir()  # no sheets for this sample set: the panel rates
     table, source, verdicts = table2_ratings(samples, sid, panel=panel, sheets_dir=tmp_path / "llm",
                                              human_dir=tmp_path / "nobody", progress=False)
     assert source == LLM_SOURCE

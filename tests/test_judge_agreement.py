@@ -248,6 +248,9 @@ def synthetic_people(ladder, offset: int) -> dict[str, dict[str, int]]:
 
 def test_human_dimension_sheets_replace_the_ladder_with_no_code_change(dataset, ladder, tmp_path):
     sid = ladder_set_id(ladder)
+    with pytest.raises(FileNotFoundError, match="human_ratings_dir .*human: no such folder"):
+        rating_source(ladder, sid, tmp_path / "human")  # a mistyped folder is no silent fallback to the ladder
+    (tmp_path / "human").mkdir()
     assert rating_source(ladder, sid, tmp_path / "human")[1] == LADDER_SOURCE
     folder = tmp_path / "human" / sid
     written, kept = export_dimension_sheets(ladder, 3, folder, sid)

@@ -79,6 +79,21 @@ def test_parameters_for_the_smoke_profile(tmp_path):
     assert "llm" not in params and "embedder" not in params  # not declared by this notebook
 
 
+def test_every_folder_parameter_is_made_absolute_and_counts_by_content(tmp_path, monkeypatch):
+    """A kernel starts in notebooks/, so a relative human_ratings_dir found nothing; a stamp counts an absolute
+    folder by content, so a sheet added there re-runs the notebook."""
+    from rpa_lib.run import stamps
+
+    monkeypatch.setattr(paths, "ROOT", tmp_path)
+    (tmp_path / "ratings" / "set-1").mkdir(parents=True)
+    book = paths.NOTEBOOKS_DIR / "06_human_evaluation.ipynb"
+    params = reproduce.parameters_for(book, {"notebooks": {book.stem: {"human_ratings_dir": "ratings"}}}, None)
+    assert params["human_ratings_dir"] == str(tmp_path / "ratings")
+    before = stamps.inputs_digest(book, params, [], library="the library")
+    (tmp_path / "ratings" / "set-1" / "rater01.csv").write_text("sample_id,rating\ns1,4\n")
+    assert stamps.inputs_digest(book, params, [], library="the library") != before
+
+
 def test_unknown_profile_and_notebook_selection():
     with pytest.raises(SystemExit, match=r"unknown profile 'nope' .*known: .*smoke"):
         reproduce.load_profile("nope")
@@ -86,6 +101,8 @@ def test_unknown_profile_and_notebook_selection():
     assert [p.stem for p in reproduce.notebooks(["01_dataset"])] == ["01_dataset"]
     with pytest.raises(SystemExit, match="no notebook matches --only 99"):
         reproduce.notebooks(["99"])
+    with pytest.raises(SystemExit, match="no notebook matches --only 5; notebooks: 00_explore, "):
+        reproduce.notebooks(["04", "5"])  # 04 alone would run
 
 
 # ---------------------------------------------------------------- the smoke run
@@ -262,6 +279,21 @@ def test_failing_notebook_stops_the_run(tmp_path, monkeypatch, capsys):
 
 
 
+def test_a_dead_kernel_is_reported_like_a_failing_notebook(tmp_path, monkeypatch, capsys):
+    books = tmp_path / "notebooks"
+    books.mkdir()
+    write_notebook(books / "01_dies.ipynb", "import os\nos._exit(9)  # as the kernel dies when memory runs out")
+    monkeypatch.setattr(paths, "NOTEBOOKS_DIR", books)
+    monkeypatch.setattr(paths, "PROFILES_DIR", tmp_path)
+    (tmp_path / "tiny.yaml").write_text("description: one fixture notebook\ndefaults: {}\n")
+    with pytest.raises(SystemExit) as info:
+        reproduce.run("tiny", output_dir=tmp_path / "out")
+    assert info.value.code == 1
+    captured = capsys.readouterr()
+    assert "[1/1] 01_dies: FAILED" in captured.out and "01_dies.ipynb: the kernel died" in captured.err
+    assert str(tmp_path / "out" / "notebooks" / "01_dies.ipynb") in captured.err
+
+
 def test_a_kernel_starts_in_notebooks_and_this_process_never_changes_directory(tmp_path, monkeypatch):
     """JupyterLab's working directory for the kernel; none for the runner, whose plan runs notebooks from threads.
     The finished kernel is given the runner's second to exit, not jupyter_client's five."""
@@ -291,6 +323,39 @@ def test_a_kernel_starts_in_notebooks_and_this_process_never_changes_directory(t
     reproduce.run("tiny", output_dir=tmp_path / "out")
     assert (tmp_path / "out" / "results" / "cwd.txt").read_text() == str(books)
     assert waits == [reproduce.KERNEL_SHUTDOWN_SECONDS] == [1.0]
+
+
+def test_the_users_dotenv_wins_over_the_profiles_env(tmp_path):
+    """As the environment does: PROFILE=paper must not make a judge set in .env gpt-4.1 at OpenAI."""
+    from rpa_lib.llm.config import setting
+
+    (tmp_path / ".env").write_text("RPA_JUDGE_MODEL=my-judge\n")
+    with reproduce.profile_environment({"env": {"RPA_JUDGE_MODEL": "gpt-4.1", "RPA_PRICE_IN": 2}}):
+        assert setting("RPA_JUDGE_MODEL") == "my-judge" and os.environ["RPA_PRICE_IN"] == "2"
+    assert "RPA_PRICE_IN" not in os.environ
+
+
+def test_relative_folders_mean_the_same_to_the_runner_and_its_kernels(tmp_path, monkeypatch):
+    """A kernel starts in notebooks/: a relative cache or index folder and --output-dir reach it as the folders they
+    name where the run started, and the runner itself uses those."""
+    monkeypatch.setattr(reproduce, "_papermill", run_in_this_process)  # what the kernel is given is what counts
+    books, here = tmp_path / "notebooks", tmp_path / "elsewhere"
+    books.mkdir()
+    here.mkdir()
+    write_notebook(books / "01_where.ipynb", "import os\nfrom pathlib import Path\nPath(results_dir).mkdir(parents=True)\n"
+                   f"Path(results_dir, 'env.txt').write_text(' '.join(os.environ[k] for k in {reproduce.FOLDER_SETTINGS}))")
+    monkeypatch.setattr(paths, "NOTEBOOKS_DIR", books)
+    monkeypatch.setattr(paths, "PROFILES_DIR", tmp_path)
+    monkeypatch.setattr(paths, "ROOT", tmp_path / "repository")  # where the old runner put a relative --output-dir
+    (tmp_path / "tiny.yaml").write_text("description: one fixture notebook\ndefaults: {}\n")
+    monkeypatch.chdir(here)
+    monkeypatch.setenv("RPA_CACHE_DIR", "cold-cache")
+    monkeypatch.setenv("RPA_INDEX_DIR", "../indexes")
+    reproduce.run("tiny", output_dir=Path("out"))
+    seen = (here / "out" / "results" / "env.txt").read_text().split()
+    assert seen == [str(here / "cold-cache"), str(tmp_path / "indexes"), os.environ["RPA_USER_DATA_DIR"], str(here / "out")]
+    assert list((here / "cold-cache" / "reproduce").glob("01_where-*.json")) and (here / "out" / "notebooks").is_dir()
+    assert os.environ["RPA_CACHE_DIR"] == "cold-cache"  # put back as it was
 
 
 # ---------------------------------------------------------------- up to date: skipped without a kernel
@@ -373,6 +438,22 @@ def test_the_model_check_covers_the_notebooks_that_will_run(counting, monkeypatc
     assert checked == [["01_one", "02_two"], [], ["02_two"], ["01_one", "02_two"]]
 
 
+def test_batch_rounds_run_only_the_notebooks_that_will_run(counting, monkeypatch):
+    """A round of an up-to-date notebook would pay for look-ahead answers that no run reads."""
+    run, out = counting
+    for name in ("01_one", "02_two"):  # both use an LLM
+        write_notebook(paths.NOTEBOOKS_DIR / f"{name}.ipynb", COUNT.format(name[:2]),
+                       "from rpa_lib.llm import get_llm\nget_llm('fake')")
+    rounds = []
+    monkeypatch.setattr(reproduce, "run_rounds", lambda stems, *args, **kwargs: rounds.append(stems))
+    run(batch="local")
+    run(batch="local")
+    (out / "results" / "02.txt").write_text("edited by hand")
+    run(batch="local")
+    run(batch="local", force=True)
+    assert rounds == [["01_one", "02_two"], [], ["02_two"], ["01_one", "02_two"]]
+
+
 def test_changed_data_parameters_or_environment_run_again(counting, monkeypatch, tmp_path):
     run, out = counting
     run()
@@ -383,13 +464,35 @@ def test_changed_data_parameters_or_environment_run_again(counting, monkeypatch,
     assert (out / "results" / "02.txt").read_text() == "second2"
     monkeypatch.setenv("RPA_LLM_MODEL", "another-model")
     assert run() == {"01": 3, "02": 3}
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-not-an-input")  # a key changes no result, and never enters a stamp
-    assert run() == {"01": 3, "02": 3}
-    assert "sk-not-an-input" not in "".join(p.read_text() for p in (paths.cache_dir() / "reproduce").glob("*.json"))
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-not-an-input")  # having a key picks gpt-4.1 for llm: null
+    assert run() == {"01": 4, "02": 4}
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-another-key")  # which key it is changes no result
+    assert run() == {"01": 4, "02": 4}
+    assert "-key" not in "".join(p.read_text() for p in (paths.cache_dir() / "reproduce").glob("*.json"))
     copy = tmp_path / "copy"
     shutil.copytree(paths.DATA_DIR, copy)
     (tmp_path / "tiny.yaml").write_text((tmp_path / "tiny.yaml").read_text() + f"notebooks:\n  02_two: {{data_dir: {copy}}}\n")
-    assert run() == {"01": 3, "02": 4}  # its parameters changed (the same data in another folder), not the first's
+    assert run() == {"01": 4, "02": 5}  # its parameters changed (the same data in another folder), not the first's
+
+
+def test_settings_count_as_the_llm_layer_reads_them_and_a_key_only_as_set(tmp_path, monkeypatch):
+    """``.env`` counts as the environment does (which wins over it): the LLM layer reads both. A key counts by being
+    set, which picks the default LLM (gpt-4.1 for ``llm: null``), never by its value."""
+    from rpa_lib.run import stamps
+
+    nothing = stamps.environment_settings()
+    (tmp_path / ".env").write_text("RPA_LLM_MODEL=openai:qwen3\nRPA_LLM_BASE_URL=http://127.0.0.1:8000/v1\n")
+    assert stamps.environment_settings() == {**nothing, "RPA_LLM_BASE_URL": "http://127.0.0.1:8000/v1",
+                                             "RPA_LLM_MODEL": "openai:qwen3"}
+    monkeypatch.setenv("RPA_LLM_MODEL", "openai:other")
+    assert stamps.environment_settings()["RPA_LLM_MODEL"] == "openai:other"
+    (tmp_path / ".env").write_text("OPENAI_API_KEY=sk-sentinel-one\n")
+    monkeypatch.delenv("RPA_LLM_MODEL")
+    in_dotenv = stamps.environment_settings()
+    assert in_dotenv == {**nothing, "OPENAI_API_KEY": "set"}
+    (tmp_path / ".env").unlink()
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-sentinel-two")
+    assert stamps.environment_settings() == in_dotenv
 
 
 def test_an_edited_or_deleted_output_and_an_upstream_rerun_run_again(counting):
@@ -447,6 +550,9 @@ def test_a_failed_notebook_leaves_no_stamp(counting, monkeypatch):
     ("notebooks:\n  02_similarity_scores:\n    k: five\n", "notebooks.02_similarity_scores.k: expected int, got str"),
     ("defaults: [1, 2\n", "not valid YAML (line 2: "),
     ("surprise: 1\n", "unknown top-level key(s) surprise"),
+    ("notebooks:\n  - 01_dataset\n", "notebooks: expected a mapping of name: value, got ['01_dataset']"),
+    ("env:\n  - RPA_JUDGE_MODEL=gpt-4.1\n", "env: expected a mapping of name: value, got ['RPA_JUDGE_MODEL=gpt-4.1']"),
+    ("env:\n  RPA_JUDGE_MODEL:\n", "env.RPA_JUDGE_MODEL: expected a string or a number, got None"),
 ])
 def test_profile_errors_name_the_file_and_the_key(tmp_path, monkeypatch, text, message):
     monkeypatch.setattr(paths, "PROFILES_DIR", tmp_path)

@@ -225,6 +225,17 @@ def test_reproduce_refuses_to_start_when_a_notebook_model_has_no_price(tmp_path,
     assert dict(os.environ) == before  # the profile's env (its judge) is not left behind for later tests
 
 
+@pytest.mark.parametrize("notebook, setting", [("03_chunk_usage", "gs_llm: openai:my-served-model"),
+                                               ("06_human_evaluation", "rater_models: [fake, my-served-model]")])
+def test_reproduce_checks_the_price_of_every_llm_a_notebook_declares(tmp_path, notebook, setting):
+    """Not only the role-play LLM and the judge: GS's own LLM and the rater panel's would stop the run midway."""
+    profile = tmp_path / "served.yaml"
+    profile.write_text(f"defaults: {{llm: fake, evaluator_llm: fake}}\nbudget_usd: 1\nnotebooks:\n  {notebook}: {{{setting}}}\n")
+    with pytest.raises(SystemExit, match=rf"{notebook}: cannot run under the budget: .*'my-served-model' is unknown"):
+        reproduce.run(str(profile), [notebook[:2]], output_dir=tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
 def test_budget_usd_in_a_profile_is_checked(tmp_path, monkeypatch):
     monkeypatch.setattr(paths, "PROFILES_DIR", tmp_path)
     (tmp_path / "bad.yaml").write_text("budget_usd: -3\n")

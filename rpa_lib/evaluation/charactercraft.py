@@ -28,7 +28,7 @@ from rpa_lib.evaluation.charactercraft_prompts import (
     dimension_messages,
     options,
 )
-from rpa_lib.evaluation.human import HUMAN_RATINGS_DIR, HUMAN_SOURCE, rater_names
+from rpa_lib.evaluation.human import HUMAN_SOURCE, rater_names, ratings_folder
 from rpa_lib.evaluation.known_quality import LADDER_SOURCE, ladder_levels
 from rpa_lib.evaluation.metrics.agreement import kendall_tau
 from rpa_lib.evaluation.metrics.charactercraft import DIMENSIONS
@@ -162,8 +162,9 @@ def export_dimension_sheets(ladder: pd.DataFrame, raters: int, folder: Path, sam
 
 def human_levels(ladder: pd.DataFrame, sample_set: str, human_dir: Path | None = None) -> pd.DataFrame | None:
     """People's mean rating per (reply, dimension) from ``<human_dir>/<sample_set>/`` (columns reply_id,
-    dimension, level, raters); None when no sheet there holds a rating."""
-    folder = Path(human_dir or HUMAN_RATINGS_DIR) / sample_set
+    dimension, level, raters); None when no sheet there holds a rating; FileNotFoundError for a ``human_dir`` that is
+    no folder."""
+    folder = ratings_folder(human_dir, sample_set)
     if not folder.is_dir():
         return None
     rated, _, _ = read_sheets(folder, expected_ids=list(ladder.reply_id), sample_set=sample_set, allow_missing=True,

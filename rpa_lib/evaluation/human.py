@@ -187,13 +187,23 @@ def write_panel_sheets(samples: pd.DataFrame, verdicts: pd.DataFrame, folder: Pa
     return written
 
 
+def ratings_folder(human_dir: Path | str | None, sample_set: str) -> Path:
+    """``<human_dir>/<sample_set>`` (None: ``data/human_ratings``); FileNotFoundError for a ``human_dir`` that is no
+    folder, whose sheets would otherwise be left out without a word. ``ratings_folder(None, "s1").name == "s1"``"""
+    if human_dir and not Path(human_dir).is_dir():
+        raise FileNotFoundError(f"human_ratings_dir {human_dir}: no such folder (a relative one is read from "
+                                f"{Path.cwd()})")
+    return Path(human_dir or HUMAN_RATINGS_DIR) / sample_set
+
+
 def table2_ratings(samples: pd.DataFrame, sample_set: str, *, panel: Sequence[LLMRater], sheets_dir: Path,
                    human_dir: Path | None = None, calibrate: bool = False,
                    progress: bool = True) -> tuple[pd.DataFrame, str, pd.DataFrame]:
     """``(table, source, verdicts)``: people's rated sheets in ``<human_dir>/<sample_set>/`` when there are any (the
     panel not asked; SheetError for one that cannot be read or does not match ``samples``), else the panel's ratings
-    written to ``sheets_dir`` and read back by the same reader. ``table``: samples x raters."""
-    folder = Path(human_dir or HUMAN_RATINGS_DIR) / sample_set
+    written to ``sheets_dir`` and read back by the same reader. ``table``: samples x raters. FileNotFoundError for
+    a ``human_dir`` that is no folder."""
+    folder = ratings_folder(human_dir, sample_set)
     if folder.is_dir():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # "not yet rated" sheets: listed in attrs

@@ -47,6 +47,12 @@ def load_profile(name: str) -> dict:
         raise SystemExit(f"{path}: budget_usd: expected a non-negative number of dollars, got {budget!r}")
     if profile.get("batch") is not None and profile["batch"] not in BATCH_MODES:
         raise SystemExit(f"{path}: batch: expected one of {', '.join(BATCH_MODES)}, got {profile['batch']!r}")
+    for section in ("notebooks", "env"):
+        if not isinstance(profile.get(section) or {}, dict):
+            raise SystemExit(f"{path}: {section}: expected a mapping of name: value, got {profile[section]!r}")
+    for key, value in (profile.get("env") or {}).items():
+        if isinstance(value, bool) or not isinstance(value, str | int | float):  # null would be set as "None"
+            raise SystemExit(f"{path}: env.{key}: expected a string or a number, got {value!r}")
     check_profile(path, profile)
     return profile
 
@@ -78,10 +84,15 @@ def check_profile(path: Path, profile: dict) -> None:
 
 
 def notebooks(only: list[str] | None = None) -> list[Path]:
-    """The numbered notebooks (``NN_name.ipynb``) in order; ``only`` keeps those whose number or name match."""
+    """The numbered notebooks (``NN_name.ipynb``) in order; ``only`` keeps those whose number or name match, each
+    entry at least one."""
     found = sorted(p for p in paths.NOTEBOOKS_DIR.glob("[0-9][0-9]_*.ipynb"))
     if only:
-        found = [p for p in found if any(p.stem == o or p.stem.startswith(f"{o}_") or p.stem[:2] == o for o in only)]
-        if not found:
-            raise SystemExit(f"no notebook matches --only {','.join(only)}")
+        def matches(p: Path, o: str) -> bool:
+            return p.stem == o or p.stem.startswith(f"{o}_") or p.stem[:2] == o
+
+        if unmatched := [o for o in only if not any(matches(p, o) for p in found)]:
+            raise SystemExit(f"no notebook matches --only {','.join(unmatched)}; notebooks: "
+                             f"{', '.join(p.stem for p in found)}")
+        found = [p for p in found if any(matches(p, o) for o in only)]
     return found

@@ -42,7 +42,7 @@ from rpa_lib.run.profiles import BATCH_MODES, load_profile, notebooks
 from rpa_lib.run.rounds import batch_mode, run_rounds
 from rpa_lib.text import read_jsonl
 
-PATH_PARAMETERS = ("data_dir", "figures_dir", "results_dir")
+FOLDER_SETTINGS = ("RPA_CACHE_DIR", "RPA_INDEX_DIR", "RPA_USER_DATA_DIR", "RPA_OUTPUT_DIR")  # rpa_lib.paths reads them
 # errors only: the kernel's warning about TCP without encryption (on 127.0.0.1, signed) would split the progress lines
 KERNEL_ARGUMENTS = ["--IPKernelApp.log_level=ERROR"]
 # Seconds a kernel is given to exit once its notebook is done, half before SIGTERM and half before SIGKILL
@@ -54,15 +54,16 @@ KERNEL_SHUTDOWN_SECONDS = 1.0
 
 
 def parameters_for(notebook: Path, profile: dict, output_dir: Path | None, *, outputs_in: Path | None = None) -> dict:
-    """The profile's parameters that this notebook declares, with relative paths made absolute; ``output_dir``
+    """The profile's parameters that this notebook declares, each ``*_dir`` made absolute (relative to the
+    repository: a kernel starts in ``notebooks/``, and a stamp counts an absolute path by content); ``output_dir``
     holds the outputs the profile does not place, ``outputs_in`` all of them (a dry run's or a batch round's)."""
     declared = parameters(notebook)
     params = {**(profile.get("defaults") or {}), **((profile.get("notebooks") or {}).get(notebook.stem) or {})}
     if output_dir:
         params.setdefault("figures_dir", str(output_dir / "figures"))
         params.setdefault("results_dir", str(output_dir / "results"))
-    for key in PATH_PARAMETERS:
-        if params.get(key) and not Path(params[key]).is_absolute():
+    for key in [k for k in params if k.endswith("_dir")]:
+        if isinstance(params[key], str) and params[key] and not Path(params[key]).is_absolute():
             params[key] = str(paths.ROOT / params[key])
     if outputs_in:
         params.update(figures_dir=str(outputs_in / "figures"), results_dir=str(outputs_in / "results"))
@@ -108,9 +109,11 @@ def _run_id() -> str:
 
 
 def profile_environment(profile: dict):
-    """The profile's ``env`` and ``HF_HUB_OFFLINE=1``, where not set already, for a ``with`` block."""
-    env = {**(profile.get("env") or {}), "HF_HUB_OFFLINE": "1"}
-    return environment(**{k: str(v) for k, v in env.items() if k not in os.environ})
+    """For a ``with`` block: the profile's ``env`` and ``HF_HUB_OFFLINE=1`` where the user's environment or ``.env``
+    does not set them, and the folder settings made absolute here (a kernel starts in ``notebooks/``)."""
+    env = {k: str(v) for k, v in {**(profile.get("env") or {}), "HF_HUB_OFFLINE": "1"}.items() if setting(k) is None}
+    folders = {k: os.path.abspath(v) for k in FOLDER_SETTINGS if (v := env.get(k) or os.environ.get(k))}
+    return environment(**{**env, **folders})
 
 
 def budget_of(profile: dict) -> float | None:
@@ -130,15 +133,20 @@ def with_mode(params: dict, declared: dict, mode: dict) -> dict:
 
 
 def check_prices(books: list[Path], profile: dict, output_dir: Path | None, mode: dict) -> None:
-    """SystemExit before anything runs when a notebook's LLM or judge has no known price (no budget can hold it);
-    builds the backend objects only."""
+    """SystemExit before anything runs when a notebook's LLM, judge, ``gs_llm`` or one of its ``rater_models`` has
+    no known price (no budget can hold it); builds the backend objects only."""
     for nb in books:
         declared, params = parameters(nb), parameters_for(nb, profile, output_dir)
+        llm = _value(params, declared, "llm")
         try:
             if "llm" in declared:
-                get_llm(params.get("llm"), cache=False, mode=mode)
+                get_llm(llm, cache=False, mode=mode)
             if "evaluator_llm" in declared:
-                judge_llm(params.get("evaluator_llm"), default=params.get("llm"), cache=False, mode=mode)
+                judge_llm(_value(params, declared, "evaluator_llm"), default=llm, cache=False, mode=mode)
+            if gs := _value(params, declared, "gs_llm"):  # None: the role-play LLM's
+                get_llm(gs, role="gs", cache=False, mode=mode)
+            for spec in _value(params, declared, "rater_models") or []:
+                judge_llm(spec, cache=False, mode=mode)
         except (LLMError, ValueError) as e:
             raise SystemExit(f"{nb.stem}: cannot run under the budget: {e}") from None
 
@@ -195,6 +203,7 @@ def run(profile_name: str = "quick", only: list[str] | None = None, output_dir: 
     """Execute the notebooks that are not up to date (all with ``force``), under the run's budget, in batch rounds
     when ``batch`` (or the profile's ``batch``) names a mode."""
     profile = load_profile(profile_name)
+    output_dir = output_dir and Path(os.path.abspath(output_dir))  # kernels start elsewhere (notebooks/)
     with profile_environment(profile):
         books = notebooks(only)
         limit = budget_of(profile)
@@ -205,13 +214,14 @@ def run(profile_name: str = "quick", only: list[str] | None = None, output_dir: 
             mode = {"budget_usd": float(limit), "budget_ledger": str(ledger)}
             check_prices(books, profile, output_dir, mode)
         library = stamps.library_digest()
-        check_models(books if force else pending(books, profile, output_dir, library), profile, output_dir)
+        todo = books if force else pending(books, profile, output_dir, library)
+        check_models(todo, profile, output_dir)
         if limit is not None:
             print(f"budget: {usd(limit)} for the uncached LLM calls of this run (ledger {ledger})", flush=True)
             budget = Budget(limit, ledger)
         try:
             if batch:
-                return batch_run(profile_name, profile, books, output_dir, force, batch, mode, budget, library)
+                return batch_run(profile_name, profile, books, todo, output_dir, force, batch, mode, budget, library)
             return _run(profile_name, profile, books, output_dir, force, mode, library)
         except BudgetExceeded as e:  # a batch round held more than is left: the run's one line
             raise SystemExit(str(e)) from None
@@ -220,16 +230,16 @@ def run(profile_name: str = "quick", only: list[str] | None = None, output_dir: 
                 print(f"budget: ${budget.spent:.4f} of {usd(limit)} spent", flush=True)
 
 
-def batch_run(profile_name: str, profile: dict, books: list[Path], output_dir: Path | None, force: bool, batch: str,
-              mode: dict, budget: Budget | None, library: str) -> list[dict]:
-    """Batch rounds of the notebooks that use an LLM (:func:`rpa_lib.run.rounds.run_rounds`), then :func:`_run` in
-    batch mode, every answer in. Results in ``<cache>/batch`` (a restart resumes), each run's rounds in its
-    ``runs/`` folder."""
+def batch_run(profile_name: str, profile: dict, books: list[Path], todo: list[Path], output_dir: Path | None,
+              force: bool, batch: str, mode: dict, budget: Budget | None, library: str) -> list[dict]:
+    """Batch rounds of the notebooks of ``todo`` (those of ``books`` that will run) that use an LLM
+    (:func:`rpa_lib.run.rounds.run_rounds`), then :func:`_run` of ``books`` in batch mode, every answer in. Results
+    in ``<cache>/batch`` (a restart resumes), each run's rounds in its ``runs/`` folder."""
     if batch not in BATCH_MODES:
         raise SystemExit(f"--batch must be one of {', '.join(BATCH_MODES)}, not {batch!r}")
     store = paths.cache_dir() / "batch"
     run_dir = store / "runs" / _run_id()
-    by_stem = {nb.stem: nb for nb in books if uses_llm(nb)}
+    by_stem = {nb.stem: nb for nb in todo if uses_llm(nb)}  # an up-to-date notebook would pay for unused answers
     print(f"batch: {batch} rounds for {', '.join(by_stem) or 'no notebook'}; results in {store}, rounds in {run_dir}",
           flush=True)
 
@@ -295,9 +305,10 @@ def _run(profile_name: str, profile: dict, books: list[Path], output_dir: Path |
 
 
 def _papermill(nb: Path, executed: Path, params: dict) -> str | None:
-    """Execute ``nb`` to ``executed``: None, or the failure as "cell N raised Error: message"."""
+    """Execute ``nb`` to ``executed``: None, or the failure as "cell N raised Error: message" or "the kernel died"."""
     without_iri_grammars()  # papermill -> nbformat -> jsonschema: a plan's workers and the command line start here
     import papermill
+    from nbclient.exceptions import DeadKernelError
     from traitlets.config import Config
 
     try:
@@ -309,6 +320,8 @@ def _papermill(nb: Path, executed: Path, params: dict) -> str | None:
                                    config=Config(KernelManager={"shutdown_wait_time": KERNEL_SHUTDOWN_SECONDS}))
     except papermill.PapermillExecutionError as e:
         return f"cell {e.exec_count} raised {e.ename}: {e.evalue}"
+    except DeadKernelError as e:  # out of memory, a crash in native code, os._exit
+        return f"the kernel died ({e})"
     return None
 
 

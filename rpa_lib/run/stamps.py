@@ -70,9 +70,14 @@ def _setting(value: str):
 
 
 def environment_settings() -> dict:
-    """The ``RPA_*`` and ``OPENAI_*`` settings that can change a result (no secret, no storage setting)."""
-    return {k: _setting(v) for k, v in sorted(os.environ.items()) if k.startswith(ENV_PREFIXES)
-            and k not in NOT_INPUTS and not any(w in k.upper() for w in SECRET_WORDS)}
+    """The ``RPA_*`` and ``OPENAI_*`` settings that can change a result, as the LLM layer's ``setting`` finds them
+    (the environment, else ``.env``); a key or token only as set, since having one picks the default LLM; no
+    storage setting."""
+    from rpa_lib.llm import config
+
+    found = {k: v for source in (config.read_dotenv(config.DOTENV), os.environ) for k, v in source.items() if v}
+    return {k: "set" if any(w in k.upper() for w in SECRET_WORDS) else _setting(v) for k, v in sorted(found.items())
+            if k.startswith(ENV_PREFIXES) and k not in NOT_INPUTS}
 
 
 def inputs_digest(notebook: Path, params: dict, upstream: list[str | None], library: str | None = None) -> str:
