@@ -25,10 +25,10 @@ FAST = 0.01  # seconds between polls
 REPO = Path(__file__).resolve().parents[1]
 
 
-def request(i: int, model: str = "gpt-4.1-mini") -> dict:
+def request(i: int, model: str = "gpt-4.1-mini", max_tokens: int = 64) -> dict:
     return {"custom_id": f"req-{i:03d}", "method": "POST", "url": "/v1/chat/completions",
             "body": {"model": model, "messages": [{"role": "user", "content": f"What do you fear, number {i}?"}],
-                     "temperature": 0.0, "max_tokens": 64, "seed": 0}}
+                     "temperature": 0.0, "max_tokens": max_tokens, "seed": 0}}
 
 
 def text(result: dict) -> str:
@@ -144,7 +144,8 @@ def test_a_killed_round_resumes_without_uploading_or_starting_anything_again(tmp
         with pytest.raises(Killed):
             run(lines, tmp_path, KilledAt(client, where), progress=False)
         assert (server.uploads, server.created) == (1, 1)
-        results = run(lines, tmp_path, client, progress=False)  # the same command again
+        # the same command again, under a budget: the batch found running is held and booked like one started here
+        results = run(lines, tmp_path, client, progress=False, budget=Budget(1.0))
         assert (server.uploads, server.created) == (1, 1)
     assert sorted(results) == [line["custom_id"] for line in lines] and all("body" in r for r in results.values())
 
@@ -287,3 +288,18 @@ def test_without_a_client_it_builds_the_backends_and_never_stores_the_key(tmp_pa
         assert server.created == 1 and server.authorizations == {f"Bearer {key}"}
     assert text(results["req-000"]).startswith("echo: ")
     assert not [p for p in tmp_path.rglob("*") if p.is_file() and key.encode() in p.read_bytes()]
+
+
+def test_a_restarted_round_counts_the_batches_already_running_before_it_starts_another(tmp_path):
+    lines = [request(i, model="gpt-4.1", max_tokens=50_000) for i in range(2)]  # about $0.20 each at batch price
+    with BatchServer() as server:
+        client = client_for(server)
+        for _ in range(2):  # the first run starts part 1 and is stopped at part 2; so is the same command again
+            budget = Budget(0.35, tmp_path / "budget.json")  # a new process: it holds nothing
+            with pytest.raises(BudgetExceeded, match="batch 2 of 1 requests"):
+                run(lines, tmp_path, client, progress=False, limits=Limits(requests=1), budget=budget)
+            assert server.created == 1
+        results = run(lines, tmp_path, client, progress=False, limits=Limits(requests=1),
+                      budget=Budget(0.5, tmp_path / "budget.json"))
+        assert server.created == 2 and sorted(results) == ["req-000", "req-001"]
+    assert json.loads((tmp_path / "budget.json").read_text())["spent"] == pytest.approx(summary(tmp_path)["usd"])

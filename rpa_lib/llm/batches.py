@@ -205,6 +205,9 @@ class _OpenAI:
         if self._client is None:  # the backend's client: RPA_LLM_BASE_URL, OPENAI_API_KEY, its retries and timeout
             self._client = OpenAILLM(self.model, base_url=setting("RPA_LLM_BASE_URL"), cache=False).openai_client()
         client = self._client
+        for part in parts:  # batches started before a restart count before another one starts
+            if part.batch_id is not None:
+                self._hold_started(part, setup)
         for part in parts:
             self._submit(client, part, ledger, setup)
 
@@ -231,10 +234,17 @@ class _OpenAI:
         if part.batch_id is None:
             recent = client.batches.list(limit=100).data if resumed else []  # one page: the newest batches
             found = next((b for b in recent if b.input_file_id == part.file_id), None)
+            if found:
+                self._hold_started(part, setup)
             batch = found or self._start(client, part, setup)
             ledger.update(part, batch_id=batch.id, status=batch.status)
             setup.say(f"round {part.round} batch {part.n}: {len(part.custom_ids)} requests "
                       f"{'found' if found else 'submitted'} as {batch.id}")
+
+    def _hold_started(self, part: Part, setup: _Setup) -> None:
+        """Hold the estimate of a part whose batch another process started, unless this one holds it already."""
+        if self.budget is not None and (part.round, part.n) not in self._holds:
+            self._holds[part.round, part.n] = self.budget.hold_started(_estimate(setup.file(part, "requests")))
 
     def _start(self, client: Any, part: Part, setup: _Setup) -> Any:
         """Create the part's batch, under the budget's hold of its estimated cost when there is a budget."""
@@ -266,8 +276,7 @@ class _OpenAI:
         if self.budget is not None:
             answers = [r for r in kept.values() if "error" not in r]
             cost = sum(batch_cost(model, *usage) or 0.0 for model, usage in _usages(answers))
-            hold = self._holds.pop((part.round, part.n), None)  # None: started before a restart, held nothing here
-            self.budget.settle(0.0 if hold is None else hold.estimate, cost, len(answers))
+            self.budget.settle(self._holds.pop((part.round, part.n)).estimate, cost, len(answers))
 
 
 def _estimate(path: Path) -> float:
