@@ -19,6 +19,7 @@ from benchmarks.batch_server import BatchServer
 from benchmarks.mock_server import chat_completion, default_answer
 from rpa_lib.llm import Budget, BudgetExceeded, LLMFatalError
 from rpa_lib.llm.batches import Limits, batch_price, jsonl, parse_results, run_round, split_lines, summary
+from rpa_lib.llm.retry import RetryPolicy
 from rpa_lib.llm.usage import Price
 
 FAST = 0.01  # seconds between polls
@@ -119,7 +120,10 @@ class KilledAt:
 
     def __init__(self, client: openai.OpenAI, where: str):
         self.files, self._batches, self.where = client.files, client.batches, where
-        self.batches = self
+        self.batches, self._client, self.max_retries = self, client, client.max_retries
+
+    def with_options(self, **options):
+        return KilledAt(self._client.with_options(**options), self.where)
 
     def create(self, **params):
         batch = self._batches.create(**params)
@@ -303,3 +307,15 @@ def test_a_restarted_round_counts_the_batches_already_running_before_it_starts_a
                       budget=Budget(0.5, tmp_path / "budget.json"))
         assert server.created == 2 and sorted(results) == ["req-000", "req-001"]
     assert json.loads((tmp_path / "budget.json").read_text())["spent"] == pytest.approx(summary(tmp_path)["usd"])
+
+
+def test_a_batch_whose_creation_reply_was_lost_is_found_not_created_again(tmp_path):
+    with BatchServer(create_faults=["lost", "refused"]) as server:
+        client = openai.OpenAI(base_url=server.base_url, api_key="sk-test", max_retries=2)
+        client.retry_policy = RetryPolicy(base_delay=FAST)  # as the backend's client has; no wait for a test
+        # the first batch is created but its reply lost: found by its input file, not created twice
+        results = run([request(0)], tmp_path, client, progress=False)
+        assert server.created == 1 and "body" in results["req-000"]
+        # the next is refused outright (nothing created, nothing found): created at the next try
+        results = run([request(1)], tmp_path, client, progress=False)
+        assert server.created == 2 and "body" in results["req-001"]
