@@ -96,7 +96,8 @@ class OpenAILLM(LLM):
 
     def __init__(self, model: str = "gpt-4.1", *, base_url: str | None = None, api_key: str | None = None,
                  cache: Any = True, max_workers: int = 8, retry=None, timeout: float | None = None,
-                 choose_mode: str | None = None, structured_mode: str | None = None):
+                 choose_mode: str | None = None, structured_mode: str | None = None, role: str = "RPA_LLM"):
+        self.role = role  # the prefix of the settings that gave its key: a batch round's client is built from them
         self.choose_mode = modes.checked("choose", choose_mode)
         self.structured_mode = modes.checked("structured", structured_mode)
         self.model, self.timeout = model, request_timeout(timeout)
