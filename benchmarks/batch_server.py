@@ -11,7 +11,10 @@ Outcomes are scripted per batch, in the order the batches are created (``outcome
 after the script): ``"completed"``; ``"expired"`` (the first half of the lines answered, the others in the error
 file as ``batch_expired``); ``"failed_lines"`` (every second line answered with an HTTP 400 in the error file);
 ``"cancelled"`` (as if someone cancelled it: cancelling, then cancelled, the first half answered, the others
-``batch_cancelled``); ``"failed"`` (validation fails: status failed, ``errors`` naming line 1, no output). It counts
+``batch_cancelled``); ``"failed"`` (validation fails: status failed, ``errors`` naming line 1, no output). Faults of
+``POST /v1/batches`` are scripted per request (``create_faults=["lost"]``; none after the script): ``"lost"`` (the
+batch is created but the reply is an HTTP 500, as when it is lost on the way), ``"refused"`` (an HTTP 503, nothing
+created). It counts
 uploads, created batches and retrievals, keeps every uploaded file and the Authorization headers it received;
 ``paused`` holds every batch where it is.
 
@@ -31,6 +34,7 @@ import time
 from benchmarks.mock_server import Answer, JSONHandler, Server, chat_completion, default_answer
 
 OUTCOMES = ("completed", "expired", "failed_lines", "cancelled", "failed")
+CREATE_FAULTS = ("lost", "refused")
 ENDPOINT = "/v1/chat/completions"
 _FILE_CONTENT = re.compile(r"/v1/files/([^/]+)/content$")
 _BATCH = re.compile(r"/v1/batches/([^/]+)$")
@@ -42,12 +46,13 @@ _NEXT = {"validating": "in_progress", "in_progress": "finalizing", "finalizing":
 class BatchServer:
     """``with BatchServer(outcomes=["expired"]) as server: OpenAI(base_url=server.base_url, api_key="x")``."""
 
-    def __init__(self, answer: Answer | None = None, *, outcomes: list[str] | tuple[str, ...] = (), port: int = 0):
-        unknown = set(outcomes) - set(OUTCOMES)
-        if unknown:
-            raise ValueError(f"unknown outcomes {sorted(unknown)}; known: {OUTCOMES}")
+    def __init__(self, answer: Answer | None = None, *, outcomes: list[str] | tuple[str, ...] = (),
+                 create_faults: list[str] | tuple[str, ...] = (), port: int = 0):
+        for name, given, known in (("outcomes", outcomes, OUTCOMES), ("create faults", create_faults, CREATE_FAULTS)):
+            if set(given) - set(known):
+                raise ValueError(f"unknown {name} {sorted(set(given) - set(known))}; known: {known}")
         self.answer = answer or default_answer
-        self.outcomes, self.port = list(outcomes), port
+        self.outcomes, self.create_faults, self.port = list(outcomes), list(create_faults), port
         self.files: dict[str, dict] = {}  # id -> the file object, its content under "content" (bytes)
         self.batches: dict[str, dict] = {}  # id -> the batch object, its scripted outcome under "outcome"
         self.uploads = self.created = self.retrievals = 0
@@ -228,8 +233,13 @@ def _handler(server: BatchServer) -> type[JSONHandler]:
                 body = json.loads(raw or b"{}")
                 if body.get("input_file_id") not in server.files or body.get("endpoint") != ENDPOINT:
                     return self._error(400, f"unknown input file or endpoint other than {ENDPOINT}")
-                return self._send(200, _public(server.create(body["input_file_id"], body["endpoint"],
-                                                             body.get("completion_window", "24h"))))
+                fault = server.create_faults.pop(0) if server.create_faults else None
+                if fault == "refused":
+                    return self._error(503, "overloaded, nothing created (mock)")
+                batch = server.create(body["input_file_id"], body["endpoint"], body.get("completion_window", "24h"))
+                if fault == "lost":
+                    return self._error(500, "the batch was created but this reply is lost (mock)")
+                return self._send(200, _public(batch))
             return self._error(404, f"no route {self.path}")
 
     return Handler

@@ -4,6 +4,7 @@ tables, and the loop that ends when a round has no miss."""
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 
@@ -21,7 +22,7 @@ from rpa_lib.evaluation.runner import (
     run_verdicts,
 )
 from rpa_lib.experiment import Experiment
-from rpa_lib.llm import Budget, FakeLLM, LLMError, RunMode
+from rpa_lib.llm import Budget, FakeLLM, LLMError, RunMode, get_llm, judge_llm
 from rpa_lib.llm.batches import run_round
 from rpa_lib.llm.openai_backend import OpenAILLM
 from rpa_lib.llm.reply import Pending
@@ -221,3 +222,37 @@ def test_two_dependent_calls_take_two_openai_batch_rounds_and_then_hit_the_cache
         assert len(server.batches) == 2 and all(b["status"] == "completed" for b in server.batches.values())
     # the server is gone: a synchronous call of either is a cache hit
     assert real.chat(QUESTION).cached and real.chat(QUESTION).text == f"echo: {QUESTION[0]['content']}"
+
+
+def test_each_roles_batch_goes_with_that_roles_credentials_and_no_file_holds_them(tmp_path, monkeypatch):
+    """The role-play LLM (OPENAI_API_KEY), GS (RPA_GS_API_KEY) and the judge (credentials in RPA_JUDGE_BASE_URL), one
+    model on one server: a batch each, sent as that role's synchronous calls would be."""
+    secrets = {"OPENAI_API_KEY": "sk-llm-secret-0123456789", "RPA_GS_API_KEY": "sk-gs-secret-0123456789"}
+    with BatchServer() as server:
+        judge_url = server.base_url.replace("http://", "http://judge:pw-secret-0123456789@")
+        for name, value in {**secrets, "RPA_LLM_BASE_URL": server.base_url, "RPA_GS_BASE_URL": server.base_url,
+                            "RPA_JUDGE_MODEL": "gpt-4.1-mini", "RPA_JUDGE_BASE_URL": judge_url}.items():
+            monkeypatch.setenv(name, value)
+
+        def collect(notebook, mode, scratch):
+            waiting = None
+            llms = (get_llm("gpt-4.1-mini", mode=mode), get_llm("gpt-4.1-mini", role="gs", mode=mode),
+                    judge_llm(mode=mode))
+            for n, llm in enumerate(llms):
+                try:  # a question of its own each: the same request would be one line, whoever asks it
+                    llm.chat([{"role": "user", "content": f"Who are you, number {n}?"}])
+                except Pending as exc:
+                    waiting = str(exc)
+            return waiting
+
+        entries = run_rounds(["05_qa_evaluation"], collect, mode="openai", store=tmp_path / "store",
+                             run_dir=tmp_path / "run", build=FakeLLM, progress=False,
+                             send=lambda lines, **options: run_round(lines, poll_seconds=0.01, **options))
+        assert [(e["calls"], e["answered"]) for e in entries] == [(3, 3)] and server.created == 3
+        basic = base64.b64encode(b"judge:pw-secret-0123456789").decode()
+        assert server.authorizations == {f"Bearer {secrets['OPENAI_API_KEY']}", f"Bearer {secrets['RPA_GS_API_KEY']}",
+                                         f"Basic {basic}"}
+    misses = read_jsonl(tmp_path / "run" / "round-01" / "05_qa_evaluation.misses.jsonl")
+    assert [line["role"] for line in misses] == ["RPA_LLM", "RPA_GS", "RPA_JUDGE"]  # the role's name, not its key
+    written = [p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()]
+    assert not [s for s in [*secrets.values(), "pw-secret-0123456789"] if any(s.encode() in b for b in written)]

@@ -19,16 +19,17 @@ from benchmarks.batch_server import BatchServer
 from benchmarks.mock_server import chat_completion, default_answer
 from rpa_lib.llm import Budget, BudgetExceeded, LLMFatalError
 from rpa_lib.llm.batches import Limits, batch_price, jsonl, parse_results, run_round, split_lines, summary
+from rpa_lib.llm.retry import RetryPolicy
 from rpa_lib.llm.usage import Price
 
 FAST = 0.01  # seconds between polls
 REPO = Path(__file__).resolve().parents[1]
 
 
-def request(i: int, model: str = "gpt-4.1-mini") -> dict:
+def request(i: int, model: str = "gpt-4.1-mini", max_tokens: int = 64) -> dict:
     return {"custom_id": f"req-{i:03d}", "method": "POST", "url": "/v1/chat/completions",
             "body": {"model": model, "messages": [{"role": "user", "content": f"What do you fear, number {i}?"}],
-                     "temperature": 0.0, "max_tokens": 64, "seed": 0}}
+                     "temperature": 0.0, "max_tokens": max_tokens, "seed": 0}}
 
 
 def text(result: dict) -> str:
@@ -119,7 +120,10 @@ class KilledAt:
 
     def __init__(self, client: openai.OpenAI, where: str):
         self.files, self._batches, self.where = client.files, client.batches, where
-        self.batches = self
+        self.batches, self._client, self.max_retries = self, client, client.max_retries
+
+    def with_options(self, **options):
+        return KilledAt(self._client.with_options(**options), self.where)
 
     def create(self, **params):
         batch = self._batches.create(**params)
@@ -144,7 +148,8 @@ def test_a_killed_round_resumes_without_uploading_or_starting_anything_again(tmp
         with pytest.raises(Killed):
             run(lines, tmp_path, KilledAt(client, where), progress=False)
         assert (server.uploads, server.created) == (1, 1)
-        results = run(lines, tmp_path, client, progress=False)  # the same command again
+        # the same command again, under a budget: the batch found running is held and booked like one started here
+        results = run(lines, tmp_path, client, progress=False, budget=Budget(1.0))
         assert (server.uploads, server.created) == (1, 1)
     assert sorted(results) == [line["custom_id"] for line in lines] and all("body" in r for r in results.values())
 
@@ -287,3 +292,30 @@ def test_without_a_client_it_builds_the_backends_and_never_stores_the_key(tmp_pa
         assert server.created == 1 and server.authorizations == {f"Bearer {key}"}
     assert text(results["req-000"]).startswith("echo: ")
     assert not [p for p in tmp_path.rglob("*") if p.is_file() and key.encode() in p.read_bytes()]
+
+
+def test_a_restarted_round_counts_the_batches_already_running_before_it_starts_another(tmp_path):
+    lines = [request(i, model="gpt-4.1", max_tokens=50_000) for i in range(2)]  # about $0.20 each at batch price
+    with BatchServer() as server:
+        client = client_for(server)
+        for _ in range(2):  # the first run starts part 1 and is stopped at part 2; so is the same command again
+            budget = Budget(0.35, tmp_path / "budget.json")  # a new process: it holds nothing
+            with pytest.raises(BudgetExceeded, match="batch 2 of 1 requests"):
+                run(lines, tmp_path, client, progress=False, limits=Limits(requests=1), budget=budget)
+            assert server.created == 1
+        results = run(lines, tmp_path, client, progress=False, limits=Limits(requests=1),
+                      budget=Budget(0.5, tmp_path / "budget.json"))
+        assert server.created == 2 and sorted(results) == ["req-000", "req-001"]
+    assert json.loads((tmp_path / "budget.json").read_text())["spent"] == pytest.approx(summary(tmp_path)["usd"])
+
+
+def test_a_batch_whose_creation_reply_was_lost_is_found_not_created_again(tmp_path):
+    with BatchServer(create_faults=["lost", "refused"]) as server:
+        client = openai.OpenAI(base_url=server.base_url, api_key="sk-test", max_retries=2)
+        client.retry_policy = RetryPolicy(base_delay=FAST)  # as the backend's client has; no wait for a test
+        # the first batch is created but its reply lost: found by its input file, not created twice
+        results = run([request(0)], tmp_path, client, progress=False)
+        assert server.created == 1 and "body" in results["req-000"]
+        # the next is refused outright (nothing created, nothing found): created at the next try
+        results = run([request(1)], tmp_path, client, progress=False)
+        assert server.created == 2 and "body" in results["req-001"]

@@ -19,8 +19,9 @@ from typing import Any
 from rpa_lib.llm.batch_ledger import Ledger, Part, round_key
 from rpa_lib.llm.budget import Budget, Hold, estimate_body_tokens, model_price
 from rpa_lib.llm.config import setting
-from rpa_lib.llm.openai_backend import OpenAILLM
+from rpa_lib.llm.openai_backend import RETRY_STATUS, OpenAILLM
 from rpa_lib.llm.reply import LLMFatalError
+from rpa_lib.llm.retry import RetryPolicy
 from rpa_lib.llm.usage import Price
 
 ENDPOINT = "/v1/chat/completions"
@@ -205,6 +206,9 @@ class _OpenAI:
         if self._client is None:  # the backend's client: RPA_LLM_BASE_URL, OPENAI_API_KEY, its retries and timeout
             self._client = OpenAILLM(self.model, base_url=setting("RPA_LLM_BASE_URL"), cache=False).openai_client()
         client = self._client
+        for part in parts:  # batches started before a restart count before another one starts
+            if part.batch_id is not None:
+                self._hold_started(part, setup)
         for part in parts:
             self._submit(client, part, ledger, setup)
 
@@ -229,21 +233,27 @@ class _OpenAI:
                 uploaded = client.files.create(file=(path.name, f), purpose="batch", timeout=TRANSFER_TIMEOUT)
             ledger.update(part, file_id=uploaded.id, status="uploaded")
         if part.batch_id is None:
-            recent = client.batches.list(limit=100).data if resumed else []  # one page: the newest batches
-            found = next((b for b in recent if b.input_file_id == part.file_id), None)
+            found = _find(client, part.file_id) if resumed else None
+            if found:
+                self._hold_started(part, setup)
             batch = found or self._start(client, part, setup)
             ledger.update(part, batch_id=batch.id, status=batch.status)
             setup.say(f"round {part.round} batch {part.n}: {len(part.custom_ids)} requests "
                       f"{'found' if found else 'submitted'} as {batch.id}")
 
+    def _hold_started(self, part: Part, setup: _Setup) -> None:
+        """Hold the estimate of a part whose batch another process started, unless this one holds it already."""
+        if self.budget is not None and (part.round, part.n) not in self._holds:
+            self._holds[part.round, part.n] = self.budget.hold_started(_estimate(setup.file(part, "requests")))
+
     def _start(self, client: Any, part: Part, setup: _Setup) -> Any:
         """Create the part's batch, under the budget's hold of its estimated cost when there is a budget."""
         if self.budget is None:
-            return client.batches.create(input_file_id=part.file_id, endpoint=ENDPOINT, completion_window="24h")
+            return _create(client, part.file_id)
         hold = self.budget.hold(_estimate(setup.file(part, "requests")), f"round {part.round}",
                                 noun=f"batch {part.n} of {len(part.custom_ids)} requests")
         try:
-            batch = client.batches.create(input_file_id=part.file_id, endpoint=ENDPOINT, completion_window="24h")
+            batch = _create(client, part.file_id)
         except BaseException:
             hold.settle(None)
             raise
@@ -266,8 +276,36 @@ class _OpenAI:
         if self.budget is not None:
             answers = [r for r in kept.values() if "error" not in r]
             cost = sum(batch_cost(model, *usage) or 0.0 for model, usage in _usages(answers))
-            hold = self._holds.pop((part.round, part.n), None)  # None: started before a restart, held nothing here
-            self.budget.settle(0.0 if hold is None else hold.estimate, cost, len(answers))
+            self.budget.settle(self._holds.pop((part.round, part.n)).estimate, cost, len(answers))
+
+
+def _find(client: Any, file_id: str) -> Any:
+    """The batch of input file ``file_id`` among the newest (one page of ``batches.list``), or None."""
+    return next((b for b in client.batches.list(limit=100).data if b.input_file_id == file_id), None)
+
+
+def _create(client: Any, file_id: str) -> Any:
+    """Start the batch of ``file_id``, as often as ``client`` retries a request. The client never retries it itself:
+    a create sends no idempotency key, so a retry after a lost reply starts a second batch, paid and never collected;
+    after a failure the server may have accepted, the batch is looked for by its input file before the next try."""
+    import openai  # the openai package, loaded when a batch is started
+
+    once, tries = client.with_options(max_retries=0), 1 + client.max_retries
+    policy = getattr(client, "retry_policy", RetryPolicy())
+    for attempt in range(1, tries + 1):
+        try:
+            return once.batches.create(input_file_id=file_id, endpoint=ENDPOINT, completion_window="24h")
+        except (openai.APIConnectionError, openai.APIStatusError) as exc:  # a timeout is a connection error
+            status = getattr(exc, "status_code", None)
+            if status is not None and status < 500 and status not in RETRY_STATUS:
+                raise
+            found = _find(client, file_id)
+            if found is not None:
+                return found
+            if attempt == tries:
+                raise
+        time.sleep(policy.delay(attempt))
+    raise AssertionError("unreachable")
 
 
 def _estimate(path: Path) -> float:

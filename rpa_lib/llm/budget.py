@@ -145,6 +145,13 @@ class Budget:
             self._held += estimate
         return Hold(self, price, estimate)
 
+    def hold_started(self, estimate: float) -> Hold:
+        """Hold ``estimate`` dollars for work another process started (a batch still running after a restart), so the
+        next :meth:`hold` counts it; never refused: it is paid for whatever this process does."""
+        with self._lock:
+            self._held += estimate
+        return Hold(self, None, estimate)
+
     def settle(self, held: float, cost: float | None, calls: int = 1) -> None:
         """Release ``held`` dollars and book ``cost`` (None: nothing, the call failed) for ``calls`` calls."""
         def add(state: dict) -> None:

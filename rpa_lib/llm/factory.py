@@ -15,7 +15,7 @@ from rpa_lib.llm.config import setting
 from rpa_lib.llm.fake import FakeLLM
 from rpa_lib.llm.llamacpp import LlamaCppLLM
 from rpa_lib.llm.local import LocalLLM
-from rpa_lib.llm.openai_backend import OpenAILLM
+from rpa_lib.llm.openai_backend import OPENAI_URL, OpenAILLM
 from rpa_lib.llm.plan import PlanLLM
 from rpa_lib.llm.rounds import BatchLLM
 
@@ -81,24 +81,41 @@ def get_llm(spec: str | None = None, *, role: str = "llm", default: str | None =
         if model and url:  # a served model: whatever its name, an OpenAI-compatible one
             model = model if model.startswith("openai:") else f"openai:{model}"
         if model:
-            return mode.wrap(_build(model, "RPA_JUDGE", url or setting("RPA_LLM_BASE_URL"),
-                                    setting("RPA_JUDGE_API_KEY", api_key), common))
+            return mode.wrap(_build(model, "RPA_JUDGE", *connection("RPA_JUDGE", base_url, api_key), common))
         spec = default
     if role == "gs" and spec:  # GS and AE's own LLM: its own server, never the role-play LLM's by accident
-        return mode.wrap(_build(spec, "RPA_GS", setting("RPA_GS_BASE_URL", base_url),
-                                setting("RPA_GS_API_KEY", api_key), common))
+        return mode.wrap(_build(spec, "RPA_GS", *connection("RPA_GS", base_url, api_key), common))
     spec = spec or setting("RPA_LLM_MODEL")
-    url = setting("RPA_LLM_BASE_URL", base_url)
+    url, key = connection("RPA_LLM", base_url, api_key)
     if spec is None:
         if url:
             raise ValueError("RPA_LLM_BASE_URL is set but not the model: set RPA_LLM_MODEL to the served model name")
         spec = "openai:gpt-4.1" if setting("OPENAI_API_KEY", api_key) else "local"
-    return mode.wrap(_build(spec, "RPA_LLM", url, api_key, common))
+    return mode.wrap(_build(spec, "RPA_LLM", url, key, common))
 
 
 def judge_llm(spec: str | None = None, *, default: str | None = None, **options: Any):
     """``get_llm(spec, role="judge", default=default, **options)``. ``judge_llm(evaluator_llm, default=llm)``"""
     return get_llm(spec, role="judge", default=default, **options)
+
+
+def connection(prefix: str, base_url: str | None = None, api_key: str | None = None) -> tuple[str | None, str | None]:
+    """(base URL, API key) of the backend built with settings ``prefix`` (``RPA_LLM``, ``RPA_JUDGE``, ``RPA_GS``):
+    each explicit, else ``{prefix}_BASE_URL`` and ``{prefix}_API_KEY``; the judge's URL falls back to the role-play
+    LLM's; a key left None is ``OPENAI_API_KEY``, which the backend looks up."""
+    url = setting(f"{prefix}_BASE_URL", base_url) or (setting("RPA_LLM_BASE_URL") if prefix == "RPA_JUDGE" else None)
+    return url, api_key if prefix == "RPA_LLM" else setting(f"{prefix}_API_KEY", api_key)
+
+
+def role_backend(prefix: str, model: str, server: str, **options: Any) -> OpenAILLM:
+    """The backend of ``model`` at ``server`` (its URL without credentials, as a batch miss records it) with the key
+    and URL credentials that settings ``prefix`` give, so a batch of that role's calls goes as its calls would; the
+    server as recorded when the settings name another (a URL given in code)."""
+    url, key = connection(prefix)
+    backend = OpenAILLM(model, base_url=url, api_key=key, role=prefix, **options)
+    if backend.base_url == server:
+        return backend
+    return OpenAILLM(model, base_url=None if server == OPENAI_URL else server, api_key=key, role=prefix, **options)
 
 
 def _build(spec: str, prefix: str, base_url: str | None, api_key: str | None, options: dict):
@@ -113,4 +130,4 @@ def _build(spec: str, prefix: str, base_url: str | None, api_key: str | None, op
         raise ValueError(f"spec {spec!r} names no model: use e.g. 'openai:gpt-4.1'")
     for name in ("choose_mode", "structured_mode"):
         options.setdefault(name, setting(f"{prefix}_{name.upper()}"))
-    return OpenAILLM(rest, base_url=base_url, api_key=api_key, **options)
+    return OpenAILLM(rest, base_url=base_url, api_key=api_key, role=prefix, **options)

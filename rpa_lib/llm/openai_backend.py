@@ -29,7 +29,7 @@ log = logging.getLogger("rpa_lib.llm")
 
 OPENAI_URL = "https://api.openai.com/v1"
 MAX_CONNECTIONS = 256  # above any max_workers we use: a call never waits for a connection
-_RETRY_STATUS = {408, 409, 429}
+RETRY_STATUS = {408, 409, 429}  # retried as the openai package retries them, as any 5xx
 _FATAL_STATUS = {401: "the server refused the credentials: check OPENAI_API_KEY (or api_key=) or the base URL's "
                       "user:password",
                  403: "permission denied: this key may not use this model or endpoint",
@@ -96,7 +96,8 @@ class OpenAILLM(LLM):
 
     def __init__(self, model: str = "gpt-4.1", *, base_url: str | None = None, api_key: str | None = None,
                  cache: Any = True, max_workers: int = 8, retry=None, timeout: float | None = None,
-                 choose_mode: str | None = None, structured_mode: str | None = None):
+                 choose_mode: str | None = None, structured_mode: str | None = None, role: str = "RPA_LLM"):
+        self.role = role  # the prefix of the settings that gave its key: a batch round's client is built from them
         self.choose_mode = modes.checked("choose", choose_mode)
         self.structured_mode = modes.checked("structured", structured_mode)
         self.model, self.timeout = model, request_timeout(timeout)
@@ -195,7 +196,7 @@ class OpenAILLM(LLM):
     def _status_failure(self, status: int, detail: str, attempts: int = 1) -> Exception:
         """Exhausted (a status the client retries), LLMFatalError or RuntimeError for an HTTP error, scrubbed."""
         message = self._scrub(f"HTTP {status}: {detail}")
-        if status in _RETRY_STATUS or status >= 500:
+        if status in RETRY_STATUS or status >= 500:
             return Exhausted(message, attempts)
         if status in _FATAL_STATUS or (status == 400 and _NO_MODEL.search(detail)):
             hint = _FATAL_STATUS.get(status, _FATAL_STATUS[404])

@@ -99,10 +99,11 @@ class BatchLLM(LLM):
             lambda result: Raw(**result["raw"])
 
     def _record(self, line: dict, req: Request) -> None:
-        """Append ``line`` to the misses file, with model, server, price and estimated tokens for the rounds."""
+        """Append ``line`` to the misses file, with model, server, role (the prefix of the settings that hold its key;
+        never the key), price and estimated tokens for the rounds."""
         price = None if self.price is None else [self.price.input, self.price.output]
         entry = {**line, "label": self.label, "model": self.model_id, "server": getattr(self.real, "base_url", None),
-                 "price": price, "estimate": list(estimate_tokens(req))}
+                 "role": getattr(self.real, "role", None), "price": price, "estimate": list(estimate_tokens(req))}
         text = json.dumps(entry, ensure_ascii=False) + "\n"
         with _WRITE_LOCK:
             self.misses.parent.mkdir(parents=True, exist_ok=True)

@@ -1,5 +1,5 @@
 """Batch rounds (``python -m rpa_lib.reproduce --batch local|openai|files``): execute the notebooks that use an LLM
-until a round records no miss, answering each round's misses in one batch per server and model. Knows nothing of
+until a round records no miss, answering each round's misses in one batch per role, server and model. Knows nothing of
 papermill (``reproduce`` passes how to execute a notebook in a round). Design notes: ``docs/design/run.md``.
 """
 
@@ -13,7 +13,7 @@ from pathlib import Path
 from rpa_lib.llm.base import LLM
 from rpa_lib.llm.batches import batch_price, run_round, tokens_of
 from rpa_lib.llm.budget import Budget, usd
-from rpa_lib.llm.openai_backend import OPENAI_URL, OpenAILLM
+from rpa_lib.llm.factory import role_backend
 from rpa_lib.llm.rounds import answer_engine_lines, log_round, store_results
 from rpa_lib.llm.usage import Price
 from rpa_lib.run.profiles import BATCH_MODES
@@ -58,21 +58,21 @@ def answer_round(lines: list[dict], mode: str, folder: Path, build: Callable[[st
                  send: Callable[..., dict[str, dict]] = run_round, budget: Budget | None = None,
                  progress: bool = True) -> dict[str, dict]:
     """The results of one round's lines: engine lines in this process (``build(spec)``), the others through ``send``
-    once per server and model, each in its own folder under ``folder / "transport"`` (a restart resumes it)."""
+    once per role, server and model, each in its own folder under ``folder / "transport"`` (a restart resumes it)."""
     engines = [line for line in lines if "engine" in line]
     results = answer_engine_lines(engines, build, progress=progress) if engines else {}
-    remote: dict[tuple[str, str], list[dict]] = {}
+    remote: dict[tuple[str, str, str], list[dict]] = {}
     for line in lines:
-        if "engine" not in line:
-            remote.setdefault((line["server"], line["body"]["model"]), []).append(line)
-    for (server, model), group in remote.items():
+        if "engine" not in line:  # a role's own key may bill another account: its lines are a batch of their own
+            remote.setdefault((line.get("role") or "RPA_LLM", line["server"], line["body"]["model"]), []).append(line)
+    for (role, server, model), group in remote.items():
         if mode == "local":
             raise SystemExit(f"--batch local runs in-process engines only; model {model!r} at {server} is an "
                              "OpenAI-compatible server: use --batch openai (OpenAI's API) or --batch files")
-        # the Batch API of the lines' server (vLLM has none: --batch files), with the backend's client and key
-        client = OpenAILLM(model, base_url=None if server == OPENAI_URL else server, cache=False).openai_client() \
-            if mode == "openai" else None
-        slug = hashlib.sha256(f"{server} {model}".encode()).hexdigest()[:12]
+        # the Batch API of the lines' server (vLLM has none: --batch files), with the key the role's calls use
+        client = role_backend(role, model, server, cache=False).openai_client() if mode == "openai" else None
+        # no role in the role-play LLM's folder name: a run stopped before misses named their role resumes there
+        slug = hashlib.sha256(f"{'' if role == 'RPA_LLM' else role + ' '}{server} {model}".encode()).hexdigest()[:12]
         results.update(send([{k: line[k] for k in LINE_KEYS} for line in group], mode=mode,
                             folder=folder / "transport" / slug, client=client, budget=budget, progress=progress))
     return results
