@@ -91,10 +91,25 @@ def test_budget_and_keypoint_adapters():
     got = compare(budget_outcomes(budgets)).set_index("outcome")
     assert got.method["recall"] == "Vanilla" and got.reference["recall"] == "ACTS"
     assert got.difference["recall"] == -0.75 and (got.only_method["all_found"], got.only_reference["all_found"]) == (0, 2)
+    assert got.test_item["all_found"] == "exact McNemar (items)"  # per question all_found is 0/1
     per = pd.DataFrame({"method": "amadeus", "character": ["a", "b"], "question_id": ["q1", "q2"], "judged": [1, 0],
                         "job_failed": False, "completeness": [1.0, 0.0], "hallucination": 0.0, "irrelevance": 0.0})
     kp = keypoint_outcomes(per)
     assert kp[kp.outcome == "completeness"].value.tolist()[0] == 1.0 and kp.value.isna().sum() == 3  # q2: no judged key point
+
+
+def test_per_character_shares_get_no_mcnemar_and_no_exact_interval():
+    # per character all_found is the share of questions fully found: McNemar would count no discordant pair (p = 1)
+    from rpa_lib.evaluation.outcomes import evidence_recall_outcomes
+
+    share = [0.2, 0.3, 0.1, 0.25, 0.3, 0.15, 0.2, 0.1]
+    per = pd.DataFrame([{"embedder": "e", "splitter": s, "set": "paper", "k": 1, "character": f"c{i}",
+                         "recall": v, "all_found": v, "eir_body": v} for i, v in enumerate(share)
+                        for s, v in (("Vanilla", v), ("ACTS", v + 0.2))])
+    got = compare(evidence_recall_outcomes(per)).set_index("outcome").loc["all_found"]
+    assert got.test_item == "Wilcoxon signed-rank (items)" and got.only_reference == 8
+    assert got.p_item == pytest.approx(0.0078125)  # exact two-sided, 8 of 8 negative
+    assert "exact_low" not in summarize(evidence_recall_outcomes(per))
 
 
 def test_repeats_are_averaged_per_item_before_pairing():

@@ -174,13 +174,21 @@ def _keys(df: pd.DataFrame) -> list[str]:
     return ["table", "task", "outcome", *[c for c in LABELS if df[c].notna().any()]]
 
 
-# 0/1 outcomes (exact McNemar, Clopper-Pearson); every other outcome is a rating or a measurement
+# 0/1 outcomes (exact McNemar, Clopper-Pearson) where every value is 0 or 1 (:func:`is_binary`); every other
+# outcome is a rating or a measurement
 BINARY = {"acc", "dimension_correct", "gs_failed", "all_found"}
+
+
+def is_binary(outcome: str, *values: pd.Series) -> bool:
+    """``outcome`` is a 0/1 outcome and every value given is 0 or 1 (NaN aside): per-character ``all_found`` is a
+    share of questions, and McNemar on shares counts no discordant pair. ``is_binary("acc", pd.Series([1, 0.5]))``
+    is False."""
+    return outcome in BINARY and all(v.dropna().isin([0, 1]).all() for v in values)
 
 
 def summarize(outcomes: pd.DataFrame) -> pd.DataFrame:
     """Per (table, task, outcome, labels, method): the score with its cluster-bootstrap interval and counts; for 0/1
-    outcomes also Clopper-Pearson's ``exact_low``/``exact_high`` (items as independent)."""
+    outcomes (:func:`is_binary`) also Clopper-Pearson's ``exact_low``/``exact_high`` (items as independent)."""
     rows = []
     for key, g in outcomes.groupby([*_keys(outcomes), "method"], sort=False, dropna=False):
         ci = cluster_bootstrap(g.value, g.character)
@@ -188,7 +196,7 @@ def summarize(outcomes: pd.DataFrame) -> pd.DataFrame:
         row.update(score=ci.estimate, ci_low=ci.low, ci_high=ci.high, interval=BOOTSTRAP, note=ci.reason,
                    n_items=ci.n_items, n_failed=int(g.value.isna().sum()), n_characters=ci.n_clusters,
                    n_repeats=int(g.repeat.nunique()))
-        if row["outcome"] in BINARY:
+        if is_binary(row["outcome"], g.value):
             v = g.value.dropna()
             ex = clopper_pearson(int(v.sum()), len(v))
             row.update(exact_low=ex.low, exact_high=ex.high, exact_interval=EXACT)
@@ -245,7 +253,7 @@ def compare(outcomes: pd.DataFrame, pairs: dict[str, list[tuple[str, str]]] | No
             if len(a) and len(b):
                 rows.append({**dict(zip(_keys(outcomes), key, strict=True)), "method": method, "reference": ref,
                              **paired_difference(a[["character", "item", "value"]], b[["character", "item", "value"]],
-                                                   key[2] in BINARY)})
+                                                   is_binary(key[2], a.value, b.value))})
     out = pd.DataFrame(rows)
     if out.empty:
         return out
