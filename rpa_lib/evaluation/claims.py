@@ -21,6 +21,7 @@ PAPER_QUESTIONS = 450  # Table 6: 15 characters x 30 CharacterRAG questions
 PAPER_CHARACTERS = 15
 NO_LLM = {"table1_similarity", "evidence_recall"}  # tables whose numbers no LLM produced
 SUPPORTED, CONTRADICTED, NOISE = "supported", "contradicted", "not distinguishable from noise at this n"
+CHARACTERS_UNTESTABLE = "not testable by character: Table 6 prints totals over 450 questions, no per-character scores"
 
 
 @dataclass(frozen=True)
@@ -154,7 +155,11 @@ def _paper_evidence(claim: Claim, personality: pd.DataFrame, dataset: Dataset | 
         worst = t.unpaired_p.max()
         favours = bool((t.difference > 0).all())
         v = verdict(worst, favours, PAPER_CHARACTERS)
-        if v == NOISE:
+        if worst < ALPHA:  # as Tables 4-5's dimension-level p: no verdict from a test that treats items as independent
+            v = (f"{CHARACTERS_UNTESTABLE} (question-level unpaired p <= {_p(worst)} for every LLM, differences "
+                 f"{'all in' if favours else 'not all in'} the claim's direction, treats the {PAPER_QUESTIONS} "
+                 f"questions of {PAPER_CHARACTERS} characters as independent)")
+        elif v == NOISE:
             v += " (no per-question outcomes: no paired test; unpaired p >= 0.05 for some LLM"
             v += (", and " + ", ".join(t.llm[t.smallest_paired_p >= ALPHA]) + " can never reach p < 0.05 paired)"
                   if (t.smallest_paired_p >= ALPHA).any() else ")")
