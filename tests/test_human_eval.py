@@ -214,6 +214,21 @@ def test_calibrated_verdict_removes_a_standing_preference():
     assert v.status == "ok" and v.answer == "3" and v.value == 3.0
 
 
+def test_best_option_floors_an_option_outside_the_top_logprobs():
+    import math
+
+    from rpa_lib.evaluation.calibration import best_option
+
+    inf = math.inf
+    # a baseline of -inf gave +inf and won; now "2" is floored at -2 and "1" (+1 vs -7) wins
+    assert best_option({"1": -1, "2": -9}, {"1": -2, "2": -inf}, ["1", "2"]) == "1"
+    # both -inf gave NaN, which max() kept when it came first; floored, "2" scores -5 - (-4) = -1 against 0 for "1"
+    assert best_option({"1": -3, "3": -5, "2": -inf}, {"1": -3, "3": -4, "2": -inf}, iter(["2", "1", "3"])) == "1"
+    assert best_option({"1": -inf, "2": -1, "3": -2}, dict.fromkeys("123", 0.0), "123") == "2"
+    with pytest.raises(ValueError, match="every score"):
+        best_option({"1": -inf, "2": -inf}, {"1": 0, "2": 0}, ["1", "2"])
+
+
 # ---- people's sheets replace the panel -------------------------------------------------------------------------
 
 

@@ -3,11 +3,14 @@
 Each option's score for a content-free prompt (the template with :data:`CONTENT_FREE` in every slot) is subtracted
 from its score for the real prompt before the best option is taken. Used by the CharacterCraft judge, the Table 2
 rater panel and the personality evaluator. A backend without option scores is a ValueError, never a silent
-uncalibrated verdict. Builds no prompt and writes nothing.
+uncalibrated verdict. An option outside the backend's top logprobs (score -inf) gets the lowest score of the options
+listed for that prompt, an upper bound on its own, so no difference of two -infs decides a choice. Builds no prompt
+and writes nothing.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Hashable, Iterable, Sequence
 
 from rpa_lib.evaluation.judges import Verdict, choose_verdict
@@ -41,10 +44,22 @@ def template_baselines(judge, keys: Iterable[Hashable], messages: Callable[[Hash
     return baselines, broken
 
 
+def _floored(scores: dict[str, float], options: list[str]) -> dict[str, float]:
+    # an option outside the backend's top logprobs scores -inf, and -inf minus -inf is NaN, which max() mishandles;
+    # such an option is no likelier than the least likely option listed, so that score is its (upper) bound
+    listed = [scores[o] for o in options if scores[o] > -math.inf]
+    if not listed:
+        raise ValueError(f"calibration needs a score for some option of {options}; every score is -inf or NaN")
+    return {o: scores[o] if scores[o] > -math.inf else min(listed) for o in options}
+
+
 def best_option(scores: dict[str, float], baseline: dict[str, float], options: Iterable[str]) -> str:
-    """The option with the best ``scores[o] - baseline[o]``. ``best_option({"1": -1, "2": -2}, {"1": 0, "2": -3},
-    ["1", "2"]) == "2"``"""
-    return max(options, key=lambda o: scores[o] - baseline[o])
+    """The option with the best ``scores[o] - baseline[o]``, a score of -inf (an option outside the top logprobs)
+    raised to the lowest other score of its prompt. ``best_option({"1": -1, "2": -2}, {"1": 0, "2": -3}, ["1", "2"])
+    == "2"``"""
+    options = list(options)
+    s, b = _floored(scores, options), _floored(baseline, options)
+    return max(options, key=lambda o: s[o] - b[o])
 
 
 def calibrated_verdict(judge, metric: str, messages: list[dict], options: dict[str, object],
