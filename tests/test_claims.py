@@ -55,3 +55,19 @@ def test_claims_table_on_a_tiny_run(tmp_path):
     assert {h.get_marker() for h in shapes} == {"s", "o"} and {h.get_markerfacecolor() for h in shapes} == {"none"}
     fills = {h.get_label(): h for h in legends["fill: verdict"].legend_handles}
     assert "not testable" in fills and fills["not testable"].get_facecolor()[:3] == (1.0, 1.0, 1.0)
+
+
+def test_verdict_direction_is_the_sign_tests(tmp_path):
+    # nine characters slightly worse (9 vs 10 of 10), one much better (100 vs 0 of 100): the mean over items favours
+    # AMADEUS, the sign test (p = 0.021) says most characters do not; the verdict was "supported"
+    rows = []
+    for char, n, (amadeus, naive) in [*[(f"c{i}", 10, (9, 10)) for i in range(9)], ("c9", 100, (100, 0))]:
+        for q in range(n):
+            for method, right in (("amadeus", int(q < amadeus)), ("naive_rag", int(q < naive))):
+                rows.append({"task": "CharacterRAG", "method": method, "character": char, "question_id": f"{char}{q}",
+                             "metric": "acc", "value": right, "status": "ok", "llm": "fake", "judge": "fake",
+                             "embedder": "hash"})
+    pd.DataFrame(rows).to_csv(tmp_path / "qa_verdicts.csv", index=False)
+    by = claims_table(tmp_path)[0].set_index("claim_id")
+    assert by.ours_difference["T6-acc-naive"] > 0 and by.ours_p_character["T6-acc-naive"] == pytest.approx(22 / 1024)
+    assert by.ours_verdict["T6-acc-naive"].startswith("mixed: contradicted by characters (1 for, 9 against)")

@@ -89,6 +89,16 @@ def verdict(p: float, favours: bool, n_characters: int) -> str:
     return NOISE
 
 
+def character_verdict(p: float, n_characters: int, toward: int, against: int, mean_toward: bool) -> str:
+    """:func:`verdict` in the direction the sign test tests (``toward`` characters for the claim, ``against`` it),
+    "mixed" where that verdict is not noise and the mean difference over items points the other way (nine characters
+    slightly worse, one much better). ``character_verdict(0.02, 10, 9, 1, False)`` starts with "mixed"."""
+    v = verdict(p, toward > against, n_characters)
+    if v in (SUPPORTED, CONTRADICTED) and mean_toward != (toward > against):
+        v = f"mixed: {v} by characters ({toward} for, {against} against), the mean difference over items the other way"
+    return v
+
+
 def _p(value: float) -> str:
     if pd.isna(value):
         return "-"
@@ -135,13 +145,13 @@ def _paper_evidence(claim: Claim, personality: pd.DataFrame, dataset: Dataset | 
     if claim.table in ("table4_mbti", "table5_sloan"):
         r = personality[(personality.table == claim.table) & (personality.method == PAPER_NAMES[claim.method])
                         & (personality.reference == PAPER_NAMES[claim.reference])].iloc[0]
-        favours = r.difference > 0
         text = (f"{r.only_method} vs {r.only_reference} discordant dimensions of {r.n_pairs} (exact McNemar p = "
                 f"{_p(r.p_item)}, Holm {_p(r.p_item_holm)}); by character {r.characters_better} better, "
                 f"{r.characters_worse} worse (sign test p = {_p(r.p_character)})")
         return {"paper_evidence": text, "paper_difference": r.difference, "paper_low": r.diff_low,
                 "paper_high": r.diff_high, "paper_p_item": r.p_item, "paper_p_character": r.p_character,
-                "paper_verdict": verdict(r.p_character, favours, PAPER_CHARACTERS)
+                "paper_verdict": character_verdict(r.p_character, PAPER_CHARACTERS, r.characters_better,
+                                                   r.characters_worse, r.difference > 0)
                 + (f" (dimension-level p = {_p(r.p_item)} treats the {r.n_pairs} dimensions as independent)"
                    if r.p_item < ALPHA <= r.p_character else "")}
     if claim.table == "table6_roleplay":
@@ -220,12 +230,13 @@ def _ours(claim: Claim, paired: pd.DataFrame, summary: pd.DataFrame, run: dict) 
     for r in hit.itertuples():
         sign = 1 if r.method.lower() == claim.method.lower() else -1  # the claim's method minus its reference
         diff, low, high = sign * r.difference, *sorted((sign * r.diff_low, sign * r.diff_high))
-        favours = diff > 0 if claim.higher_is_better else diff < 0
+        toward, against = (r.characters_better, r.characters_worse)[::sign * (1 if claim.higher_is_better else -1)]
         label = r.task if claim.task is None else r.embedder if isinstance(getattr(r, "embedder", None), str) else ""
         rows.append(f"{label + ': ' if label else ''}{claim.method} - {claim.reference} = {diff + 0.0:+.3g} "
                     f"[{_p(low)}, {_p(high)}], {r.n_pairs} pairs, {plural(int(r.n_characters), 'character')}, item p "
                     f"{_p(r.p_item)} ({r.test_item.split(' (')[0]}), character p {_p(r.p_character)}")
-        verdicts.append((label, verdict(r.p_character, favours, r.n_characters)))
+        verdicts.append((label, character_verdict(r.p_character, r.n_characters, toward, against,
+                                                  diff > 0 if claim.higher_is_better else diff < 0)))
         first = first if rows[1:] else {"ours_difference": diff, "ours_low": low, "ours_high": high, "ours_p_item": r.p_item,
                  "ours_p_character": r.p_character, "ours_n_characters": r.n_characters}
     plain = {v for _, v in verdicts}
