@@ -331,3 +331,17 @@ def test_grounding_reads_number_words_and_sentence_starts():
     assert ungrounded("Reading books; Himmel paid 250,000 yen.", ["It cost two hundred and fifty thousand yen."],
                       names=names) == ["Himmel"]
     assert ungrounded("Himmel's sword.", ["Himmel's sword was fake."], names=names) == []
+
+
+# ---------------------------------------------------------------- malformed fields: reported, never a traceback
+
+
+@pytest.mark.parametrize("evidence", [[1, 2], ["I keep the lamp.", None], [], {"a": 1}])
+def test_qa_evidence_of_the_wrong_type_is_reported_and_the_pair_left_out(data_copy, evidence):
+    path = edit_qa(data_copy, 3, evidence=evidence)
+    assert validate(data_copy, full=False) == [f"{path}:3: evidence must be a non-empty list of non-empty strings, "
+                                               f"not {evidence!r}"]
+    with pytest.raises(DataError) as info:
+        load_qa(ADA, data_copy)
+    assert (info.value.path, info.value.line) == (path, 3)
+

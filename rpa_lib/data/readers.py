@@ -48,24 +48,31 @@ def read_qa(path: Path) -> tuple[list[QA], Problems]:
         if missing:
             problems.append((lineno, f"missing field(s): {', '.join(missing)}"))
             continue
-        if obj["attribute"] not in ATTRIBUTES:
-            problems.append((lineno, f"unknown attribute {obj['attribute']!r}"))
-        evidence = obj["evidence"]
-        if isinstance(evidence, str):
-            evidence = [evidence]
-        if not evidence or not all(isinstance(e, str) and e.strip() for e in evidence):
-            problems.append((lineno, "evidence must be a non-empty list of non-empty strings"))
+        found = []  # this line's problems: a pair with any is reported and left out, so no caller meets bad fields
         if not all(isinstance(obj[k], str) and obj[k].strip() for k in ("id", "question", "answer")):
-            problems.append((lineno, "id, question and answer must be non-empty strings"))
-            continue
+            found.append("id, question and answer must be non-empty strings")
+        if obj["attribute"] not in ATTRIBUTES:
+            found.append(f"unknown attribute {obj['attribute']!r}")
+        evidence = [obj["evidence"]] if isinstance(obj["evidence"], str) else obj["evidence"]
+        if not isinstance(evidence, list) or not evidence or not all(isinstance(e, str) and e.strip() for e in evidence):
+            found.append(f"evidence must be a non-empty list of non-empty strings, not {_short(obj['evidence'])}")
         qa_set = obj.get("set", "paper")
         if qa_set not in QA_SETS:
-            problems.append((lineno, f"unknown set {qa_set!r}; known: {', '.join(QA_SETS)}"))
-        if obj["id"] in seen:
-            problems.append((lineno, f"duplicate id {obj['id']!r} (first at line {seen[obj['id']]})"))
-        seen[obj["id"]] = lineno
+            found.append(f"unknown set {qa_set!r}; known: {', '.join(QA_SETS)}")
+        first = seen.setdefault(obj["id"], lineno) if isinstance(obj["id"], str) else lineno
+        if first != lineno:
+            found.append(f"duplicate id {obj['id']!r} (first at line {first})")
+        problems += [(lineno, p) for p in found]
+        if found:
+            continue
         items.append(QA(obj["id"], obj["question"], obj["answer"], obj["attribute"], tuple(evidence), lineno, qa_set))
     return items, problems
+
+
+def _short(value, width: int = 60) -> str:
+    """A value's repr for a message, cut to ``width``: ``_short([1, 2])`` is ``'[1, 2]'``."""
+    text = repr(value)
+    return text if len(text) <= width else text[: width - 3] + "..."
 
 
 def _csv_reader(path: Path, columns: list[str]) -> tuple[csv.DictReader | None, Problems]:
