@@ -345,3 +345,37 @@ def test_qa_evidence_of_the_wrong_type_is_reported_and_the_pair_left_out(data_co
         load_qa(ADA, data_copy)
     assert (info.value.path, info.value.line) == (path, 3)
 
+
+def _write_labels(data_dir: Path, *rows: str) -> Path:
+    path = data_dir / "labels.csv"
+    path.write_text("\n".join(["slug,name,work,mbti,sloan", "ada-lindqvist,Ada Lindqvist,Test Fixtures,ISTJ,RCOAN",
+                               *rows]) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("row,problem", [
+    ("bram-okafor,Bram Okafor", "row 'bram-okafor' has 2 field(s), expected 5 (slug,name,work,mbti,sloan): no work, "
+                                "mbti, sloan"),
+    ("bram-okafor,Bram Okafor,Test Fixtures,ESFP,SLUAI,x", "row 'bram-okafor' has 6 field(s), expected 5 "
+                                                           "(slug,name,work,mbti,sloan)"),
+    ("bram-okafor,Bram Okafor,,ESFP,SLUAI", "row 'bram-okafor': field 'work' is empty")])
+def test_labels_row_with_missing_fields_names_the_row_and_field(data_copy, row, problem):
+    from rpa_lib.data import Dataset
+
+    path = _write_labels(data_copy, row)
+    problems = validate(data_copy, full=False)
+    assert problems[0] == f"{path}:3: {problem}", problems
+    with pytest.raises(DataError, match="labels.csv:3: row 'bram-okafor'"):
+        Dataset(data_copy).profile("bram-okafor")
+
+
+def test_labels_repeated_slug_names_both_rows(data_copy):
+    from rpa_lib.data import Dataset
+
+    path = _write_labels(data_copy, "bram-okafor,Bram Okafor,Test Fixtures,ESFP,SLUAI",
+                         "bram-okafor,Bram the Baker,Other Work,INTJ,RCOAN")
+    assert validate(data_copy, full=False) == [f"{path}:4: slug 'bram-okafor' has a second row (first at line 3): "
+                                               "one row per character"]
+    with pytest.raises(DataError, match="second row"):  # never a name from one row and a type from the other
+        Dataset(data_copy).types("mbti", ["bram-okafor"])
+

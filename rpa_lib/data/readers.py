@@ -87,16 +87,30 @@ def _csv_reader(path: Path, columns: list[str]) -> tuple[csv.DictReader | None, 
 
 
 def read_labels(path: Path) -> tuple[list[dict[str, str]], Problems]:
-    """Rows of ``labels.csv`` and every problem; an empty type is allowed."""
+    """Rows of ``labels.csv`` and every problem; an empty type is allowed. A row with a wrong number of fields, an
+    empty slug, name or work, or a slug already used is reported and left out."""
     reader, problems = _csv_reader(path, LABEL_COLUMNS)
     if reader is None:
         return [], problems
-    rows = []
-    for lineno, row in enumerate(reader, start=2):
-        for kind, pattern in TYPE_PATTERNS.items():
+    rows, seen = [], {}
+    for row in reader:
+        lineno, found = reader.line_num, []  # the row's last line: a quoted field may hold a line break
+        if None in row or None in row.values():  # DictReader's filler for too many or too few fields
+            absent = [k for k in LABEL_COLUMNS if row[k] is None]
+            fields = len(LABEL_COLUMNS) + len(row.get(None, [])) - len(absent)
+            problems.append((lineno, f"row {row['slug']!r} has {fields} field(s), expected {len(LABEL_COLUMNS)} "
+                                     f"({','.join(LABEL_COLUMNS)})" + (f": no {', '.join(absent)}" if absent else "")))
+            continue
+        found += [f"row {row['slug']!r}: field {k!r} is empty" for k in ("slug", "name", "work") if not row[k].strip()]
+        for kind, pattern in TYPE_PATTERNS.items():  # reported; the row stays, as the folder's row
             if row[kind] and not pattern.match(row[kind]):
                 problems.append((lineno, f"{kind} {row[kind]!r} of {row['slug']!r} is not a valid type"))
-        rows.append(row)
+        first = seen.setdefault(row["slug"], lineno)
+        if first != lineno:
+            found.append(f"slug {row['slug']!r} has a second row (first at line {first}): one row per character")
+        problems += [(lineno, p) for p in found]
+        if not found:
+            rows.append(row)
     return rows, problems
 
 
