@@ -4,6 +4,7 @@ fixture dataset; the command line's exit status; and the repository's own data/.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -378,4 +379,18 @@ def test_labels_repeated_slug_names_both_rows(data_copy):
                                                "one row per character"]
     with pytest.raises(DataError, match="second row"):  # never a name from one row and a type from the other
         Dataset(data_copy).types("mbti", ["bram-okafor"])
+
+
+@pytest.mark.parametrize("edit,problem", [
+    (lambda q: q["dimensions"][0].update(id=["E"]), "dimension 1: field 'id' must be a string, not ['E']"),
+    (lambda q: q["dimensions"][1].update(high_name=3), "dimension 2: field 'high_name' must be a string, not 3"),
+    (lambda q: q["items"][0].update(statement=None), "item mbti-01: field 'statement' must be a string, not None"),
+    (lambda q: q["scale"].update(labels="agree"), "scale: field 'labels' must be a list of strings, not 'agree'"),
+    (lambda q: q.update(dimensions={"EI": {}}), "questionnaire: field 'dimensions' must be a list, not {'EI': {}}"),
+    (lambda q: q["scale"].update(points=7.5), "scale: field 'points' must be a whole number, not 7.5")])
+def test_questionnaire_field_types_are_checked(data_copy, edit, problem):
+    path = edit_questionnaire(data_copy, "mbti", edit)
+    assert validate(data_copy, full=False) == [f"{path}: {problem}"]
+    with pytest.raises(DataError, match=re.escape(problem)):
+        load_questionnaire("mbti", data_copy)
 

@@ -151,6 +151,30 @@ def _typed_field(obj: dict, key: str, where: str, convert, expected: str):
         raise DataError("", None, f"{where}: field {key!r} must be {expected}, not {value!r}") from None
 
 
+def _text(obj: dict, key: str, where: str, default: str | None = None) -> str:
+    """``obj[key]`` if it is a string (``default`` when absent, if given), else a DataError naming ``where`` and the
+    field: ``dimension 1: field 'id' must be a string, not ['E']``."""
+    value = obj.get(key, default) if isinstance(obj, dict) and default is not None else _field(obj, key, where)
+    if not isinstance(value, str):
+        raise DataError("", None, f"{where}: field {key!r} must be a string, not {_short(value)}")
+    return value
+
+
+def _list(obj: dict, key: str, where: str, strings: bool = False) -> list:
+    """``obj[key]`` if it is a list (of strings, with ``strings``), else a DataError naming ``where`` and the field."""
+    value = _field(obj, key, where)
+    if not isinstance(value, list) or strings and not all(isinstance(v, str) for v in value):
+        raise DataError("", None, f"{where}: field {key!r} must be a list{' of strings' * strings}, not {_short(value)}")
+    return value
+
+
+def _whole(value) -> int:
+    """A whole number (``7``), never a bool, a fraction or a string (``"7"``, ``7.5``: ValueError)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(value)
+    return value
+
+
 def read_questionnaire(path: Path, full: bool = True) -> tuple[Questionnaire | None, Problems]:
     """The questionnaire and every problem (naming the item or dimension and the field); ``full`` also checks the
     item counts of :data:`QUESTIONNAIRE_ITEMS`."""
@@ -162,15 +186,15 @@ def read_questionnaire(path: Path, full: bool = True) -> tuple[Questionnaire | N
         return None, [(e.lineno, f"not valid JSON ({e.msg})")]
     try:
         scale = _field(obj, "scale", "questionnaire")
-        dims = tuple(Dimension(*(_field(d, k, f"dimension {n}") for k in ("id", "name", "high", "low")),
-                               d.get("high_name", ""), d.get("low_name", ""))
-                     for n, d in enumerate(_field(obj, "dimensions", "questionnaire"), start=1))
-        items = tuple(Item(*(str(_field(i, k, f"item {i.get('id', n) if isinstance(i, dict) else n}"))
+        dims = tuple(Dimension(*(_text(d, k, f"dimension {n}") for k in ("id", "name", "high", "low")),
+                               *(_text(d, k, f"dimension {n}", "") for k in ("high_name", "low_name")))
+                     for n, d in enumerate(_list(obj, "dimensions", "questionnaire"), start=1))
+        items = tuple(Item(*(_text(i, k, f"item {i.get('id', n) if isinstance(i, dict) else n}")
                              for k in ("id", "dimension", "keyed", "statement", "question")))
-                      for n, i in enumerate(_field(obj, "items", "questionnaire"), start=1))
-        q = Questionnaire(str(_field(obj, "name", "questionnaire")),
-                          _typed_field(scale, "points", "scale", int, "a whole number"),
-                          _typed_field(scale, "labels", "scale", tuple, "a list of labels"), dims, items)
+                      for n, i in enumerate(_list(obj, "items", "questionnaire"), start=1))
+        q = Questionnaire(_text(obj, "name", "questionnaire"),
+                          _typed_field(scale, "points", "scale", _whole, "a whole number"),
+                          tuple(_list(scale, "labels", "scale", strings=True)), dims, items)
     except DataError as e:
         return None, [(None, e.problem)]
     except (TypeError, ValueError) as e:
