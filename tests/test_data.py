@@ -394,3 +394,11 @@ def test_questionnaire_field_types_are_checked(data_copy, edit, problem):
     with pytest.raises(DataError, match=re.escape(problem)):
         load_questionnaire("mbti", data_copy)
 
+
+def test_repeated_heading_path_is_a_problem(data_copy):
+    """Two ``### Duty`` under Belief and Value: their chunks would carry one context and the two-paragraph check
+    would take them for one subsection."""
+    persona = data_copy / "characters" / ADA / "persona.md"
+    persona.write_text(persona.read_text().replace("### Honesty", "### Duty"))
+    assert validate(data_copy, full=False) == [f"{persona}:31: heading path 'Belief and Value > Duty' repeats line "
+                                               "27: merge the two or rename one"]
