@@ -4,6 +4,7 @@ fixture dataset; the command line's exit status; and the repository's own data/.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -331,3 +332,73 @@ def test_grounding_reads_number_words_and_sentence_starts():
     assert ungrounded("Reading books; Himmel paid 250,000 yen.", ["It cost two hundred and fifty thousand yen."],
                       names=names) == ["Himmel"]
     assert ungrounded("Himmel's sword.", ["Himmel's sword was fake."], names=names) == []
+
+
+# ---------------------------------------------------------------- malformed fields: reported, never a traceback
+
+
+@pytest.mark.parametrize("evidence", [[1, 2], ["I keep the lamp.", None], [], {"a": 1}])
+def test_qa_evidence_of_the_wrong_type_is_reported_and_the_pair_left_out(data_copy, evidence):
+    path = edit_qa(data_copy, 3, evidence=evidence)
+    assert validate(data_copy, full=False) == [f"{path}:3: evidence must be a non-empty list of non-empty strings, "
+                                               f"not {evidence!r}"]
+    with pytest.raises(DataError) as info:
+        load_qa(ADA, data_copy)
+    assert (info.value.path, info.value.line) == (path, 3)
+
+
+def _write_labels(data_dir: Path, *rows: str) -> Path:
+    path = data_dir / "labels.csv"
+    path.write_text("\n".join(["slug,name,work,mbti,sloan", "ada-lindqvist,Ada Lindqvist,Test Fixtures,ISTJ,RCOAN",
+                               *rows]) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("row,problem", [
+    ("bram-okafor,Bram Okafor", "row 'bram-okafor' has 2 field(s), expected 5 (slug,name,work,mbti,sloan): no work, "
+                                "mbti, sloan"),
+    ("bram-okafor,Bram Okafor,Test Fixtures,ESFP,SLUAI,x", "row 'bram-okafor' has 6 field(s), expected 5 "
+                                                           "(slug,name,work,mbti,sloan)"),
+    ("bram-okafor,Bram Okafor,,ESFP,SLUAI", "row 'bram-okafor': field 'work' is empty")])
+def test_labels_row_with_missing_fields_names_the_row_and_field(data_copy, row, problem):
+    from rpa_lib.data import Dataset
+
+    path = _write_labels(data_copy, row)
+    problems = validate(data_copy, full=False)
+    assert problems[0] == f"{path}:3: {problem}", problems
+    with pytest.raises(DataError, match="labels.csv:3: row 'bram-okafor'"):
+        Dataset(data_copy).profile("bram-okafor")
+
+
+def test_labels_repeated_slug_names_both_rows(data_copy):
+    from rpa_lib.data import Dataset
+
+    path = _write_labels(data_copy, "bram-okafor,Bram Okafor,Test Fixtures,ESFP,SLUAI",
+                         "bram-okafor,Bram the Baker,Other Work,INTJ,RCOAN")
+    assert validate(data_copy, full=False) == [f"{path}:4: slug 'bram-okafor' has a second row (first at line 3): "
+                                               "one row per character"]
+    with pytest.raises(DataError, match="second row"):  # never a name from one row and a type from the other
+        Dataset(data_copy).types("mbti", ["bram-okafor"])
+
+
+@pytest.mark.parametrize("edit,problem", [
+    (lambda q: q["dimensions"][0].update(id=["E"]), "dimension 1: field 'id' must be a string, not ['E']"),
+    (lambda q: q["dimensions"][1].update(high_name=3), "dimension 2: field 'high_name' must be a string, not 3"),
+    (lambda q: q["items"][0].update(statement=None), "item mbti-01: field 'statement' must be a string, not None"),
+    (lambda q: q["scale"].update(labels="agree"), "scale: field 'labels' must be a list of strings, not 'agree'"),
+    (lambda q: q.update(dimensions={"EI": {}}), "questionnaire: field 'dimensions' must be a list, not {'EI': {}}"),
+    (lambda q: q["scale"].update(points=7.5), "scale: field 'points' must be a whole number, not 7.5")])
+def test_questionnaire_field_types_are_checked(data_copy, edit, problem):
+    path = edit_questionnaire(data_copy, "mbti", edit)
+    assert validate(data_copy, full=False) == [f"{path}: {problem}"]
+    with pytest.raises(DataError, match=re.escape(problem)):
+        load_questionnaire("mbti", data_copy)
+
+
+def test_repeated_heading_path_is_a_problem(data_copy):
+    """Two ``### Duty`` under Belief and Value: their chunks would carry one context and the two-paragraph check
+    would take them for one subsection."""
+    persona = data_copy / "characters" / ADA / "persona.md"
+    persona.write_text(persona.read_text().replace("### Honesty", "### Duty"))
+    assert validate(data_copy, full=False) == [f"{persona}:31: heading path 'Belief and Value > Duty' repeats line "
+                                               "27: merge the two or rename one"]

@@ -48,24 +48,31 @@ def read_qa(path: Path) -> tuple[list[QA], Problems]:
         if missing:
             problems.append((lineno, f"missing field(s): {', '.join(missing)}"))
             continue
-        if obj["attribute"] not in ATTRIBUTES:
-            problems.append((lineno, f"unknown attribute {obj['attribute']!r}"))
-        evidence = obj["evidence"]
-        if isinstance(evidence, str):
-            evidence = [evidence]
-        if not evidence or not all(isinstance(e, str) and e.strip() for e in evidence):
-            problems.append((lineno, "evidence must be a non-empty list of non-empty strings"))
+        found = []  # this line's problems: a pair with any is reported and left out, so no caller meets bad fields
         if not all(isinstance(obj[k], str) and obj[k].strip() for k in ("id", "question", "answer")):
-            problems.append((lineno, "id, question and answer must be non-empty strings"))
-            continue
+            found.append("id, question and answer must be non-empty strings")
+        if obj["attribute"] not in ATTRIBUTES:
+            found.append(f"unknown attribute {obj['attribute']!r}")
+        evidence = [obj["evidence"]] if isinstance(obj["evidence"], str) else obj["evidence"]
+        if not isinstance(evidence, list) or not evidence or not all(isinstance(e, str) and e.strip() for e in evidence):
+            found.append(f"evidence must be a non-empty list of non-empty strings, not {_short(obj['evidence'])}")
         qa_set = obj.get("set", "paper")
         if qa_set not in QA_SETS:
-            problems.append((lineno, f"unknown set {qa_set!r}; known: {', '.join(QA_SETS)}"))
-        if obj["id"] in seen:
-            problems.append((lineno, f"duplicate id {obj['id']!r} (first at line {seen[obj['id']]})"))
-        seen[obj["id"]] = lineno
+            found.append(f"unknown set {qa_set!r}; known: {', '.join(QA_SETS)}")
+        first = seen.setdefault(obj["id"], lineno) if isinstance(obj["id"], str) else lineno
+        if first != lineno:
+            found.append(f"duplicate id {obj['id']!r} (first at line {first})")
+        problems += [(lineno, p) for p in found]
+        if found:
+            continue
         items.append(QA(obj["id"], obj["question"], obj["answer"], obj["attribute"], tuple(evidence), lineno, qa_set))
     return items, problems
+
+
+def _short(value, width: int = 60) -> str:
+    """A value's repr for a message, cut to ``width``: ``_short([1, 2])`` is ``'[1, 2]'``."""
+    text = repr(value)
+    return text if len(text) <= width else text[: width - 3] + "..."
 
 
 def _csv_reader(path: Path, columns: list[str]) -> tuple[csv.DictReader | None, Problems]:
@@ -80,16 +87,30 @@ def _csv_reader(path: Path, columns: list[str]) -> tuple[csv.DictReader | None, 
 
 
 def read_labels(path: Path) -> tuple[list[dict[str, str]], Problems]:
-    """Rows of ``labels.csv`` and every problem; an empty type is allowed."""
+    """Rows of ``labels.csv`` and every problem; an empty type is allowed. A row with a wrong number of fields, an
+    empty slug, name or work, or a slug already used is reported and left out."""
     reader, problems = _csv_reader(path, LABEL_COLUMNS)
     if reader is None:
         return [], problems
-    rows = []
-    for lineno, row in enumerate(reader, start=2):
-        for kind, pattern in TYPE_PATTERNS.items():
+    rows, seen = [], {}
+    for row in reader:
+        lineno, found = reader.line_num, []  # the row's last line: a quoted field may hold a line break
+        if None in row or None in row.values():  # DictReader's filler for too many or too few fields
+            absent = [k for k in LABEL_COLUMNS if row[k] is None]
+            fields = len(LABEL_COLUMNS) + len(row.get(None, [])) - len(absent)
+            problems.append((lineno, f"row {row['slug']!r} has {fields} field(s), expected {len(LABEL_COLUMNS)} "
+                                     f"({','.join(LABEL_COLUMNS)})" + (f": no {', '.join(absent)}" if absent else "")))
+            continue
+        found += [f"row {row['slug']!r}: field {k!r} is empty" for k in ("slug", "name", "work") if not row[k].strip()]
+        for kind, pattern in TYPE_PATTERNS.items():  # reported; the row stays, as the folder's row
             if row[kind] and not pattern.match(row[kind]):
                 problems.append((lineno, f"{kind} {row[kind]!r} of {row['slug']!r} is not a valid type"))
-        rows.append(row)
+        first = seen.setdefault(row["slug"], lineno)
+        if first != lineno:
+            found.append(f"slug {row['slug']!r} has a second row (first at line {first}): one row per character")
+        problems += [(lineno, p) for p in found]
+        if not found:
+            rows.append(row)
     return rows, problems
 
 
@@ -130,6 +151,30 @@ def _typed_field(obj: dict, key: str, where: str, convert, expected: str):
         raise DataError("", None, f"{where}: field {key!r} must be {expected}, not {value!r}") from None
 
 
+def _text(obj: dict, key: str, where: str, default: str | None = None) -> str:
+    """``obj[key]`` if it is a string (``default`` when absent, if given), else a DataError naming ``where`` and the
+    field: ``dimension 1: field 'id' must be a string, not ['E']``."""
+    value = obj.get(key, default) if isinstance(obj, dict) and default is not None else _field(obj, key, where)
+    if not isinstance(value, str):
+        raise DataError("", None, f"{where}: field {key!r} must be a string, not {_short(value)}")
+    return value
+
+
+def _list(obj: dict, key: str, where: str, strings: bool = False) -> list:
+    """``obj[key]`` if it is a list (of strings, with ``strings``), else a DataError naming ``where`` and the field."""
+    value = _field(obj, key, where)
+    if not isinstance(value, list) or strings and not all(isinstance(v, str) for v in value):
+        raise DataError("", None, f"{where}: field {key!r} must be a list{' of strings' * strings}, not {_short(value)}")
+    return value
+
+
+def _whole(value) -> int:
+    """A whole number (``7``), never a bool, a fraction or a string (``"7"``, ``7.5``: ValueError)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(value)
+    return value
+
+
 def read_questionnaire(path: Path, full: bool = True) -> tuple[Questionnaire | None, Problems]:
     """The questionnaire and every problem (naming the item or dimension and the field); ``full`` also checks the
     item counts of :data:`QUESTIONNAIRE_ITEMS`."""
@@ -141,15 +186,15 @@ def read_questionnaire(path: Path, full: bool = True) -> tuple[Questionnaire | N
         return None, [(e.lineno, f"not valid JSON ({e.msg})")]
     try:
         scale = _field(obj, "scale", "questionnaire")
-        dims = tuple(Dimension(*(_field(d, k, f"dimension {n}") for k in ("id", "name", "high", "low")),
-                               d.get("high_name", ""), d.get("low_name", ""))
-                     for n, d in enumerate(_field(obj, "dimensions", "questionnaire"), start=1))
-        items = tuple(Item(*(str(_field(i, k, f"item {i.get('id', n) if isinstance(i, dict) else n}"))
+        dims = tuple(Dimension(*(_text(d, k, f"dimension {n}") for k in ("id", "name", "high", "low")),
+                               *(_text(d, k, f"dimension {n}", "") for k in ("high_name", "low_name")))
+                     for n, d in enumerate(_list(obj, "dimensions", "questionnaire"), start=1))
+        items = tuple(Item(*(_text(i, k, f"item {i.get('id', n) if isinstance(i, dict) else n}")
                              for k in ("id", "dimension", "keyed", "statement", "question")))
-                      for n, i in enumerate(_field(obj, "items", "questionnaire"), start=1))
-        q = Questionnaire(str(_field(obj, "name", "questionnaire")),
-                          _typed_field(scale, "points", "scale", int, "a whole number"),
-                          _typed_field(scale, "labels", "scale", tuple, "a list of labels"), dims, items)
+                      for n, i in enumerate(_list(obj, "items", "questionnaire"), start=1))
+        q = Questionnaire(_text(obj, "name", "questionnaire"),
+                          _typed_field(scale, "points", "scale", _whole, "a whole number"),
+                          tuple(_list(scale, "labels", "scale", strings=True)), dims, items)
     except DataError as e:
         return None, [(None, e.problem)]
     except (TypeError, ValueError) as e:

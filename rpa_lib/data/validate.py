@@ -15,7 +15,7 @@ from rpa_lib.data.grounding import persona_names, stem, stems, ungrounded, unsup
 from rpa_lib.data.readers import QUESTIONNAIRE_ITEMS, read_grounding_reviewed, read_labels, read_qa, read_questionnaire
 from rpa_lib.data.records import QA
 from rpa_lib.errors import DataError
-from rpa_lib.persona import ATTRIBUTES, Persona
+from rpa_lib.persona import ATTRIBUTES, HEADING_LINE, Persona, heading_path
 
 QA_PER_CHARACTER = 30  # the paper set: 30 a character (5 per attribute); the "multi" set is extra
 MIN_PARAGRAPH_CHARS = 40_000  # paragraph text per character (CharacterRAG-EN v2)
@@ -216,6 +216,7 @@ def _check_persona_shape(persona: Persona, full: bool) -> list[str]:
     if full and sizes and statistics.median(sizes) < MIN_MEDIAN_PARAGRAPHS:
         out.append(f"{persona.path}: median {statistics.median(sizes)} paragraphs per subsection, expected at least "
                    f"{MIN_MEDIAN_PARAGRAPHS}")
+    out += repeated_headings(persona)
     empty = persona.empty_attributes
     for attribute in ATTRIBUTES:
         subsections = {s.headings[2] for s in persona.sections if len(s.headings) > 2 and s.headings[1] == attribute}
@@ -224,6 +225,22 @@ def _check_persona_shape(persona: Persona, full: bool) -> list[str]:
                        "expected at least 2")
         if full and attribute in empty:
             out.append(f"{persona.path}: section {attribute!r} has no text")
+    return out
+
+
+def repeated_headings(persona: Persona) -> list[str]:
+    """A problem for each heading whose whole path repeats an earlier heading's (two ``### Personality`` under one
+    attribute): both subsections' chunks would carry one context, ``spans_two_paragraphs`` would take them for one
+    subsection, and an edit by heading path could not tell them apart."""
+    out, seen, stack = [], {}, []
+    for lineno, line in enumerate(persona.source.split("\n"), start=1):
+        m = HEADING_LINE.match(line)
+        if m:
+            stack = stack[: len(m.group(1)) - 1] + [m.group(2).strip()]
+            first = seen.setdefault(tuple(stack), lineno)
+            if first != lineno:
+                out.append(f"{persona.path}:{lineno}: heading path {heading_path(stack[1:])!r} repeats line {first}: "
+                           "merge the two or rename one")
     return out
 
 
