@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from rpa_lib.authoring import edit
-from rpa_lib.authoring.importer import new_character, normalize, parse_mapping
+from rpa_lib.authoring.importer import new_character, parse_mapping, slugify
 from rpa_lib.authoring.scaffold import promote, qa_scaffold
 from rpa_lib.authoring.sources import read_text_source
 from rpa_lib.authoring.wikitext import export_pages
@@ -27,8 +27,11 @@ def _new_character(args) -> int:
         return 0 if pages else 2
     if args.each_page and not pages:
         raise DataError(path, None, "--each-page is for a MediaWiki export")
-    jobs = [(normalize(p.title).replace(" ", "-"), p.title, p.title) for p in pages] if args.each_page else \
-        [(args.slug, args.name, args.page)]
+    jobs = [(slugify(p.title), p.title, p.title) for p in pages] if args.each_page else [(args.slug, args.name, args.page)]
+    for slug, _, page in jobs if args.each_page else []:
+        if not slug:
+            raise DataError(path, None, f"page {page!r}: its title gives no slug (no Latin letter or digit); import it "
+                                        f"with --page {page!r} and a SLUG of your choice")
     if not args.each_page and not args.slug:
         raise ValueError("give the new character's SLUG (or --each-page for every page of an export)")
     llm = None

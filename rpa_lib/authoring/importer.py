@@ -13,6 +13,7 @@ import os
 import re
 import shutil
 import tempfile
+import unicodedata
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -77,8 +78,15 @@ DESCRIPTIONS = {
 
 
 def normalize(heading: str) -> str:
-    """``normalize("Powers & Abilities!") == "powers abilities"``"""
-    return " ".join(re.sub(r"[^a-z0-9]+", " ", heading.lower()).split())
+    """Casefolded words of any script: ``normalize("Powers & Abilities!") == "powers abilities"``, ``"人物"``."""
+    return " ".join(re.sub(r"[\W_]+", " ", heading.casefold()).split())
+
+
+def slugify(title: str) -> str:
+    """A page title as a slug, accents folded: ``slugify("Amélie (Frieren)") == "amelie-frieren"``; ``""`` for a
+    title with no Latin letter or digit (``"フリーレン"``)."""
+    ascii_ = unicodedata.normalize("NFKD", title).encode("ascii", "ignore").decode()
+    return "-".join(re.sub(r"[^a-z0-9]+", " ", ascii_.lower()).split())
 
 
 def lookup(heading: str, table: dict[str, str | None] = HEADING_TABLE) -> tuple[str | None, str] | None:
@@ -324,6 +332,8 @@ def parse_mapping(items: list[str] | None) -> dict[str, str | None]:
         if not sep or not heading.strip() or (match is None and attribute.lower() != "none"):
             raise ValueError(f"--map {item!r}: expected 'HEADING=ATTRIBUTE' with one of {', '.join(ATTRIBUTES)} "
                              "or none")
+        if not normalize(heading):
+            raise ValueError(f"--map {item!r}: the heading has no letter or digit to match")
         table[normalize(heading)] = match
     return table
 
