@@ -67,3 +67,46 @@ def test_each_page_names_a_title_that_gives_no_slug(tmp_path, capsys):
     code = authoring_cli(["new-character", "--each-page", "--work", WORK, "--from", str(source), "--embedder", "none",
                           "--data-dir", str(tmp_path / "d")])
     assert code != 0 and "page 'オリエル': its title gives no slug" in capsys.readouterr().err
+
+
+FANDOM = """{{Infobox character
+| name = Oriel Vask
+| age = 17<ref name="c3">Chapter 3, page 12</ref>
+| affiliation = [[Meridian Guild]]<br>[[Lantern Company]]
+}}
+'''Oriel Vask''' is a cartographer in ''[[The Glass Meridian]]''.
+
+== History ==
+She was saved by {{Link|Sabel Orrin}}, who became her teacher. The guild was active 1881{{ndash}}1914, and she
+came at the request of {{PAGENAME}}'s old friend {{L|Tamsin Hale|Tamsin}}.{{sfn|Merrow|2019|p=4}}{{Citation needed}}
+
+== Appearance ==
+She is a half-elf.<br />She wears a grey coat with brass buttons.<br>Her hair is short{{snd}}cut with a knife.
+"""
+
+
+def test_inline_link_dash_and_pagename_templates_keep_their_text(tmp_path):
+    text = persona(tmp_path, FANDOM)
+    assert "She was saved by Sabel Orrin, who became her teacher." in text
+    assert "active 1881\u20131914" in text and "at the request of Oriel Vask's old friend Tamsin." in text
+    assert "Merrow" not in text and "{{" not in text  # a citation template is still dropped
+    report = (tmp_path / "d" / "characters" / "oriel" / "IMPORT.md").read_text()
+    assert "{{link}} -> 'Sabel Orrin'" in report and "template {{citation needed}}" in report
+
+
+def test_br_is_a_space_in_wikitext_infoboxes_and_markdown(tmp_path):
+    text = persona(tmp_path, FANDOM)
+    assert "half-elf. She wears" in text and "brass buttons. Her hair is short \u2013 cut" in text
+    assert "affiliation: Meridian Guild Lantern Company." in text
+    source = tmp_path / "oriel.md"
+    source.write_text("# Oriel Vask\n\n| | |\n|---|---|\n| **Played by** | Ann Lee<br>Bo Ray |\n"
+                      "| **Guild** | Meridian<br/>Lantern |\n\n## Appearance\n\nShe is tall.<br>She wears grey.\n")
+    new_character("oriel-md", source, work=WORK, data=tmp_path / "md")
+    text = Dataset(tmp_path / "md").persona("oriel-md").source
+    assert "Guild: Meridian Lantern." in text and "She is tall. She wears grey." in text
+
+
+def test_a_ref_in_an_infobox_value_is_dropped_before_the_field_is_read(tmp_path):
+    text = persona(tmp_path, FANDOM)
+    assert "age: 17. affiliation:" in text and "Chapter 3" not in text
+    assert "<ref> footnote" in (tmp_path / "d" / "characters" / "oriel" / "IMPORT.md").read_text()

@@ -170,6 +170,7 @@ def clean_inline(text: str) -> str:
     text = re.sub(r"\[([^\]]+)\]\([^)]*\)", r"\1", text)  # inline links: their text
     text = re.sub(r"\[([^\]]+)\]\[[^\]]*\]", r"\1", text)  # reference links
     text = re.sub(r"\[\d+\]", "", text)  # numbered reference markers
+    text = re.sub(r"<br\s*/?>", " ", text, flags=re.I)  # a line break between words
     text = re.sub(r"</?[A-Za-z][^>]*>", "", text)  # HTML tags
     text = re.sub(r"`([^`]*)`", r"\1", text)
     text = re.sub(r"(\*\*|__|~~)(.+?)\1", r"\2", text)

@@ -25,7 +25,13 @@ WRAPPERS = {"nowrap", "nobr", "small", "big", "em", "strong", "sic", "abbr", "to
             "visible anchor", "anchor", "smallcaps", "sc", "mono", "quote", "blockquote", "text", "linktext", "w",
             "wp", "ill", "as written", "ship", "hlist", "flatlist", "plainlist", "ubl", "unbulleted list", "circa",
             "c.", "floruit", "fl."}
-RENDERED = DATES | WRAPPERS | {"convert", "cvt", "val", "age"}
+LINKS = {"link", "l", "wl", "wikilink", "main link", "color", "colour", "font color"}  # text: display or page
+CHARACTERS = {"ndash": "\u2013", "nd": "\u2013", "mdash": "\u2014", "md": "\u2014", "snd": " \u2013 ",
+              "spnd": " \u2013 ", "spaced ndash": " \u2013 ", "spd": " \u2013 ", "smd": " \u2014 ",
+              "spaced mdash": " \u2014 ", "nbsp": " ", "space": " ", "sp": " ", "thinsp": " ", "!": "|", "=": "=",
+              "middot": " \u00b7 ", "dot": " \u00b7 ", "\u00b7": " \u00b7 ", "bull": " \u2022 "}
+PAGE_NAMES = {"pagename", "basepagename", "fullpagename", "subpagename", "pagenamee"}
+RENDERED = DATES | WRAPPERS | LINKS | set(CHARACTERS) | PAGE_NAMES | {"convert", "cvt", "val", "age"}
 IMAGE_FIELDS = re.compile(r"image|caption|alt|size|upright|signature|logo|footnotes|module|embed|color|colour")
 
 
@@ -83,8 +89,8 @@ def read_mediawiki(path: Path, text: str, page: str | None = None) -> SourceDocu
     stamp, rev_id, body = chosen.revisions[newest]
     if not body.strip():
         raise DataError(path, None, f"page {chosen.title!r} has no wikitext (<revision><text> is missing or empty)")
-    doc = parse_wikitext(body, _text_line(text, chosen.title, newest))
-    doc.path, doc.title = path, chosen.title
+    doc = parse_wikitext(body, _text_line(text, chosen.title, newest), chosen.title)
+    doc.path = path
     n = len(chosen.revisions)
     doc.notes.append(f"page {chosen.title!r} of {len(pages)} in the export; revision {newest + 1} of {n}"
                      f"{f' (id {rev_id})' if rev_id else ''}{f', {stamp}' if stamp else ''}"
@@ -104,13 +110,14 @@ def _text_line(xml: str, title: str, revision: int = 0) -> int:
     return xml.count("\n", 0, xml.find(">", at) + 1) + 1
 
 
-def parse_wikitext(wikitext: str, first_line: int = 1) -> SourceDocument:
-    """Wikitext into sections (level = the number of ``=``), line numbers counted from ``first_line``."""
+def parse_wikitext(wikitext: str, first_line: int = 1, title: str | None = None) -> SourceDocument:
+    """Wikitext into sections (level = the number of ``=``), line numbers counted from ``first_line``; ``title``:
+    the page's, shown for ``{{PAGENAME}}``."""
     import mwparserfromhell
     from mwparserfromhell.nodes import Heading
 
     code = mwparserfromhell.parse(wikitext)
-    doc = SourceDocument(Path(), "mediawiki", None, [])
+    doc = SourceDocument(Path(), "mediawiki", title, [])
     parts: list[tuple[int, str, int, list]] = [(0, "", first_line, [])]  # (level, title, line, nodes)
     line = first_line
     for node in code.nodes:
@@ -130,20 +137,29 @@ def template_name(node) -> str:
     return " ".join(str(node.name).strip().replace("_", " ").lower().split())
 
 
-def render_template(node) -> str | None:
-    """The text a template of :data:`RENDERED` shows; None for the others (dropped).
+def render_template(node, title: str = "") -> str | None:
+    """The text a template of :data:`RENDERED` shows (``title``: the page's, for ``{{PAGENAME}}``); None for the
+    others (dropped).
 
     >>> import mwparserfromhell as m
-    >>> [render_template(m.parse(t).filter_templates()[0]) for t in ("{{birth date|1021|3|12}}", "{{cite book}}")]
-    ['12 March 1021', None]
+    >>> [render_template(m.parse(t).filter_templates()[0]) for t in ("{{birth date|1021|3|12}}", "{{cite book}}",
+    ...                                                            "{{Link|Flamme}}", "{{ndash}}")]
+    ['12 March 1021', None, 'Flamme', '–']
     """
     name = template_name(node)
     if name.startswith("lang-"):
         name = "lang"
     if name not in RENDERED:
         return None
-    args = [_plain(p.value) for p in node.params if not p.showkey]
+    if name in CHARACTERS:
+        return CHARACTERS[name]
+    if name in PAGE_NAMES:
+        return title
+    args = [_plain(p.value, title) for p in node.params if not p.showkey]
     args = [a for a in args if a]
+    if name in LINKS:
+        return args[-1] if args and name in ("color", "colour", "font color") else args[1] if len(args) > 1 else \
+            (args[0] if args else "")
     if name in DATES:
         return _date(args)
     if name in ("convert", "cvt"):
@@ -185,14 +201,24 @@ def _convert(args: list[str]) -> str:
     return " ".join(shown)
 
 
-def _plain(code) -> str:
-    """Wikicode as plain text, nested templates rendered (or dropped) without being recorded."""
+def _plain(code, title: str = "") -> str:
+    """Wikicode as plain text: footnotes and comments dropped, ``<br>`` a space, nested templates rendered (or
+    dropped) without being recorded."""
     import mwparserfromhell
+    from mwparserfromhell.nodes import Comment, Tag
 
     code = mwparserfromhell.parse(str(code))
+    for node in code.filter(recursive=True, forcetype=(Tag, Comment)):
+        try:
+            if isinstance(node, Comment) or str(node.tag).strip().lower() in DROPPED_TAGS:
+                code.remove(node)
+            elif str(node.tag).strip().lower() == "br":
+                code.replace(node, " ")
+        except ValueError:  # inside one already removed
+            continue
     for node in code.filter_templates(recursive=False):
         try:
-            code.replace(node, render_template(node) or "")
+            code.replace(node, render_template(node, title) or "")
         except ValueError:
             continue
     return tidy(code.strip_code(normalize=True, collapse=True))
@@ -227,13 +253,13 @@ def _strip(code, line: int, doc: SourceDocument) -> str:
                 where = at(node)
                 if name.startswith("infobox") or name.endswith("infobox"):
                     for inner in (t for p in node.params for t in p.value.filter_templates(recursive=True)):
-                        shown, inner_name = render_template(inner), template_name(inner)
+                        shown, inner_name = render_template(inner, doc.title or ""), template_name(inner)
                         if shown is None:
                             doc.removed.append((where, f"template {{{{{inner_name}}}}}"))
                         else:
                             doc.rendered.append((where, f"{{{{{inner_name}}}}} -> {shown!r} (infobox)"))
                     for p in node.params:
-                        field, value = str(p.name).strip().replace("_", " "), _plain(p.value)
+                        field, value = str(p.name).strip().replace("_", " "), _plain(p.value, doc.title or "")
                         if not value:
                             continue
                         if IMAGE_FIELDS.search(field.lower()):
@@ -242,7 +268,7 @@ def _strip(code, line: int, doc: SourceDocument) -> str:
                             doc.facts.append((where, field, value))
                     code.remove(node)
                     continue
-                shown = render_template(node)
+                shown = render_template(node, doc.title or "")
                 if shown is None:
                     code.remove(node)
                     doc.removed.append((where, f"template {{{{{name}}}}}"))
@@ -254,6 +280,8 @@ def _strip(code, line: int, doc: SourceDocument) -> str:
                 code.remove(node)
             elif isinstance(node, Tag) and str(node.tag).strip().lower() in LIST_TAGS:
                 code.replace(node, ITEM)
+            elif isinstance(node, Tag) and str(node.tag).strip().lower() == "br":
+                code.replace(node, " ")
         except ValueError:  # already gone with an enclosing node that was removed
             continue
     return code.strip_code(normalize=True, collapse=False)
