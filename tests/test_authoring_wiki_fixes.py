@@ -110,3 +110,46 @@ def test_a_ref_in_an_infobox_value_is_dropped_before_the_field_is_read(tmp_path)
     text = persona(tmp_path, FANDOM)
     assert "age: 17. affiliation:" in text and "Chapter 3" not in text
     assert "<ref> footnote" in (tmp_path / "d" / "characters" / "oriel" / "IMPORT.md").read_text()
+
+
+WIKIPEDIA = """{{Short description|Fictional character}}
+{{Infobox character
+| name = Oriel Vask
+| first = ''The Glass Meridian'' (1998)
+| last = ''The Lantern Years'' (2011)
+| portrayer = Ann Lee
+| voice = Bo Ray
+| species = Half-elf
+}}
+'''Oriel Vask''' is a fictional cartographer.
+
+== Personality ==
+She is quiet and patient.
+"""
+CHARACTER_TEMPLATE = """{{DISPLAYTITLE:Oriel Vask}}
+{{Spoiler}}
+{{Character
+|name = Oriel Vask
+|race = [[Elves|Half-elf]]
+|age = 17
+|voice actor = [[Bo Ray]]
+}}
+{{Quote|Every road is a line someone drew.|Oriel|Chapter 1}}
+'''Oriel Vask''' is a cartographer.
+
+== Personality ==
+She is quiet and patient.
+"""
+
+
+def test_real_world_fields_of_infobox_character_are_left_out(tmp_path):
+    text = persona(tmp_path, WIKIPEDIA)
+    assert "species: Half-elf." in text and "name: Oriel Vask." in text
+    for gone in ("Ann Lee", "Bo Ray", "1998", "Lantern Years"):
+        assert gone not in text, gone
+
+
+def test_a_fandom_infobox_of_any_name_at_the_top_of_the_page_gives_facts(tmp_path):
+    text = persona(tmp_path, CHARACTER_TEMPLATE)
+    assert "### Infobox\n\nname: Oriel Vask. race: Half-elf. age: 17." in text and "Bo Ray" not in text
+    assert "Every road is a line someone drew. Oriel Vask is a cartographer." in text  # a quote is no infobox

@@ -56,7 +56,8 @@ REAL_WORLD = "the real world"  # content placement's seventh option: dropped
 SLUG = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 NEAR_MISS = 0.85  # difflib ratio for a heading to match a table or --map entry it misspells
 REAL_WORLD_FIELDS = re.compile(r"first appearance|last appearance|created by|creator|portrayed by|voiced by|"
-                               r"played by|actor|designer|appears in|publisher|based on", re.I)  # infobox: left out
+                               r"played by|actor|designer|appears in|publisher|based on|portrayer|voice|"
+                               r"^(?:first|last)$", re.I)  # infobox fields left out ({{Infobox character}}'s too)
 MOVE_MARGIN = 0.12  # cosine by which a paragraph must be closer to another attribute to leave its section
 DESCRIPTIONS = {
     DEMO: "Who the character is: their name, titles, age, birth, birthplace, home, race or species, family origin, "

@@ -32,6 +32,7 @@ CHARACTERS = {"ndash": "\u2013", "nd": "\u2013", "mdash": "\u2014", "md": "\u201
               "middot": " \u00b7 ", "dot": " \u00b7 ", "\u00b7": " \u00b7 ", "bull": " \u2022 "}
 PAGE_NAMES = {"pagename", "basepagename", "fullpagename", "subpagename", "pagenamee"}
 RENDERED = DATES | WRAPPERS | LINKS | set(CHARACTERS) | PAGE_NAMES | {"convert", "cvt", "val", "age"}
+INFOBOX_FIELDS = 3  # named fields that make a template at the top of a page an infobox
 IMAGE_FIELDS = re.compile(r"image|caption|alt|size|upright|signature|logo|footnotes|module|embed|color|colour")
 
 
@@ -127,7 +128,7 @@ def parse_wikitext(wikitext: str, first_line: int = 1, title: str | None = None)
             parts[-1][3].append(node)
         line += str(node).count("\n")
     for level, title, at, nodes in parts:
-        body = _strip(mwparserfromhell.parse("".join(map(str, nodes))), at, doc)
+        body = _strip(mwparserfromhell.parse("".join(map(str, nodes))), at, doc, top=level == 0)
         doc.sections.append(SourceSection(level, title, at, _paragraphs(body)))
     return doc
 
@@ -224,9 +225,25 @@ def _plain(code, title: str = "") -> str:
     return tidy(code.strip_code(normalize=True, collapse=True))
 
 
-def _strip(code, line: int, doc: SourceDocument) -> str:
+def _top_templates(code) -> list:
+    """The templates that open a page, before its first text, with :data:`INFOBOX_FIELDS` named fields or more: a
+    Fandom infobox such as ``{{Character|name=...|race=...}}``, whatever the template is called."""
+    from mwparserfromhell.nodes import Comment, Template, Text
+
+    out = []
+    for node in code.nodes:
+        if isinstance(node, Template):
+            if sum(p.showkey for p in node.params) >= INFOBOX_FIELDS:
+                out.append(node)
+        elif not isinstance(node, Comment) and not (isinstance(node, Text) and not str(node).strip()):
+            break
+    return out
+
+
+def _strip(code, line: int, doc: SourceDocument, top: bool = False) -> str:
     """Plain text of wikicode; infobox fields go to ``doc.facts``, what is removed or rendered to ``doc.removed`` or
-    ``doc.rendered`` with its line."""
+    ``doc.rendered`` with its line. ``top``: the text before the first heading, where an infobox may have any name
+    (:func:`_top_templates`)."""
     from mwparserfromhell.nodes import Comment, Tag, Template, Wikilink
 
     text, cursor = str(code), [0]  # nodes come in document order: search from the last one found
@@ -237,6 +254,7 @@ def _strip(code, line: int, doc: SourceDocument) -> str:
         cursor[0] = max(offset, cursor[0])
         return line + (text.count("\n", 0, offset) if offset >= 0 else 0)
 
+    boxes = _top_templates(code) if top else []
     for node in code.filter(recursive=True):
         try:
             if isinstance(node, Tag) and str(node.tag).strip().lower() in DROPPED_TAGS:
@@ -251,7 +269,7 @@ def _strip(code, line: int, doc: SourceDocument) -> str:
             elif isinstance(node, Template):
                 name = template_name(node)
                 where = at(node)
-                if name.startswith("infobox") or name.endswith("infobox"):
+                if name.startswith("infobox") or name.endswith("infobox") or any(node is b for b in boxes):
                     for inner in (t for p in node.params for t in p.value.filter_templates(recursive=True)):
                         shown, inner_name = render_template(inner, doc.title or ""), template_name(inner)
                         if shown is None:
