@@ -153,3 +153,71 @@ def test_a_fandom_infobox_of_any_name_at_the_top_of_the_page_gives_facts(tmp_pat
     text = persona(tmp_path, CHARACTER_TEMPLATE)
     assert "### Infobox\n\nname: Oriel Vask. race: Half-elf. age: 17." in text and "Bo Ray" not in text
     assert "Every road is a line someone drew. Oriel Vask is a cartographer." in text  # a quote is no infobox
+
+
+MARKUP = """__NOTOC__
+'''Oriel Vask''' is a cartographer.
+
+== Appearance ==
+<tabber>
+|-|Anime=
+In the anime, she wears a grey coat.
+|-|Manga=
+In the manga, her coat is blue.
+</tabber>
+
+== Personality ==
+She is quiet.__NOEDITSECTION__ See [[:de:Karte|the German map]].
+
+[[es:Oriel Vask]]
+[[de:Oriel Vask (Meridian)]]
+[[ja:オリエル]]
+[[zh-hans:奥瑞尔]]
+"""
+
+
+def test_interlanguage_links_magic_words_and_tabber_markup_are_stripped(tmp_path):
+    text = persona(tmp_path, MARKUP)
+    assert "\n\nIn the anime, she wears a grey coat.\n\nIn the manga, her coat is blue.\n" in text  # a paragraph a tab
+    assert "She is quiet. See the German map." in text  # a visible link (leading colon) keeps its text
+    for gone in ("__", "|-|", "Anime=", "tabber", "es:", "Oriel Vask (Meridian)", "オリエル", "奥瑞尔"):
+        assert gone not in text, gone
+
+
+FANDOM_MD = """# Oriel Vask
+
+From Meridian Wiki
+
+**Oriel Vask** is a cartographer.
+
+<!--
+Editors: please do not add fan theories.
+
+Thanks!
+-->
+
+Contents
+- 1 Appearance
+- 2 Personality
+
+## Appearance[edit]
+
+She wears a grey coat.
+
+## Personality[edit | edit source]
+
+She is quiet.
+"""
+
+
+def test_markdown_edit_links_multi_paragraph_comments_and_contents_are_stripped(tmp_path):
+    source = tmp_path / "oriel.md"
+    source.write_text(FANDOM_MD, encoding="utf-8")
+    new_character("oriel", source, work=WORK, data=tmp_path / "d")
+    text = Dataset(tmp_path / "d").persona("oriel").source
+    assert "### Overview\n\nOriel Vask is a cartographer.\n\n### Appearance" in text
+    assert "### Personality\n\nShe is quiet." in text
+    for gone in ("edit", "Editors", "Thanks", "-->", "Contents", "1 Appearance"):
+        assert gone not in text, gone
+    report = (tmp_path / "d" / "characters" / "oriel" / "IMPORT.md").read_text()
+    assert "- line 13: table of contents" in report

@@ -47,7 +47,8 @@ _HEADINGS = {  # attribute -> normalized headings (lowercase, words only); None:
           "production, voice actors, behind the scenes, in other media, navigation, speculation, quotes, "
           "merchandise, etymology, portrayal, portrayals, portrayal in adaptations, adaptations, in adaptations, "
           "portrayal in film, film adaptations, cultural impact, creation, conception, development, "
-          "critical reception, further reading, appearances, bibliography, translations, names in other languages",
+          "critical reception, further reading, appearances, bibliography, translations, names in other languages, "
+          "contents, table of contents",
 }
 HEADING_TABLE: dict[str, str | None] = {**{a.lower(): a for a in ATTRIBUTES},
                                         **{h: a for a, hs in _HEADINGS.items() for h in hs.split(", ")}}

@@ -15,6 +15,10 @@ from rpa_lib.errors import DataError
 
 DROPPED_TAGS = {"ref", "references", "table", "gallery", "math", "syntaxhighlight", "source", "score", "timeline"}
 DROPPED_LINKS = ("file:", "image:", "category:", "media:")
+INTERLANGUAGE = re.compile(r"[a-z]{2,3}(?:-[a-z]{2,8})*:")  # [[es:Himmel]]: a link to another language's page
+MAGIC_WORD = re.compile(r"__[A-Z]+__")  # __NOTOC__, __NOEDITSECTION__
+TABBER = re.compile(r"<tabber[^>]*>(.*?)</tabber>", re.I | re.S)  # Fandom's tabs: "|-|Anime=" opens each
+TABBER_LABEL = re.compile(r"(?:^|\|-\|)(\s*)(?:\|-\|)?(\s*)[^=\n|\[\]{}<>]{1,60}=")
 LIST_TAGS = {"li", "dd", "dt"}
 ITEM = "\u2022"  # marks a list item in the stripped text until paragraphs are made
 MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
@@ -117,6 +121,7 @@ def parse_wikitext(wikitext: str, first_line: int = 1, title: str | None = None)
     import mwparserfromhell
     from mwparserfromhell.nodes import Heading
 
+    wikitext = TABBER.sub(lambda m: TABBER_LABEL.sub(r"\1\2", m.group(1)), MAGIC_WORD.sub("", wikitext))  # same lines
     code = mwparserfromhell.parse(wikitext)
     doc = SourceDocument(Path(), "mediawiki", title, [])
     parts: list[tuple[int, str, int, list]] = [(0, "", first_line, [])]  # (level, title, line, nodes)
@@ -293,8 +298,9 @@ def _strip(code, line: int, doc: SourceDocument, top: bool = False) -> str:
                 else:
                     code.replace(node, shown)
                     doc.rendered.append((where, f"{{{{{name}}}}} -> {shown!r}"))
-            elif isinstance(node, Comment) or (isinstance(node, Wikilink)
-                                               and str(node.title).strip().lower().startswith(DROPPED_LINKS)):
+            elif isinstance(node, Comment) or (isinstance(node, Wikilink) and (
+                    str(node.title).strip().lower().startswith(DROPPED_LINKS)
+                    or INTERLANGUAGE.match(str(node.title).strip()))):
                 code.remove(node)
             elif isinstance(node, Tag) and str(node.tag).strip().lower() in LIST_TAGS:
                 code.replace(node, ITEM)
