@@ -221,3 +221,14 @@ def test_markdown_edit_links_multi_paragraph_comments_and_contents_are_stripped(
         assert gone not in text, gone
     report = (tmp_path / "d" / "characters" / "oriel" / "IMPORT.md").read_text()
     assert "- line 13: table of contents" in report
+
+
+def test_numbered_items_in_plain_text_are_no_headings(tmp_path):
+    source = tmp_path / "oriel.txt"
+    source.write_text("Oriel Vask\n==========\n\nOriel Vask is a cartographer.\n\n1 Skills\n\nHer methods include:\n\n"
+                      "1. Triangulation from church towers\n\n2. Pacing distances\n\nShe also draws by moonlight.\n\n"
+                      "2 Personality\n\nShe is quiet.\n", encoding="utf-8")
+    new_character("oriel", source, work=WORK, data=tmp_path / "d")
+    skills = Dataset(tmp_path / "d").persona("oriel").source.split("### Skills")[1].split("##")[0]
+    assert "1. Triangulation" not in skills and "Triangulation from church towers" in skills
+    assert "She also draws by moonlight." in skills

@@ -54,7 +54,7 @@ def read_source(path: str | Path, page: str | None = None) -> SourceDocument:
 
 
 _UNDERLINE = {"=": 1, "-": 2, "~": 3}
-_NUMBERED = re.compile(r"^(\d+(?:\.\d+)*)\.?[ \t]+([A-Z][^.!?]{0,78})$")
+_NUMBERED = re.compile(r"^(\d+(?:\.\d+)*)[ \t]+([A-Z][^.!?]{0,78})$")
 _LIST = re.compile(r"^[ \t]*(?:[-*+]|\d+[.)])[ \t]+(.*)$")
 _SITE_LINE = re.compile(r"^From [^.]{0,60}\b(?:Wikipedia|wiki|Wiki|encyclopedia)\b[^.]{0,60}\.?$")
 _CONTENTS = re.compile(r"^(?:table of )?contents\s*(?:\[\s*(?:hide|show)\s*\])?$", re.I)
