@@ -232,3 +232,21 @@ def test_numbered_items_in_plain_text_are_no_headings(tmp_path):
     skills = Dataset(tmp_path / "d").persona("oriel").source.split("### Skills")[1].split("##")[0]
     assert "1. Triangulation" not in skills and "Triangulation from church towers" in skills
     assert "She also draws by moonlight." in skills
+
+
+def test_each_page_skips_a_redirect_and_existing_characters_naming_each_and_fails_at_the_end(tmp_path, capsys):
+    source = tmp_path / "wiki.xml"
+    source.write_text(export(("Oriel", "#REDIRECT [[Oriel Vask]]\n\n[[Category:Redirects]]\n"),
+                             ("Oriel Vask", "== Personality ==\nShe is quiet.\n"),
+                             ("Tamsin Hale", "== Personality ==\nShe laughs often.\n")), encoding="utf-8")
+    argv = ["new-character", "--each-page", "--work", WORK, "--from", str(source), "--embedder", "none",
+            "--data-dir", str(tmp_path / "d")]
+    assert authoring_cli(argv) == 1
+    err = capsys.readouterr().err
+    assert "skipped page 'Oriel': " in err and "page 'Oriel' is a redirect to 'Oriel Vask': import that page" in err
+    assert "1 of 3 page(s) not imported: Oriel" in err
+    assert Dataset(tmp_path / "d").slugs() == ["oriel-vask", "tamsin-hale"]  # the pages after it were imported
+    assert authoring_cli(argv) == 1  # again: each existing one is named and skipped
+    err = capsys.readouterr().err
+    assert "character 'oriel-vask' already exists" in err and "character 'tamsin-hale' already exists" in err
+    assert "3 of 3 page(s) not imported: Oriel; Oriel Vask; Tamsin Hale" in err

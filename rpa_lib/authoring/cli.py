@@ -28,20 +28,26 @@ def _new_character(args) -> int:
     if args.each_page and not pages:
         raise DataError(path, None, "--each-page is for a MediaWiki export")
     jobs = [(slugify(p.title), p.title, p.title) for p in pages] if args.each_page else [(args.slug, args.name, args.page)]
-    for slug, _, page in jobs if args.each_page else []:
-        if not slug:
-            raise DataError(path, None, f"page {page!r}: its title gives no slug (no Latin letter or digit); import it "
-                                        f"with --page {page!r} and a SLUG of your choice")
     if not args.each_page and not args.slug:
         raise ValueError("give the new character's SLUG (or --each-page for every page of an export)")
     llm = None
     if args.classify_with_llm:
         llm = get_llm(None if args.classify_with_llm == "default" else args.classify_with_llm)
-    ds = user_dataset(args.data_dir)
+    ds, mapping, failed = user_dataset(args.data_dir), parse_mapping(args.map), []
     for slug, name, page in jobs:
-        done = new_character(slug, args.source, name=name, work=args.work, data=ds, mapping=parse_mapping(args.map),
-                             llm=llm, embedder=None if args.embedder == "none" else args.embedder, page=page,
-                             mbti=args.mbti, sloan=args.sloan)
+        try:
+            if not slug:
+                raise DataError(path, None, f"page {page!r}: its title gives no slug (no Latin letter or digit); "
+                                            f"import it with --page {page!r} and a SLUG of your choice")
+            done = new_character(slug, args.source, name=name, work=args.work, data=ds, llm=llm,
+                                 mapping=mapping, page=page, mbti=args.mbti, sloan=args.sloan,
+                                 embedder=None if args.embedder == "none" else args.embedder)
+        except DataError as e:
+            if not args.each_page:
+                raise
+            failed.append(page)
+            print(f"skipped page {page!r}: {e}", file=sys.stderr)
+            continue
         print(done.summary())
         for prefix, lines in (("read: ", done.notes), ("", done.report), ("warning: ", done.warnings)):
             for line in lines:
@@ -50,6 +56,9 @@ def _new_character(args) -> int:
         where = f" --data-dir {ds.root}" if args.data_dir else ""
         print(f"Validated. Next: python -m rpa_lib.authoring qa-scaffold {slug}{where}; "
               f"python -m rpa_lib chat --character {slug}{where}")
+    if failed:
+        print(f"error: {len(failed)} of {len(jobs)} page(s) not imported: {'; '.join(failed)}", file=sys.stderr)
+        return 1
     return 0
 
 

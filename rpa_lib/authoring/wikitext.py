@@ -94,6 +94,10 @@ def read_mediawiki(path: Path, text: str, page: str | None = None) -> SourceDocu
     stamp, rev_id, body = chosen.revisions[newest]
     if not body.strip():
         raise DataError(path, None, f"page {chosen.title!r} has no wikitext (<revision><text> is missing or empty)")
+    redirect = re.match(r"\s*#redirect\s*:?\s*\[\[([^\]|#]*)", body, re.I)
+    if redirect:
+        raise DataError(path, None, f"page {chosen.title!r} is a redirect to {redirect.group(1).strip()!r}: import "
+                                    "that page")
     doc = parse_wikitext(body, _text_line(text, chosen.title, newest), chosen.title)
     doc.path = path
     n = len(chosen.revisions)
