@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from rpa_lib.authoring import edit
-from rpa_lib.authoring.importer import new_character, normalize, parse_mapping
+from rpa_lib.authoring.importer import new_character, parse_mapping, slugify
 from rpa_lib.authoring.scaffold import promote, qa_scaffold
 from rpa_lib.authoring.sources import read_text_source
 from rpa_lib.authoring.wikitext import export_pages
@@ -27,18 +27,27 @@ def _new_character(args) -> int:
         return 0 if pages else 2
     if args.each_page and not pages:
         raise DataError(path, None, "--each-page is for a MediaWiki export")
-    jobs = [(normalize(p.title).replace(" ", "-"), p.title, p.title) for p in pages] if args.each_page else \
-        [(args.slug, args.name, args.page)]
+    jobs = [(slugify(p.title), p.title, p.title) for p in pages] if args.each_page else [(args.slug, args.name, args.page)]
     if not args.each_page and not args.slug:
         raise ValueError("give the new character's SLUG (or --each-page for every page of an export)")
     llm = None
     if args.classify_with_llm:
         llm = get_llm(None if args.classify_with_llm == "default" else args.classify_with_llm)
-    ds = user_dataset(args.data_dir)
+    ds, mapping, failed = user_dataset(args.data_dir), parse_mapping(args.map), []
     for slug, name, page in jobs:
-        done = new_character(slug, args.source, name=name, work=args.work, data=ds, mapping=parse_mapping(args.map),
-                             llm=llm, embedder=None if args.embedder == "none" else args.embedder, page=page,
-                             mbti=args.mbti, sloan=args.sloan)
+        try:
+            if not slug:
+                raise DataError(path, None, f"page {page!r}: its title gives no slug (no Latin letter or digit); "
+                                            f"import it with --page {page!r} and a SLUG of your choice")
+            done = new_character(slug, args.source, name=name, work=args.work, data=ds, llm=llm,
+                                 mapping=mapping, page=page, mbti=args.mbti, sloan=args.sloan,
+                                 embedder=None if args.embedder == "none" else args.embedder)
+        except DataError as e:
+            if not args.each_page:
+                raise
+            failed.append(page)
+            print(f"skipped page {page!r}: {e}", file=sys.stderr)
+            continue
         print(done.summary())
         for prefix, lines in (("read: ", done.notes), ("", done.report), ("warning: ", done.warnings)):
             for line in lines:
@@ -47,6 +56,9 @@ def _new_character(args) -> int:
         where = f" --data-dir {ds.root}" if args.data_dir else ""
         print(f"Validated. Next: python -m rpa_lib.authoring qa-scaffold {slug}{where}; "
               f"python -m rpa_lib chat --character {slug}{where}")
+    if failed:
+        print(f"error: {len(failed)} of {len(jobs)} page(s) not imported: {'; '.join(failed)}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -13,6 +13,7 @@ import os
 import re
 import shutil
 import tempfile
+import unicodedata
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,7 +47,8 @@ _HEADINGS = {  # attribute -> normalized headings (lowercase, words only); None:
           "production, voice actors, behind the scenes, in other media, navigation, speculation, quotes, "
           "merchandise, etymology, portrayal, portrayals, portrayal in adaptations, adaptations, in adaptations, "
           "portrayal in film, film adaptations, cultural impact, creation, conception, development, "
-          "critical reception, further reading, appearances, bibliography, translations, names in other languages",
+          "critical reception, further reading, appearances, bibliography, translations, names in other languages, "
+          "contents, table of contents",
 }
 HEADING_TABLE: dict[str, str | None] = {**{a.lower(): a for a in ATTRIBUTES},
                                         **{h: a for a, hs in _HEADINGS.items() for h in hs.split(", ")}}
@@ -55,7 +57,8 @@ REAL_WORLD = "the real world"  # content placement's seventh option: dropped
 SLUG = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 NEAR_MISS = 0.85  # difflib ratio for a heading to match a table or --map entry it misspells
 REAL_WORLD_FIELDS = re.compile(r"first appearance|last appearance|created by|creator|portrayed by|voiced by|"
-                               r"played by|actor|designer|appears in|publisher|based on", re.I)  # infobox: left out
+                               r"played by|actor|designer|appears in|publisher|based on|portrayer|voice|"
+                               r"^(?:first|last)$", re.I)  # infobox fields left out ({{Infobox character}}'s too)
 MOVE_MARGIN = 0.12  # cosine by which a paragraph must be closer to another attribute to leave its section
 DESCRIPTIONS = {
     DEMO: "Who the character is: their name, titles, age, birth, birthplace, home, race or species, family origin, "
@@ -77,8 +80,15 @@ DESCRIPTIONS = {
 
 
 def normalize(heading: str) -> str:
-    """``normalize("Powers & Abilities!") == "powers abilities"``"""
-    return " ".join(re.sub(r"[^a-z0-9]+", " ", heading.lower()).split())
+    """Casefolded words of any script: ``normalize("Powers & Abilities!") == "powers abilities"``, ``"人物"``."""
+    return " ".join(re.sub(r"[\W_]+", " ", heading.casefold()).split())
+
+
+def slugify(title: str) -> str:
+    """A page title as a slug, accents folded: ``slugify("Amélie (Frieren)") == "amelie-frieren"``; ``""`` for a
+    title with no Latin letter or digit (``"フリーレン"``)."""
+    ascii_ = unicodedata.normalize("NFKD", title).encode("ascii", "ignore").decode()
+    return "-".join(re.sub(r"[^a-z0-9]+", " ", ascii_.lower()).split())
 
 
 def lookup(heading: str, table: dict[str, str | None] = HEADING_TABLE) -> tuple[str | None, str] | None:
@@ -324,6 +334,8 @@ def parse_mapping(items: list[str] | None) -> dict[str, str | None]:
         if not sep or not heading.strip() or (match is None and attribute.lower() != "none"):
             raise ValueError(f"--map {item!r}: expected 'HEADING=ATTRIBUTE' with one of {', '.join(ATTRIBUTES)} "
                              "or none")
+        if not normalize(heading):
+            raise ValueError(f"--map {item!r}: the heading has no letter or digit to match")
         table[normalize(heading)] = match
     return table
 

@@ -54,14 +54,17 @@ def read_source(path: str | Path, page: str | None = None) -> SourceDocument:
 
 
 _UNDERLINE = {"=": 1, "-": 2, "~": 3}
-_NUMBERED = re.compile(r"^(\d+(?:\.\d+)*)\.?[ \t]+([A-Z][^.!?]{0,78})$")
+_NUMBERED = re.compile(r"^(\d+(?:\.\d+)*)[ \t]+([A-Z][^.!?]{0,78})$")
 _LIST = re.compile(r"^[ \t]*(?:[-*+]|\d+[.)])[ \t]+(.*)$")
 _SITE_LINE = re.compile(r"^From [^.]{0,60}\b(?:Wikipedia|wiki|Wiki|encyclopedia)\b[^.]{0,60}\.?$")
+_CONTENTS = re.compile(r"^(?:table of )?contents\s*(?:\[\s*(?:hide|show)\s*\])?$", re.I)
+_TOC_LINE = re.compile(r"^\d+(?:\.\d+)*\.?\s+\S")
 _FENCE = re.compile(r"^[ \t]*(```|~~~)")
 
 
 def read_lines(path: Path, text: str, fmt: str) -> SourceDocument:
     """Markdown (``fmt="markdown"``) or plain text (``"text"``) into sections; see ``docs/your_own_character.md``."""
+    text = re.sub(r"<!--.*?-->", lambda m: "\n" * m.group(0).count("\n"), text, flags=re.S)  # lines kept
     lines = text.split("\n")
     sections = [SourceSection(0, "", 1)]
     removed: list[tuple[int, str]] = []
@@ -75,6 +78,10 @@ def read_lines(path: Path, text: str, fmt: str) -> SourceDocument:
         if block and _SITE_LINE.match(" ".join(block)):  # "From Wikipedia, the free encyclopedia"
             removed.append((i - len(block), "the wiki's tagline"))
             block.clear()
+        if block and _CONTENTS.match(block[0]) and all(_TOC_LINE.match(b) for b in block[1:]):
+            removed.append((i - len(block) - len(items), "table of contents"))  # "Contents", then a list
+            block.clear()
+            items.clear()
         parts = [clean_inline(" ".join(block))] if block else []
         parts += [sentence(clean_inline(i)) for i in items]
         joined = " ".join(p for p in parts if p)
@@ -101,7 +108,8 @@ def read_lines(path: Path, text: str, fmt: str) -> SourceDocument:
         if heading:
             flush()
             level, title, underlined = heading
-            sections.append(SourceSection(level, clean_inline(re.sub(r"\[\s*edit\s*\]\s*$", "", title)), lineno))
+            title = re.sub(r"\[\s*edit(?:\s*\|\s*edit source)?\s*\]\s*$", "", title)  # a wiki's [edit] links
+            sections.append(SourceSection(level, clean_inline(title), lineno))
             i += underlined  # skip the underline
             continue
         stripped = line.strip()
@@ -117,7 +125,7 @@ def read_lines(path: Path, text: str, fmt: str) -> SourceDocument:
         elif re.match(r"^\[\^[^\]]+\]:", stripped) or re.match(r"^\[[^\]]+\]:\s*\S+$", stripped):
             flush()  # a footnote or link definition
         elif _LIST.match(line):
-            if block:
+            if block and not (len(block) == 1 and _CONTENTS.match(block[0])):  # "Contents" stays with its list
                 flush()
             items.append(_LIST.match(line).group(1))
         elif items and line.startswith((" ", "\t")):
@@ -170,6 +178,7 @@ def clean_inline(text: str) -> str:
     text = re.sub(r"\[([^\]]+)\]\([^)]*\)", r"\1", text)  # inline links: their text
     text = re.sub(r"\[([^\]]+)\]\[[^\]]*\]", r"\1", text)  # reference links
     text = re.sub(r"\[\d+\]", "", text)  # numbered reference markers
+    text = re.sub(r"<br\s*/?>", " ", text, flags=re.I)  # a line break between words
     text = re.sub(r"</?[A-Za-z][^>]*>", "", text)  # HTML tags
     text = re.sub(r"`([^`]*)`", r"\1", text)
     text = re.sub(r"(\*\*|__|~~)(.+?)\1", r"\2", text)

@@ -15,6 +15,10 @@ from rpa_lib.errors import DataError
 
 DROPPED_TAGS = {"ref", "references", "table", "gallery", "math", "syntaxhighlight", "source", "score", "timeline"}
 DROPPED_LINKS = ("file:", "image:", "category:", "media:")
+INTERLANGUAGE = re.compile(r"[a-z]{2,3}(?:-[a-z]{2,8})*:")  # [[es:Himmel]]: a link to another language's page
+MAGIC_WORD = re.compile(r"__[A-Z]+__")  # __NOTOC__, __NOEDITSECTION__
+TABBER = re.compile(r"<tabber[^>]*>(.*?)</tabber>", re.I | re.S)  # Fandom's tabs: "|-|Anime=" opens each
+TABBER_LABEL = re.compile(r"(?:^|\|-\|)(\s*)(?:\|-\|)?(\s*)[^=\n|\[\]{}<>]{1,60}=")
 LIST_TAGS = {"li", "dd", "dt"}
 ITEM = "\u2022"  # marks a list item in the stripped text until paragraphs are made
 MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
@@ -25,7 +29,14 @@ WRAPPERS = {"nowrap", "nobr", "small", "big", "em", "strong", "sic", "abbr", "to
             "visible anchor", "anchor", "smallcaps", "sc", "mono", "quote", "blockquote", "text", "linktext", "w",
             "wp", "ill", "as written", "ship", "hlist", "flatlist", "plainlist", "ubl", "unbulleted list", "circa",
             "c.", "floruit", "fl."}
-RENDERED = DATES | WRAPPERS | {"convert", "cvt", "val", "age"}
+LINKS = {"link", "l", "wl", "wikilink", "main link", "color", "colour", "font color"}  # text: display or page
+CHARACTERS = {"ndash": "\u2013", "nd": "\u2013", "mdash": "\u2014", "md": "\u2014", "snd": " \u2013 ",
+              "spnd": " \u2013 ", "spaced ndash": " \u2013 ", "spd": " \u2013 ", "smd": " \u2014 ",
+              "spaced mdash": " \u2014 ", "nbsp": " ", "space": " ", "sp": " ", "thinsp": " ", "!": "|", "=": "=",
+              "middot": " \u00b7 ", "dot": " \u00b7 ", "\u00b7": " \u00b7 ", "bull": " \u2022 "}
+PAGE_NAMES = {"pagename", "basepagename", "fullpagename", "subpagename", "pagenamee"}
+RENDERED = DATES | WRAPPERS | LINKS | set(CHARACTERS) | PAGE_NAMES | {"convert", "cvt", "val", "age"}
+INFOBOX_FIELDS = 3  # named fields that make a template at the top of a page an infobox
 IMAGE_FIELDS = re.compile(r"image|caption|alt|size|upright|signature|logo|footnotes|module|embed|color|colour")
 
 
@@ -83,8 +94,12 @@ def read_mediawiki(path: Path, text: str, page: str | None = None) -> SourceDocu
     stamp, rev_id, body = chosen.revisions[newest]
     if not body.strip():
         raise DataError(path, None, f"page {chosen.title!r} has no wikitext (<revision><text> is missing or empty)")
-    doc = parse_wikitext(body, _text_line(text, chosen.title, newest))
-    doc.path, doc.title = path, chosen.title
+    redirect = re.match(r"\s*#redirect\s*:?\s*\[\[([^\]|#]*)", body, re.I)
+    if redirect:
+        raise DataError(path, None, f"page {chosen.title!r} is a redirect to {redirect.group(1).strip()!r}: import "
+                                    "that page")
+    doc = parse_wikitext(body, _text_line(text, chosen.title, newest), chosen.title)
+    doc.path = path
     n = len(chosen.revisions)
     doc.notes.append(f"page {chosen.title!r} of {len(pages)} in the export; revision {newest + 1} of {n}"
                      f"{f' (id {rev_id})' if rev_id else ''}{f', {stamp}' if stamp else ''}"
@@ -104,13 +119,15 @@ def _text_line(xml: str, title: str, revision: int = 0) -> int:
     return xml.count("\n", 0, xml.find(">", at) + 1) + 1
 
 
-def parse_wikitext(wikitext: str, first_line: int = 1) -> SourceDocument:
-    """Wikitext into sections (level = the number of ``=``), line numbers counted from ``first_line``."""
+def parse_wikitext(wikitext: str, first_line: int = 1, title: str | None = None) -> SourceDocument:
+    """Wikitext into sections (level = the number of ``=``), line numbers counted from ``first_line``; ``title``:
+    the page's, shown for ``{{PAGENAME}}``."""
     import mwparserfromhell
     from mwparserfromhell.nodes import Heading
 
+    wikitext = TABBER.sub(lambda m: TABBER_LABEL.sub(r"\1\2", m.group(1)), MAGIC_WORD.sub("", wikitext))  # same lines
     code = mwparserfromhell.parse(wikitext)
-    doc = SourceDocument(Path(), "mediawiki", None, [])
+    doc = SourceDocument(Path(), "mediawiki", title, [])
     parts: list[tuple[int, str, int, list]] = [(0, "", first_line, [])]  # (level, title, line, nodes)
     line = first_line
     for node in code.nodes:
@@ -120,7 +137,7 @@ def parse_wikitext(wikitext: str, first_line: int = 1) -> SourceDocument:
             parts[-1][3].append(node)
         line += str(node).count("\n")
     for level, title, at, nodes in parts:
-        body = _strip(mwparserfromhell.parse("".join(map(str, nodes))), at, doc)
+        body = _strip(mwparserfromhell.parse("".join(map(str, nodes))), at, doc, top=level == 0)
         doc.sections.append(SourceSection(level, title, at, _paragraphs(body)))
     return doc
 
@@ -130,20 +147,29 @@ def template_name(node) -> str:
     return " ".join(str(node.name).strip().replace("_", " ").lower().split())
 
 
-def render_template(node) -> str | None:
-    """The text a template of :data:`RENDERED` shows; None for the others (dropped).
+def render_template(node, title: str = "") -> str | None:
+    """The text a template of :data:`RENDERED` shows (``title``: the page's, for ``{{PAGENAME}}``); None for the
+    others (dropped).
 
     >>> import mwparserfromhell as m
-    >>> [render_template(m.parse(t).filter_templates()[0]) for t in ("{{birth date|1021|3|12}}", "{{cite book}}")]
-    ['12 March 1021', None]
+    >>> [render_template(m.parse(t).filter_templates()[0]) for t in ("{{birth date|1021|3|12}}", "{{cite book}}",
+    ...                                                            "{{Link|Flamme}}", "{{ndash}}")]
+    ['12 March 1021', None, 'Flamme', '–']
     """
     name = template_name(node)
     if name.startswith("lang-"):
         name = "lang"
     if name not in RENDERED:
         return None
-    args = [_plain(p.value) for p in node.params if not p.showkey]
+    if name in CHARACTERS:
+        return CHARACTERS[name]
+    if name in PAGE_NAMES:
+        return title
+    args = [_plain(p.value, title) for p in node.params if not p.showkey]
     args = [a for a in args if a]
+    if name in LINKS:
+        return args[-1] if args and name in ("color", "colour", "font color") else args[1] if len(args) > 1 else \
+            (args[0] if args else "")
     if name in DATES:
         return _date(args)
     if name in ("convert", "cvt"):
@@ -185,22 +211,48 @@ def _convert(args: list[str]) -> str:
     return " ".join(shown)
 
 
-def _plain(code) -> str:
-    """Wikicode as plain text, nested templates rendered (or dropped) without being recorded."""
+def _plain(code, title: str = "") -> str:
+    """Wikicode as plain text: footnotes and comments dropped, ``<br>`` a space, nested templates rendered (or
+    dropped) without being recorded."""
     import mwparserfromhell
+    from mwparserfromhell.nodes import Comment, Tag
 
     code = mwparserfromhell.parse(str(code))
+    for node in code.filter(recursive=True, forcetype=(Tag, Comment)):
+        try:
+            if isinstance(node, Comment) or str(node.tag).strip().lower() in DROPPED_TAGS:
+                code.remove(node)
+            elif str(node.tag).strip().lower() == "br":
+                code.replace(node, " ")
+        except ValueError:  # inside one already removed
+            continue
     for node in code.filter_templates(recursive=False):
         try:
-            code.replace(node, render_template(node) or "")
+            code.replace(node, render_template(node, title) or "")
         except ValueError:
             continue
     return tidy(code.strip_code(normalize=True, collapse=True))
 
 
-def _strip(code, line: int, doc: SourceDocument) -> str:
+def _top_templates(code) -> list:
+    """The templates that open a page, before its first text, with :data:`INFOBOX_FIELDS` named fields or more: a
+    Fandom infobox such as ``{{Character|name=...|race=...}}``, whatever the template is called."""
+    from mwparserfromhell.nodes import Comment, Template, Text
+
+    out = []
+    for node in code.nodes:
+        if isinstance(node, Template):
+            if sum(p.showkey for p in node.params) >= INFOBOX_FIELDS:
+                out.append(node)
+        elif not isinstance(node, Comment) and not (isinstance(node, Text) and not str(node).strip()):
+            break
+    return out
+
+
+def _strip(code, line: int, doc: SourceDocument, top: bool = False) -> str:
     """Plain text of wikicode; infobox fields go to ``doc.facts``, what is removed or rendered to ``doc.removed`` or
-    ``doc.rendered`` with its line."""
+    ``doc.rendered`` with its line. ``top``: the text before the first heading, where an infobox may have any name
+    (:func:`_top_templates`)."""
     from mwparserfromhell.nodes import Comment, Tag, Template, Wikilink
 
     text, cursor = str(code), [0]  # nodes come in document order: search from the last one found
@@ -211,6 +263,7 @@ def _strip(code, line: int, doc: SourceDocument) -> str:
         cursor[0] = max(offset, cursor[0])
         return line + (text.count("\n", 0, offset) if offset >= 0 else 0)
 
+    boxes = _top_templates(code) if top else []
     for node in code.filter(recursive=True):
         try:
             if isinstance(node, Tag) and str(node.tag).strip().lower() in DROPPED_TAGS:
@@ -225,15 +278,15 @@ def _strip(code, line: int, doc: SourceDocument) -> str:
             elif isinstance(node, Template):
                 name = template_name(node)
                 where = at(node)
-                if name.startswith("infobox") or name.endswith("infobox"):
+                if name.startswith("infobox") or name.endswith("infobox") or any(node is b for b in boxes):
                     for inner in (t for p in node.params for t in p.value.filter_templates(recursive=True)):
-                        shown, inner_name = render_template(inner), template_name(inner)
+                        shown, inner_name = render_template(inner, doc.title or ""), template_name(inner)
                         if shown is None:
                             doc.removed.append((where, f"template {{{{{inner_name}}}}}"))
                         else:
                             doc.rendered.append((where, f"{{{{{inner_name}}}}} -> {shown!r} (infobox)"))
                     for p in node.params:
-                        field, value = str(p.name).strip().replace("_", " "), _plain(p.value)
+                        field, value = str(p.name).strip().replace("_", " "), _plain(p.value, doc.title or "")
                         if not value:
                             continue
                         if IMAGE_FIELDS.search(field.lower()):
@@ -242,18 +295,21 @@ def _strip(code, line: int, doc: SourceDocument) -> str:
                             doc.facts.append((where, field, value))
                     code.remove(node)
                     continue
-                shown = render_template(node)
+                shown = render_template(node, doc.title or "")
                 if shown is None:
                     code.remove(node)
                     doc.removed.append((where, f"template {{{{{name}}}}}"))
                 else:
                     code.replace(node, shown)
                     doc.rendered.append((where, f"{{{{{name}}}}} -> {shown!r}"))
-            elif isinstance(node, Comment) or (isinstance(node, Wikilink)
-                                               and str(node.title).strip().lower().startswith(DROPPED_LINKS)):
+            elif isinstance(node, Comment) or (isinstance(node, Wikilink) and (
+                    str(node.title).strip().lower().startswith(DROPPED_LINKS)
+                    or INTERLANGUAGE.match(str(node.title).strip()))):
                 code.remove(node)
             elif isinstance(node, Tag) and str(node.tag).strip().lower() in LIST_TAGS:
                 code.replace(node, ITEM)
+            elif isinstance(node, Tag) and str(node.tag).strip().lower() == "br":
+                code.replace(node, " ")
         except ValueError:  # already gone with an enclosing node that was removed
             continue
     return code.strip_code(normalize=True, collapse=False)

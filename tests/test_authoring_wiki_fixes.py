@@ -1,0 +1,252 @@
+"""The wiki importer on the shapes of real Fandom and Wikipedia pages that broke it (review of the authoring
+importer): headings and titles in other scripts, inline templates, ``<br>``, refs in infobox values, real-world and
+Fandom infobox fields, markup that is no prose, numbered list items in plain text and ``--each-page`` over bad pages.
+Every page here is written for these tests, about invented characters, with the structure of the real ones."""
+
+from __future__ import annotations
+
+from xml.sax.saxutils import escape
+
+import pytest
+
+from rpa_lib.authoring.cli import main as authoring_cli
+from rpa_lib.authoring.importer import new_character, normalize, parse_mapping, slugify
+from rpa_lib.data import Dataset
+
+WORK = "The Glass Meridian"
+
+
+def export(*pages: tuple[str, str]) -> str:
+    """A Special:Export file of ``(title, wikitext)`` pages, one revision each."""
+    body = "".join(f"  <page>\n    <title>{escape(t)}</title>\n    <ns>0</ns>\n    <revision>\n      <id>{n}</id>\n"
+                   f"      <timestamp>2024-01-0{n}T00:00:00Z</timestamp>\n"
+                   f"      <text xml:space=\"preserve\">{escape(w)}</text>\n    </revision>\n  </page>\n"
+                   for n, (t, w) in enumerate(pages, start=1))
+    return ('<mediawiki xmlns="http://www.mediawiki.org/xml/export-0.11/" version="0.11" xml:lang="en">\n'
+            f"  <siteinfo><sitename>Meridian Wiki</sitename></siteinfo>\n{body}</mediawiki>\n")
+
+
+def persona(tmp_path, wikitext: str, title: str = "Oriel Vask", **kw) -> str:
+    source = tmp_path / "page.xml"
+    source.write_text(export((title, wikitext)), encoding="utf-8")
+    new_character("oriel", source, work=WORK, data=tmp_path / "d", **kw)
+    return Dataset(tmp_path / "d").persona("oriel").source
+
+
+JA = """{{基礎情報 キャラクター
+| 名前 = オリエル
+| 種族 = エルフ
+}}
+'''オリエル'''は、架空の人物。
+
+== 人物 ==
+無口で、古い地図を集めるのが趣味である。
+
+== 能力 ==
+星の位置から道を読む。
+
+== 経歴 ==
+北の港町で生まれた。
+"""
+
+
+def test_map_and_slugs_work_for_headings_and_titles_in_other_scripts(tmp_path):
+    assert normalize("人物") == "人物" and normalize("Powers & Abilities!") == "powers abilities"
+    assert slugify("Amélie") == "amelie" and slugify("Oriel (Meridian)") == "oriel-meridian" and slugify("オリエル") == ""
+    text = persona(tmp_path, JA, "オリエル", mapping=parse_mapping(["人物=Psychological Traits", "能力=Skill and Expertise",
+                                                                     "経歴=Activity"]))
+    psych, rest = text.split("## Psychological Traits")[1].split("## Skill and Expertise")
+    assert "古い地図" in psych and "星の位置" not in psych and "星の位置" in rest  # each heading its own attribute
+    with pytest.raises(ValueError, match="the heading has no letter or digit"):
+        parse_mapping(["!!=Activity"])
+
+
+def test_each_page_names_a_title_that_gives_no_slug(tmp_path, capsys):
+    source = tmp_path / "two.xml"
+    source.write_text(export(("Amélie Vask", "== Personality ==\nShe is calm.\n"), ("オリエル", JA)), encoding="utf-8")
+    code = authoring_cli(["new-character", "--each-page", "--work", WORK, "--from", str(source), "--embedder", "none",
+                          "--data-dir", str(tmp_path / "d")])
+    assert code != 0 and "page 'オリエル': its title gives no slug" in capsys.readouterr().err
+
+
+FANDOM = """{{Infobox character
+| name = Oriel Vask
+| age = 17<ref name="c3">Chapter 3, page 12</ref>
+| affiliation = [[Meridian Guild]]<br>[[Lantern Company]]
+}}
+'''Oriel Vask''' is a cartographer in ''[[The Glass Meridian]]''.
+
+== History ==
+She was saved by {{Link|Sabel Orrin}}, who became her teacher. The guild was active 1881{{ndash}}1914, and she
+came at the request of {{PAGENAME}}'s old friend {{L|Tamsin Hale|Tamsin}}.{{sfn|Merrow|2019|p=4}}{{Citation needed}}
+
+== Appearance ==
+She is a half-elf.<br />She wears a grey coat with brass buttons.<br>Her hair is short{{snd}}cut with a knife.
+"""
+
+
+def test_inline_link_dash_and_pagename_templates_keep_their_text(tmp_path):
+    text = persona(tmp_path, FANDOM)
+    assert "She was saved by Sabel Orrin, who became her teacher." in text
+    assert "active 1881\u20131914" in text and "at the request of Oriel Vask's old friend Tamsin." in text
+    assert "Merrow" not in text and "{{" not in text  # a citation template is still dropped
+    report = (tmp_path / "d" / "characters" / "oriel" / "IMPORT.md").read_text()
+    assert "{{link}} -> 'Sabel Orrin'" in report and "template {{citation needed}}" in report
+
+
+def test_br_is_a_space_in_wikitext_infoboxes_and_markdown(tmp_path):
+    text = persona(tmp_path, FANDOM)
+    assert "half-elf. She wears" in text and "brass buttons. Her hair is short \u2013 cut" in text
+    assert "affiliation: Meridian Guild Lantern Company." in text
+    source = tmp_path / "oriel.md"
+    source.write_text("# Oriel Vask\n\n| | |\n|---|---|\n| **Played by** | Ann Lee<br>Bo Ray |\n"
+                      "| **Guild** | Meridian<br/>Lantern |\n\n## Appearance\n\nShe is tall.<br>She wears grey.\n")
+    new_character("oriel-md", source, work=WORK, data=tmp_path / "md")
+    text = Dataset(tmp_path / "md").persona("oriel-md").source
+    assert "Guild: Meridian Lantern." in text and "She is tall. She wears grey." in text
+
+
+def test_a_ref_in_an_infobox_value_is_dropped_before_the_field_is_read(tmp_path):
+    text = persona(tmp_path, FANDOM)
+    assert "age: 17. affiliation:" in text and "Chapter 3" not in text
+    assert "<ref> footnote" in (tmp_path / "d" / "characters" / "oriel" / "IMPORT.md").read_text()
+
+
+WIKIPEDIA = """{{Short description|Fictional character}}
+{{Infobox character
+| name = Oriel Vask
+| first = ''The Glass Meridian'' (1998)
+| last = ''The Lantern Years'' (2011)
+| portrayer = Ann Lee
+| voice = Bo Ray
+| species = Half-elf
+}}
+'''Oriel Vask''' is a fictional cartographer.
+
+== Personality ==
+She is quiet and patient.
+"""
+CHARACTER_TEMPLATE = """{{DISPLAYTITLE:Oriel Vask}}
+{{Spoiler}}
+{{Character
+|name = Oriel Vask
+|race = [[Elves|Half-elf]]
+|age = 17
+|voice actor = [[Bo Ray]]
+}}
+{{Quote|Every road is a line someone drew.|Oriel|Chapter 1}}
+'''Oriel Vask''' is a cartographer.
+
+== Personality ==
+She is quiet and patient.
+"""
+
+
+def test_real_world_fields_of_infobox_character_are_left_out(tmp_path):
+    text = persona(tmp_path, WIKIPEDIA)
+    assert "species: Half-elf." in text and "name: Oriel Vask." in text
+    for gone in ("Ann Lee", "Bo Ray", "1998", "Lantern Years"):
+        assert gone not in text, gone
+
+
+def test_a_fandom_infobox_of_any_name_at_the_top_of_the_page_gives_facts(tmp_path):
+    text = persona(tmp_path, CHARACTER_TEMPLATE)
+    assert "### Infobox\n\nname: Oriel Vask. race: Half-elf. age: 17." in text and "Bo Ray" not in text
+    assert "Every road is a line someone drew. Oriel Vask is a cartographer." in text  # a quote is no infobox
+
+
+MARKUP = """__NOTOC__
+'''Oriel Vask''' is a cartographer.
+
+== Appearance ==
+<tabber>
+|-|Anime=
+In the anime, she wears a grey coat.
+|-|Manga=
+In the manga, her coat is blue.
+</tabber>
+
+== Personality ==
+She is quiet.__NOEDITSECTION__ See [[:de:Karte|the German map]].
+
+[[es:Oriel Vask]]
+[[de:Oriel Vask (Meridian)]]
+[[ja:オリエル]]
+[[zh-hans:奥瑞尔]]
+"""
+
+
+def test_interlanguage_links_magic_words_and_tabber_markup_are_stripped(tmp_path):
+    text = persona(tmp_path, MARKUP)
+    assert "\n\nIn the anime, she wears a grey coat.\n\nIn the manga, her coat is blue.\n" in text  # a paragraph a tab
+    assert "She is quiet. See the German map." in text  # a visible link (leading colon) keeps its text
+    for gone in ("__", "|-|", "Anime=", "tabber", "es:", "Oriel Vask (Meridian)", "オリエル", "奥瑞尔"):
+        assert gone not in text, gone
+
+
+FANDOM_MD = """# Oriel Vask
+
+From Meridian Wiki
+
+**Oriel Vask** is a cartographer.
+
+<!--
+Editors: please do not add fan theories.
+
+Thanks!
+-->
+
+Contents
+- 1 Appearance
+- 2 Personality
+
+## Appearance[edit]
+
+She wears a grey coat.
+
+## Personality[edit | edit source]
+
+She is quiet.
+"""
+
+
+def test_markdown_edit_links_multi_paragraph_comments_and_contents_are_stripped(tmp_path):
+    source = tmp_path / "oriel.md"
+    source.write_text(FANDOM_MD, encoding="utf-8")
+    new_character("oriel", source, work=WORK, data=tmp_path / "d")
+    text = Dataset(tmp_path / "d").persona("oriel").source
+    assert "### Overview\n\nOriel Vask is a cartographer.\n\n### Appearance" in text
+    assert "### Personality\n\nShe is quiet." in text
+    for gone in ("edit", "Editors", "Thanks", "-->", "Contents", "1 Appearance"):
+        assert gone not in text, gone
+    report = (tmp_path / "d" / "characters" / "oriel" / "IMPORT.md").read_text()
+    assert "- line 13: table of contents" in report
+
+
+def test_numbered_items_in_plain_text_are_no_headings(tmp_path):
+    source = tmp_path / "oriel.txt"
+    source.write_text("Oriel Vask\n==========\n\nOriel Vask is a cartographer.\n\n1 Skills\n\nHer methods include:\n\n"
+                      "1. Triangulation from church towers\n\n2. Pacing distances\n\nShe also draws by moonlight.\n\n"
+                      "2 Personality\n\nShe is quiet.\n", encoding="utf-8")
+    new_character("oriel", source, work=WORK, data=tmp_path / "d")
+    skills = Dataset(tmp_path / "d").persona("oriel").source.split("### Skills")[1].split("##")[0]
+    assert "1. Triangulation" not in skills and "Triangulation from church towers" in skills
+    assert "She also draws by moonlight." in skills
+
+
+def test_each_page_skips_a_redirect_and_existing_characters_naming_each_and_fails_at_the_end(tmp_path, capsys):
+    source = tmp_path / "wiki.xml"
+    source.write_text(export(("Oriel", "#REDIRECT [[Oriel Vask]]\n\n[[Category:Redirects]]\n"),
+                             ("Oriel Vask", "== Personality ==\nShe is quiet.\n"),
+                             ("Tamsin Hale", "== Personality ==\nShe laughs often.\n")), encoding="utf-8")
+    argv = ["new-character", "--each-page", "--work", WORK, "--from", str(source), "--embedder", "none",
+            "--data-dir", str(tmp_path / "d")]
+    assert authoring_cli(argv) == 1
+    err = capsys.readouterr().err
+    assert "skipped page 'Oriel': " in err and "page 'Oriel' is a redirect to 'Oriel Vask': import that page" in err
+    assert "1 of 3 page(s) not imported: Oriel" in err
+    assert Dataset(tmp_path / "d").slugs() == ["oriel-vask", "tamsin-hale"]  # the pages after it were imported
+    assert authoring_cli(argv) == 1  # again: each existing one is named and skipped
+    err = capsys.readouterr().err
+    assert "character 'oriel-vask' already exists" in err and "character 'tamsin-hale' already exists" in err
+    assert "3 of 3 page(s) not imported: Oriel; Oriel Vask; Tamsin Hale" in err
