@@ -9,7 +9,14 @@ import pandas as pd
 import pytest
 
 from rpa_lib.evaluation.chunk_usage import duplication_frequencies, usage_stats, used_chunks
-from rpa_lib.evaluation.context import TOKENIZER, context_sizes, count_tokens, matched_budget, with_context
+from rpa_lib.evaluation.context import (
+    TOKENIZER,
+    context_sizes,
+    count_tokens,
+    matched_budget,
+    matched_budgets,
+    with_context,
+)
 from rpa_lib.evaluation.runner import FailedItems, Job, check_failures, failures, qa_jobs, run_jobs
 from rpa_lib.llm import FakeLLM
 from rpa_lib.methods import (
@@ -123,6 +130,15 @@ def test_context_sizes_and_the_matched_budget():
     assert list(table.columns) == ["method", "acc", "context_chars", "context_tokens", "context_items"]
     with pytest.raises(ValueError, match="no answered rows of 'crag'"):
         matched_budget(rows, "crag")
+
+
+def test_each_question_set_gets_the_budget_amadeus_showed_on_that_set():
+    """A pooled mean would give the set where AMADEUS showed less context more than it showed, and the other less."""
+    rows = pd.DataFrame({"method": ["amadeus", "amadeus", "amadeus", "naive_rag"], "task": ["QA", "QA", "MBTI", "MBTI"],
+                         "context": [[{"text": "a" * 100}], [{"text": "a" * 200}], [{"text": "a" * 900}], []]})
+    assert matched_budgets(rows, "task", ["QA", "MBTI", "BFI"]) == {"QA": 150, "MBTI": 900}  # BFI: AMADEUS not run
+    assert matched_budget(rows, "amadeus") == 400  # the pooled mean, fair to neither set
+    assert matched_budgets(rows, "task", ["QA", "BFI"], given=500) == {"QA": 500, "BFI": 500}
 
 
 def test_amadeus_runs_gs_then_ae_then_responds_with_both():
