@@ -168,6 +168,15 @@ def test_amadeus_gs_failure_falls_back_and_ae_failure_is_recorded_not_fatal():
     assert r.reply.startswith("SYSTEM:") and attributes["Belief and Value"][:40] in r.reply
 
 
+def test_the_gs_window_follows_the_llm_that_judges():
+    """The look-ahead is sized for gs_llm, which build_method attaches after the method is made."""
+    judge = FakeLLM(max_workers=1)
+    judge.lookahead = 8  # as a batch round's LLM asks
+    a = build_method("amadeus", FakeLLM(max_workers=1), dataset=FIXTURES, gs_llm=judge, embedder="hash-64")
+    assert a.window == 8 and a.window is a.window  # one policy object for the walks
+    assert make("amadeus", FakeLLM(max_workers=1)).window == 1
+
+
 def test_build_method_takes_declared_settings_and_rejects_unknown_ones():
     assert isinstance(make("no_rag", FakeLLM()), NoRAG)
     a = make("amadeus", FakeLLM(), max_iterations=3, slot_size=1, window=2)
