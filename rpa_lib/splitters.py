@@ -114,6 +114,7 @@ def split(persona: Persona, splitter: str = "acts", *, length: int | None = None
                 continue
             headings = commonprefix([p.headings for p in overlapping])  # compared heading by heading
             body = persona.source[start:end]  # across sections: with the heading lines between, as measured
+            # H_i in front, though Eq. 5 appends it: MiniLM reads only 256 word pieces (docs/design/core.md)
             text = f"{heading_path(headings)}\n{body}" if s.with_context else body
             chunks.append(Chunk(id=f"{persona.slug}:{splitter}:{len(chunks):04d}", character=persona.slug,
                                 splitter=splitter, text=text, body=body, headings=headings, start=start, end=end))

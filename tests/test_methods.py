@@ -9,7 +9,14 @@ import pandas as pd
 import pytest
 
 from rpa_lib.evaluation.chunk_usage import duplication_frequencies, usage_stats, used_chunks
-from rpa_lib.evaluation.context import TOKENIZER, context_sizes, count_tokens, matched_budget, with_context
+from rpa_lib.evaluation.context import (
+    TOKENIZER,
+    context_sizes,
+    count_tokens,
+    matched_budget,
+    matched_budgets,
+    with_context,
+)
 from rpa_lib.evaluation.runner import FailedItems, Job, check_failures, failures, qa_jobs, run_jobs
 from rpa_lib.llm import FakeLLM
 from rpa_lib.methods import (
@@ -125,6 +132,15 @@ def test_context_sizes_and_the_matched_budget():
         matched_budget(rows, "crag")
 
 
+def test_each_question_set_gets_the_budget_amadeus_showed_on_that_set():
+    """A pooled mean would give the set where AMADEUS showed less context more than it showed, and the other less."""
+    rows = pd.DataFrame({"method": ["amadeus", "amadeus", "amadeus", "naive_rag"], "task": ["QA", "QA", "MBTI", "MBTI"],
+                         "context": [[{"text": "a" * 100}], [{"text": "a" * 200}], [{"text": "a" * 900}], []]})
+    assert matched_budgets(rows, "task", ["QA", "MBTI", "BFI"]) == {"QA": 150, "MBTI": 900}  # BFI: AMADEUS not run
+    assert matched_budget(rows, "amadeus") == 400  # the pooled mean, fair to neither set
+    assert matched_budgets(rows, "task", ["QA", "BFI"], given=500) == {"QA": 500, "BFI": 500}
+
+
 def test_amadeus_runs_gs_then_ae_then_responds_with_both():
     m = make("amadeus", scripted(), embedder="hash-64", k=2, max_iterations=30, slot_size=2)
     r = m.respond("ada-lindqvist", "What did you do when the storm broke the lamp's lens?")
@@ -150,6 +166,15 @@ def test_amadeus_gs_failure_falls_back_and_ae_failure_is_recorded_not_fatal():
     attributes = r.details["attributes"]
     assert set(attributes) == {"Belief and Value", "Psychological Traits"} and all(attributes.values())
     assert r.reply.startswith("SYSTEM:") and attributes["Belief and Value"][:40] in r.reply
+
+
+def test_the_gs_window_follows_the_llm_that_judges():
+    """The look-ahead is sized for gs_llm, which build_method attaches after the method is made."""
+    judge = FakeLLM(max_workers=1)
+    judge.lookahead = 8  # as a batch round's LLM asks
+    a = build_method("amadeus", FakeLLM(max_workers=1), dataset=FIXTURES, gs_llm=judge, embedder="hash-64")
+    assert a.window == 8 and a.window is a.window  # one policy object for the walks
+    assert make("amadeus", FakeLLM(max_workers=1)).window == 1
 
 
 def test_build_method_takes_declared_settings_and_rejects_unknown_ones():

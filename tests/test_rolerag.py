@@ -123,6 +123,17 @@ def test_graph_is_cached_on_disk_and_rebuilt_when_the_persona_changes(data_copy)
     assert make(graph_fake(), dataset=data_copy, merge_k=2).cache_key(ADA) != again.cache_key(ADA)
 
 
+def test_graph_is_rebuilt_when_the_characters_name_or_work_changes(data_copy):
+    """labels.csv's name and work are in the extraction prompts: a graph built for another work is stale."""
+    first = make(graph_fake(), dataset=data_copy)
+    key = first.cache_key(ADA)
+    assert first.index(ADA).source == "built"
+    labels = data_copy / "labels.csv"
+    labels.write_text(labels.read_text().replace("Ada Lindqvist,Test Fixtures", "Ada Lindqvist,A Different Story"))
+    again = make(graph_fake(), dataset=data_copy)
+    assert again.cache_key(ADA) != key and again.index(ADA).source == "built"
+
+
 def test_a_failed_extraction_is_counted_not_fatal():
     def extract(passage):
         if "Mira" in passage:

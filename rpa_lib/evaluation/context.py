@@ -103,6 +103,20 @@ def matched_budget(rows: pd.DataFrame, method: str = "amadeus") -> int:
     return max(1, round(sizes.context_chars.iloc[0]))
 
 
+def matched_budgets(rows: pd.DataFrame, by: str, groups: Iterable[str], method: str = "amadeus", *,
+                    given: int | None = None) -> dict[str, int]:
+    """``{group: budget_chars}`` for each of ``groups`` (values of ``rows[by]``: a task, question set or
+    questionnaire): ``given``, else :func:`matched_budget` of that group's rows alone, so no set is given another
+    set's mean; a group ``method`` has no row in is left out (nothing to match).
+    ``matched_budgets(rows, "task", ["CharacterRAG", "MBTI"]) == {"CharacterRAG": 1929, "MBTI": 1993}``"""
+    out = {}
+    for group in groups:
+        mine = rows[rows[by] == group]
+        if given or (mine.method == method).any():
+            out[group] = given or matched_budget(mine, method)  # none answered: FailedItems names why
+    return out
+
+
 def with_context(table: pd.DataFrame, sizes: pd.DataFrame, on: str | list[str] = "method") -> pd.DataFrame:
     """``table`` with the context columns of ``sizes`` joined on ``on`` after its own, rounded (items to 0.1)."""
     keep = [c for c in CONTEXT_COLUMNS if c in sizes]

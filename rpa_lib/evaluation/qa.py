@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from rpa_lib.data import QA, Dataset
-from rpa_lib.evaluation.context import matched_budget
+from rpa_lib.evaluation.context import matched_budgets
 from rpa_lib.evaluation.judges import FAILED, OK, UNPARSED, judge_metric, label_keypoint
 from rpa_lib.evaluation.metrics.agreement import kendall_tau
 from rpa_lib.evaluation.metrics.keypoints import KeypointScores, average_keypoint_scores, keypoint_scores
@@ -91,13 +91,10 @@ def answer_budget_control(answers: pd.DataFrame, tasks: dict[str, list[Job]], co
                           method: str = "amadeus", llm=None) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, int]]:
     """The control ``control(budget_chars)`` on each task at ``method``'s mean context on that task (or ``given``
     characters): its rows, timing rows and the budget per task."""
-    rows, timing, budgets = [], [], {}
-    for task, jobs in tasks.items():
-        rows_of_task = answers[answers.task == task]
-        if not given and not (rows_of_task.method == method).any():
-            continue  # the method was not run on this task: nothing to match
-        budgets[task] = given or matched_budget(rows_of_task, method)  # none answered: FailedItems names why
-        more, more_timing = answer_all([control(budgets[task])], {task: jobs}, llm=llm)
+    rows, timing = [], []
+    budgets = matched_budgets(answers, "task", tasks, method, given=given)
+    for task, budget in budgets.items():
+        more, more_timing = answer_all([control(budget)], {task: tasks[task]}, llm=llm)
         rows.append(more)
         timing.append(more_timing)
     return (pd.concat(rows, ignore_index=True) if rows else answers.iloc[:0],

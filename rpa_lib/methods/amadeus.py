@@ -62,16 +62,22 @@ class Amadeus(Method):
 
     gs_llm = None  # the LLM of GS and AE (build_method's gs_llm); None: the role-play LLM
 
-    def __init__(self, llm, settings=None, dataset=None):
-        super().__init__(llm, settings, dataset)
-        # One policy object per method, so an adaptive window learns the judge's yes-rate across walks.
-        self.window = parse_window(self.settings.window or getattr(llm, "lookahead", None)
-                                   or max(1, min(4, getattr(llm, "max_workers", 1))))
+    _window = _window_for = None  # the look-ahead policy and the judging LLM it was sized for
 
     @property
     def selector(self):
         """The LLM of Guided Selection and the Attribute Extractor."""
         return self.gs_llm or self.llm
+
+    @property
+    def window(self):
+        """GS look-ahead, sized for the LLM that judges (gs_llm is attached after __init__, so not built there).
+        One policy object per judging LLM, so an adaptive window learns the judge's yes-rate across walks."""
+        judge = self.selector
+        if self._window_for is not judge:
+            self._window_for, self._window = judge, parse_window(
+                self.settings.window or getattr(judge, "lookahead", None) or max(1, min(4, getattr(judge, "max_workers", 1))))
+        return self._window
 
     def select(self, character: str, question: str) -> tuple[Selection, list[Call]]:
         """Guided Selection alone, and the trace of every judge call it paid for (speculative ones last)."""

@@ -88,7 +88,9 @@ class RoleRAG(GraphIndexMethod):
 
     def cache_key(self, character: str) -> str:
         s = self.settings
-        inputs = {"persona": text_hash(self.dataset.persona(character).source), "splitter": s.splitter,
+        # the profile (labels.csv's name and work) is in the extraction prompts and names the character's node
+        inputs = {"persona": text_hash(self.dataset.persona(character).source),
+                  "profile": list(self.dataset.profile(character)), "splitter": s.splitter,
                   "lengths": s.lengths if s.splitter == "vanilla" else None,
                   "llm": f"{self.llm.backend}:{self.llm.model_id}", "embedder": self.embedder(character).model_id,
                   "merge_k": s.merge_k, "merge_similarity": s.merge_similarity, "max_description": s.max_description,
