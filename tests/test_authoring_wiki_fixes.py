@@ -10,7 +10,7 @@ from xml.sax.saxutils import escape
 import pytest
 
 from rpa_lib.authoring.cli import main as authoring_cli
-from rpa_lib.authoring.importer import new_character, normalize, parse_mapping, slugify
+from rpa_lib.authoring.importer import DESCRIPTIONS, ContentPlacer, new_character, normalize, parse_mapping, slugify
 from rpa_lib.data import Dataset
 
 WORK = "The Glass Meridian"
@@ -250,3 +250,23 @@ def test_each_page_skips_a_redirect_and_existing_characters_naming_each_and_fail
     err = capsys.readouterr().err
     assert "character 'oriel-vask' already exists" in err and "character 'tamsin-hale' already exists" in err
     assert "3 of 3 page(s) not imported: Oriel; Oriel Vask; Tamsin Hale" in err
+
+
+class OneWordPlacer(ContentPlacer):
+    """Content placement scripted by one word: a paragraph that says "believe" belongs to Belief and Value."""
+
+    def __init__(self):
+        pass
+
+    def scores(self, texts: list[str]) -> list[dict[str, float]]:
+        return [{a: (0.9 if a == "Belief and Value" and "believe" in t else 0.5 if a == "Psychological Traits" else 0.1)
+                 for a in DESCRIPTIONS} for t in texts]
+
+
+def test_paragraphs_moved_one_by_one_out_of_a_section_join_one_heading(tmp_path):
+    page = ("== Personality ==\nOriel is cheerful.\n\nI believe oaths bind forever.\n\nOriel hums while working.\n\n"
+            "I believe mercy is strength.\n\n== Beliefs ==\nI believe in the sea.\n")
+    text = persona(tmp_path, page, embedder=OneWordPlacer())  # validated as it is written: no heading path twice
+    belief = text.split("## Belief and Value")[1].split("\n## ")[0]
+    assert belief.count("### Personality") == 1
+    assert belief.index("oaths bind") < belief.index("mercy is strength") < belief.index("### Beliefs")

@@ -268,7 +268,7 @@ def plan(doc: SourceDocument, name: str, table: dict[str, str | None] = HEADING_
     for attribute in ATTRIBUTES:
         lines += [f"## {attribute}", ""]
         depth_now = 2
-        for depth, title, paragraphs in out[attribute]:
+        for depth, title, paragraphs in _joined(out[attribute]):
             depth = min(depth, depth_now + 1)  # never skip a level
             if depth > 2:
                 lines += [f"{'#' * depth} {title}", ""]
@@ -279,6 +279,22 @@ def plan(doc: SourceDocument, name: str, table: dict[str, str | None] = HEADING_
     empty = [a for a, n in placed.items() if not n]
     report.sort(key=lambda r: r[0])
     return Plan("\n".join(lines).rstrip("\n") + "\n", report, placed, empty, sorted(dropped), sorted(doc.rendered))
+
+
+def _joined(entries: list[tuple[int, str, list[str]]]) -> list[tuple[int, str, list[str]]]:
+    """An attribute's sections, a top-level one without subsections joining the first of its title (paragraphs moved
+    one by one out of one section, or two sections of one name): a heading path may not repeat (rpa_lib.data)."""
+    joined: list[tuple[int, str, list[str]]] = []
+    first: dict[str, list[str]] = {}
+    for i, (depth, title, paragraphs) in enumerate(entries):
+        leaf = i + 1 == len(entries) or entries[i + 1][0] <= depth
+        if depth == 3 and leaf and title in first:
+            first[title].extend(paragraphs)
+            continue
+        joined.append((depth, title, list(paragraphs)))
+        if depth == 3:
+            first.setdefault(title, joined[-1][2])
+    return joined
 
 
 def _section_text(doc: SourceDocument, section) -> list[str]:
