@@ -186,3 +186,12 @@ def test_the_paper_profile_runs_gs_and_ae_on_their_own_llm_role(profile, monkeyp
     rows = run_jobs(amadeus, [Job("ada-lindqvist", "q1", "What keeps you awake at night?")], progress=False)
     assert rows.error.isna().all() and agent.usage.calls == 1  # the answer
     assert selector.usage.calls >= 3  # the GS judge calls and the two AE attributes
+
+
+def test_outputs_under_a_parent_folder_named_cache_are_recorded(tmp_path):
+    """Only the output folder's own cache and notebooks folders are left out, not a folder above it of that name."""
+    results = tmp_path / "cache" / "clone" / "results"
+    (results / "cache").mkdir(parents=True)
+    (results / "table.csv").write_text("x\n")
+    (results / "cache" / "llm.sqlite").write_text("")
+    assert list(reproduce._snapshot([results])) == [results / "table.csv"]

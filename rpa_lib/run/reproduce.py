@@ -101,7 +101,7 @@ def environment(**values: str):
 
 def _snapshot(folders: list[Path]) -> dict[Path, float]:
     return {p: p.stat().st_mtime for f in folders if f.is_dir() for p in f.rglob("*") if p.is_file()
-            and "cache" not in p.parts and "notebooks" not in p.relative_to(f).parts}
+            and not {"cache", "notebooks"} & set(p.relative_to(f).parts)}  # the folders above are not ours
 
 
 def _run_id() -> str:
