@@ -250,6 +250,9 @@ def test_each_page_skips_a_redirect_and_existing_characters_naming_each_and_fail
     err = capsys.readouterr().err
     assert "character 'oriel-vask' already exists" in err and "character 'tamsin-hale' already exists" in err
     assert "3 of 3 page(s) not imported: Oriel; Oriel Vask; Tamsin Hale" in err
+    for extra in (["--name", "Oriel"], ["--mbti", "INTJ"], ["oriel"]):  # one value would go to every page
+        assert authoring_cli([*argv, *extra]) == 2
+        assert "would apply to every page; import such a page alone with --page TITLE" in capsys.readouterr().err
 
 
 class OneWordPlacer(ContentPlacer):

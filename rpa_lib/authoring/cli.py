@@ -27,6 +27,11 @@ def _new_character(args) -> int:
         return 0 if pages else 2
     if args.each_page and not pages:
         raise DataError(path, None, "--each-page is for a MediaWiki export")
+    given = [o for o, v in (("SLUG", args.slug), ("--name", args.name), ("--mbti", args.mbti), ("--sloan", args.sloan))
+             if v]
+    if args.each_page and given:  # one value for every page: each would get it, or (SLUG, --name) it was ignored
+        raise ValueError(f"--each-page names each character by its page's title: {', '.join(given)} would apply to "
+                         "every page; import such a page alone with --page TITLE")
     jobs = [(slugify(p.title), p.title, p.title) for p in pages] if args.each_page else [(args.slug, args.name, args.page)]
     if not args.each_page and not args.slug:
         raise ValueError("give the new character's SLUG (or --each-page for every page of an export)")
