@@ -273,3 +273,12 @@ def test_paragraphs_moved_one_by_one_out_of_a_section_join_one_heading(tmp_path)
     belief = text.split("## Belief and Value")[1].split("\n## ")[0]
     assert belief.count("### Personality") == 1
     assert belief.index("oaths bind") < belief.index("mercy is strength") < belief.index("### Beliefs")
+
+
+def test_a_line_that_reads_as_a_heading_in_a_text_file_stays_prose(tmp_path):
+    source = tmp_path / "notes.txt"
+    source.write_text("Oriel Vask\n==========\n\nPersonality\n-----------\n\nShe is quiet.\n\n"
+                      "# She keeps a diary, she says.\n\n#1 in her class at the academy.\n", encoding="utf-8")
+    new_character("oriel", source, work=WORK, data=tmp_path / "d")  # validated as it is written
+    text = Dataset(tmp_path / "d").persona("oriel").source
+    assert "\nShe keeps a diary, she says.\n" in text and "#1 in her class" in text

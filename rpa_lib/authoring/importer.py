@@ -273,8 +273,8 @@ def plan(doc: SourceDocument, name: str, table: dict[str, str | None] = HEADING_
             if depth > 2:
                 lines += [f"{'#' * depth} {title}", ""]
                 depth_now = depth
-            for p in paragraphs:
-                lines += [p, ""]
+            for p in paragraphs:  # a source line that reads as a heading ("# note" in a .txt) stays prose
+                lines += [re.sub(r"(?m)^[ \t]*#{1,6}(?=[ \t]|$)[ \t]*", "", p), ""]
     placed = {a: sum(len(p) for _, _, p in out[a]) for a in ATTRIBUTES}
     empty = [a for a, n in placed.items() if not n]
     report.sort(key=lambda r: r[0])
