@@ -282,3 +282,14 @@ def test_a_line_that_reads_as_a_heading_in_a_text_file_stays_prose(tmp_path):
     new_character("oriel", source, work=WORK, data=tmp_path / "d")  # validated as it is written
     text = Dataset(tmp_path / "d").persona("oriel").source
     assert "\nShe keeps a diary, she says.\n" in text and "#1 in her class" in text
+
+
+def test_only_a_two_column_table_before_the_first_section_is_the_infobox(tmp_path):
+    source = tmp_path / "oriel.md"
+    source.write_text("# Oriel Vask\n\n| | |\n|---|---|\n| Race | Elf |\n| Age | 212 |\n\nOriel is a mapmaker.\n\n"
+                      "## Abilities\n\nShe reads the stars.\n\n| Spell | Effect |\n|---|---|\n| Starlight | shows the road |\n",
+                      encoding="utf-8")
+    done = new_character("oriel", source, work=WORK, data=tmp_path / "d")
+    text = Dataset(tmp_path / "d").persona("oriel").source
+    assert "Race: Elf. Age: 212." in text and "Starlight" not in text and "Spell: Effect" not in text
+    assert "- line 14: table" in done.persona_path.with_name("IMPORT.md").read_text(encoding="utf-8")  # listed

@@ -1,7 +1,7 @@
 """Read a user's source document into headed sections of clean paragraphs (:class:`SourceDocument`): Markdown
 (``.md``, ``.markdown``), plain text (``.txt``) or a MediaWiki XML export (``.xml``: :mod:`.wikitext`). Markup,
-tables and code blocks go (each noted with its line); a two-column table becomes infobox facts. This module does
-not place sections (:mod:`~rpa_lib.authoring.importer` does), rewrite prose or write anything."""
+tables and code blocks go (each noted with its line); the first two-column table before the first section becomes
+infobox facts. This module does not place sections (:mod:`~rpa_lib.authoring.importer` does), rewrite prose or write anything."""
 
 from __future__ import annotations
 
@@ -71,7 +71,7 @@ def read_lines(path: Path, text: str, fmt: str) -> SourceDocument:
     block: list[str] = []  # lines of the paragraph being read
     items: list[str] = []  # list items of the paragraph being read
     fence_at = table_end = 0
-    tables: list[tuple[int, list[list[str]]]] = []  # (line, rows)
+    tables: list[tuple[int, list[list[str]], bool]] = []  # (line, rows, before the first section)
     rows: list[list[str]] = []
 
     def flush() -> None:
@@ -119,7 +119,7 @@ def read_lines(path: Path, text: str, fmt: str) -> SourceDocument:
             flush()
             if table_end != lineno - 1:
                 table_at, rows = lineno, []
-                tables.append((table_at, rows))
+                tables.append((table_at, rows, all(s.level <= 1 for s in sections)))  # lead: under the title at most
             rows.append([clean_inline(c) for c in stripped.strip("|").split("|")])
             table_end = lineno
         elif re.match(r"^\[\^[^\]]+\]:", stripped) or re.match(r"^\[[^\]]+\]:\s*\S+$", stripped):
@@ -136,9 +136,9 @@ def read_lines(path: Path, text: str, fmt: str) -> SourceDocument:
             block.append(re.sub(r"^>\s?", "", stripped))
     flush()
     facts = []
-    for at, rows in tables:  # a two-column table (an infobox turned Markdown): its rows are facts
+    for at, rows, lead in tables:  # the first table, two columns, before the first section: an infobox, its rows facts
         rows = [r for r in rows if not all(re.fullmatch(r":?-{2,}:?", c.strip()) for c in r)]
-        if rows and all(len(r) == 2 for r in rows):
+        if lead and not facts and rows and all(len(r) == 2 for r in rows):
             facts += [(at, k.rstrip(":"), v) for k, v in rows if k and v]
         else:
             removed.append((at, "table"))
