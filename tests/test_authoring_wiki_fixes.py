@@ -287,7 +287,8 @@ def test_a_line_that_reads_as_a_heading_in_a_text_file_stays_prose(tmp_path):
 def test_only_a_two_column_table_before_the_first_section_is_the_infobox(tmp_path):
     source = tmp_path / "oriel.md"
     source.write_text("# Oriel Vask\n\n| | |\n|---|---|\n| Race | Elf |\n| Age | 212 |\n\nOriel is a mapmaker.\n\n"
-                      "## Abilities\n\nShe reads the stars.\n\n| Spell | Effect |\n|---|---|\n| Starlight | shows the road |\n",
+                      "## Abilities\n\nShe reads the stars.\n\n| Spell | Effect |\n|---|---|\n"
+                      "| Starlight | shows the road |\n",
                       encoding="utf-8")
     done = new_character("oriel", source, work=WORK, data=tmp_path / "d")
     text = Dataset(tmp_path / "d").persona("oriel").source

@@ -1,7 +1,8 @@
 """Read a user's source document into headed sections of clean paragraphs (:class:`SourceDocument`): Markdown
 (``.md``, ``.markdown``), plain text (``.txt``) or a MediaWiki XML export (``.xml``: :mod:`.wikitext`). Markup,
 tables and code blocks go (each noted with its line); the first two-column table before the first section becomes
-infobox facts. This module does not place sections (:mod:`~rpa_lib.authoring.importer` does), rewrite prose or write anything."""
+infobox facts. This module does not place sections (:mod:`~rpa_lib.authoring.importer` does), rewrite prose or
+write anything."""
 
 from __future__ import annotations
 
