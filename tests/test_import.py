@@ -13,7 +13,7 @@ import pytest
 
 from rpa_lib.authoring.cli import main as authoring_cli
 from rpa_lib.authoring.importer import lookup, new_character, parse_mapping
-from rpa_lib.authoring.scaffold import promote, qa_scaffold, read_review
+from rpa_lib.authoring.scaffold import promote, qa_scaffold, read_review, review_path
 from rpa_lib.data import Dataset, validate
 from rpa_lib.data.cli import main as data_cli
 from rpa_lib.errors import DataError
@@ -237,10 +237,12 @@ def test_qa_scaffold_asks_one_sentence_at_a_time_and_promotes_only_reviewed_rows
     ds.grounding_reviewed_path.write_text("id,word,reason\n" + "".join(f"tove-marsh-01,{w},checked\n" for w in words))
     assert validate(ds, ["tove-marsh"], full=False) == []
 
-    # A second scaffold run appends after the existing ids and keeps the person's review.
+    # A second scaffold run appends after the existing ids and keeps the person's review; it asks about sentences not
+    # asked about before (Skill and Expertise has none left).
     again = qa_scaffold("tove-marsh", FakeLLM(question_rule), data=data_copy, per_attribute=1)
     rows = read_review(again.path)[0]
-    assert len(rows) == 18 and rows[0]["reviewed"] == "yes" and rows[-1]["id"] == "tove-marsh-18"
+    assert len(rows) == 17 and rows[0]["reviewed"] == "yes" and rows[-1]["id"] == "tove-marsh-17"
+    assert "Skill and Expertise" not in {r["attribute"] for r in rows[12:]} and again.empty == []
 
 
 def test_qa_scaffold_with_the_default_fake_writes_placeholder_rows_with_progress(data_copy, capsys):
@@ -336,3 +338,24 @@ def test_plain_text_with_underlined_and_numbered_headings(data_copy, tmp_path):
                                                                                 "swarmed in one week and I caught seven")
     assert contexts["Juno Pike > Skill and Expertise > Skills"] == "reading a hive by its sound. rearing queens."
     assert contexts["Juno Pike > Demographic Information > Overview"] == "Juno Pike is a beekeeper."
+
+
+def test_qa_scaffold_keeps_each_pair_as_it_comes_a_reviewers_columns_and_asks_no_sentence_twice(data_copy):
+    new_character("tove-marsh", MARKDOWN, name="Tove Marsh", work="W", data=data_copy)
+    path, on_disk = review_path(Dataset(data_copy), "tove-marsh"), []
+
+    def rule(kind, messages, spec):  # what a kill at this call would leave
+        on_disk.append(len(read_review(path)[0]) if path.is_file() else 0)
+        return "Where do you live?"
+
+    first = qa_scaffold("tove-marsh", FakeLLM(rule), data=data_copy, per_attribute=1)
+    assert on_disk == list(range(first.added))
+    with open(first.path, newline="") as f:
+        table = list(csv.DictReader(f))
+    table[0]["reviewer_comment"] = "check the date"
+    write_rows(first.path, table)
+    again = qa_scaffold("tove-marsh", FakeLLM(rule), data=data_copy, per_attribute=1)
+    rows = read_review(again.path)[0]
+    assert rows[0]["reviewer_comment"] == "check the date" and len(rows) == first.added + again.added
+    evidence = [r["evidence_1"] for r in rows]
+    assert again.added > 0 and len(set(evidence)) == len(evidence)  # the second run asked about new sentences only

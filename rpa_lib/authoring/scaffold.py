@@ -70,12 +70,12 @@ def sentences(text: str) -> list[str]:
     return [m.group(0).strip() for m in _SENTENCE.finditer(text) if m.group(0).strip()]
 
 
-def evidence_sentences(persona, attribute: str, n: int) -> list[tuple[str, str]]:
-    """Up to ``n`` ``(heading path, sentence)`` of one attribute: the first usable sentence of each paragraph, then
-    the second, ..., so the questions spread over the attribute."""
+def evidence_sentences(persona, attribute: str, n: int, skip: set[str] = frozenset()) -> list[tuple[str, str]]:
+    """Up to ``n`` ``(heading path, sentence)`` of one attribute, none of ``skip``: the first usable sentence of each
+    paragraph, then the second, ..., so the questions spread over the attribute."""
     pools = [[(p.context, s) for s in sentences(p.text) if MIN_SENTENCE <= len(s) <= MAX_SENTENCE]
              for p in persona.paragraphs if p.attribute == attribute]
-    out, seen = [], set()
+    out, seen = [], set(skip)
     for depth in range(max(map(len, pools), default=0)):
         for pool in pools:
             if depth < len(pool) and pool[depth][1] not in seen and len(out) < n:
@@ -126,10 +126,12 @@ def qa_scaffold(slug: str, llm, *, data: Dataset | str | Path | None = None, per
     rows, problems = read_review(path) if path.is_file() else ([], [])
     if problems:
         raise DataError(path, problems[0][0], f"{problems[0][1]}: fix the review file before adding to it")
-    taken = {r["id"] for r in rows} | {q.id for q in _saved_pairs(ds, slug)}
-    result, new = Scaffold(path), []
-    todo = [(a, ctx, s) for a in ATTRIBUTES for ctx, s in evidence_sentences(persona, a, per_attribute)]
-    result.empty = [a for a in ATTRIBUTES if not any(t[0] == a for t in todo)]
+    saved = _saved_pairs(ds, slug)
+    taken = {r["id"] for r in rows} | {q.id for q in saved}
+    asked = {r.get(f"evidence_{i}", "") for r in rows for i in (1, 2, 3)} | {e for q in saved for e in q.evidence}
+    result, new = Scaffold(path), []  # a sentence asked about in an earlier run is not asked again
+    todo = [(a, ctx, s) for a in ATTRIBUTES for ctx, s in evidence_sentences(persona, a, per_attribute, asked)]
+    result.empty = [a for a in ATTRIBUTES if not evidence_sentences(persona, a, 1)]
     start = time.perf_counter()
     try:
         for done, (attribute, context, sentence) in enumerate(todo, start=1):
@@ -152,6 +154,7 @@ def qa_scaffold(slug: str, llm, *, data: Dataset | str | Path | None = None, per
                 note, result.placeholders = PLACEHOLDER, result.placeholders + 1
             new.append({"id": qa_id, "attribute": attribute, "question": question, "answer": sentence,
                         "evidence_1": sentence, "reviewed": "no", "note": note})
+            _write_csv(path, rows + new)  # each pair kept as it comes: a killed run loses none
             spent = time.perf_counter() - start
             print(f"  [{done}/{len(todo)}] {attribute}: {spent:.0f} s, "
                   f"about {spent / done * (len(todo) - done):.0f} s left", file=sys.stderr, flush=True)
@@ -262,10 +265,12 @@ def _jsonl(pair: dict) -> str:
 
 
 def _write_csv(path: Path, rows: list[dict[str, str]]) -> None:
+    columns = [*REVIEW_COLUMNS, *(k for k in dict.fromkeys(k for r in rows for k in r)  # a reviewer's own columns too
+                                  if k not in REVIEW_COLUMNS and k != "line")]
     buf = io.StringIO()
-    writer = csv.DictWriter(buf, REVIEW_COLUMNS, extrasaction="ignore", lineterminator="\n")
+    writer = csv.DictWriter(buf, columns, lineterminator="\n")
     writer.writeheader()
-    writer.writerows({c: r.get(c, "") for c in REVIEW_COLUMNS} for r in rows)
+    writer.writerows({c: r.get(c, "") for c in columns} for r in rows)
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(buf.getvalue(), encoding="utf-8")
     os.replace(tmp, path)
