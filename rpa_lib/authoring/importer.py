@@ -26,7 +26,7 @@ from rpa_lib.data.validate import validate
 from rpa_lib.embeddings import get_embedder
 from rpa_lib.errors import DataError
 from rpa_lib.llm import LLMError
-from rpa_lib.persona import ATTRIBUTES
+from rpa_lib.persona import ATTRIBUTES, HEADING_LINE
 
 DEMO, ACT, BELIEF, PSYCH, SKILL, SOCIAL = ATTRIBUTES
 _HEADINGS = {  # attribute -> normalized headings (lowercase, words only); None: a kind of section left out
@@ -87,8 +87,7 @@ def normalize(heading: str) -> str:
 def slugify(title: str) -> str:
     """A page title as a slug, accents folded: ``slugify("Amélie (Frieren)") == "amelie-frieren"``; ``""`` for a
     title with no Latin letter or digit (``"フリーレン"``)."""
-    ascii_ = unicodedata.normalize("NFKD", title).encode("ascii", "ignore").decode()
-    return "-".join(re.sub(r"[^a-z0-9]+", " ", ascii_.lower()).split())
+    return "-".join(normalize(unicodedata.normalize("NFKD", title).encode("ascii", "ignore").decode()).split())
 
 
 def lookup(heading: str, table: dict[str, str | None] = HEADING_TABLE) -> tuple[str | None, str] | None:
@@ -274,7 +273,7 @@ def plan(doc: SourceDocument, name: str, table: dict[str, str | None] = HEADING_
                 lines += [f"{'#' * depth} {title}", ""]
                 depth_now = depth
             for p in paragraphs:  # a source line that reads as a heading ("# note" in a .txt) stays prose
-                lines += [re.sub(r"(?m)^[ \t]*#{1,6}(?=[ \t]|$)[ \t]*", "", p), ""]
+                lines += ["\n".join(t.lstrip("#").lstrip() if HEADING_LINE.match(t) else t for t in p.split("\n")), ""]
     placed = {a: sum(len(p) for _, _, p in out[a]) for a in ATTRIBUTES}
     empty = [a for a, n in placed.items() if not n]
     report.sort(key=lambda r: r[0])

@@ -128,7 +128,8 @@ def qa_scaffold(slug: str, llm, *, data: Dataset | str | Path | None = None, per
         raise DataError(path, problems[0][0], f"{problems[0][1]}: fix the review file before adding to it")
     saved = _saved_pairs(ds, slug)
     taken = {r["id"] for r in rows} | {q.id for q in saved}
-    asked = {r.get(f"evidence_{i}", "") for r in rows for i in (1, 2, 3)} | {e for q in saved for e in q.evidence}
+    asked = {e for r in rows for i in (1, 2, 3) if (e := r.get(f"evidence_{i}"))}
+    asked |= {e for q in saved for e in q.evidence}
     result, new = Scaffold(path), []  # a sentence asked about in an earlier run is not asked again
     todo = [(a, ctx, s) for a in ATTRIBUTES for ctx, s in evidence_sentences(persona, a, per_attribute, asked)]
     result.empty = [a for a in ATTRIBUTES if not evidence_sentences(persona, a, 1)]
@@ -160,7 +161,7 @@ def qa_scaffold(slug: str, llm, *, data: Dataset | str | Path | None = None, per
                   f"about {spent / done * (len(todo) - done):.0f} s left", file=sys.stderr, flush=True)
     except KeyboardInterrupt:
         result.interrupted = True
-    _write_csv(path, rows + new)
+    _write_csv(path, rows + new)  # each pair was written as it came: this creates the file when none was added
     result.added, result.seconds = len(new), time.perf_counter() - start
     return result
 
