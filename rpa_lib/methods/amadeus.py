@@ -75,8 +75,8 @@ class Amadeus(Method):
         One policy object per judging LLM, so an adaptive window learns the judge's yes-rate across walks."""
         judge = self.selector
         if self._window_for is not judge:
-            self._window_for, self._window = judge, parse_window(
-                self.settings.window or getattr(judge, "lookahead", None) or max(1, min(4, getattr(judge, "max_workers", 1))))
+            size = getattr(judge, "lookahead", None) or max(1, min(4, getattr(judge, "max_workers", 1)))
+            self._window_for, self._window = judge, parse_window(self.settings.window or size)
         return self._window
 
     def select(self, character: str, question: str) -> tuple[Selection, list[Call]]:
@@ -102,31 +102,30 @@ class Amadeus(Method):
         trace = [call if i < n else replace(call, purpose="judge-speculative") for i, call in judged]
         return selection, trace
 
-    def attributes(self, character: str, question: str, chunks) -> tuple[dict[str, str], list[Call]]:
-        """The Attribute Extractor: {"Belief and Value": ..., "Psychological Traits": ...} from the chunks."""
+    def attributes(self, character: str, question: str, chunks, calls: list[Call]) -> dict[str, str]:
+        """The Attribute Extractor: {"Belief and Value": ..., "Psychological Traits": ...} from the chunks, each call
+        it makes traced in ``calls``."""
         name, work = self.dataset.profile(character)
-        with charged([]) as calls:
-            if self.settings.extract_format == "json":
-                reply = traced(calls, "extract", "structured", lambda: self.selector.structured(
-                    extract_messages(name, work, question, chunks), AE_SCHEMA, max_tokens=200,
-                    max_retries=self.settings.extract_retries))
-                if reply is not None:
-                    return {label: str(reply.data.get(key, "")).strip() for key, label in AE_KEYS.items()}, calls
-            attributes = {}
-            for label in AE_KEYS.values():
-                text = paid(calls, "extract-text", "chat", lambda label=label: self.selector.chat(
-                    extract_text_messages(name, work, question, chunks, label), max_tokens=60))
-                attributes[label] = text.text.strip()
-        return attributes, calls
+        if self.settings.extract_format == "json":
+            reply = traced(calls, "extract", "structured", lambda: self.selector.structured(
+                extract_messages(name, work, question, chunks), AE_SCHEMA, max_tokens=200,
+                max_retries=self.settings.extract_retries))
+            if reply is not None:
+                return {label: str(reply.data.get(key, "")).strip() for key, label in AE_KEYS.items()}
+        attributes = {}
+        for label in AE_KEYS.values():
+            text = paid(calls, "extract-text", "chat", lambda label=label: self.selector.chat(
+                extract_text_messages(name, work, question, chunks, label), max_tokens=60))
+            attributes[label] = text.text.strip()
+        return attributes
 
     def context(self, character: str, question: str) -> Context:
         knowledge = self.search(character, question, self.settings.k) if self.settings.k else []
         selection, calls = self.select(character, question)
         attributes: dict[str, str] = {}
         if self.settings.extract:
-            with charged(calls):
-                attributes, extract_calls = self.attributes(character, question, selection.selected)
-            calls += extract_calls
+            with charged(calls):  # a failed extraction: GS's calls and its own
+                attributes = self.attributes(character, question, selection.selected, calls)
         sources = tuple(c.id for c in selection.selected)
         top_k = len(knowledge)
         knowledge = [c for c in knowledge if c.id not in sources]  # a GS-selected chunk is shown once, as selected
