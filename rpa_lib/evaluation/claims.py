@@ -164,12 +164,11 @@ def _paper_evidence(claim: Claim, personality: pd.DataFrame, dataset: Dataset | 
                          f"paired p {_p(r.smallest_paired_p)}, unpaired p {_p(r.unpaired_p)}" for r in t.itertuples())
         worst = t.unpaired_p.max()
         favours = bool((t.difference > 0).all())
-        v = verdict(worst, favours, PAPER_CHARACTERS)
         if worst < ALPHA:  # as Tables 4-5's dimension-level p: no verdict from a test that treats items as independent
             v = (f"{CHARACTERS_UNTESTABLE} (question-level unpaired p <= {_p(worst)} for every LLM, differences "
                  f"{'all in' if favours else 'not all in'} the claim's direction, treats the {PAPER_QUESTIONS} "
                  f"questions of {PAPER_CHARACTERS} characters as independent)")
-        elif v == NOISE:
+        elif (v := verdict(worst, favours, PAPER_CHARACTERS)) == NOISE:
             v += " (no per-question outcomes: no paired test; unpaired p >= 0.05 for some LLM"
             v += (", and " + ", ".join(t.llm[t.smallest_paired_p >= ALPHA]) + " can never reach p < 0.05 paired)"
                   if (t.smallest_paired_p >= ALPHA).any() else ")")
