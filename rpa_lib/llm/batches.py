@@ -19,7 +19,7 @@ from typing import Any
 from rpa_lib.llm.batch_ledger import Ledger, Part, round_key
 from rpa_lib.llm.budget import Budget, Hold, estimate_body_tokens, model_price
 from rpa_lib.llm.config import setting
-from rpa_lib.llm.openai_backend import RETRY_STATUS, OpenAILLM
+from rpa_lib.llm.openai_backend import OpenAILLM, retried
 from rpa_lib.llm.reply import LLMFatalError
 from rpa_lib.llm.retry import RetryPolicy
 from rpa_lib.llm.usage import Price
@@ -292,12 +292,14 @@ def _create(client: Any, file_id: str) -> Any:
 
     once, tries = client.with_options(max_retries=0), 1 + client.max_retries
     policy = getattr(client, "retry_policy", RetryPolicy())
-    for attempt in range(1, tries + 1):
+    attempt = 0
+    while True:
+        attempt += 1
         try:
             return once.batches.create(input_file_id=file_id, endpoint=ENDPOINT, completion_window="24h")
         except (openai.APIConnectionError, openai.APIStatusError) as exc:  # a timeout is a connection error
             status = getattr(exc, "status_code", None)
-            if status is not None and status < 500 and status not in RETRY_STATUS:
+            if status is not None and not retried(status):
                 raise
             found = _find(client, file_id)
             if found is not None:
@@ -305,7 +307,6 @@ def _create(client: Any, file_id: str) -> Any:
             if attempt == tries:
                 raise
         time.sleep(policy.delay(attempt))
-    raise AssertionError("unreachable")
 
 
 def _estimate(path: Path) -> float:

@@ -30,6 +30,11 @@ log = logging.getLogger("rpa_lib.llm")
 OPENAI_URL = "https://api.openai.com/v1"
 MAX_CONNECTIONS = 256  # above any max_workers we use: a call never waits for a connection
 RETRY_STATUS = {408, 409, 429}  # retried as the openai package retries them, as any 5xx
+
+
+def retried(status: int) -> bool:
+    """Whether the openai package retries a reply of this HTTP status."""
+    return status in RETRY_STATUS or status >= 500
 _FATAL_STATUS = {401: "the server refused the credentials: check OPENAI_API_KEY (or api_key=) or the base URL's "
                       "user:password",
                  403: "permission denied: this key may not use this model or endpoint",
@@ -196,7 +201,7 @@ class OpenAILLM(LLM):
     def _status_failure(self, status: int, detail: str, attempts: int = 1) -> Exception:
         """Exhausted (a status the client retries), LLMFatalError or RuntimeError for an HTTP error, scrubbed."""
         message = self._scrub(f"HTTP {status}: {detail}")
-        if status in RETRY_STATUS or status >= 500:
+        if retried(status):
             return Exhausted(message, attempts)
         if status in _FATAL_STATUS or (status == 400 and _NO_MODEL.search(detail)):
             hint = _FATAL_STATUS.get(status, _FATAL_STATUS[404])
