@@ -34,6 +34,11 @@ def read_dotenv(path: Path) -> dict[str, str]:
     return values
 
 
+def settings() -> dict[str, str]:
+    """Every non-empty setting as :func:`setting` finds it: the environment over ``.env`` (the file read once)."""
+    return {k: v for source in (read_dotenv(DOTENV), os.environ) for k, v in source.items() if v}
+
+
 def setting(name: str, explicit: str | None = None) -> str | None:
     """``explicit``, else ``$name``, else ``name`` in ``.env``; None if empty everywhere."""
     return next((v for v in (explicit, os.environ.get(name), read_dotenv(DOTENV).get(name)) if v), None)

@@ -25,7 +25,7 @@ from rpa_lib.embeddings import STAND_IN_PREFIX, stand_in_name
 from rpa_lib.llm import LLMError, get_llm, judge_llm
 from rpa_lib.llm.answers import without_iri_grammars
 from rpa_lib.llm.budget import Budget, BudgetExceeded, dollars, usd
-from rpa_lib.llm.config import setting
+from rpa_lib.llm.config import setting, settings
 from rpa_lib.model_files import is_local, require_models
 from rpa_lib.notebook_params import parameters
 from rpa_lib.run import stamps
@@ -111,7 +111,8 @@ def _run_id() -> str:
 def profile_environment(profile: dict):
     """For a ``with`` block: the profile's ``env`` and ``HF_HUB_OFFLINE=1`` where the user's environment or ``.env``
     does not set them, and the folder settings made absolute here (a kernel starts in ``notebooks/``)."""
-    env = {k: str(v) for k, v in {**(profile.get("env") or {}), "HF_HUB_OFFLINE": "1"}.items() if setting(k) is None}
+    given = settings()  # the environment and .env, read once
+    env = {k: str(v) for k, v in {**(profile.get("env") or {}), "HF_HUB_OFFLINE": "1"}.items() if k not in given}
     folders = {k: os.path.abspath(v) for k in FOLDER_SETTINGS if (v := env.get(k) or os.environ.get(k))}
     return environment(**{**env, **folders})
 

@@ -75,9 +75,8 @@ def environment_settings() -> dict:
     storage setting."""
     from rpa_lib.llm import config
 
-    found = {k: v for source in (config.read_dotenv(config.DOTENV), os.environ) for k, v in source.items() if v}
-    return {k: "set" if any(w in k.upper() for w in SECRET_WORDS) else _setting(v) for k, v in sorted(found.items())
-            if k.startswith(ENV_PREFIXES) and k not in NOT_INPUTS}
+    return {k: "set" if any(w in k.upper() for w in SECRET_WORDS) else _setting(v)
+            for k, v in sorted(config.settings().items()) if k.startswith(ENV_PREFIXES) and k not in NOT_INPUTS}
 
 
 def inputs_digest(notebook: Path, params: dict, upstream: list[str | None], library: str | None = None) -> str:
