@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from rpa_lib import display
 from rpa_lib.data import Dataset, as_dataset
 from rpa_lib.llm import get_llm
-from rpa_lib.llm.config import setting
 from rpa_lib.methods import METHODS, build_method, setting_names
 from rpa_lib.methods.registry import method_label
+from rpa_lib.settings import setting
 from rpa_lib.splitters import SPLITTER_NAMES, SPLITTERS, settings_for, split
 
 LLM_CHOICES = {"local": "embedded SmolLM2 (in-process)", "fake": "fake (offline stand-in, instant)"}

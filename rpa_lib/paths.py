@@ -1,11 +1,13 @@
-"""Every path the library uses, derived from the package's location (never the working directory). Environment
-variables move them: ``RPA_CACHE_DIR``, ``RPA_INDEX_DIR``, ``RPA_USER_DATA_DIR``, ``RPA_OUTPUT_DIR``. Importing
-this module creates nothing; call :func:`ensure` before writing."""
+"""Every path the library uses, derived from the package's location (never the working directory). Four settings
+(the environment, else ``.env``: :mod:`rpa_lib.settings`) move them: ``RPA_CACHE_DIR``, ``RPA_INDEX_DIR``,
+``RPA_USER_DATA_DIR``, ``RPA_OUTPUT_DIR``. Importing this module creates nothing; call :func:`ensure` before
+writing."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
+
+from rpa_lib.settings import setting
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA_DIR = ROOT / "data"
@@ -20,22 +22,22 @@ SCRATCH_DIR = RESULTS_DIR / "scratch"  # interactive runs' figures and tables (g
 
 def cache_dir() -> Path:
     """Where LLM and embedding caches live: ``$RPA_CACHE_DIR`` or ``results/cache``."""
-    return Path(os.environ.get("RPA_CACHE_DIR") or RESULTS_DIR / "cache")
+    return Path(setting("RPA_CACHE_DIR") or RESULTS_DIR / "cache")
 
 
 def user_data_dir() -> Path:
     """Where imported characters live, apart from the paper's ``data/``: ``$RPA_USER_DATA_DIR`` or ``user_data/``."""
-    return Path(os.environ.get("RPA_USER_DATA_DIR") or ROOT / "user_data")
+    return Path(setting("RPA_USER_DATA_DIR") or ROOT / "user_data")
 
 
 def index_dir() -> Path:
     """Where hnswlib indexes live: ``$RPA_INDEX_DIR`` or ``<cache_dir>/indexes``."""
-    return Path(os.environ.get("RPA_INDEX_DIR") or cache_dir() / "indexes")
+    return Path(setting("RPA_INDEX_DIR") or cache_dir() / "indexes")
 
 
 def output_root() -> Path:
     """Where notebooks write their ``figures/`` and ``results/``: ``$RPA_OUTPUT_DIR``, else ``results/scratch``."""
-    return Path(os.environ.get("RPA_OUTPUT_DIR") or SCRATCH_DIR)
+    return Path(setting("RPA_OUTPUT_DIR") or SCRATCH_DIR)
 
 
 def ensure(path: Path) -> Path:

@@ -37,7 +37,7 @@ def _isolate(mp: pytest.MonkeyPatch, root: Path) -> None:
     # (every RPA_* and OPENAI_* variable is cleared), and no .env; a test that needs one sets it.
     for name in [n for n in os.environ if n.startswith(("RPA_", "OPENAI_"))]:
         mp.delenv(name)
-    mp.setattr("rpa_lib.llm.config.DOTENV", root / ".env")
+    mp.setattr("rpa_lib.settings.DOTENV", root / ".env")
     mp.setenv("RPA_CACHE_DIR", str(root / "cache"))
     mp.setenv("RPA_INDEX_DIR", str(root / "indexes"))
     mp.setenv("RPA_USER_DATA_DIR", str(root / "user_data"))  # an import never lands in the repository's user_data/

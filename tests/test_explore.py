@@ -132,11 +132,11 @@ def test_a_configured_server_is_offered_and_answers(dataset, monkeypatch):
 
 
 def test_a_model_set_in_dotenv_is_offered_as_the_notebooks_would_use_it(tmp_path):
+    from rpa_lib import settings
     from rpa_lib.explore import llm_choices
-    from rpa_lib.llm import config
 
-    assert config.DOTENV == tmp_path / ".env"  # conftest points .env at this test's folder
-    config.DOTENV.write_text("RPA_LLM_MODEL=openai:from-dotenv\n")
+    assert settings.DOTENV == tmp_path / ".env"  # conftest points .env at this test's folder
+    settings.DOTENV.write_text("RPA_LLM_MODEL=openai:from-dotenv\n")
     assert llm_choices()["openai:from-dotenv"] == "configured: openai:from-dotenv (RPA_LLM_MODEL)"
 
 

@@ -11,9 +11,9 @@ import time
 import pytest
 
 from rpa_lib.llm import FakeLLM, LLMError, LocalLLM, OpenAILLM, Reply, Transient, get_llm
-from rpa_lib.llm import config as llm_config
 from rpa_lib.llm.answers import extract_json, match_option, schema_example
 from rpa_lib.llm.retry import RetryPolicy
+from rpa_lib.settings import setting
 
 FAST = RetryPolicy(attempts=3, base_delay=0.001, max_delay=0.001)
 SCHEMA = {"type": "object", "required": ["name", "age", "tags", "mood"],
@@ -161,11 +161,11 @@ def test_get_llm_specs(monkeypatch):
 
 def test_settings_come_from_argument_then_environment_then_dotenv(tmp_path, monkeypatch):
     (tmp_path / ".env").write_text('# keys\nexport OPENAI_API_KEY="sk-from-dotenv"\nRPA_LLM_MODEL=fake  # comment\n')
-    assert llm_config.setting("OPENAI_API_KEY") == "sk-from-dotenv"
+    assert setting("OPENAI_API_KEY") == "sk-from-dotenv"
     assert isinstance(get_llm(), FakeLLM)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-from-env")
-    assert llm_config.setting("OPENAI_API_KEY") == "sk-from-env"
-    assert llm_config.setting("OPENAI_API_KEY", "sk-explicit") == "sk-explicit"
+    assert setting("OPENAI_API_KEY") == "sk-from-env"
+    assert setting("OPENAI_API_KEY", "sk-explicit") == "sk-explicit"
 
 
 def test_missing_key_is_a_clear_error_at_first_call():

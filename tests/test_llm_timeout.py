@@ -9,7 +9,7 @@ import pytest
 
 from benchmarks.mock_server import MockServer
 from rpa_lib.llm import LLMError, RetryPolicy, get_llm
-from rpa_lib.llm.config import DEFAULT_TIMEOUT, request_timeout
+from rpa_lib.llm.openai_backend import DEFAULT_TIMEOUT, request_timeout
 
 
 def user(text: str) -> list[dict]:

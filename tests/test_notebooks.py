@@ -327,7 +327,7 @@ def test_a_kernel_starts_in_notebooks_and_this_process_never_changes_directory(t
 
 def test_the_users_dotenv_wins_over_the_profiles_env(tmp_path):
     """As the environment does: PROFILE=paper must not make a judge set in .env gpt-4.1 at OpenAI."""
-    from rpa_lib.llm.config import setting
+    from rpa_lib.settings import setting
 
     (tmp_path / ".env").write_text("RPA_JUDGE_MODEL=my-judge\n")
     with reproduce.profile_environment({"env": {"RPA_JUDGE_MODEL": "gpt-4.1", "RPA_PRICE_IN": 2}}):
@@ -336,8 +336,10 @@ def test_the_users_dotenv_wins_over_the_profiles_env(tmp_path):
 
 
 def test_relative_folders_mean_the_same_to_the_runner_and_its_kernels(tmp_path, monkeypatch):
-    """A kernel starts in notebooks/: a relative cache or index folder and --output-dir reach it as the folders they
-    name where the run started, and the runner itself uses those."""
+    """A kernel starts in notebooks/: a relative cache or index folder (set in the environment or in .env) and
+    --output-dir reach it as the folders they name where the run started, and the runner itself uses those."""
+    from rpa_lib import settings
+
     monkeypatch.setattr(reproduce, "_papermill", run_in_this_process)  # what the kernel is given is what counts
     books, here = tmp_path / "notebooks", tmp_path / "elsewhere"
     books.mkdir()
@@ -350,7 +352,9 @@ def test_relative_folders_mean_the_same_to_the_runner_and_its_kernels(tmp_path, 
     (tmp_path / "tiny.yaml").write_text("description: one fixture notebook\ndefaults: {}\n")
     monkeypatch.chdir(here)
     monkeypatch.setenv("RPA_CACHE_DIR", "cold-cache")
-    monkeypatch.setenv("RPA_INDEX_DIR", "../indexes")
+    monkeypatch.delenv("RPA_INDEX_DIR")
+    settings.DOTENV.write_text("RPA_INDEX_DIR=../indexes\n")
+    assert paths.index_dir() == Path("../indexes")
     reproduce.run("tiny", output_dir=Path("out"))
     seen = (here / "out" / "results" / "env.txt").read_text().split()
     assert seen == [str(here / "cold-cache"), str(tmp_path / "indexes"), os.environ["RPA_USER_DATA_DIR"], str(here / "out")]

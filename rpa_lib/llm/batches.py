@@ -18,11 +18,11 @@ from typing import Any
 
 from rpa_lib.llm.batch_ledger import Ledger, Part, round_key
 from rpa_lib.llm.budget import Budget, Hold, estimate_body_tokens, model_price
-from rpa_lib.llm.config import setting
 from rpa_lib.llm.openai_backend import OpenAILLM, retried
 from rpa_lib.llm.reply import LLMFatalError
 from rpa_lib.llm.retry import RetryPolicy
 from rpa_lib.llm.usage import Price
+from rpa_lib.settings import setting
 
 ENDPOINT = "/v1/chat/completions"
 MODES = ("openai", "files")

@@ -16,9 +16,9 @@ import threading
 from pathlib import Path
 
 from rpa_lib.llm.answers import choice_instruction, schema_instruction, with_instruction
-from rpa_lib.llm.config import setting
 from rpa_lib.llm.reply import LLMFatalError
 from rpa_lib.llm.usage import Price, price_for
+from rpa_lib.settings import setting
 
 CHARS_PER_TOKEN = 4  # a rough average for English text with OpenAI's tokenizers
 MESSAGE_TOKENS = 4  # what a chat message costs beyond its text (role and separators)

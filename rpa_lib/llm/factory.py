@@ -11,13 +11,13 @@ from typing import Any
 
 from rpa_lib.llm.base import LLM
 from rpa_lib.llm.budget import dollars, shared_budget
-from rpa_lib.llm.config import setting
 from rpa_lib.llm.fake import FakeLLM
 from rpa_lib.llm.llamacpp import LlamaCppLLM
 from rpa_lib.llm.local import LocalLLM
 from rpa_lib.llm.openai_backend import OPENAI_URL, OpenAILLM
 from rpa_lib.llm.plan import PlanLLM
 from rpa_lib.llm.rounds import BatchLLM
+from rpa_lib.settings import setting
 
 ROLES = ("llm", "judge", "gs")
 

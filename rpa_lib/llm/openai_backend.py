@@ -19,22 +19,39 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 
 from rpa_lib.llm import answers, modes
 from rpa_lib.llm.base import LLM, Request, sample_seed
-from rpa_lib.llm.config import request_timeout, setting
 from rpa_lib.llm.replicas import Replicas, routing_transport, split_urls
 from rpa_lib.llm.reply import LLMFatalError, Raw
 from rpa_lib.llm.retry import Exhausted, RetryPolicy, Transient
 from rpa_lib.llm.usage import price_for
+from rpa_lib.settings import setting
 
 log = logging.getLogger("rpa_lib.llm")
 
 OPENAI_URL = "https://api.openai.com/v1"
 MAX_CONNECTIONS = 256  # above any max_workers we use: a call never waits for a connection
+DEFAULT_TIMEOUT = 60.0  # seconds per HTTP request (RPA_LLM_TIMEOUT)
 RETRY_STATUS = {408, 409, 429}  # retried as the openai package retries them, as any 5xx
+
+
+def request_timeout(explicit: float | None = None) -> float:
+    """Seconds per HTTP request: ``explicit``, else ``RPA_LLM_TIMEOUT``, else 60; ValueError unless positive."""
+    raw = explicit if explicit is not None else setting("RPA_LLM_TIMEOUT")
+    if raw is None:
+        return DEFAULT_TIMEOUT
+    try:
+        seconds = float(raw)
+    except (TypeError, ValueError):
+        seconds = math.nan
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise ValueError(f"RPA_LLM_TIMEOUT (or timeout=) must be a positive number of seconds, got {raw!r}")
+    return seconds
 
 
 def retried(status: int) -> bool:
     """Whether the openai package retries a reply of this HTTP status."""
     return status in RETRY_STATUS or status >= 500
+
+
 _FATAL_STATUS = {401: "the server refused the credentials: check OPENAI_API_KEY (or api_key=) or the base URL's "
                       "user:password",
                  403: "permission denied: this key may not use this model or endpoint",

@@ -25,7 +25,6 @@ from rpa_lib.embeddings import STAND_IN_PREFIX, stand_in_name
 from rpa_lib.llm import LLMError, get_llm, judge_llm
 from rpa_lib.llm.answers import without_iri_grammars
 from rpa_lib.llm.budget import Budget, BudgetExceeded, dollars, usd
-from rpa_lib.llm.config import setting, settings
 from rpa_lib.model_files import is_local, require_models
 from rpa_lib.notebook_params import parameters
 from rpa_lib.run import stamps
@@ -40,6 +39,7 @@ from rpa_lib.run.plan import (
 )
 from rpa_lib.run.profiles import BATCH_MODES, load_profile, notebooks
 from rpa_lib.run.rounds import batch_mode, run_rounds
+from rpa_lib.settings import setting, settings
 from rpa_lib.text import read_jsonl
 
 FOLDER_SETTINGS = ("RPA_CACHE_DIR", "RPA_INDEX_DIR", "RPA_USER_DATA_DIR", "RPA_OUTPUT_DIR")  # rpa_lib.paths reads them
@@ -113,7 +113,7 @@ def profile_environment(profile: dict):
     does not set them, and the folder settings made absolute here (a kernel starts in ``notebooks/``)."""
     given = settings()  # the environment and .env, read once
     env = {k: str(v) for k, v in {**(profile.get("env") or {}), "HF_HUB_OFFLINE": "1"}.items() if k not in given}
-    folders = {k: os.path.abspath(v) for k in FOLDER_SETTINGS if (v := env.get(k) or os.environ.get(k))}
+    folders = {k: os.path.abspath(v) for k in FOLDER_SETTINGS if (v := env.get(k) or given.get(k))}
     return environment(**{**env, **folders})
 
 

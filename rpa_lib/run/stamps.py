@@ -16,6 +16,7 @@ from pathlib import Path
 
 from rpa_lib import paths
 from rpa_lib.fingerprint import file_digest
+from rpa_lib.settings import settings
 
 ENV_PREFIXES = ("RPA_", "OPENAI_")
 SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD")
@@ -70,13 +71,11 @@ def _setting(value: str):
 
 
 def environment_settings() -> dict:
-    """The ``RPA_*`` and ``OPENAI_*`` settings that can change a result, as the LLM layer's ``setting`` finds them
-    (the environment, else ``.env``); a key or token only as set, since having one picks the default LLM; no
-    storage setting."""
-    from rpa_lib.llm import config
-
+    """The ``RPA_*`` and ``OPENAI_*`` settings that can change a result, as :mod:`rpa_lib.settings` finds them (the
+    environment, else ``.env``); a key or token only as set, since having one picks the default LLM; no storage
+    setting."""
     return {k: "set" if any(w in k.upper() for w in SECRET_WORDS) else _setting(v)
-            for k, v in sorted(config.settings().items()) if k.startswith(ENV_PREFIXES) and k not in NOT_INPUTS}
+            for k, v in sorted(settings().items()) if k.startswith(ENV_PREFIXES) and k not in NOT_INPUTS}
 
 
 def inputs_digest(notebook: Path, params: dict, upstream: list[str | None], library: str | None = None) -> str:

@@ -1,18 +1,13 @@
-"""The settings lookup of the LLM layer: one value by name, from an explicit argument, else the environment, else a
-git-ignored ``.env`` at the repository root (read when needed, never copied into ``os.environ``). A leaf module: it
-builds no client and knows no backend.
-"""
+"""Settings by name: an explicit argument, else the environment, else a git-ignored ``.env`` at the repository root
+(read when needed, never copied into ``os.environ``). The lowest layer: the folders of :mod:`rpa_lib.paths` and the
+LLM layer's settings are looked up here alike."""
 
 from __future__ import annotations
 
-import math
 import os
 from pathlib import Path
 
-from rpa_lib.paths import ROOT
-
-DOTENV = ROOT / ".env"
-DEFAULT_TIMEOUT = 60.0  # seconds per HTTP request (RPA_LLM_TIMEOUT)
+DOTENV = Path(__file__).resolve().parent.parent / ".env"
 
 
 def read_dotenv(path: Path) -> dict[str, str]:
@@ -42,17 +37,3 @@ def settings() -> dict[str, str]:
 def setting(name: str, explicit: str | None = None) -> str | None:
     """``explicit``, else ``$name``, else ``name`` in ``.env``; None if empty everywhere."""
     return next((v for v in (explicit, os.environ.get(name), read_dotenv(DOTENV).get(name)) if v), None)
-
-
-def request_timeout(explicit: float | None = None) -> float:
-    """Seconds per HTTP request: ``explicit``, else ``RPA_LLM_TIMEOUT``, else 60; ValueError unless positive."""
-    raw = explicit if explicit is not None else setting("RPA_LLM_TIMEOUT")
-    if raw is None:
-        return DEFAULT_TIMEOUT
-    try:
-        seconds = float(raw)
-    except (TypeError, ValueError):
-        seconds = math.nan
-    if not (math.isfinite(seconds) and seconds > 0):
-        raise ValueError(f"RPA_LLM_TIMEOUT (or timeout=) must be a positive number of seconds, got {raw!r}")
-    return seconds
