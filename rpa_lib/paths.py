@@ -1,7 +1,8 @@
 """Every path the library uses, derived from the package's location (never the working directory). Four settings
 (the environment, else ``.env``: :mod:`rpa_lib.settings`) move them: ``RPA_CACHE_DIR``, ``RPA_INDEX_DIR``,
-``RPA_USER_DATA_DIR``, ``RPA_OUTPUT_DIR``. Importing this module creates nothing; call :func:`ensure` before
-writing."""
+``RPA_USER_DATA_DIR``, ``RPA_OUTPUT_DIR``; a relative one is taken under the repository root, so the runner, its
+kernels (which start in ``notebooks/``) and JupyterLab find the same folder. Importing this module creates nothing;
+call :func:`ensure` before writing."""
 
 from __future__ import annotations
 
@@ -20,24 +21,29 @@ PROFILES_DIR = ROOT / "profiles"
 SCRATCH_DIR = RESULTS_DIR / "scratch"  # interactive runs' figures and tables (git-ignored)
 
 
+def _folder(name: str, default: Path) -> Path:
+    value = setting(name)
+    return ROOT / Path(value).expanduser() if value else default  # an absolute value replaces ROOT
+
+
 def cache_dir() -> Path:
     """Where LLM and embedding caches live: ``$RPA_CACHE_DIR`` or ``results/cache``."""
-    return Path(setting("RPA_CACHE_DIR") or RESULTS_DIR / "cache")
+    return _folder("RPA_CACHE_DIR", RESULTS_DIR / "cache")
 
 
 def user_data_dir() -> Path:
     """Where imported characters live, apart from the paper's ``data/``: ``$RPA_USER_DATA_DIR`` or ``user_data/``."""
-    return Path(setting("RPA_USER_DATA_DIR") or ROOT / "user_data")
+    return _folder("RPA_USER_DATA_DIR", ROOT / "user_data")
 
 
 def index_dir() -> Path:
     """Where hnswlib indexes live: ``$RPA_INDEX_DIR`` or ``<cache_dir>/indexes``."""
-    return Path(setting("RPA_INDEX_DIR") or cache_dir() / "indexes")
+    return _folder("RPA_INDEX_DIR", cache_dir() / "indexes")
 
 
 def output_root() -> Path:
     """Where notebooks write their ``figures/`` and ``results/``: ``$RPA_OUTPUT_DIR``, else ``results/scratch``."""
-    return Path(setting("RPA_OUTPUT_DIR") or SCRATCH_DIR)
+    return _folder("RPA_OUTPUT_DIR", SCRATCH_DIR)
 
 
 def ensure(path: Path) -> Path:

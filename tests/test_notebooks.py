@@ -336,29 +336,32 @@ def test_the_users_dotenv_wins_over_the_profiles_env(tmp_path):
 
 
 def test_relative_folders_mean_the_same_to_the_runner_and_its_kernels(tmp_path, monkeypatch):
-    """A kernel starts in notebooks/: a relative cache or index folder (set in the environment or in .env) and
-    --output-dir reach it as the folders they name where the run started, and the runner itself uses those."""
+    """A relative folder setting (in the environment or in .env) names a folder under the repository, wherever the
+    run started and wherever the kernel starts (notebooks/, or JupyterLab's); a relative --output-dir names one
+    where the run started. The runner itself uses the same folders."""
     from rpa_lib import settings
 
     monkeypatch.setattr(reproduce, "_papermill", run_in_this_process)  # what the kernel is given is what counts
-    books, here = tmp_path / "notebooks", tmp_path / "elsewhere"
+    books, here, repository = tmp_path / "notebooks", tmp_path / "elsewhere", tmp_path / "repository"
     books.mkdir()
     here.mkdir()
-    write_notebook(books / "01_where.ipynb", "import os\nfrom pathlib import Path\nPath(results_dir).mkdir(parents=True)\n"
-                   f"Path(results_dir, 'env.txt').write_text(' '.join(os.environ[k] for k in {reproduce.FOLDER_SETTINGS}))")
+    write_notebook(books / "01_where.ipynb", "from pathlib import Path\nfrom rpa_lib import paths\n"
+                   "Path(results_dir).mkdir(parents=True)\nPath(results_dir, 'where.txt').write_text(' '.join(str(f()) "
+                   "for f in (paths.cache_dir, paths.index_dir, paths.user_data_dir, paths.output_root)))")
     monkeypatch.setattr(paths, "NOTEBOOKS_DIR", books)
     monkeypatch.setattr(paths, "PROFILES_DIR", tmp_path)
-    monkeypatch.setattr(paths, "ROOT", tmp_path / "repository")  # where the old runner put a relative --output-dir
+    monkeypatch.setattr(paths, "ROOT", repository)
     (tmp_path / "tiny.yaml").write_text("description: one fixture notebook\ndefaults: {}\n")
     monkeypatch.chdir(here)
     monkeypatch.setenv("RPA_CACHE_DIR", "cold-cache")
     monkeypatch.delenv("RPA_INDEX_DIR")
     settings.DOTENV.write_text("RPA_INDEX_DIR=../indexes\n")
-    assert paths.index_dir() == Path("../indexes")
+    assert paths.index_dir() == repository / "../indexes"
     reproduce.run("tiny", output_dir=Path("out"))
-    seen = (here / "out" / "results" / "env.txt").read_text().split()
-    assert seen == [str(here / "cold-cache"), str(tmp_path / "indexes"), os.environ["RPA_USER_DATA_DIR"], str(here / "out")]
-    assert list((here / "cold-cache" / "reproduce").glob("01_where-*.json")) and (here / "out" / "notebooks").is_dir()
+    seen = (here / "out" / "results" / "where.txt").read_text().split()
+    assert seen == [str(repository / "cold-cache"), str(repository / "../indexes"), os.environ["RPA_USER_DATA_DIR"],
+                    str(here / "out")]
+    assert list((repository / "cold-cache" / "reproduce").glob("01_where-*.json")) and (here / "out" / "notebooks").is_dir()
     assert os.environ["RPA_CACHE_DIR"] == "cold-cache"  # put back as it was
 
 

@@ -42,7 +42,6 @@ from rpa_lib.run.rounds import batch_mode, run_rounds
 from rpa_lib.settings import setting, settings
 from rpa_lib.text import read_jsonl
 
-FOLDER_SETTINGS = ("RPA_CACHE_DIR", "RPA_INDEX_DIR", "RPA_USER_DATA_DIR", "RPA_OUTPUT_DIR")  # rpa_lib.paths reads them
 # errors only: the kernel's warning about TCP without encryption (on 127.0.0.1, signed) would split the progress lines
 KERNEL_ARGUMENTS = ["--IPKernelApp.log_level=ERROR"]
 # Seconds a kernel is given to exit once its notebook is done, half before SIGTERM and half before SIGKILL
@@ -110,11 +109,10 @@ def _run_id() -> str:
 
 def profile_environment(profile: dict):
     """For a ``with`` block: the profile's ``env`` and ``HF_HUB_OFFLINE=1`` where the user's environment or ``.env``
-    does not set them, and the folder settings made absolute here (a kernel starts in ``notebooks/``)."""
+    does not set them."""
     given = settings()  # the environment and .env, read once
-    env = {k: str(v) for k, v in {**(profile.get("env") or {}), "HF_HUB_OFFLINE": "1"}.items() if k not in given}
-    folders = {k: os.path.abspath(v) for k in FOLDER_SETTINGS if (v := env.get(k) or given.get(k))}
-    return environment(**{**env, **folders})
+    return environment(**{k: str(v) for k, v in {**(profile.get("env") or {}), "HF_HUB_OFFLINE": "1"}.items()
+                          if k not in given})
 
 
 def budget_of(profile: dict) -> float | None:
