@@ -327,3 +327,15 @@ def test_a_near_tie_by_content_is_left_to_the_headings_and_reported(tmp_path):
     assert "shares a room with her sister" in psych and "every winter" not in text  # neither written as certain
     report = done.persona_path.with_name("IMPORT.md").read_text(encoding="utf-8")
     assert f"## Near ties by content, left to the headings (2)\n\n- {stays}\n- {dropped}\n" in report
+
+
+def test_file_category_and_language_links_inside_templates_leave_no_text(tmp_path):
+    text = persona(tmp_path, "{{Infobox character\n| name = Oriel\n| home = Tollbridge[[Category:Tollbridge people]]\n"
+                             "| species = Elf\n| image = [[File:Oriel.png|250px]]\n}}\n'''Oriel''' is "
+                             "{{nowrap|a mapmaker[[File:Map.png|thumb|Her map]]}} of {{lang|es|[[es:Oriel]]Tollbridge}}."
+                             "\n\n== Personality ==\nShe is quiet.\n")
+    assert "home: Tollbridge. species: Elf." in text and "Oriel is a mapmaker of Tollbridge." in text
+    for gone in ("Category", "File", "png", "Her map", "es:Oriel"):
+        assert gone not in text, gone
+    report = (tmp_path / "d" / "characters" / "oriel" / "IMPORT.md").read_text(encoding="utf-8")
+    assert "infobox field 'image'" in report  # a File link is no text, but it was dropped
