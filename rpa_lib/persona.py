@@ -72,6 +72,7 @@ class Persona:
     source: str
     path: Path
     sections: tuple[Section, ...] = field(repr=False)
+    headings: tuple[tuple[int, tuple[str, ...]], ...] = field(repr=False)  # (line, path) of each heading
 
     @property
     def paragraphs(self) -> list[Paragraph]:
@@ -137,6 +138,7 @@ def parse_persona(path: Path | str, slug: str | None = None) -> Persona:
     path_stack: list[str] = [name]
     seen_attributes: dict[str, int] = {}
     sections: list[Section] = []
+    headings: list[tuple[int, tuple[str, ...]]] = []
     for i, (lineno, level, _, body_start, title) in enumerate(heading_lines):
         if level > 1:
             if level > len(path_stack) + 1:
@@ -151,6 +153,7 @@ def parse_persona(path: Path | str, slug: str | None = None) -> Persona:
                                        f"attribute {title!r} appears twice (first at line {seen_attributes[title]})")
                 seen_attributes[title] = lineno
             path_stack = path_stack[: level - 1] + [title]
+        headings.append((lineno, tuple(path_stack)))
         body_end = heading_lines[i + 1][2] if i + 1 < len(heading_lines) else len(text)
         paragraphs = tuple(_paragraphs(text, min(body_start, body_end), body_end, tuple(path_stack), newlines))
         if paragraphs:
@@ -161,7 +164,7 @@ def parse_persona(path: Path | str, slug: str | None = None) -> Persona:
         raise PersonaError(path, None, f"missing attribute section(s): {', '.join(missing)}")
     if not sections:
         raise PersonaError(path, None, "no paragraphs: the document has headings but no text")
-    return Persona(slug=slug, name=name, source=text, path=path, sections=tuple(sections))
+    return Persona(slug=slug, name=name, source=text, path=path, sections=tuple(sections), headings=tuple(headings))
 
 
 def _paragraphs(text: str, start: int, end: int, headings: tuple[str, ...], newlines: list[int]):

@@ -294,3 +294,48 @@ def test_only_a_two_column_table_before_the_first_section_is_the_infobox(tmp_pat
     text = Dataset(tmp_path / "d").persona("oriel").source
     assert "Race: Elf. Age: 212." in text and "Starlight" not in text and "Spell: Effect" not in text
     assert "- line 14: table" in done.persona_path.with_name("IMPORT.md").read_text(encoding="utf-8")  # listed
+
+
+class TiePlacer(ContentPlacer):
+    """Content scores scripted by words: "sister" nearly ties Social Relationships with Demographic Information
+    (0.40 and 0.38), "trained" is clearly Activity, anything else Psychological Traits."""
+
+    def __init__(self):
+        pass
+
+    def scores(self, texts: list[str]) -> list[dict[str, float]]:
+        def script(t):
+            return ({"Social Relationships": 0.40, "Demographic Information": 0.38} if "sister" in t
+                    else {"Activity": 0.5} if "trained" in t else {"Psychological Traits": 0.5})
+        return [{**dict.fromkeys(DESCRIPTIONS, 0.1), **script(t)} for t in texts]
+
+
+def test_a_near_tie_by_content_is_left_to_the_headings_and_reported(tmp_path):
+    page = ("== Personality ==\nOriel is cheerful.\n\nOriel shares a room with her sister.\n\n"
+            "Oriel trained at the academy.\n\n== Later Years ==\nOriel visits her sister every winter.\n")
+    source = tmp_path / "page.xml"
+    source.write_text(export(("Oriel Vask", page)), encoding="utf-8")
+    done = new_character("oriel", source, work=WORK, data=tmp_path / "d", embedder=TiePlacer())
+    tie = "near tie by content: Social Relationships 0.40, Demographic Information 0.38 (margin 0.02, under 0.05)"
+    stays = f"line 9: paragraph 2 of 'Personality' ('Oriel shares a room with her sister.'...) stays in " \
+            f"Psychological Traits: {tie}"
+    dropped = f"line 16: 'Later Years' not placed: {tie}; map it with --map 'Later Years'=ATTRIBUTE"
+    assert done.warnings[:2] == [stays, dropped] and stays in done.report and dropped in done.report
+    assert "line 9: paragraph 3 of 'Personality' ('Oriel trained at the academy.'...) -> Activity" in "\n".join(done.report)
+    text = Dataset(tmp_path / "d").persona("oriel").source
+    psych = text.split("## Psychological Traits")[1].split("\n## ")[0]
+    assert "shares a room with her sister" in psych and "every winter" not in text  # neither written as certain
+    report = done.persona_path.with_name("IMPORT.md").read_text(encoding="utf-8")
+    assert f"## Near ties by content, left to the headings (2)\n\n- {stays}\n- {dropped}\n" in report
+
+
+def test_file_category_and_language_links_inside_templates_leave_no_text(tmp_path):
+    text = persona(tmp_path, "{{Infobox character\n| name = Oriel\n| home = Tollbridge[[Category:Tollbridge people]]\n"
+                             "| species = Elf\n| image = [[File:Oriel.png|250px]]\n}}\n'''Oriel''' is "
+                             "{{nowrap|a mapmaker[[File:Map.png|thumb|Her map]]}} of {{lang|es|[[es:Oriel]]Tollbridge}}."
+                             "\n\n== Personality ==\nShe is quiet.\n")
+    assert "home: Tollbridge. species: Elf." in text and "Oriel is a mapmaker of Tollbridge." in text
+    for gone in ("Category", "File", "png", "Her map", "es:Oriel"):
+        assert gone not in text, gone
+    report = (tmp_path / "d" / "characters" / "oriel" / "IMPORT.md").read_text(encoding="utf-8")
+    assert "infobox field 'image'" in report  # a File link is no text, but it was dropped

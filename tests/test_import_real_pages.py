@@ -24,6 +24,7 @@ from rpa_lib.persona import ATTRIBUTES
 
 SOURCES = Path(__file__).parent / "fixtures" / "import"
 EXPORT, MARKDOWN = SOURCES / "ashen-crown-export.xml", SOURCES / "aldric-venn-wikipedia.md"
+ANIME = SOURCES / "hana-kisaragi.xml"  # a Fandom anime character page: kanji and debut fields, arcs, Battle Prowess
 WORK = "The Ashen Crown Cycle"
 
 
@@ -96,6 +97,20 @@ def test_both_pages_import_without_edits_placed_by_heading_or_content(tmp_path):
     for line in ("- line 3: the wiki's tagline", "- line 5: infobox field 'Created by' (real world)",
                  "- line 42: section 'Reception'", "- line 46: section 'In other media'"):
         assert line in report, line
+
+
+def test_near_ties_by_content_on_an_anime_page_are_left_to_the_headings_and_printed(tmp_path, capsys):
+    assert authoring_cli(["new-character", "hana-kisaragi", "--work", "Starfall Academy", "--from", str(ANIME),
+                          "--data-dir", str(tmp_path)]) == 0  # the default content placer, MiniLM
+    out = capsys.readouterr().out
+    assert "warning: line 32: paragraph 3 of 'Personality' ('Hana lives with her grandmother above th'...) stays " \
+           "in Psychological Traits: near tie by content: Social Relationships 0.31, Demographic Information 0.31" in out
+    assert "warning: line 46: 'After the Time Skip' not placed: near tie by content: Activity 0.23, Demographic " \
+           "Information 0.22 (margin 0.01, under 0.05); map it with --map 'After the Time Skip'=ATTRIBUTE" in out
+    assert "'Battle Prowess' -> Skill and Expertise (content: closest to" in out  # a clear lead still places
+    text = Dataset(tmp_path).persona("hana-kisaragi").source
+    assert "grandmother" in text.split("## Psychological Traits")[1] and "rescue squad" not in text
+    assert "kanji: 如月 花. romaji: Kisaragi Hana." in text and "debut" not in text  # a debut is a real-world fact
 
 
 def test_an_attribute_with_no_text_is_a_warning_and_methods_answer_from_the_rest(tmp_path, capsys):

@@ -307,6 +307,18 @@ def test_pipeline_on_the_fixture(ds, tmp_path):
     assert failed_items(answers=answers, verdicts=verdicts, labels=labels, keypoints=kp).empty
 
 
+def test_qa_items_reads_each_qa_file_once_and_asks_what_qa_jobs_asks(ds, monkeypatch):
+    import rpa_lib.data.dataset as dataset_module
+
+    read, reads = dataset_module.read_qa, []
+    monkeypatch.setattr(dataset_module, "read_qa", lambda path: reads.append(path.parent.name) or read(path))
+    chars = ds.characters(None)
+    items = qa_items(ds, chars, 3)
+    assert sorted(reads) == sorted(chars)  # once a character
+    jobs = task_jobs(ds, chars, 3)[QA_TASK]
+    assert [(c, q.id, q.question) for c, q in items] == [(j.character, j.id, j.question) for j in jobs]
+
+
 def test_one_answering_loop_skips_saves_and_keeps_chunk_ids(ds):
     """answer_tasks: a skipped (task, method) asks nothing, on_block sees the rows so far after each block, and the
     rows' chunk ids are Response.chunk_ids (runner.chunk_ids reads them back from a row's context by role)."""

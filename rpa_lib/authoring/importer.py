@@ -57,9 +57,10 @@ REAL_WORLD = "the real world"  # content placement's seventh option: dropped
 SLUG = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 NEAR_MISS = 0.85  # difflib ratio for a heading to match a table or --map entry it misspells
 REAL_WORLD_FIELDS = re.compile(r"first appearance|last appearance|created by|creator|portrayed by|voiced by|"
-                               r"played by|actor|designer|appears in|publisher|based on|portrayer|voice|"
+                               r"played by|actor|debut|designer|appears in|publisher|based on|portrayer|voice|"
                                r"^(?:first|last)$", re.I)  # infobox fields left out ({{Infobox character}}'s too)
 MOVE_MARGIN = 0.12  # cosine by which a paragraph must be closer to another attribute to leave its section
+NEAR_TIE = 0.05  # cosine by which content's choice must lead the runner-up; under it the headings' placement stands
 DESCRIPTIONS = {
     DEMO: "Who the character is: their name, titles, age, birth, birthplace, home, race or species, family origin, "
           "nationality, occupation, rank, and physical appearance such as height, hair, eyes and clothing.",
@@ -128,11 +129,14 @@ class ContentPlacer:
         return [dict(zip(DESCRIPTIONS, map(float, row), strict=True)) for row in sims]
 
 
-def _best(score: dict[str, float]) -> tuple[str, str]:
-    """``(closest option, report reason naming the runner-up)``."""
-    ranked = sorted(score, key=score.get, reverse=True)
-    return ranked[0], (f"content: closest to {ranked[0]} ({score[ranked[0]]:.2f}; "
-                       f"next {ranked[1]} {score[ranked[1]]:.2f})")
+def _best(score: dict[str, float]) -> tuple[str | None, str]:
+    """``(closest option, report reason naming the runner-up)``; None when it leads by less than :data:`NEAR_TIE`."""
+    first, second = sorted(score, key=score.get, reverse=True)[:2]
+    margin = score[first] - score[second]
+    if margin < NEAR_TIE:
+        return None, (f"near tie by content: {first} {score[first]:.2f}, {second} {score[second]:.2f} "
+                      f"(margin {margin:.2f}, under {NEAR_TIE})")
+    return first, f"content: closest to {first} ({score[first]:.2f}; next {second} {score[second]:.2f})"
 
 
 @dataclass
@@ -161,6 +165,7 @@ class Plan:
     empty: list[str]
     dropped: list[tuple[int, str]]  # (line, what): sections, tables, templates, fields
     rendered: list[tuple[int, str]]
+    ties: list[tuple[int, str]]  # (line, what): content placements left to the headings, runner-up within NEAR_TIE
 
 
 def _matcher(mapping: dict[str, str | None]):
@@ -186,6 +191,7 @@ def plan(doc: SourceDocument, name: str, table: dict[str, str | None] = HEADING_
     top = min(s.level for s in headed if not (skip_title and s.level == 1)) if len(headed) > skip_title else 1
     out: dict[str, list[tuple[int, str, list[str]]]] = {a: [] for a in ATTRIBUTES}  # (depth, title, paragraphs)
     report: list[tuple[int, str]] = []
+    ties: list[tuple[int, str]] = []
     dropped: list[tuple[int, str]] = list(doc.removed)
     by_map, used = _matcher(mapping or {})
     overview: list[str] = []
@@ -210,7 +216,7 @@ def plan(doc: SourceDocument, name: str, table: dict[str, str | None] = HEADING_
         text = " ".join(_section_text(doc, s))
         if placer is not None and text:
             best, reason = _best(placer.scores([f"{s.title}. {text[:2000]}"])[0])
-            return (None if best == REAL_WORLD else best), reason
+            return (UNKNOWN if best is None else None if best == REAL_WORLD else best), reason
         return UNKNOWN, "heading not in the table" + ("" if placer else ", and no content placement (--embedder none)")
 
     for s in doc.sections:
@@ -239,13 +245,15 @@ def plan(doc: SourceDocument, name: str, table: dict[str, str | None] = HEADING_
             continue
         if current == UNKNOWN:
             report.append((s.line, f"{where!r} not placed: {reason}; map it with --map {s.title!r}=ATTRIBUTE"))
+            if reason.startswith("near tie"):
+                ties.append(report[-1])
             dropped.append((s.line, f"section {where!r}"))
             continue
         report.append((s.line, f"{where!r} -> {current} ({reason})"))
         depth = min(6, s.level - base_level + (2 if own_name else 3))
         kept = list(s.paragraphs)
         if placer is not None and len(kept) > 1:
-            kept = _move_paragraphs(placer, s, current, kept, out, report)
+            kept = _move_paragraphs(placer, s, current, kept, out, report, ties)
         out[current].append((depth, s.title, kept))
     unused = sorted(set(mapping or {}) - used)
     if unused:
@@ -277,7 +285,8 @@ def plan(doc: SourceDocument, name: str, table: dict[str, str | None] = HEADING_
     placed = {a: sum(len(p) for _, _, p in out[a]) for a in ATTRIBUTES}
     empty = [a for a, n in placed.items() if not n]
     report.sort(key=lambda r: r[0])
-    return Plan("\n".join(lines).rstrip("\n") + "\n", report, placed, empty, sorted(dropped), sorted(doc.rendered))
+    return Plan("\n".join(lines).rstrip("\n") + "\n", report, placed, empty, sorted(dropped), sorted(doc.rendered),
+                sorted(ties))
 
 
 def _joined(entries: list[tuple[int, str, list[str]]]) -> list[tuple[int, str, list[str]]]:
@@ -306,17 +315,23 @@ def _section_text(doc: SourceDocument, section) -> list[str]:
     return out
 
 
-def _move_paragraphs(placer, s, attribute, paragraphs, out, report) -> list[str]:
-    """The paragraphs that stay; one clearly closer to another attribute (:data:`MOVE_MARGIN`) moves there."""
+def _move_paragraphs(placer, s, attribute, paragraphs, out, report, ties) -> list[str]:
+    """The paragraphs that stay; one clearly closer to another attribute (:data:`MOVE_MARGIN`) moves there, unless
+    a third attribute is as close (:data:`NEAR_TIE`): then it stays, reported in ``report`` and ``ties``."""
     kept = []
     for n, (p, score) in enumerate(zip(paragraphs, placer.scores(paragraphs), strict=True), start=1):
-        best = max(ATTRIBUTES, key=score.get)
-        if best != attribute and score[best] - score[attribute] >= MOVE_MARGIN:
+        best, reason = _best({a: score[a] for a in ATTRIBUTES})
+        clear = max(score[a] for a in ATTRIBUTES) - score[attribute] >= MOVE_MARGIN
+        what = f"paragraph {n} of {s.title!r} ({p[:40]!r}...)"
+        if clear and best:
             out[best].append((3, s.title, [p]))
-            report.append((s.line, f"paragraph {n} of {s.title!r} ({p[:40]!r}...) -> {best} (content: "
-                                   f"{score[best]:.2f} against {attribute} {score[attribute]:.2f})"))
-        else:
-            kept.append(p)
+            report.append((s.line, f"{what} -> {best} (content: {score[best]:.2f} against {attribute} "
+                                   f"{score[attribute]:.2f})"))
+            continue
+        kept.append(p)
+        if clear:
+            report.append((s.line, f"{what} stays in {attribute}: {reason}"))
+            ties.append(report[-1])
     return kept
 
 
@@ -407,8 +422,9 @@ def new_character(slug: str, source: str | Path, *, name: str | None = None, wor
             raise
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    warnings = [f"no text under {a}: no section or paragraph of the source was placed there; methods answer from "
-                "the other attributes" for a in done.empty]
+    warnings = [f"line {n}: {r}" for n, r in done.ties] + [
+        f"no text under {a}: no section or paragraph of the source was placed there; methods answer from the other "
+        "attributes" for a in done.empty]
     return Imported(slug, ds.persona_path(slug), [f"line {n}: {r}" for n, r in done.report], done.placed, warnings,
                     doc.notes)
 
@@ -421,6 +437,8 @@ def report_file(source, doc: SourceDocument, done: Plan) -> str:
     out += [f"- {n}" for n in doc.notes]
     out.append("\n## Placements\n")
     out += [f"- line {n}: {r}" for n, r in done.report] or ["- nothing was placed"]
+    out.append(f"\n## Near ties by content, left to the headings ({len(done.ties)})\n")
+    out += [f"- line {n}: {r}" for n, r in done.ties] or ["- none"]
     out.append("\n## Attributes with no text\n")
     out += ([f"- {a}: methods answer from the other attributes" for a in done.empty]
             or ["- none: every attribute has text"])

@@ -173,7 +173,6 @@ def clean_inline(text: str) -> str:
     >>> clean_inline("I *love* [tea](http://x) and **cake**[^1].<br>")
     'I love tea and cake.'
     """
-    text = re.sub(r"<!--.*?-->", "", text)
     text = re.sub(r"!\[[^\]]*\]\([^)]*\)", "", text)  # images
     text = re.sub(r"\[\^[^\]]+\]", "", text)  # footnote markers
     text = re.sub(r"\[([^\]]+)\]\([^)]*\)", r"\1", text)  # inline links: their text

@@ -212,26 +212,11 @@ def _convert(args: list[str]) -> str:
 
 
 def _plain(code, title: str = "") -> str:
-    """Wikicode as plain text: footnotes and comments dropped, ``<br>`` a space, nested templates rendered (or
-    dropped) without being recorded."""
+    """Wikicode as one line of plain text, as :func:`_strip` makes it but recording nothing and with no list bullets:
+    a template's argument or an infobox field. ``title``: the page's, for ``{{PAGENAME}}``."""
     import mwparserfromhell
-    from mwparserfromhell.nodes import Comment, Tag
 
-    code = mwparserfromhell.parse(str(code))
-    for node in code.filter(recursive=True, forcetype=(Tag, Comment)):
-        try:
-            if isinstance(node, Comment) or str(node.tag).strip().lower() in DROPPED_TAGS:
-                code.remove(node)
-            elif str(node.tag).strip().lower() == "br":
-                code.replace(node, " ")
-        except ValueError:  # inside one already removed
-            continue
-    for node in code.filter_templates(recursive=False):
-        try:
-            code.replace(node, render_template(node, title) or "")
-        except ValueError:
-            continue
-    return tidy(code.strip_code(normalize=True, collapse=True))
+    return tidy(_strip(mwparserfromhell.parse(str(code)), 0, SourceDocument(Path(), "mediawiki", title, []), item=""))
 
 
 def _top_templates(code) -> list:
@@ -249,10 +234,10 @@ def _top_templates(code) -> list:
     return out
 
 
-def _strip(code, line: int, doc: SourceDocument, top: bool = False) -> str:
+def _strip(code, line: int, doc: SourceDocument, top: bool = False, item: str = ITEM) -> str:
     """Plain text of wikicode; infobox fields go to ``doc.facts``, what is removed or rendered to ``doc.removed`` or
     ``doc.rendered`` with its line. ``top``: the text before the first heading, where an infobox may have any name
-    (:func:`_top_templates`)."""
+    (:func:`_top_templates`); ``item``: what a list item's bullet becomes."""
     from mwparserfromhell.nodes import Comment, Tag, Template, Wikilink
 
     text, cursor = str(code), [0]  # nodes come in document order: search from the last one found
@@ -287,11 +272,10 @@ def _strip(code, line: int, doc: SourceDocument, top: bool = False) -> str:
                             doc.rendered.append((where, f"{{{{{inner_name}}}}} -> {shown!r} (infobox)"))
                     for p in node.params:
                         field, value = str(p.name).strip().replace("_", " "), _plain(p.value, doc.title or "")
-                        if not value:
-                            continue
                         if IMAGE_FIELDS.search(field.lower()):
-                            doc.removed.append((where, f"infobox field {field!r}"))
-                        else:
+                            if value or p.value.filter_wikilinks():  # [[File:...]]: no text, but dropped
+                                doc.removed.append((where, f"infobox field {field!r}"))
+                        elif value:
                             doc.facts.append((where, field, value))
                     code.remove(node)
                     continue
@@ -307,7 +291,7 @@ def _strip(code, line: int, doc: SourceDocument, top: bool = False) -> str:
                     or INTERLANGUAGE.match(str(node.title).strip()))):
                 code.remove(node)
             elif isinstance(node, Tag) and str(node.tag).strip().lower() in LIST_TAGS:
-                code.replace(node, ITEM)
+                code.replace(node, item)
             elif isinstance(node, Tag) and str(node.tag).strip().lower() == "br":
                 code.replace(node, " ")
         except ValueError:  # already gone with an enclosing node that was removed

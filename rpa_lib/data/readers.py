@@ -142,36 +142,18 @@ def _field(obj: dict, key: str, where: str):
     return obj[key]
 
 
-def _typed_field(obj: dict, key: str, where: str, convert, expected: str):
-    """``convert(obj[key])``, or a DataError: ``scale: field 'points' must be a whole number, not 'seven'``."""
-    value = _field(obj, key, where)
-    try:
-        return convert(value)
-    except (TypeError, ValueError):
-        raise DataError("", None, f"{where}: field {key!r} must be {expected}, not {value!r}") from None
+_STRING = "a string", lambda v: isinstance(v, str)  # (what a field must be, the test): _typed's kinds
+_LIST = "a list", lambda v: isinstance(v, list)
+_STRINGS = "a list of strings", lambda v: isinstance(v, list) and all(isinstance(s, str) for s in v)
+_WHOLE = "a whole number", lambda v: isinstance(v, int) and not isinstance(v, bool)  # not 7.5, "7" or True
 
 
-def _text(obj: dict, key: str, where: str, default: str | None = None) -> str:
-    """``obj[key]`` if it is a string (``default`` when absent, if given), else a DataError naming ``where`` and the
-    field: ``dimension 1: field 'id' must be a string, not ['E']``."""
+def _typed(obj: dict, key: str, where: str, kind: tuple, default: str | None = None):
+    """``obj[key]`` if it is of ``kind`` (``default`` when absent, if given), else a DataError naming ``where``, the
+    field and the kind: ``dimension 1: field 'id' must be a string, not ['E']``."""
     value = obj.get(key, default) if isinstance(obj, dict) and default is not None else _field(obj, key, where)
-    if not isinstance(value, str):
-        raise DataError("", None, f"{where}: field {key!r} must be a string, not {_short(value)}")
-    return value
-
-
-def _list(obj: dict, key: str, where: str, strings: bool = False) -> list:
-    """``obj[key]`` if it is a list (of strings, with ``strings``), else a DataError naming ``where`` and the field."""
-    value = _field(obj, key, where)
-    if not isinstance(value, list) or strings and not all(isinstance(v, str) for v in value):
-        raise DataError("", None, f"{where}: field {key!r} must be a list{' of strings' * strings}, not {_short(value)}")
-    return value
-
-
-def _whole(value) -> int:
-    """A whole number (``7``), never a bool, a fraction or a string (``"7"``, ``7.5``: ValueError)."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(value)
+    if not kind[1](value):
+        raise DataError("", None, f"{where}: field {key!r} must be {kind[0]}, not {_short(value)}")
     return value
 
 
@@ -186,15 +168,14 @@ def read_questionnaire(path: Path, full: bool = True) -> tuple[Questionnaire | N
         return None, [(e.lineno, f"not valid JSON ({e.msg})")]
     try:
         scale = _field(obj, "scale", "questionnaire")
-        dims = tuple(Dimension(*(_text(d, k, f"dimension {n}") for k in ("id", "name", "high", "low")),
-                               *(_text(d, k, f"dimension {n}", "") for k in ("high_name", "low_name")))
-                     for n, d in enumerate(_list(obj, "dimensions", "questionnaire"), start=1))
-        items = tuple(Item(*(_text(i, k, f"item {i.get('id', n) if isinstance(i, dict) else n}")
+        dims = tuple(Dimension(*(_typed(d, k, f"dimension {n}", _STRING) for k in ("id", "name", "high", "low")),
+                               *(_typed(d, k, f"dimension {n}", _STRING, "") for k in ("high_name", "low_name")))
+                     for n, d in enumerate(_typed(obj, "dimensions", "questionnaire", _LIST), start=1))
+        items = tuple(Item(*(_typed(i, k, f"item {i.get('id', n) if isinstance(i, dict) else n}", _STRING)
                              for k in ("id", "dimension", "keyed", "statement", "question")))
-                      for n, i in enumerate(_list(obj, "items", "questionnaire"), start=1))
-        q = Questionnaire(_text(obj, "name", "questionnaire"),
-                          _typed_field(scale, "points", "scale", _whole, "a whole number"),
-                          tuple(_list(scale, "labels", "scale", strings=True)), dims, items)
+                      for n, i in enumerate(_typed(obj, "items", "questionnaire", _LIST), start=1))
+        q = Questionnaire(_typed(obj, "name", "questionnaire", _STRING), _typed(scale, "points", "scale", _WHOLE),
+                          tuple(_typed(scale, "labels", "scale", _STRINGS)), dims, items)
     except DataError as e:
         return None, [(None, e.problem)]
     except (TypeError, ValueError) as e:

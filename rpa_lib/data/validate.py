@@ -15,7 +15,7 @@ from rpa_lib.data.grounding import persona_names, stem, stems, ungrounded, unsup
 from rpa_lib.data.readers import QUESTIONNAIRE_ITEMS, read_grounding_reviewed, read_labels, read_qa, read_questionnaire
 from rpa_lib.data.records import QA
 from rpa_lib.errors import DataError
-from rpa_lib.persona import ATTRIBUTES, HEADING_LINE, Persona, heading_path
+from rpa_lib.persona import ATTRIBUTES, Persona, heading_path
 
 QA_PER_CHARACTER = 30  # the paper set: 30 a character (5 per attribute); the "multi" set is extra
 MIN_PARAGRAPH_CHARS = 40_000  # paragraph text per character (CharacterRAG-EN v2)
@@ -232,16 +232,9 @@ def repeated_headings(persona: Persona) -> list[str]:
     """A problem for each heading whose whole path repeats an earlier heading's (two ``### Personality`` under one
     attribute): both subsections' chunks would carry one context, ``spans_two_paragraphs`` would take them for one
     subsection, and an edit by heading path could not tell them apart."""
-    out, seen, stack = [], {}, []
-    for lineno, line in enumerate(persona.source.split("\n"), start=1):
-        m = HEADING_LINE.match(line)
-        if m:
-            stack = stack[: len(m.group(1)) - 1] + [m.group(2).strip()]
-            first = seen.setdefault(tuple(stack), lineno)
-            if first != lineno:
-                out.append(f"{persona.path}:{lineno}: heading path {heading_path(stack[1:])!r} repeats line {first}: "
-                           "merge the two or rename one")
-    return out
+    seen: dict[tuple[str, ...], int] = {}
+    return [f"{persona.path}:{lineno}: heading path {heading_path(path[1:])!r} repeats line {seen[path]}: merge the "
+            "two or rename one" for lineno, path in persona.headings if seen.setdefault(path, lineno) != lineno]
 
 
 def empty_attributes(data_dir: Dataset | str | Path | None, characters: list[str] | None = None) -> list[str]:

@@ -26,6 +26,7 @@ from rpa_lib.evaluation.runner import (
     questionnaire_jobs,
     run_verdicts,
 )
+from rpa_lib.evaluation.runner import qa_items as qa_items  # the pairs qa_jobs asks, for this module's users
 from rpa_lib.evaluation.uncertainty import interval_columns, merge_intervals
 from rpa_lib.methods.base import Method
 from rpa_lib.methods.registry import paper_name
@@ -52,12 +53,6 @@ def has_context(method: Method) -> bool:
 def gold_answers(dataset: Dataset, characters: list[str]) -> dict[tuple[str, str], QA]:
     """``{(character, question id): QA}`` of the characters' QA pairs, both sets."""
     return {(c, q.id): q for c in characters for q in dataset.qa(c, "all")}
-
-
-def qa_items(dataset: Dataset, characters: list[str], per_character: int | None = None) -> list[tuple[str, QA]]:
-    """``(character, QA)`` of the questions :func:`~rpa_lib.evaluation.runner.qa_jobs` asks, in the same order."""
-    by_id = {(c, q.id): q for c in characters for q in dataset.qa(c)}
-    return [(j.character, by_id[j.character, j.id]) for j in qa_jobs(dataset, characters, per_character)]
 
 
 def task_jobs(dataset: Dataset, characters: list[str], qa_questions: int | None = None,

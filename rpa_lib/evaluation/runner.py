@@ -18,7 +18,7 @@ from typing import Any
 
 import pandas as pd
 
-from rpa_lib.data import Dataset, Questionnaire
+from rpa_lib.data import QA, Dataset, Questionnaire
 from rpa_lib.llm.plan import acting_for
 from rpa_lib.llm.reply import Pending
 from rpa_lib.methods.base import ContextItem, Response
@@ -51,12 +51,18 @@ def spread(items: list, key, n: int | None) -> list:
     return [item for item in items if id(item) in chosen]
 
 
+def qa_items(dataset: Dataset, characters: list[str], per_character: int | None = None,
+             set: str = "paper") -> list[tuple[str, QA]]:
+    """``(character, QA)`` of each character's pairs in one question set (:meth:`~rpa_lib.data.Dataset.qa`), all or
+    ``per_character`` of them spread over the six attributes; each QA file is read once."""
+    return [(c, q) for c in characters for q in spread(dataset.qa(c, set), lambda q: q.attribute, per_character)]
+
+
 def qa_jobs(dataset: Dataset, characters: list[str], per_character: int | None = None,
             set: str = "paper") -> list[Job]:
-    """The QA questions of each character in one question set (:meth:`~rpa_lib.data.Dataset.qa`), all or
-    ``per_character`` of them spread over the six attributes."""
-    return [Job(c, q.id, q.question, {"attribute": q.attribute, "set": q.set}) for c in characters
-            for q in spread(dataset.qa(c, set), lambda q: q.attribute, per_character)]
+    """The questions of :func:`qa_items` as jobs."""
+    return [Job(c, q.id, q.question, {"attribute": q.attribute, "set": q.set})
+            for c, q in qa_items(dataset, characters, per_character, set)]
 
 
 QUESTIONNAIRE_TASKS = {"mbti": "MBTI", "bigfive": "BFI"}  # questionnaire -> its task name in Tables 2 and 6
