@@ -534,15 +534,21 @@ def test_a_model_file_a_setting_names_counts_by_content_and_url_credentials_do_n
     assert "sentinel" not in json.dumps(stamps.environment_settings())
 
 
-def test_a_failed_notebook_leaves_no_stamp(counting, monkeypatch):
+def test_a_failed_notebook_does_not_look_done_and_keeps_its_kept_files_recorded(counting):
+    """A file a notebook keeps without rewriting (a rating sheet) stays recorded through a failed run: deleted after
+    the next success, it runs the notebook again."""
     run, out = counting
+    books, kept = paths.NOTEBOOKS_DIR, out / "results" / "02.kept"
+    keep = f"if not Path('{kept}').exists():\n    Path('{kept}').write_text('rated by hand')"
+    write_notebook(books / "02_two.ipynb", COUNT.format("02"), keep)
     run()
-    books = paths.NOTEBOOKS_DIR
-    write_notebook(books / "02_two.ipynb", COUNT.format("02"), "raise RuntimeError('broken after writing')")
+    write_notebook(books / "02_two.ipynb", COUNT.format("02"), keep, "raise RuntimeError('broken after writing')")
     with pytest.raises(SystemExit):
         run()
-    write_notebook(books / "02_two.ipynb", COUNT.format("02"))  # back as it was: the failed run still counts
+    write_notebook(books / "02_two.ipynb", COUNT.format("02"), keep)  # back as it was: the failed run still counts
     assert run() == {"01": 1, "02": 3}
+    kept.unlink()
+    assert run() == {"01": 1, "02": 4} and kept.is_file()
 
 
 # ---------------------------------------------------------------- a profile that names what does not exist

@@ -275,7 +275,7 @@ def _run(profile_name: str, profile: dict, books: list[Path], output_dir: Path |
                       "--force runs it", flush=True)
                 summary.append({"notebook": nb.stem, "seconds": 0.0, "written": [], "skipped": True})
                 continue
-            earlier = stamps.forget(executed)
+            stamps.forget(executed)
             watch = [Path(params.get("figures_dir") or paths.FIGURES_DIR),
                      Path(params.get("results_dir") or paths.RESULTS_DIR)]
             before = _snapshot(watch)
@@ -288,7 +288,7 @@ def _run(profile_name: str, profile: dict, books: list[Path], output_dir: Path |
                 raise SystemExit(1)
             seconds = time.perf_counter() - start
             changed = [p for p, t in _snapshot(watch).items() if before.get(p) != t]
-            stamps.write(executed, inputs, changed, earlier, seconds)
+            stamps.write(executed, inputs, changed, seconds)
             written = sorted(str(p.relative_to(paths.ROOT) if p.is_relative_to(paths.ROOT) else p) for p in changed)
             print(f"ok in {seconds:.1f} s, {len(written)} file(s) written", flush=True)
             summary.append({"notebook": nb.stem, "seconds": round(seconds, 1), "written": written, "skipped": False})

@@ -113,28 +113,31 @@ def up_to_date(executed: Path, inputs: str) -> dict | None:
     return stamp
 
 
-def forget(executed: Path) -> dict:
-    """Remove the stamp before a notebook runs (a failed run must not look done); returns the old outputs."""
-    old = read(executed) or {}
-    stamp_path(executed).unlink(missing_ok=True)
-    return old.get("outputs", {})
-
-
-def write(executed: Path, inputs: str, written: list[Path], earlier: dict, seconds: float) -> dict:
-    """Record a successful run: the inputs' digest and the sha256 of the files it wrote, now and in earlier runs
-    (a file it keeps without rewriting stays recorded while it exists)."""
-    files = {str(Path(p).resolve()) for p in [*written, executed]} | {p for p in earlier if Path(p).is_file()}
-    record = {"notebook": Path(executed).stem, "inputs": inputs, "seconds": round(seconds, 1),
-              "finished": time.strftime("%Y-%m-%d %H:%M:%S"),
-              "outputs": {p: file_digest(Path(p)) for p in sorted(files) if Path(p).is_file()}}
+def _save(executed: Path, record: dict) -> None:
     path = stamp_path(executed)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
+    tmp = paths.ensure(path.parent) / f"{path.stem}.tmp"
     tmp.write_text(json.dumps(record, indent=1), encoding="utf-8")
     tmp.replace(path)
-    return record
+
+
+def forget(executed: Path) -> None:
+    """Before a notebook runs: its stamp holds no inputs (a failed run must not look done, nor count for the
+    notebooks after it) but keeps the files recorded, for :func:`write` (a file a notebook keeps stays recorded)."""
+    if stamp := read(executed):
+        _save(executed, {**stamp, "inputs": None})
+
+
+def write(executed: Path, inputs: str, written: list[Path], seconds: float) -> None:
+    """Record a successful run: the inputs' digest and the sha256 of the files it wrote, now and in earlier runs
+    (a file it keeps without rewriting stays recorded while it exists)."""
+    earlier = (read(executed) or {}).get("outputs", {})
+    files = {str(Path(p).resolve()) for p in [*written, executed]} | {p for p in earlier if Path(p).is_file()}
+    _save(executed, {"notebook": Path(executed).stem, "inputs": inputs, "seconds": round(seconds, 1),
+                     "finished": time.strftime("%Y-%m-%d %H:%M:%S"),
+                     "outputs": {p: file_digest(Path(p)) for p in sorted(files) if Path(p).is_file()}})
 
 
 def outputs_digest(stamp: dict | None) -> str | None:
-    """The digest of a stamp's recorded outputs, as the notebooks after it see it (None: no stamp)."""
-    return _sha(stamp["outputs"]) if stamp else None
+    """The digest of a stamp's recorded outputs, as the notebooks after it see it (None: no stamp, or its notebook
+    failed)."""
+    return _sha(stamp["outputs"]) if stamp and stamp.get("inputs") else None
