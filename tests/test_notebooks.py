@@ -564,6 +564,7 @@ def test_a_failed_notebook_does_not_look_done_and_keeps_its_kept_files_recorded(
     ("defaults: [1, 2\n", "not valid YAML (line 2: "),
     ("surprise: 1\n", "unknown top-level key(s) surprise"),
     ("notebooks:\n  - 01_dataset\n", "notebooks: expected a mapping of name: value, got ['01_dataset']"),
+    ("notebooks:\n  01_dataset: [frieren]\n", "notebooks.01_dataset: expected a mapping of name: value, got ['frieren']"),
     ("env:\n  - RPA_JUDGE_MODEL=gpt-4.1\n", "env: expected a mapping of name: value, got ['RPA_JUDGE_MODEL=gpt-4.1']"),
     ("env:\n  RPA_JUDGE_MODEL:\n", "env.RPA_JUDGE_MODEL: expected a string or a number, got None"),
 ])
