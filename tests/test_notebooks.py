@@ -427,6 +427,18 @@ def test_a_second_run_skips_what_is_up_to_date_and_force_runs_it(counting, capsy
     assert run(force=True) == {"01": 2, "02": 2}
 
 
+def test_a_run_reads_each_notebooks_parameters_and_takes_its_inputs_digest_once(counting, monkeypatch):
+    from rpa_lib.run import stamps
+
+    run, out = counting
+    calls, read, digest = [], reproduce.parameters, stamps.inputs_digest
+    monkeypatch.setattr(reproduce, "parameters", lambda nb: calls.append(("read", nb.stem)) or read(nb))
+    monkeypatch.setattr(stamps, "inputs_digest", lambda nb, *a: calls.append(("digest", nb.stem)) or digest(nb, *a))
+    run()
+    run()  # all up to date
+    assert sorted(calls) == sorted([(what, nb) for what in ("read", "digest") for nb in ("01_one", "02_two")] * 2)
+
+
 def test_the_model_check_covers_the_notebooks_that_will_run(counting, monkeypatch):
     """Up-to-date notebooks are skipped, so the weights they once loaded are not required again; --force needs all."""
     run, out = counting

@@ -113,28 +113,20 @@ def up_to_date(executed: Path, inputs: str) -> dict | None:
     return stamp
 
 
-def _save(executed: Path, record: dict) -> None:
-    path = stamp_path(executed)
-    tmp = paths.ensure(path.parent) / f"{path.stem}.tmp"
-    tmp.write_text(json.dumps(record, indent=1), encoding="utf-8")
-    tmp.replace(path)
-
-
-def forget(executed: Path) -> None:
-    """Before a notebook runs: its stamp holds no inputs (a failed run must not look done, nor count for the
-    notebooks after it) but keeps the files recorded, for :func:`write` (a file a notebook keeps stays recorded)."""
-    if stamp := read(executed):
-        _save(executed, {**stamp, "inputs": None})
-
-
-def write(executed: Path, inputs: str, written: list[Path], seconds: float) -> None:
-    """Record a successful run: the inputs' digest and the sha256 of the files it wrote, now and in earlier runs
-    (a file it keeps without rewriting stays recorded while it exists)."""
+def write(executed: Path, inputs: str | None, written: list[Path], seconds: float) -> None:
+    """Record a run: the inputs' digest (None before it runs: a failed run must not look done, nor count for the
+    notebooks after it) and the sha256 of the files it wrote, now and in earlier runs (a file it keeps without
+    rewriting stays recorded while it exists, a failed run between them or not)."""
     earlier = (read(executed) or {}).get("outputs", {})
     files = {str(Path(p).resolve()) for p in [*written, executed]} | {p for p in earlier if Path(p).is_file()}
-    _save(executed, {"notebook": Path(executed).stem, "inputs": inputs, "seconds": round(seconds, 1),
-                     "finished": time.strftime("%Y-%m-%d %H:%M:%S"),
-                     "outputs": {p: file_digest(Path(p)) for p in sorted(files) if Path(p).is_file()}})
+    record = {"notebook": Path(executed).stem, "inputs": inputs, "seconds": round(seconds, 1),
+              "finished": time.strftime("%Y-%m-%d %H:%M:%S"),
+              "outputs": {p: file_digest(Path(p)) for p in sorted(files) if Path(p).is_file()}}
+    path = stamp_path(executed)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(record, indent=1), encoding="utf-8")
+    tmp.replace(path)
 
 
 def outputs_digest(stamp: dict | None) -> str | None:
