@@ -50,15 +50,16 @@ def is_local(name: str) -> bool:
         return False
 
 
-def require_models(names, where: str) -> None:
+def require_models(names, where) -> None:
     """One RuntimeError naming every embedder of ``names`` whose weights are missing, ``where`` (the profile key
-    that asks for them) and the commands that fetch them.
+    that asks for them, or a function of the missing names that says it) and the commands that fetch them.
 
     >>> require_models(["minilm", "tfidf", "hash-64"], "profiles/smoke.yaml: defaults.embedder")
     """
     missing = [n for n in dict.fromkeys(names) if n and not is_local(n)]
     if missing:
         ids = [KNOWN_MODELS[n][0] if n in KNOWN_MODELS else n for n in missing]
+        where = where(missing) if callable(where) else where
         raise RuntimeError(
             f"embedding model(s) {', '.join(ids)} (asked for by {where}) are not in the local Hugging Face cache; "
             "download them once with network access: " + ", ".join(f"`hf download {i}`" for i in ids)

@@ -427,6 +427,18 @@ def test_a_second_run_skips_what_is_up_to_date_and_force_runs_it(counting, capsy
     assert run(force=True) == {"01": 2, "02": 2}
 
 
+def test_a_run_reads_each_notebooks_parameters_and_takes_its_inputs_digest_once(counting, monkeypatch):
+    from rpa_lib.run import stamps
+
+    run, out = counting
+    calls, read, digest = [], reproduce.parameters, stamps.inputs_digest
+    monkeypatch.setattr(reproduce, "parameters", lambda nb: calls.append(("read", nb.stem)) or read(nb))
+    monkeypatch.setattr(stamps, "inputs_digest", lambda nb, *a: calls.append(("digest", nb.stem)) or digest(nb, *a))
+    run()
+    run()  # all up to date
+    assert sorted(calls) == sorted([(what, nb) for what in ("read", "digest") for nb in ("01_one", "02_two")] * 2)
+
+
 def test_the_model_check_covers_the_notebooks_that_will_run(counting, monkeypatch):
     """Up-to-date notebooks are skipped, so the weights they once loaded are not required again; --force needs all."""
     run, out = counting
@@ -534,15 +546,21 @@ def test_a_model_file_a_setting_names_counts_by_content_and_url_credentials_do_n
     assert "sentinel" not in json.dumps(stamps.environment_settings())
 
 
-def test_a_failed_notebook_leaves_no_stamp(counting, monkeypatch):
+def test_a_failed_notebook_does_not_look_done_and_keeps_its_kept_files_recorded(counting):
+    """A file a notebook keeps without rewriting (a rating sheet) stays recorded through a failed run: deleted after
+    the next success, it runs the notebook again."""
     run, out = counting
+    books, kept = paths.NOTEBOOKS_DIR, out / "results" / "02.kept"
+    keep = f"if not Path('{kept}').exists():\n    Path('{kept}').write_text('rated by hand')"
+    write_notebook(books / "02_two.ipynb", COUNT.format("02"), keep)
     run()
-    books = paths.NOTEBOOKS_DIR
-    write_notebook(books / "02_two.ipynb", COUNT.format("02"), "raise RuntimeError('broken after writing')")
+    write_notebook(books / "02_two.ipynb", COUNT.format("02"), keep, "raise RuntimeError('broken after writing')")
     with pytest.raises(SystemExit):
         run()
-    write_notebook(books / "02_two.ipynb", COUNT.format("02"))  # back as it was: the failed run still counts
+    write_notebook(books / "02_two.ipynb", COUNT.format("02"), keep)  # back as it was: the failed run still counts
     assert run() == {"01": 1, "02": 3}
+    kept.unlink()
+    assert run() == {"01": 1, "02": 4} and kept.is_file()
 
 
 # ---------------------------------------------------------------- a profile that names what does not exist
@@ -558,6 +576,7 @@ def test_a_failed_notebook_leaves_no_stamp(counting, monkeypatch):
     ("defaults: [1, 2\n", "not valid YAML (line 2: "),
     ("surprise: 1\n", "unknown top-level key(s) surprise"),
     ("notebooks:\n  - 01_dataset\n", "notebooks: expected a mapping of name: value, got ['01_dataset']"),
+    ("notebooks:\n  01_dataset: [frieren]\n", "notebooks.01_dataset: expected a mapping of name: value, got ['frieren']"),
     ("env:\n  - RPA_JUDGE_MODEL=gpt-4.1\n", "env: expected a mapping of name: value, got ['RPA_JUDGE_MODEL=gpt-4.1']"),
     ("env:\n  RPA_JUDGE_MODEL:\n", "env.RPA_JUDGE_MODEL: expected a string or a number, got None"),
 ])

@@ -146,11 +146,11 @@ def test_a_run_naming_missing_weights_stops_before_any_notebook(monkeypatch, tmp
     assert not (tmp_path / "out").exists()
 
 
-def test_the_model_check_reads_folders_from_the_kernels_folder_and_refuses_stand_ins():
+def test_the_model_check_reads_folders_from_the_kernels_folder_and_refuses_stand_ins(monkeypatch):
     books = [paths.NOTEBOOKS_DIR / "02_similarity_scores.ipynb", paths.NOTEBOOKS_DIR / "03_chunk_usage.ipynb"]
 
     def check(**settings) -> None:
-        reproduce.check_models(books, {"notebooks": {"02_similarity_scores": settings}}, None)
+        reproduce.check_models(reproduce.each_notebook(books, {"notebooks": {"02_similarity_scores": settings}}, None))
 
     check(embedders=["minilm", None, "hash-64", "tfidf"])  # local models; an empty entry is no model
     check(embedders=["../rpa_lib"])  # a folder, relative to notebooks/ where the kernels start
@@ -159,6 +159,16 @@ def test_the_model_check_reads_folders_from_the_kernels_folder_and_refuses_stand
         check(embedders=["./no-such-model"])
     with pytest.raises(SystemExit, match="stand-in:bge-m3 .*: a stand-in embedder is for --plan only"):
         check(embedders=["stand-in:bge-m3"])
+    looked = []
+
+    def absent(name: str):  # a model not on this machine
+        looked.append(name)
+        raise RuntimeError("not cached")
+
+    monkeypatch.setattr("rpa_lib.model_files.model_folder", absent)
+    with pytest.raises(SystemExit, match=r"BAAI/bge-m3 \(asked for by 02_similarity_scores: embedders\) are not"):
+        check(embedders=["bge-m3", "minilm"])
+    assert looked == ["BAAI/bge-m3"], "a missing model is looked up once"
 
 
 def test_every_profile_gives_the_charactercraft_judge_references_on_pers_emo_dec_only():

@@ -47,9 +47,11 @@ def load_profile(name: str) -> dict:
         raise SystemExit(f"{path}: budget_usd: expected a non-negative number of dollars, got {budget!r}")
     if profile.get("batch") is not None and profile["batch"] not in BATCH_MODES:
         raise SystemExit(f"{path}: batch: expected one of {', '.join(BATCH_MODES)}, got {profile['batch']!r}")
-    for section in ("notebooks", "env"):
-        if not isinstance(profile.get(section) or {}, dict):
-            raise SystemExit(f"{path}: {section}: expected a mapping of name: value, got {profile[section]!r}")
+    books = profile.get("notebooks")
+    for section, value in [("defaults", profile.get("defaults")), ("notebooks", books), ("env", profile.get("env")),
+                           *((f"notebooks.{k}", v) for k, v in (books.items() if isinstance(books, dict) else ()))]:
+        if not isinstance(value or {}, dict):
+            raise SystemExit(f"{path}: {section}: expected a mapping of name: value, got {value!r}")
     for key, value in (profile.get("env") or {}).items():
         if isinstance(value, bool) or not isinstance(value, str | int | float):  # null would be set as "None"
             raise SystemExit(f"{path}: env.{key}: expected a string or a number, got {value!r}")
@@ -63,9 +65,7 @@ def check_profile(path: Path, profile: dict) -> None:
     declared = {nb.stem: parameters(nb) for nb in notebooks()}
     sections = {"defaults": profile.get("defaults") or {}, **{f"notebooks.{k}": v or {} for k, v in
                                                                (profile.get("notebooks") or {}).items()}}
-    for section, values in sections.items():
-        if not isinstance(values, dict):
-            raise SystemExit(f"{path}: {section} must be a mapping of parameter: value")
+    for section, values in sections.items():  # mappings, as load_profile checked
         stem = section.removeprefix("notebooks.")
         if section != "defaults" and stem not in declared:
             raise SystemExit(f"{path}: {section}: no such notebook; notebooks: {', '.join(declared)}")

@@ -25,7 +25,7 @@ from rpa_lib.embeddings import STAND_IN_PREFIX, stand_in_name
 from rpa_lib.llm import LLMError, get_llm, judge_llm
 from rpa_lib.llm.answers import without_iri_grammars
 from rpa_lib.llm.budget import Budget, BudgetExceeded, dollars, usd
-from rpa_lib.model_files import is_local, require_models
+from rpa_lib.model_files import require_models
 from rpa_lib.notebook_params import parameters
 from rpa_lib.run import stamps
 from rpa_lib.run.plan import (
@@ -50,13 +50,15 @@ KERNEL_ARGUMENTS = ["--IPKernelApp.log_level=ERROR"]
 # default wait on this 2-core machine: python -m benchmarks kernel_exit). Every output and cache write is complete
 # by then (the caches commit each write); a clean exit takes 0.2 s.
 KERNEL_SHUTDOWN_SECONDS = 1.0
+Setup = dict[Path, tuple[dict, dict]]  # notebook -> (its declared parameters, its parameters): each_notebook
 
 
-def parameters_for(notebook: Path, profile: dict, output_dir: Path | None, *, outputs_in: Path | None = None) -> dict:
-    """The profile's parameters that this notebook declares, each ``*_dir`` made absolute (relative to the
-    repository: a kernel starts in ``notebooks/``, and a stamp counts an absolute path by content); ``output_dir``
-    holds the outputs the profile does not place, ``outputs_in`` all of them (a dry run's or a batch round's)."""
-    declared = parameters(notebook)
+def parameters_for(notebook: Path, profile: dict, output_dir: Path | None, *, outputs_in: Path | None = None,
+                   declared: dict | None = None) -> dict:
+    """The profile's parameters that this notebook declares (``declared``: read when None), each ``*_dir`` absolute
+    (relative to the repository: a kernel starts in ``notebooks/``, and a stamp counts an absolute path by content);
+    ``output_dir`` holds the outputs the profile does not place, ``outputs_in`` all (a dry run's or a batch round's)."""
+    declared = parameters(notebook) if declared is None else declared
     params = {**(profile.get("defaults") or {}), **((profile.get("notebooks") or {}).get(notebook.stem) or {})}
     if output_dir:
         params.setdefault("figures_dir", str(output_dir / "figures"))
@@ -69,15 +71,20 @@ def parameters_for(notebook: Path, profile: dict, output_dir: Path | None, *, ou
     return {k: v for k, v in params.items() if k in declared}
 
 
+def each_notebook(books: list[Path], profile: dict, output_dir: Path | None) -> Setup:
+    """Each notebook's declared parameters, read once, and :func:`parameters_for` it."""
+    return {nb: (d := parameters(nb), parameters_for(nb, profile, output_dir, declared=d)) for nb in books}
+
+
 def _value(params: dict, declared: dict, name: str, default=None):
     """A parameter's value: the profile's, else the notebook's default."""
     return params.get(name, getattr(declared.get(name), "default", default))
 
 
-def uses_llm(notebook: Path) -> bool:
+def uses_llm(notebook: Path, declared: dict) -> bool:
     """Does the notebook declare ``llm``/``evaluator_llm`` or call ``get_llm(``/``judge_llm(``? (Only those are
     planned.)"""
-    if {"llm", "evaluator_llm"} & set(parameters(notebook)):
+    if {"llm", "evaluator_llm"} & set(declared):
         return True
     cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
     return any(re.search(r"\b(get|judge)_llm\(", "".join(c["source"])) for c in cells if c["cell_type"] == "code")
@@ -131,11 +138,10 @@ def with_mode(params: dict, declared: dict, mode: dict) -> dict:
     return {**params, "run_mode": mode} if mode and "run_mode" in declared else params
 
 
-def check_prices(books: list[Path], profile: dict, output_dir: Path | None, mode: dict) -> None:
+def check_prices(setup: Setup, mode: dict) -> None:
     """SystemExit before anything runs when a notebook's LLM, judge, ``gs_llm`` or one of its ``rater_models`` has
     no known price (no budget can hold it); builds the backend objects only."""
-    for nb in books:
-        declared, params = parameters(nb), parameters_for(nb, profile, output_dir)
+    for nb, (declared, params) in setup.items():
         llm = _value(params, declared, "llm")
         try:
             if "llm" in declared:
@@ -150,13 +156,12 @@ def check_prices(books: list[Path], profile: dict, output_dir: Path | None, mode
             raise SystemExit(f"{nb.stem}: cannot run under the budget: {e}") from None
 
 
-def check_models(books: list[Path], profile: dict, output_dir: Path | None) -> None:
-    """SystemExit before anything runs when an embedder one of ``books`` would load has no weights on this machine
+def check_models(setup: Setup) -> None:
+    """SystemExit before anything runs when an embedder a notebook would load has no weights on this machine
     (naming the models, the notebooks' parameters that ask for them and the command that fetches them), names a
     folder that does not exist (relative to ``notebooks/``, where kernels start) or is a dry run's stand-in."""
     asked: dict[str, list[str]] = {}
-    for nb in books:
-        declared, params = parameters(nb), parameters_for(nb, profile, output_dir)
+    for nb, (declared, params) in setup.items():
         for key in ("embedder", "embedders"):
             value = _value(params, declared, key)
             for name in value if isinstance(value, list | tuple) else [value]:
@@ -173,21 +178,21 @@ def check_models(books: list[Path], profile: dict, output_dir: Path | None) -> N
     if missing := [n for n in folders if not (paths.NOTEBOOKS_DIR / Path(n).expanduser()).is_dir()]:
         raise SystemExit(f"embedding model folder(s) {', '.join(missing)} (asked for by {where(missing)}) not found; "
                          f"a relative folder is read from {paths.NOTEBOOKS_DIR}, where the kernels start")
-    missing = [n for n in asked if n not in folders and not is_local(n)]
     try:
-        require_models(missing, where(missing))
+        require_models([n for n in asked if n not in folders], where)
     except RuntimeError as e:
         raise SystemExit(str(e)) from None
 
 
-def pending(books: list[Path], profile: dict, output_dir: Path | None, library: str) -> list[Path]:
-    """``books`` from the first one that is not up to date: a run skips those before it."""
-    executed_dir, order = (output_dir or paths.RESULTS_DIR) / "notebooks", notebooks()
-    for i, nb in enumerate(books):
-        inputs = _inputs(nb, parameters_for(nb, profile, output_dir), order, executed_dir, library)
-        if not stamps.up_to_date(executed_dir / nb.name, inputs):
-            return books[i:]
-    return []
+def pending(setup: Setup, output_dir: Path | None, library: str) -> tuple[Setup, dict[Path, str]]:
+    """The notebooks of ``setup`` from the first one that is not up to date (a run skips those before it), and the
+    inputs digests it took."""
+    executed_dir, order, known = (output_dir or paths.RESULTS_DIR) / "notebooks", notebooks(), {}
+    for i, (nb, (_, params)) in enumerate(setup.items()):
+        known[nb] = _inputs(nb, params, order, executed_dir, library)
+        if not stamps.up_to_date(executed_dir / nb.name, known[nb]):
+            return dict(list(setup.items())[i:]), known
+    return {}, known
 
 
 def _inputs(nb: Path, params: dict, order: list[Path], executed_dir: Path, library: str) -> str:
@@ -205,23 +210,24 @@ def run(profile_name: str = "quick", only: list[str] | None = None, output_dir: 
     output_dir = output_dir and Path(os.path.abspath(output_dir))  # kernels start elsewhere (notebooks/)
     with profile_environment(profile):
         books = notebooks(only)
+        setup = each_notebook(books, profile, output_dir)
         limit = budget_of(profile)
         batch = batch or profile.get("batch")
         mode, budget = {}, None
         if limit is not None:
             ledger = paths.cache_dir() / "budget" / f"{_run_id()}.json"
             mode = {"budget_usd": float(limit), "budget_ledger": str(ledger)}
-            check_prices(books, profile, output_dir, mode)
+            check_prices(setup, mode)
         library = stamps.library_digest()
-        todo = books if force else pending(books, profile, output_dir, library)
-        check_models(todo, profile, output_dir)
+        todo, known = (setup, {}) if force else pending(setup, output_dir, library)
+        check_models(todo)
         if limit is not None:
             print(f"budget: {usd(limit)} for the uncached LLM calls of this run (ledger {ledger})", flush=True)
             budget = Budget(limit, ledger)
         try:
-            if batch:
-                return batch_run(profile_name, profile, books, todo, output_dir, force, batch, mode, budget, library)
-            return _run(profile_name, profile, books, output_dir, force, mode, library)
+            if batch:  # every answer in, then the run in batch mode
+                mode = {**mode, **batch_rounds(profile, todo, batch, mode, budget)}
+            return _run(profile_name, setup, output_dir, force, mode, library, known)
         except BudgetExceeded as e:  # a batch round held more than is left: the run's one line
             raise SystemExit(str(e)) from None
         finally:
@@ -229,57 +235,55 @@ def run(profile_name: str = "quick", only: list[str] | None = None, output_dir: 
                 print(f"budget: ${budget.spent:.4f} of {usd(limit)} spent", flush=True)
 
 
-def batch_run(profile_name: str, profile: dict, books: list[Path], todo: list[Path], output_dir: Path | None,
-              force: bool, batch: str, mode: dict, budget: Budget | None, library: str) -> list[dict]:
-    """Batch rounds of the notebooks of ``todo`` (those of ``books`` that will run) that use an LLM
-    (:func:`rpa_lib.run.rounds.run_rounds`), then :func:`_run` of ``books`` in batch mode, every answer in. Results
-    in ``<cache>/batch`` (a restart resumes), each run's rounds in its ``runs/`` folder."""
+def batch_rounds(profile: dict, todo: Setup, batch: str, mode: dict, budget: Budget | None) -> dict:
+    """Batch rounds (:func:`rpa_lib.run.rounds.run_rounds`) of the notebooks of ``todo`` that use an LLM (one up to
+    date would pay for answers no run reads); returns the run mode of batch mode, every answer in. Results in
+    ``<cache>/batch`` (a restart resumes), each run's rounds in its ``runs/`` folder."""
     if batch not in BATCH_MODES:
         raise SystemExit(f"--batch must be one of {', '.join(BATCH_MODES)}, not {batch!r}")
     store = paths.cache_dir() / "batch"
     run_dir = store / "runs" / _run_id()
-    by_stem = {nb.stem: nb for nb in todo if uses_llm(nb)}  # an up-to-date notebook would pay for unused answers
+    by_stem = {nb.stem: (nb, declared) for nb, (declared, _) in todo.items() if uses_llm(nb, declared)}
     print(f"batch: {batch} rounds for {', '.join(by_stem) or 'no notebook'}; results in {store}, rounds in {run_dir}",
           flush=True)
 
     def collect(stem: str, round_mode: dict, scratch: Path) -> str | None:
-        nb, declared = by_stem[stem], parameters(by_stem[stem])
-        params = with_mode(parameters_for(nb, profile, None, outputs_in=scratch), declared, {**mode, **round_mode})
+        nb, declared = by_stem[stem]
+        params = parameters_for(nb, profile, None, outputs_in=scratch, declared=declared)
         executed = paths.ensure(scratch / "notebooks") / nb.name
         with environment(RPA_OUTPUT_DIR=str(scratch)):
-            return _attempt(nb, executed, params)[0]
+            return _attempt(nb, executed, with_mode(params, declared, {**mode, **round_mode}))[0]
 
     run_rounds(list(by_stem), collect, mode=batch, store=store, run_dir=run_dir, budget=budget,
                build=lambda spec: get_llm(spec, cache=False))
-    final = batch_mode(store, run_dir / "final.misses.jsonl", run_dir / "rounds.json")
-    return _run(profile_name, profile, books, output_dir, force, {**mode, **final}, library)
+    return batch_mode(store, run_dir / "final.misses.jsonl", run_dir / "rounds.json")
 
 
-def _run(profile_name: str, profile: dict, books: list[Path], output_dir: Path | None, force: bool,
-         mode: dict, library: str) -> list[dict]:
+def _run(profile_name: str, setup: Setup, output_dir: Path | None, force: bool, mode: dict, library: str,
+         known: dict[Path, str]) -> list[dict]:
     executed_dir = paths.ensure((output_dir or paths.RESULTS_DIR) / "notebooks")
-    print(f"reproduce: profile {profile_name!r}, {len(books)} notebook(s), executed copies in {executed_dir}",
+    print(f"reproduce: profile {profile_name!r}, {len(setup)} notebook(s), executed copies in {executed_dir}",
           flush=True)
     order, summary = notebooks(), []
     # the notebooks write the committed figures/ and results/ (or --output-dir's): rpa_lib.paths.output_root
     with environment(RPA_OUTPUT_DIR=str(output_dir or paths.ROOT)):
-        for i, nb in enumerate(books, start=1):
-            params = parameters_for(nb, profile, output_dir)
+        for i, (nb, (declared, params)) in enumerate(setup.items(), start=1):
             executed = executed_dir / nb.name
-            inputs = _inputs(nb, params, order, executed_dir, library)
+            inputs = known.get(nb) or _inputs(nb, params, order, executed_dir, library)
             done = None if force else stamps.up_to_date(executed, inputs)
-            params = with_mode(params, parameters(nb), mode)  # after the digest: a budget is no input
+            params = with_mode(params, declared, mode)  # after the digest: a budget is no input
             if done:
-                print(f"[{i}/{len(books)}] {nb.stem}: up to date (notebook, parameters, library, data, settings and "
+                print(f"[{i}/{len(setup)}] {nb.stem}: up to date (notebook, parameters, library, data, settings and "
                       f"its {len(done['outputs'])} output file(s) unchanged since {done['finished']}), not run; "
                       "--force runs it", flush=True)
                 summary.append({"notebook": nb.stem, "seconds": 0.0, "written": [], "skipped": True})
                 continue
-            earlier = stamps.forget(executed)
+            stamps.write(executed, None, [], 0.0)  # not done until it succeeds; its files stay recorded
+            known.clear()  # the digests after it change
             watch = [Path(params.get("figures_dir") or paths.FIGURES_DIR),
                      Path(params.get("results_dir") or paths.RESULTS_DIR)]
             before = _snapshot(watch)
-            print(f"[{i}/{len(books)}] {nb.stem}: ", end="", flush=True)  # one line per notebook, ended below
+            print(f"[{i}/{len(setup)}] {nb.stem}: ", end="", flush=True)  # one line per notebook, ended below
             start = time.perf_counter()
             if failure := _papermill(nb, executed, params):
                 print(f"FAILED after {time.perf_counter() - start:.1f} s", flush=True)
@@ -288,7 +292,7 @@ def _run(profile_name: str, profile: dict, books: list[Path], output_dir: Path |
                 raise SystemExit(1)
             seconds = time.perf_counter() - start
             changed = [p for p, t in _snapshot(watch).items() if before.get(p) != t]
-            stamps.write(executed, inputs, changed, earlier, seconds)
+            stamps.write(executed, inputs, changed, seconds)
             written = sorted(str(p.relative_to(paths.ROOT) if p.is_relative_to(paths.ROOT) else p) for p in changed)
             print(f"ok in {seconds:.1f} s, {len(written)} file(s) written", flush=True)
             summary.append({"notebook": nb.stem, "seconds": round(seconds, 1), "written": written, "skipped": False})
@@ -352,7 +356,8 @@ def _plan(profile_name: str, profile: dict, books: list[Path], workers: int | No
     limit = budget_of(profile)
     workers = workers or max(1, min(os.cpu_count() or 1, 4))
     print(f"plan: profile {profile_name!r}, {len(books)} notebook(s); a dry run, no model is called", flush=True)
-    skipped = {nb.stem: "no LLM calls" for nb in books if not uses_llm(nb)}
+    setup = each_notebook(books, profile, None)
+    skipped = {nb.stem: "no LLM calls" for nb, (declared, _) in setup.items() if not uses_llm(nb, declared)}
     planned = [nb for nb in books if nb.stem not in skipped]
     start_all = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="rpa-plan-") as tmp:
@@ -364,8 +369,8 @@ def _plan(profile_name: str, profile: dict, books: list[Path], workers: int | No
         with ThreadPoolExecutor(workers) as pool:  # each dry run is a kernel process of its own
             futures = {}
             for nb in planned:
-                declared = parameters(nb)
-                params = parameters_for(nb, profile, None, outputs_in=out / nb.stem)
+                declared = setup[nb][0]
+                params = parameters_for(nb, profile, None, outputs_in=out / nb.stem, declared=declared)
                 drawn = None if exact else _sampled(nb, params, declared)
                 if drawn:
                     samples[nb.stem] = drawn
@@ -398,7 +403,8 @@ def _plan(profile_name: str, profile: dict, books: list[Path], workers: int | No
                 "plan in the tests). --exact dry-runs every character.")
     print()
     print(plan_table(rows, [nb.stem for nb in books], skipped, said))
-    print(batch_text(rows, max((_walk_length(nb, profile) for nb in planned), default=0)))
+    walks = [_value(setup[nb][1], setup[nb][0], "max_iterations", 0) for nb in planned]  # Guided Selection's N
+    print(batch_text(rows, max((n for n in walks if isinstance(n, int)), default=0)))
     if limit is not None:
         cost = plan_total(rows)
         verdict = ("unknown (a model has no price)" if cost is None else
@@ -407,12 +413,6 @@ def _plan(profile_name: str, profile: dict, books: list[Path], workers: int | No
     print(power_text(profile_sizes(profile)))  # what differences these sizes can detect
     print(f"plan made in {time.perf_counter() - start_all:.1f} s")
     return rows
-
-
-def _walk_length(nb: Path, profile: dict) -> int:
-    """Guided Selection's N (``max_iterations``) in ``nb`` under ``profile``; 0 when it declares none."""
-    value = _value(parameters_for(nb, profile, None), parameters(nb), "max_iterations", 0)
-    return value if isinstance(value, int) else 0
 
 
 def dry_run_parameters(params: dict, declared: dict, record: Path) -> dict:

@@ -113,16 +113,11 @@ def up_to_date(executed: Path, inputs: str) -> dict | None:
     return stamp
 
 
-def forget(executed: Path) -> dict:
-    """Remove the stamp before a notebook runs (a failed run must not look done); returns the old outputs."""
-    old = read(executed) or {}
-    stamp_path(executed).unlink(missing_ok=True)
-    return old.get("outputs", {})
-
-
-def write(executed: Path, inputs: str, written: list[Path], earlier: dict, seconds: float) -> dict:
-    """Record a successful run: the inputs' digest and the sha256 of the files it wrote, now and in earlier runs
-    (a file it keeps without rewriting stays recorded while it exists)."""
+def write(executed: Path, inputs: str | None, written: list[Path], seconds: float) -> None:
+    """Record a run: the inputs' digest (None before it runs: a failed run must not look done, nor count for the
+    notebooks after it) and the sha256 of the files it wrote, now and in earlier runs (a file it keeps without
+    rewriting stays recorded while it exists, a failed run between them or not)."""
+    earlier = (read(executed) or {}).get("outputs", {})
     files = {str(Path(p).resolve()) for p in [*written, executed]} | {p for p in earlier if Path(p).is_file()}
     record = {"notebook": Path(executed).stem, "inputs": inputs, "seconds": round(seconds, 1),
               "finished": time.strftime("%Y-%m-%d %H:%M:%S"),
@@ -132,9 +127,9 @@ def write(executed: Path, inputs: str, written: list[Path], earlier: dict, secon
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(record, indent=1), encoding="utf-8")
     tmp.replace(path)
-    return record
 
 
 def outputs_digest(stamp: dict | None) -> str | None:
-    """The digest of a stamp's recorded outputs, as the notebooks after it see it (None: no stamp)."""
-    return _sha(stamp["outputs"]) if stamp else None
+    """The digest of a stamp's recorded outputs, as the notebooks after it see it (None: no stamp, or its notebook
+    failed)."""
+    return _sha(stamp["outputs"]) if stamp and stamp.get("inputs") else None
