@@ -174,6 +174,11 @@ class LLM:
         """Backend settings that change replies; part of the cache key."""
         return {}
 
+    def _most_tokens(self, req: Request) -> tuple[int, int]:
+        """(input, output) tokens a round trip of ``req`` is held at under a budget: an estimate here, an upper bound
+        where a backend knows what it sends."""
+        return estimate_tokens(req)
+
     def _calling(self, req: Request, fields: dict, key: str) -> None:
         """Told of every call before its cache lookup (a dry run's stand-in records it here)."""
 
@@ -267,9 +272,10 @@ class LLM:
 
     def _round_trip(self, req: Request, what: str, spent: _Spent) -> Raw:
         """One round trip with retries, its failure an LLMError naming the call (its class kept for ours; a
-        :class:`Pending` passes). Under a budget it holds the estimated cost first, then books the actual one."""
+        :class:`Pending` passes). Under a budget each attempt holds the most it can cost first, then books what it
+        cost; a reply rejected as malformed (``Transient.paid``) is booked and counted like any other."""
 
-        def attempt() -> Raw:
+        def ask() -> Raw:
             try:
                 return getattr(self, f"_{req.kind}")(req)
             except (Transient, Exhausted, Pending):
@@ -282,18 +288,25 @@ class LLM:
                 cause = exc if self._keep_causes else None
             raise error from cause  # outside the handler: no implicit chain to what the backend raised
 
-        hold = raw = None
-        if self._budget is not None:
-            hold = self._budget.hold(self.price.cost(*estimate_tokens(req)), what, self.price)
-        try:
-            raw = call_with_retries(attempt, self.retry, what, on_retry=self.usage.record_retry)
-        finally:
-            if hold is not None:
-                hold.settle(raw)
-        spent.prompt_tokens += raw.prompt_tokens
-        spent.completion_tokens += raw.completion_tokens
-        self.usage.record_request(raw.prompt_tokens, raw.completion_tokens)
-        return raw
+        def attempt() -> Raw:
+            hold = raw = None
+            if self._budget is not None:
+                hold = self._budget.hold(self.price.cost(*self._most_tokens(req)), what, self.price)
+            try:
+                raw = ask()
+            except Transient as exc:
+                raw = exc.paid
+                raise
+            finally:
+                if hold is not None:
+                    hold.settle(raw)
+                if raw is not None:
+                    spent.prompt_tokens += raw.prompt_tokens
+                    spent.completion_tokens += raw.completion_tokens
+                    self.usage.record_request(raw.prompt_tokens, raw.completion_tokens)
+            return raw
+
+        return call_with_retries(attempt, self.retry, what, on_retry=self.usage.record_retry)
 
     def _ask(self, req: Request, what: str, spent: _Spent, max_retries: int) -> dict:
         """Round trips of ``req`` until one is valid, re-asking up to ``max_retries`` times: the answer, else the

@@ -22,6 +22,7 @@ from rpa_lib.settings import setting
 
 CHARS_PER_TOKEN = 4  # a rough average for English text with OpenAI's tokenizers
 MESSAGE_TOKENS = 4  # what a chat message costs beyond its text (role and separators)
+REPLY_TOKENS = 3  # what OpenAI's chat format adds to start the reply
 FREE_BACKENDS = ("local", "fake")  # run on this machine: no dollars
 
 
@@ -74,6 +75,17 @@ def estimate_body_tokens(body: dict) -> tuple[int, int]:
     ``estimate_body_tokens({"messages": [{"role": "user", "content": "x" * 40}], "max_tokens": 50}) == (14, 50)``"""
     sent = json.dumps(body["response_format"]) if body.get("response_format") else ""
     return _prompt_tokens(body.get("messages", []), sent), int(body.get("max_tokens") or 0)
+
+
+def most_body_tokens(body: dict) -> tuple[int, int]:
+    """At most the (input, output) tokens of a chat-completion body as an OpenAI model reads it: a token of its
+    byte-level BPE is at least one byte, so the input is at most the UTF-8 bytes of the messages and the
+    ``response_format`` plus what the chat format adds; the output at most ``max_tokens``.
+    ``most_body_tokens({"messages": [{"role": "user", "content": "x" * 40}], "max_tokens": 50}) == (47, 50)``"""
+    messages = body.get("messages", [])
+    sent = json.dumps(body["response_format"]) if body.get("response_format") else ""
+    size = sum(len((m.get("content") or "").encode()) for m in messages) + len(sent.encode())
+    return size + MESSAGE_TOKENS * len(messages) + REPLY_TOKENS, int(body.get("max_tokens") or 0)
 
 
 def estimate_tokens(req) -> tuple[int, int]:

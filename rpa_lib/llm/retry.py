@@ -14,14 +14,19 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from rpa_lib.llm.reply import LLMError
+from rpa_lib.llm.reply import LLMError, Raw
 
 log = logging.getLogger("rpa_lib.llm")
 T = TypeVar("T")
 
 
 class Transient(Exception):
-    """A fault worth retrying, such as a 200 whose body is malformed. ``Transient("response has no choices")``"""
+    """A fault worth retrying, such as a 200 whose body is malformed; ``paid``: such a reply, which the server billed,
+    with the tokens it reports (0: unknown). ``Transient("response has no choices")``"""
+
+    def __init__(self, message: str, paid: Raw | None = None):
+        super().__init__(message)
+        self.paid = paid
 
 
 class Exhausted(Exception):
