@@ -225,7 +225,7 @@ class _OpenAI:
 
     def _submit(self, client: Any, part: Part, ledger: Ledger, setup: _Setup) -> None:
         """Upload the part's file and start its batch, each unless the ledger says it was done (a batch created
-        just before a kill, whose id the ledger missed, is found among the newest batches by its input file)."""
+        just before a kill, whose id the ledger missed, is found among the batches by its input file)."""
         resumed = part.file_id is not None
         if part.file_id is None:
             path = setup.file(part, "requests")
@@ -280,8 +280,8 @@ class _OpenAI:
 
 
 def _find(client: Any, file_id: str) -> Any:
-    """The batch of input file ``file_id`` among the newest (one page of ``batches.list``), or None."""
-    return next((b for b in client.batches.list(limit=100).data if b.input_file_id == file_id), None)
+    """The batch of input file ``file_id`` (``batches.list`` pages through every batch, newest first), or None."""
+    return next((b for b in client.batches.list(limit=100) if b.input_file_id == file_id), None)
 
 
 def _create(client: Any, file_id: str) -> Any:
