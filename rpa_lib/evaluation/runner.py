@@ -26,7 +26,8 @@ from rpa_lib.methods.base import ContextItem, Response
 OK, UNPARSED, FAILED, PENDING = "ok", "unparsed", "failed", "pending"  # the status of a verdict row
 VERDICT_FIELDS = ["answer", "value", "status", "problem", "error", "coerced"]
 JOB_COLUMNS = ["method", "character", "question_id", "question"]  # then the jobs' meta, then the results
-RESULT_COLUMNS = ["reply", "context", "chunk_ids", "details", "llm_calls", "cached_calls", "seconds", "error"]
+RESULT_COLUMNS = ["reply", "context", "chunk_ids", "details", "llm_calls", "cached_calls", "seconds", "coerced_calls",
+                  "error"]
 COLUMNS = [*JOB_COLUMNS, *RESULT_COLUMNS]
 
 
@@ -112,7 +113,7 @@ def run_jobs(method, jobs: Iterable[Job], *, step: str = "respond", llm=None, de
 
 def _call_counts(calls: list) -> dict:
     return {"llm_calls": len(calls), "cached_calls": sum(c.cached for c in calls),
-            "seconds": round(sum(c.seconds for c in calls), 3)}
+            "seconds": round(sum(c.seconds for c in calls), 3), "coerced_calls": sum(c.coerced for c in calls)}
 
 
 def chunk_ids(context: list[dict] | None, *roles: str) -> list[str]:
