@@ -289,17 +289,18 @@ class LLM:
             raise error from cause  # outside the handler: no implicit chain to what the backend raised
 
         def attempt() -> Raw:
-            hold = raw = None
+            held = raw = None
             if self._budget is not None:
-                hold = self._budget.hold(self.price.cost(*self._most_tokens(req)), what, self.price)
+                held = self._budget.hold(self.price.cost(*self._most_tokens(req)), what)
             try:
                 raw = ask()
             except Transient as exc:
                 raw = exc.paid
                 raise
             finally:
-                if hold is not None:
-                    hold.settle(raw)
+                if held is not None:  # the cost the server reports, else (it reports none) what was held
+                    cost = None if raw is None else self.price.cost(raw.prompt_tokens, raw.completion_tokens) or held
+                    self._budget.settle(held, cost)
                 if raw is not None:
                     spent.prompt_tokens += raw.prompt_tokens
                     spent.completion_tokens += raw.completion_tokens
