@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from rpa_lib.llm.batch_ledger import Ledger, Part, round_key
-from rpa_lib.llm.budget import Budget, estimate_body_tokens, model_price
+from rpa_lib.llm.budget import Budget, body_tokens, model_price
 from rpa_lib.llm.openai_backend import OpenAILLM, retried
 from rpa_lib.llm.reply import LLMFatalError
 from rpa_lib.llm.retry import RetryPolicy
@@ -312,7 +312,7 @@ def _create(client: Any, file_id: str) -> Any:
 def _estimate(path: Path) -> float:
     """The most the requests in ``path`` can cost at batch price (every reply as long as its ``max_tokens``)."""
     bodies = [json.loads(line)["body"] for line in path.read_text(encoding="utf-8").splitlines()]
-    return sum(batch_cost(str(b.get("model")), *estimate_body_tokens(b)) or 0.0 for b in bodies)
+    return sum(batch_cost(str(b.get("model")), *body_tokens(b)) or 0.0 for b in bodies)
 
 
 def _state(batch: Any) -> str:

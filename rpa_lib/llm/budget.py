@@ -22,7 +22,6 @@ from rpa_lib.settings import setting
 
 CHARS_PER_TOKEN = 4  # a rough average for English text with OpenAI's tokenizers
 MESSAGE_TOKENS = 4  # what a chat message costs beyond its text (role and separators)
-REPLY_TOKENS = 3  # what OpenAI's chat format adds to start the reply
 FREE_BACKENDS = ("local", "fake")  # run on this machine: no dollars
 
 
@@ -70,22 +69,18 @@ def _prompt_tokens(messages: list[dict], sent: str) -> int:
     return _tokens(sum(len(m.get("content") or "") for m in messages) + len(sent)) + MESSAGE_TOKENS * len(messages)
 
 
-def estimate_body_tokens(body: dict) -> tuple[int, int]:
-    """(input, output) tokens of a chat-completion body as sent, output at ``max_tokens`` (an upper bound).
-    ``estimate_body_tokens({"messages": [{"role": "user", "content": "x" * 40}], "max_tokens": 50}) == (14, 50)``"""
+def body_tokens(body: dict, *, most: bool = False) -> tuple[int, int]:
+    """(input, output) tokens of a chat-completion body as sent, output at ``max_tokens`` (an upper bound); input at 4
+    characters a token, or with ``most`` at most what an OpenAI model reads: a token of its byte-level BPE is at least
+    one byte, so the UTF-8 bytes of the messages and the ``response_format`` plus what the chat format adds (3 tokens
+    to start the reply). ``body_tokens({"messages": [{"role": "user", "content": "x" * 40}], "max_tokens": 50})``
+    ``== (14, 50)``; with ``most=True``: ``(47, 50)``"""
+    messages, out = body.get("messages", []), int(body.get("max_tokens") or 0)
     sent = json.dumps(body["response_format"]) if body.get("response_format") else ""
-    return _prompt_tokens(body.get("messages", []), sent), int(body.get("max_tokens") or 0)
-
-
-def most_body_tokens(body: dict) -> tuple[int, int]:
-    """At most the (input, output) tokens of a chat-completion body as an OpenAI model reads it: a token of its
-    byte-level BPE is at least one byte, so the input is at most the UTF-8 bytes of the messages and the
-    ``response_format`` plus what the chat format adds; the output at most ``max_tokens``.
-    ``most_body_tokens({"messages": [{"role": "user", "content": "x" * 40}], "max_tokens": 50}) == (47, 50)``"""
-    messages = body.get("messages", [])
-    sent = json.dumps(body["response_format"]) if body.get("response_format") else ""
+    if not most:
+        return _prompt_tokens(messages, sent), out
     size = sum(len((m.get("content") or "").encode()) for m in messages) + len(sent.encode())
-    return size + MESSAGE_TOKENS * len(messages) + REPLY_TOKENS, int(body.get("max_tokens") or 0)
+    return size + MESSAGE_TOKENS * len(messages) + 3, out
 
 
 def estimate_tokens(req) -> tuple[int, int]:

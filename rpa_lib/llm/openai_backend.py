@@ -19,7 +19,7 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 
 from rpa_lib.llm import answers, modes
 from rpa_lib.llm.base import LLM, Request, sample_seed
-from rpa_lib.llm.budget import most_body_tokens
+from rpa_lib.llm.budget import body_tokens
 from rpa_lib.llm.replicas import Replicas, routing_transport, split_urls
 from rpa_lib.llm.reply import LLMFatalError, Raw
 from rpa_lib.llm.retry import Exhausted, RetryPolicy, Transient
@@ -160,7 +160,7 @@ class OpenAILLM(LLM):
                 "structured_mode": modes.key_mode(self.structured_mode), "server": self.base_url}
 
     def _most_tokens(self, req: Request) -> tuple[int, int]:
-        return most_body_tokens(self.body(req, self.mode_for(req.kind)))  # a fallback's body is no longer
+        return body_tokens(self.body(req, self.mode_for(req.kind)), most=True)  # a fallback's body is no longer
 
     def _scrub(self, text: str) -> str:
         for secret in sorted(self._secrets, key=len, reverse=True):  # longest first: "user:pw" before "pw"
@@ -317,8 +317,7 @@ class OpenAILLM(LLM):
         raw = Raw("", int(getattr(usage, "prompt_tokens", 0) or 0), int(getattr(usage, "completion_tokens", 0) or 0))
         if not choices or getattr(choices[0], "message", None) is None:
             raise Transient("response has no choices", paid=raw)
-        content = choices[0].message.content
-        raw.text = content if isinstance(content, str) else ""
+        raw.text = content if isinstance(content := choices[0].message.content, str) else ""
         if req.kind == "choose" and mode == "logprobs":
             options = req.options or []
             raw.scores = answers.first_token_scores(getattr(getattr(choices[0], "logprobs", None), "content", None),
