@@ -1,7 +1,7 @@
 """``BatchServer``: the OpenAI files and batches endpoints on 127.0.0.1, for tests of the batch protocol.
 
 The endpoints the ``openai`` package calls: ``POST /v1/files`` (multipart: ``file``, ``purpose``), ``GET
-/v1/files/{id}/content``, ``POST /v1/batches``, ``GET /v1/batches`` (one page, newest first), ``GET
+/v1/files/{id}/content``, ``POST /v1/batches``, ``GET /v1/batches`` (newest first, in pages), ``GET
 /v1/batches/{id}`` and ``POST /v1/batches/{id}/cancel``. A batch moves one step each time it is retrieved:
 validating -> in_progress -> finalizing -> completed, its request counts filled in on the way; a request file whose
 lines are not chat-completion requests fails validation. Each line is answered as the mock chat server answers
@@ -30,6 +30,7 @@ import json
 import re
 import threading
 import time
+from urllib.parse import parse_qs, urlsplit
 
 from benchmarks.mock_server import Answer, JSONHandler, Server, chat_completion, default_answer
 
@@ -207,11 +208,16 @@ def _handler(server: BatchServer) -> type[JSONHandler]:
                 self.send_header("Content-Length", str(len(content)))
                 self.end_headers()
                 self.wfile.write(content)
-            elif path.endswith("/v1/batches"):
+            elif path.endswith("/v1/batches"):  # newest first, ``limit`` (default 20) a page ``after`` an id
+                query = parse_qs(urlsplit(self.path).query)
                 with server._lock:
-                    newest = sorted(server.batches.values(), key=lambda b: b["created_at"], reverse=True)
-                    data = [json.loads(_public(b)) for b in newest[:100]]
-                self._send(200, json.dumps({"object": "list", "data": data, "has_more": False}).encode())
+                    newest = list(server.batches)[::-1]
+                    after = query.get("after", [None])[0]
+                    start = newest.index(after) + 1 if after in newest else 0
+                    page = newest[start:start + int(query.get("limit", [20])[0])]
+                    data = [json.loads(_public(server.batches[b])) for b in page]
+                more = start + len(page) < len(newest)
+                self._send(200, json.dumps({"object": "list", "data": data, "has_more": more}).encode())
             elif (m := _BATCH.search(path)) and m.group(1) in server.batches:
                 self._send(200, _public(server.retrieve(m.group(1))))
             else:

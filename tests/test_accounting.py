@@ -22,6 +22,7 @@ from rpa_lib.display import calls_line
 from rpa_lib.evaluation.chunk_usage import used_chunks
 from rpa_lib.evaluation.context import matched_budget
 from rpa_lib.evaluation.judges import Verdict, check_agreement, check_summary, judge_acc
+from rpa_lib.evaluation.personality import interview_rows
 from rpa_lib.evaluation.qa import table6
 from rpa_lib.evaluation.runner import FailedItems, Job, check_failures, run_jobs, run_verdicts
 from rpa_lib.llm import FakeLLM, LLMError, LLMFatalError, LLMNoValidAnswer, RetryPolicy, Transient, get_llm
@@ -246,6 +247,9 @@ def test_a_coerced_choice_is_in_the_calls_trace_cached_or_not(tmp_path):
     assert all(c.cached for c in warm.calls) and warm_llm.usage.coerced == 0  # usage counts fresh answers only
     assert f"({len(warm.calls)} from cache, 2 coerced)" in calls_line(warm.calls)  # the two judge calls
     assert not Method.trace("judge", Reply("yes", kind="choose")).coerced
+    job = Job(ADA, "E1", STORM, {"questionnaire": "mbti", "dimension": "EI", "keyed": 1})
+    rows = run_jobs(amadeus(Coercing(rule), window=1), [job], progress=False)
+    assert rows.coerced_calls[0] == interview_rows(rows).coerced_calls[0] == 2  # saved with the per-item rows
 
 
 def test_coerced_verdicts_are_counted_in_the_verdict_rows_the_judge_check_and_table6():

@@ -18,7 +18,7 @@ import pytest
 from benchmarks.batch_server import BatchServer
 from benchmarks.mock_server import chat_completion, default_answer
 from rpa_lib.llm import Budget, BudgetExceeded, LLMFatalError
-from rpa_lib.llm.batches import Limits, batch_price, jsonl, parse_results, run_round, split_lines, summary
+from rpa_lib.llm.batches import ENDPOINT, Limits, batch_price, jsonl, parse_results, run_round, split_lines, summary
 from rpa_lib.llm.retry import RetryPolicy
 from rpa_lib.llm.usage import Price
 
@@ -148,9 +148,12 @@ def test_a_killed_round_resumes_without_uploading_or_starting_anything_again(tmp
         with pytest.raises(Killed):
             run(lines, tmp_path, KilledAt(client, where), progress=False)
         assert (server.uploads, server.created) == (1, 1)
+        others = 150 if where == "create" else 0  # batches started since: ours is past the listing's first page
+        for _ in range(others):
+            server.create("file-other", ENDPOINT, "24h")
         # the same command again, under a budget: the batch found running is held and booked like one started here
         results = run(lines, tmp_path, client, progress=False, budget=Budget(1.0))
-        assert (server.uploads, server.created) == (1, 1)
+        assert (server.uploads, server.created) == (1, 1 + others)
     assert sorted(results) == [line["custom_id"] for line in lines] and all("body" in r for r in results.values())
 
 

@@ -11,7 +11,8 @@ from types import SimpleNamespace
 import pytest
 
 from benchmarks.mock_server import FAULTS, MockServer
-from rpa_lib.llm import LLMError, LLMFatalError, RetryPolicy, get_llm
+from rpa_lib.llm import PRICES, LLMError, LLMFatalError, RetryPolicy, get_llm
+from rpa_lib.llm.budget import Budget
 from rpa_lib.llm.openai_backend import _client_class, public_url
 
 FAST = RetryPolicy(attempts=4, base_delay=0.001, max_delay=0.001)
@@ -97,11 +98,23 @@ def test_every_fault_kind_is_retried(fault):
         reply = llm.chat(user("Question 7"))
         assert reply.text == "echo: Question 7"
         assert server.requests == 3 and server.served[fault] == 2  # one retry layer: never both retrying a fault
-        assert llm.usage.retries == 2 and llm.usage.requests == 1
         # transport faults are the openai client's retries (the retry count it sends); a 200 it accepts whose body
-        # is malformed or holds no choices is retried by our layer, each a fresh request of the client
+        # is malformed or holds no choices is retried by our layer, each a fresh request of the client, and paid for
         by_client = fault not in ("malformed", "empty")
+        assert llm.usage.retries == 2 and llm.usage.requests == (1 if by_client else 3)
         assert [h.get("x-stainless-retry-count") for h in server.headers] == (["0", "1", "2"] if by_client else ["0"] * 3)
+
+
+def test_a_200_rejected_as_malformed_is_paid_for_in_the_usage_the_budget_and_the_reply():
+    with MockServer(script=["empty", "malformed"]) as server:
+        budget = Budget(1.0)
+        llm = client(server).with_budget(budget)
+        reply = llm.chat(user("Question 7"), max_tokens=20)
+        # the reply with no choices reports its usage (2 prompt words, 3 completion words, as the answer has); the
+        # malformed one none, so the budget books what it held: 10 bytes, 4 for the message, 3 for the reply; 20 out
+        assert llm.usage.requests == 3 and (reply.prompt_tokens, reply.completion_tokens) == (4, 6)
+        assert (llm.usage.prompt_tokens, llm.usage.completion_tokens) == (4, 6)
+        assert budget.spent == pytest.approx(PRICES["gpt-4.1-mini"].cost(4 + 17, 6 + 20))
 
 
 def test_gives_up_after_the_limit_naming_the_item():

@@ -181,20 +181,21 @@ def budgeted(tmp_path, limit: float, ledger: str) -> dict:
 def test_budget_stops_the_run_across_threads_and_a_rerun_pays_only_the_rest(tmp_path, monkeypatch):
     cache = tmp_path / "llm.sqlite"
     questions = [f"question {i} " + "word " * 500 for i in range(20)]
-    # one call: 502 prompt tokens and 1 completion token at $2 / $8 per million: $0.001012
+    # one call: 502 prompt tokens and 1 completion token at $2 / $8 per million: $0.001012; it holds the most it
+    # can cost, at least 2,511 input tokens (one a byte) and 16 output tokens: $0.00515
     with MockServer(answer=lambda body: "ok", latency=0.01) as server:
         llm = get_llm("openai:gpt-4.1", base_url=server.base_url, api_key="sk-test", cache=cache, retry=FAST,
-                      max_workers=4, mode=budgeted(tmp_path, 0.005, "first.json"))
+                      max_workers=4, mode=budgeted(tmp_path, 0.012, "first.json"))
         with pytest.raises(BudgetExceeded) as err:
             llm.map(lambda q: llm.chat(user(q), max_tokens=16).text, questions, desc="interviews", progress=False)
         assert isinstance(err.value, LLMFatalError)
         message = str(err.value)
-        assert message.startswith("interviews: stopped at item ") and "budget of $0.005 reached" in message
+        assert message.startswith("interviews: stopped at item ") and "budget of $0.012 reached" in message
         assert "spent on" in message and "run the same command again with a larger budget" in message
         first = server.requests
-        spent = Budget(0.005, tmp_path / "first.json").spent
+        spent = Budget(0.012, tmp_path / "first.json").spent
         assert 0 < first < 20 and cache_rows(cache) == first
-        assert spent == pytest.approx(first * 0.001012) and spent <= 0.005
+        assert spent == pytest.approx(first * 0.001012) and spent <= 0.012
 
         llm = get_llm("openai:gpt-4.1", base_url=server.base_url, api_key="sk-test", cache=cache, retry=FAST,
                       max_workers=4, mode=budgeted(tmp_path, 1.0, "second.json"))
@@ -202,6 +203,19 @@ def test_budget_stops_the_run_across_threads_and_a_rerun_pays_only_the_rest(tmp_
         assert all(o.ok for o in outcomes)
         assert server.requests - first == 20 - first  # the calls of the first run came from the cache
         assert Budget(1.0, tmp_path / "second.json").spent == pytest.approx((20 - first) * 0.001012)
+
+
+def test_calls_in_flight_near_the_limit_never_take_the_budget_past_it():
+    # each reply is 11 words, within the choice's max_tokens (16 + 3) but past a guess from the longest option, and
+    # each prompt counts more tokens than 4 characters a token would say: holds at the estimate would book more
+    with MockServer(answer=lambda body: "yes" + " indeed" * 10, latency=0.05) as server:
+        budget = Budget(0.004)
+        llm = get_llm("openai:gpt-4.1", base_url=server.base_url, api_key="sk-test", cache=False, retry=FAST,
+                      max_workers=8, choose_mode="text").with_budget(budget)
+        questions = [f"question {i} " + "a " * 200 for i in range(20)]
+        with pytest.raises(BudgetExceeded):
+            llm.map(lambda q: llm.choose(user(q), ["yes", "no"]).text, questions, progress=False)
+        assert server.requests > 1 and 0 < budget.spent <= 0.004
 
 
 def test_a_model_with_no_price_is_refused_under_a_budget_and_free_backends_are_not_limited(tmp_path, monkeypatch):

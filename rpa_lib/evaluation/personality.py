@@ -38,7 +38,8 @@ def interview(method, characters: list[str], questionnaire: Questionnaire, *, ll
 
 def interview_rows(rows: pd.DataFrame) -> pd.DataFrame:
     """The runner's rows of questionnaire jobs as interview rows, in method order: GS failure, chunks examined,
-    knowledge and selected chunk ids, AE attributes, CRAG's route, context size, LLM calls and cache hits."""
+    knowledge and selected chunk ids, AE attributes, CRAG's route, context size, LLM calls, cache hits, seconds and
+    choices coerced from logprobs."""
     out = []
     for r in rows.to_dict("records"):
         ok = _ok(r)
@@ -52,7 +53,8 @@ def interview_rows(rows: pd.DataFrame) -> pd.DataFrame:
                     "attributes": json.dumps(d["attributes"], ensure_ascii=False) if d.get("attributes") else None,
                     "route": d.get("route") if ok else None,  # CRAG's action
                     **(context_columns(r["context"]) if ok else dict.fromkeys(CONTEXT_COLUMNS)),
-                    "llm_calls": r["llm_calls"], "cached_calls": r["cached_calls"], "seconds": r["seconds"]})
+                    "llm_calls": r["llm_calls"], "cached_calls": r["cached_calls"], "seconds": r["seconds"],
+                    "coerced_calls": r["coerced_calls"]})
     out = pd.DataFrame(out)
     return _in_order(out, out, ["method"]) if len(out) else out
 

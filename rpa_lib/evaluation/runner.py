@@ -26,7 +26,8 @@ from rpa_lib.methods.base import ContextItem, Response
 OK, UNPARSED, FAILED, PENDING = "ok", "unparsed", "failed", "pending"  # the status of a verdict row
 VERDICT_FIELDS = ["answer", "value", "status", "problem", "error", "coerced"]
 JOB_COLUMNS = ["method", "character", "question_id", "question"]  # then the jobs' meta, then the results
-RESULT_COLUMNS = ["reply", "context", "chunk_ids", "details", "llm_calls", "cached_calls", "seconds", "error"]
+RESULT_COLUMNS = ["reply", "context", "chunk_ids", "details", "llm_calls", "cached_calls", "seconds", "coerced_calls",
+                  "error"]
 COLUMNS = [*JOB_COLUMNS, *RESULT_COLUMNS]
 
 
@@ -81,36 +82,31 @@ def run_jobs(method, jobs: Iterable[Job], *, step: str = "respond", llm=None, de
         raise ValueError(f"step must be 'respond' or 'context', not {step!r}")
     jobs = list(jobs)
     fn = method.respond if step == "respond" else method.context
-    spent: dict[int, list] = {}  # job index -> the calls a failed job paid for, where its error carries them
+    rows = [{"method": method.name, "character": job.character, "question_id": job.id, "question": job.question,
+             **job.meta, **dict.fromkeys(RESULT_COLUMNS)} for job in jobs]
 
     def answer(numbered: tuple[int, Job]):
         index, job = numbered
         token = acting_for.set(job.character)  # a dry run records whom each call is for (rpa_lib.llm.plan)
         try:
             return fn(job.character, job.question)
-        except Exception as e:  # LLM.map keeps only the message: take the trace now (rpa_lib.methods.base.charged)
-            if getattr(e, "calls", None) is not None:
-                spent[index] = e.calls
+        except Exception as e:  # LLM.map keeps only the message: count the calls its error carries now, else None
+            if getattr(e, "calls", None) is not None:  # (rpa_lib.methods.base.charged)
+                rows[index].update(_call_counts(e.calls))
             raise
         finally:
             acting_for.reset(token)
 
     outcomes = (llm or method.llm).map(answer, list(enumerate(jobs)),
                                        desc=desc or f"{method.name} · {step}", workers=workers, progress=progress)
-    rows = []
-    for index, (job, out) in enumerate(zip(jobs, outcomes, strict=True)):
-        row = {"method": method.name, "character": job.character, "question_id": job.id, "question": job.question,
-               **job.meta, "pending": out.pending}
-        r = out.value
+    for job, row, out in zip(jobs, rows, outcomes, strict=True):
+        row.update(pending=out.pending, error=out.error)
         if out.ok:
+            r = out.value
             if step == "context":  # the context step as a Response without a reply, so chunk ids come from one place
                 r = Response(job.character, job.question, method.name, None, r.items, r.calls, r.details)
             row.update(reply=r.reply, context=[asdict(i) for i in r.context], chunk_ids=r.chunk_ids(),
-                       details=r.details, **_call_counts(r.calls), error=None)
-        else:  # the calls it paid for counted where its error carries them, else unknown (None)
-            counts = _call_counts(spent[index]) if index in spent else {}
-            row.update(dict.fromkeys(RESULT_COLUMNS), **counts, error=out.error)
-        rows.append(row)
+                       details=r.details, **_call_counts(r.calls))
     meta = list(dict.fromkeys(k for j in jobs for k in j.meta))
     waiting = ["pending"] if any(o.pending for o in outcomes) else []  # a column only in batch rounds
     return pd.DataFrame(rows, columns=[*JOB_COLUMNS, *meta, *RESULT_COLUMNS, *waiting])
@@ -118,7 +114,7 @@ def run_jobs(method, jobs: Iterable[Job], *, step: str = "respond", llm=None, de
 
 def _call_counts(calls: list) -> dict:
     return {"llm_calls": len(calls), "cached_calls": sum(c.cached for c in calls),
-            "seconds": round(sum(c.seconds for c in calls), 3)}
+            "seconds": round(sum(c.seconds for c in calls), 3), "coerced_calls": sum(c.coerced for c in calls)}
 
 
 def chunk_ids(context: list[dict] | None, *roles: str) -> list[str]:

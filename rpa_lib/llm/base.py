@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import logging
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
@@ -19,9 +20,10 @@ from rpa_lib.llm.budget import Budget, check_priced, estimate_tokens, price_over
 from rpa_lib.llm.cache import open_cache, request_key
 from rpa_lib.llm.concurrency import run_map
 from rpa_lib.llm.reply import LLMError, LLMFatalError, LLMNoValidAnswer, Outcome, Pending, Raw, Reply
-from rpa_lib.llm.retry import Exhausted, RetryPolicy, Transient, call_with_retries
+from rpa_lib.llm.retry import Exhausted, RetryPolicy, Transient
 from rpa_lib.llm.usage import Price, Usage
 
+log = logging.getLogger("rpa_lib.llm")
 _ROLES = ("system", "user", "assistant")
 _GAVE_UP = {"chat": "empty reply after {n} attempts", "choose": "no allowed answer after {n} attempts: {problem}",
             "structured": "no valid JSON object after {n} attempts: {problem}"}
@@ -141,10 +143,6 @@ class LLM:
         self._budget = check_priced(self, budget)
         return self
 
-    def round_trip(self, req: Request, what: str) -> Raw:
-        """One uncached round trip of ``req``, with retries (a batch round's, for an in-process engine)."""
-        return self._round_trip(req, what, _Spent())
-
     def for_repeat(self, repeat: int) -> LLM:
         """This LLM answering for run ``repeat`` of a repeated experiment, each request as sample ``repeat``.
         ``get_llm("fake").for_repeat(1).repeat == 1``"""
@@ -173,6 +171,11 @@ class LLM:
     def _key_extra(self) -> dict:
         """Backend settings that change replies; part of the cache key."""
         return {}
+
+    def _most_tokens(self, req: Request) -> tuple[int, int]:
+        """(input, output) tokens a round trip of ``req`` is held at under a budget: an estimate here, an upper bound
+        where a backend knows what it sends."""
+        return estimate_tokens(req)
 
     def _calling(self, req: Request, fields: dict, key: str) -> None:
         """Told of every call before its cache lookup (a dry run's stand-in records it here)."""
@@ -265,14 +268,24 @@ class LLM:
         return Reply(entry["text"], entry.get("data"), cached, spent.prompt_tokens, spent.completion_tokens,
                      end - start, req.kind, self.model_id, entry.get("scores"), bool(entry.get("coerced")))
 
-    def _round_trip(self, req: Request, what: str, spent: _Spent) -> Raw:
-        """One round trip with retries, its failure an LLMError naming the call (its class kept for ours; a
-        :class:`Pending` passes). Under a budget it holds the estimated cost first, then books the actual one."""
+    def round_trip(self, req: Request, what: str, spent: _Spent | None = None) -> Raw:
+        """One uncached round trip of ``req`` with retries (also a batch round's, for an in-process engine), its tokens
+        added to ``spent``; a :class:`Transient` fault retried per :attr:`retry`; its failure an LLMError naming the
+        call (its class kept for ours; a :class:`Pending` passes). Under a budget each attempt holds the most it can
+        cost first, then books what it cost."""
+        spent = spent if spent is not None else _Spent()
 
         def attempt() -> Raw:
+            held = raw = None
+            if self._budget is not None:
+                held = self._budget.hold(self.price.cost(*self._most_tokens(req)), what)
             try:
-                return getattr(self, f"_{req.kind}")(req)
-            except (Transient, Exhausted, Pending):
+                raw = getattr(self, f"_{req.kind}")(req)
+                return raw
+            except (Exhausted, Pending):
+                raise
+            except Transient as exc:  # a reply rejected as malformed (``paid``) is paid for all the same
+                raw = exc.paid
                 raise
             except LLMError as exc:  # already ours and scrubbed: name the call, keep the class
                 error: LLMError = type(exc)(f"{what}: {self._scrub(str(exc))}")
@@ -280,27 +293,36 @@ class LLM:
             except Exception as exc:
                 error = LLMError(f"{what}: {self._scrub(f'{type(exc).__name__}: {exc}')}")
                 cause = exc if self._keep_causes else None
+            finally:
+                if held is not None:  # the cost the server reports, else (it reports none) what was held
+                    cost = None if raw is None else self.price.cost(raw.prompt_tokens, raw.completion_tokens) or held
+                    self._budget.settle(held, cost)
+                if raw is not None:
+                    spent.prompt_tokens += raw.prompt_tokens
+                    spent.completion_tokens += raw.completion_tokens
+                    self.usage.record_request(raw.prompt_tokens, raw.completion_tokens)
             raise error from cause  # outside the handler: no implicit chain to what the backend raised
 
-        hold = raw = None
-        if self._budget is not None:
-            hold = self._budget.hold(self.price.cost(*estimate_tokens(req)), what, self.price)
-        try:
-            raw = call_with_retries(attempt, self.retry, what, on_retry=self.usage.record_retry)
-        finally:
-            if hold is not None:
-                hold.settle(raw)
-        spent.prompt_tokens += raw.prompt_tokens
-        spent.completion_tokens += raw.completion_tokens
-        self.usage.record_request(raw.prompt_tokens, raw.completion_tokens)
-        return raw
+        for n in range(1, self.retry.attempts + 1):
+            try:
+                return attempt()
+            except Exhausted as exc:  # the client's exception may hold the request (its headers): never chained
+                raise LLMError(f"{what} failed after {exc.attempts} attempts: {exc}") from None
+            except Transient as exc:
+                if n >= self.retry.attempts:
+                    raise LLMError(f"{what} failed after {n} attempts: {exc}") from exc
+                wait = self.retry.delay(n)
+                log.info("%s: %s; retry %d of %d in %.2f s", what, exc, n, self.retry.attempts - 1, wait)
+                self.usage.record_retry()
+                time.sleep(wait)
+        raise AssertionError("unreachable")
 
     def _ask(self, req: Request, what: str, spent: _Spent, max_retries: int) -> dict:
         """Round trips of ``req`` until one is valid, re-asking up to ``max_retries`` times: the answer, else the
         failure (``{"error", "text", "attempts"}``)."""
         valid, asked = getattr(self, f"_valid_{req.kind}"), req
         for attempt in range(max_retries + 1):
-            raw = self._round_trip(asked, what, spent)
+            raw = self.round_trip(asked, what, spent)
             answer, problem = valid(req, raw)
             if answer is not None:
                 return answer

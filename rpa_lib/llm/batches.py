@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from rpa_lib.llm.batch_ledger import Ledger, Part, round_key
-from rpa_lib.llm.budget import Budget, Hold, estimate_body_tokens, model_price
+from rpa_lib.llm.budget import Budget, body_tokens, model_price
 from rpa_lib.llm.openai_backend import OpenAILLM, retried
 from rpa_lib.llm.reply import LLMFatalError
 from rpa_lib.llm.retry import RetryPolicy
@@ -200,7 +200,7 @@ class _OpenAI:
 
     def __init__(self, client: Any, model: str, budget: Budget | None):
         self._client, self.model, self.budget = client, model, budget
-        self._holds: dict[tuple[int, int], Hold] = {}  # (round, part) -> the estimate a batch started here holds
+        self._holds: dict[tuple[int, int], float] = {}  # (round, part) -> the estimate its batch holds here
 
     def finish(self, parts: list[Part], ledger: Ledger, setup: _Setup) -> None:
         if self._client is None:  # the backend's client: RPA_LLM_BASE_URL, OPENAI_API_KEY, its retries and timeout
@@ -225,7 +225,7 @@ class _OpenAI:
 
     def _submit(self, client: Any, part: Part, ledger: Ledger, setup: _Setup) -> None:
         """Upload the part's file and start its batch, each unless the ledger says it was done (a batch created
-        just before a kill, whose id the ledger missed, is found among the newest batches by its input file)."""
+        just before a kill, whose id the ledger missed, is found among the batches by its input file)."""
         resumed = part.file_id is not None
         if part.file_id is None:
             path = setup.file(part, "requests")
@@ -250,14 +250,14 @@ class _OpenAI:
         """Create the part's batch, under the budget's hold of its estimated cost when there is a budget."""
         if self.budget is None:
             return _create(client, part.file_id)
-        hold = self.budget.hold(_estimate(setup.file(part, "requests")), f"round {part.round}",
+        held = self.budget.hold(_estimate(setup.file(part, "requests")), f"round {part.round}",
                                 noun=f"batch {part.n} of {len(part.custom_ids)} requests")
         try:
             batch = _create(client, part.file_id)
         except BaseException:
-            hold.settle(None)
+            self.budget.settle(held, None)
             raise
-        self._holds[part.round, part.n] = hold
+        self._holds[part.round, part.n] = held
         return batch
 
     def _collect(self, client: Any, part: Part, batch: Any, ledger: Ledger, setup: _Setup) -> None:
@@ -276,12 +276,12 @@ class _OpenAI:
         if self.budget is not None:
             answers = [r for r in kept.values() if "error" not in r]
             cost = sum(batch_cost(model, *usage) or 0.0 for model, usage in _usages(answers))
-            self.budget.settle(self._holds.pop((part.round, part.n)).estimate, cost, len(answers))
+            self.budget.settle(self._holds.pop((part.round, part.n)), cost, len(answers))
 
 
 def _find(client: Any, file_id: str) -> Any:
-    """The batch of input file ``file_id`` among the newest (one page of ``batches.list``), or None."""
-    return next((b for b in client.batches.list(limit=100).data if b.input_file_id == file_id), None)
+    """The batch of input file ``file_id`` (``batches.list`` pages through every batch, newest first), or None."""
+    return next((b for b in client.batches.list(limit=100) if b.input_file_id == file_id), None)
 
 
 def _create(client: Any, file_id: str) -> Any:
@@ -312,7 +312,7 @@ def _create(client: Any, file_id: str) -> Any:
 def _estimate(path: Path) -> float:
     """The most the requests in ``path`` can cost at batch price (every reply as long as its ``max_tokens``)."""
     bodies = [json.loads(line)["body"] for line in path.read_text(encoding="utf-8").splitlines()]
-    return sum(batch_cost(str(b.get("model")), *estimate_body_tokens(b)) or 0.0 for b in bodies)
+    return sum(batch_cost(str(b.get("model")), *body_tokens(b)) or 0.0 for b in bodies)
 
 
 def _state(batch: Any) -> str:

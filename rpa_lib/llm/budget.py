@@ -69,11 +69,18 @@ def _prompt_tokens(messages: list[dict], sent: str) -> int:
     return _tokens(sum(len(m.get("content") or "") for m in messages) + len(sent)) + MESSAGE_TOKENS * len(messages)
 
 
-def estimate_body_tokens(body: dict) -> tuple[int, int]:
-    """(input, output) tokens of a chat-completion body as sent, output at ``max_tokens`` (an upper bound).
-    ``estimate_body_tokens({"messages": [{"role": "user", "content": "x" * 40}], "max_tokens": 50}) == (14, 50)``"""
+def body_tokens(body: dict, *, most: bool = False) -> tuple[int, int]:
+    """(input, output) tokens of a chat-completion body as sent, output at ``max_tokens`` (an upper bound); input at 4
+    characters a token, or with ``most`` at most what an OpenAI model reads: a token of its byte-level BPE is at least
+    one byte, so the UTF-8 bytes of the messages and the ``response_format`` plus what the chat format adds (3 tokens
+    to start the reply). ``body_tokens({"messages": [{"role": "user", "content": "x" * 40}], "max_tokens": 50})``
+    ``== (14, 50)``; with ``most=True``: ``(47, 50)``"""
+    messages, out = body.get("messages", []), int(body.get("max_tokens") or 0)
     sent = json.dumps(body["response_format"]) if body.get("response_format") else ""
-    return _prompt_tokens(body.get("messages", []), sent), int(body.get("max_tokens") or 0)
+    if not most:
+        return _prompt_tokens(messages, sent), out
+    size = sum(len((m.get("content") or "").encode()) for m in messages) + len(sent.encode())
+    return size + MESSAGE_TOKENS * len(messages) + 3, out
 
 
 def estimate_tokens(req) -> tuple[int, int]:
@@ -130,8 +137,9 @@ class Budget:
     def spent(self) -> float:
         return self._update()["spent"]
 
-    def hold(self, estimate: float, what: str, price: Price | None = None, *, noun: str = "this call") -> Hold:
-        """Hold ``estimate`` dollars for ``noun`` until settled; BudgetExceeded when that would pass the limit."""
+    def hold(self, estimate: float, what: str, *, noun: str = "this call") -> float:
+        """Hold ``estimate`` dollars (returned) for ``noun`` until it is settled; BudgetExceeded when that would pass
+        the limit."""
         with self._lock:
             state = self._update()
             if state["spent"] + self._held + estimate > self.limit:
@@ -143,14 +151,14 @@ class Budget:
                     "a larger budget (RPA_BUDGET_USD or budget_usd in the profile) and only the remaining calls are "
                     "paid for; --plan shows how many remain")
             self._held += estimate
-        return Hold(self, price, estimate)
+        return estimate
 
-    def hold_started(self, estimate: float) -> Hold:
+    def hold_started(self, estimate: float) -> float:
         """Hold ``estimate`` dollars for work another process started (a batch still running after a restart), so the
         next :meth:`hold` counts it; never refused: it is paid for whatever this process does."""
         with self._lock:
             self._held += estimate
-        return Hold(self, None, estimate)
+        return estimate
 
     def settle(self, held: float, cost: float | None, calls: int = 1) -> None:
         """Release ``held`` dollars and book ``cost`` (None: nothing, the call failed) for ``calls`` calls."""
@@ -162,22 +170,6 @@ class Budget:
             self._held = max(0.0, self._held - held)
             if cost is not None:
                 self._update(add)
-
-
-class Hold:
-    """An estimate held by one round trip or batch, until ``settle(raw)`` (None: it failed)."""
-
-    def __init__(self, budget: Budget, price: Price | None, estimate: float):
-        self.budget, self.price, self.estimate = budget, price, estimate
-
-    def settle(self, raw) -> None:
-        if raw is None:
-            cost = None
-        elif raw.prompt_tokens or raw.completion_tokens:
-            cost = self.price.cost(raw.prompt_tokens, raw.completion_tokens)
-        else:  # the server reported no usage
-            cost = self.estimate
-        self.budget.settle(self.estimate, cost)
 
 
 _SHARED: dict[tuple[float, str | None], Budget] = {}

@@ -19,6 +19,7 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 
 from rpa_lib.llm import answers, modes
 from rpa_lib.llm.base import LLM, Request, sample_seed
+from rpa_lib.llm.budget import body_tokens
 from rpa_lib.llm.replicas import Replicas, routing_transport, split_urls
 from rpa_lib.llm.reply import LLMFatalError, Raw
 from rpa_lib.llm.retry import Exhausted, RetryPolicy, Transient
@@ -158,6 +159,9 @@ class OpenAILLM(LLM):
         return {"choose_mode": modes.key_mode(self.choose_mode),
                 "structured_mode": modes.key_mode(self.structured_mode), "server": self.base_url}
 
+    def _most_tokens(self, req: Request) -> tuple[int, int]:
+        return body_tokens(self.body(req, self.mode_for(req.kind)), most=True)  # a fallback's body is no longer
+
     def _scrub(self, text: str) -> str:
         for secret in sorted(self._secrets, key=len, reverse=True):  # longest first: "user:pw" before "pw"
             text = text.replace(secret, "***")
@@ -252,7 +256,7 @@ class OpenAILLM(LLM):
             else:
                 failure = self._status_failure(exc.status_code, detail, attempts)
         except (openai.APIResponseValidationError, ValueError):  # ValueError: a body that is not JSON
-            failure = Transient("malformed response body")
+            failure = Transient("malformed response body", paid=Raw(""))  # its tokens unknown
         except openai.OpenAIError as exc:
             failure = RuntimeError(self._scrub(f"{type(exc).__name__}: {exc}"))
         if failure is not None:  # raised outside the handler: nothing chains to the request
@@ -307,13 +311,13 @@ class OpenAILLM(LLM):
     @staticmethod
     def raw(req: Request, mode: str | None, completion: Any) -> Raw:
         """The :class:`Raw` of a completion (the package's, or a batch result's): its first choice's text, the tokens
-        and, for a choice asked with logprobs, the options' scores; Transient when it holds no choice."""
-        choices = getattr(completion, "choices", None)
+        and, for a choice asked with logprobs, the options' scores; Transient (its tokens paid) when it holds no
+        choice."""
+        choices, usage = getattr(completion, "choices", None), getattr(completion, "usage", None)
+        raw = Raw("", int(getattr(usage, "prompt_tokens", 0) or 0), int(getattr(usage, "completion_tokens", 0) or 0))
         if not choices or getattr(choices[0], "message", None) is None:
-            raise Transient("response has no choices")
-        content, usage = choices[0].message.content, completion.usage
-        raw = Raw(content if isinstance(content, str) else "", int(getattr(usage, "prompt_tokens", 0) or 0),
-                  int(getattr(usage, "completion_tokens", 0) or 0))
+            raise Transient("response has no choices", paid=raw)
+        raw.text = content if isinstance(content := choices[0].message.content, str) else ""
         if req.kind == "choose" and mode == "logprobs":
             options = req.options or []
             raw.scores = answers.first_token_scores(getattr(getattr(choices[0], "logprobs", None), "content", None),

@@ -1,4 +1,5 @@
-"""Retry a backend round trip on :class:`Transient` faults, with exponential backoff and jitter.
+"""When to retry a backend round trip: :class:`Transient` faults (``LLM.round_trip`` retries them) and
+:class:`RetryPolicy`, its exponential backoff with jitter.
 
 Transport faults are the ``openai`` client's to retry (waiting :meth:`RetryPolicy.delay`); a backend raises
 :class:`Exhausted` once its client gave up. This module does not know HTTP and does not re-ask a model whose answer
@@ -7,21 +8,19 @@ was well-formed but wrong (``base`` does).
 
 from __future__ import annotations
 
-import logging
 import random
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypeVar
 
-from rpa_lib.llm.reply import LLMError
-
-log = logging.getLogger("rpa_lib.llm")
-T = TypeVar("T")
+from rpa_lib.llm.reply import Raw
 
 
 class Transient(Exception):
-    """A fault worth retrying, such as a 200 whose body is malformed. ``Transient("response has no choices")``"""
+    """A fault worth retrying, such as a 200 whose body is malformed; ``paid``: such a reply, which the server billed,
+    with the tokens it reports (0: unknown). ``Transient("response has no choices")``"""
+
+    def __init__(self, message: str, paid: Raw | None = None):
+        super().__init__(message)
+        self.paid = paid
 
 
 class Exhausted(Exception):
@@ -56,22 +55,3 @@ class RetryPolicy:
         maximum. ``RetryPolicy().worst_case(60) == 391.0``"""
         backoff = sum(min(self.max_delay, self.base_delay * 2 ** (n - 1)) for n in range(1, self.attempts))
         return self.attempts * timeout + backoff
-
-
-def call_with_retries(fn: Callable[[], T], policy: RetryPolicy, what: str, on_retry: Callable[[], None]) -> T:
-    """``fn()``, retried on :class:`Transient` per ``policy``; then ``LLMError("<what> failed after N attempts:
-    ...")`` (at once for :class:`Exhausted`, with the attempts its client made)."""
-    for attempt in range(1, policy.attempts + 1):
-        try:
-            return fn()
-        except Exhausted as exc:
-            # the client's exception may hold the request (its headers): never chained
-            raise LLMError(f"{what} failed after {exc.attempts} attempts: {exc}") from None
-        except Transient as exc:
-            if attempt >= policy.attempts:
-                raise LLMError(f"{what} failed after {attempt} attempts: {exc}") from exc
-            wait = policy.delay(attempt)
-            log.info("%s: %s; retry %d of %d in %.2f s", what, exc, attempt, policy.attempts - 1, wait)
-            on_retry()
-            time.sleep(wait)
-    raise AssertionError("unreachable")

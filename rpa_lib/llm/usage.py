@@ -44,7 +44,8 @@ def price_for(model: str) -> Price | None:
 
 class Usage:
     """Thread-safe totals since creation or ``reset()``. ``calls`` counts every call, cache hits included;
-    ``requests`` counts backend round trips (re-asks included, retried faults not)."""
+    ``requests`` counts backend round trips that got a reply (re-asks included, and a reply rejected as malformed,
+    which is paid for and retried; transport faults not)."""
 
     def __init__(self, label: str = "", model_id: str = "", price: Price | None = None):
         self.label, self.model_id, self.price = label, model_id, price
