@@ -36,4 +36,4 @@ def settings() -> dict[str, str]:
 
 def setting(name: str, explicit: str | None = None) -> str | None:
     """``explicit``, else ``$name``, else ``name`` in ``.env``; None if empty everywhere."""
-    return next((v for v in (explicit, os.environ.get(name), read_dotenv(DOTENV).get(name)) if v), None)
+    return explicit or os.environ.get(name) or read_dotenv(DOTENV).get(name) or None  # .env read only when needed

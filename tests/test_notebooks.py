@@ -428,15 +428,23 @@ def test_a_second_run_skips_what_is_up_to_date_and_force_runs_it(counting, capsy
 
 
 def test_a_run_reads_each_notebooks_parameters_and_takes_its_inputs_digest_once(counting, monkeypatch):
+    """And checks an up-to-date notebook's outputs once; a notebook about to run hashes nothing."""
     from rpa_lib.run import stamps
 
     run, out = counting
-    calls, read, digest = [], reproduce.parameters, stamps.inputs_digest
+    calls, read, digest, current = [], reproduce.parameters, stamps.inputs_digest, stamps.up_to_date
     monkeypatch.setattr(reproduce, "parameters", lambda nb: calls.append(("read", nb.stem)) or read(nb))
     monkeypatch.setattr(stamps, "inputs_digest", lambda nb, *a: calls.append(("digest", nb.stem)) or digest(nb, *a))
+    monkeypatch.setattr(stamps, "up_to_date", lambda ex, *a: calls.append(("check", ex.stem)) or current(ex, *a))
     run()
     run()  # all up to date
-    assert sorted(calls) == sorted([(what, nb) for what in ("read", "digest") for nb in ("01_one", "02_two")] * 2)
+    assert sorted(calls) == sorted([(what, nb) for what in ("read", "digest", "check") for nb in ("01_one", "02_two")]
+                                   * 2)
+    hashed, file_digest = [], stamps.file_digest
+    monkeypatch.setattr(stamps, "file_digest", lambda p: hashed.append(p) or file_digest(p))
+    recorded = stamps.read(out / "notebooks" / "01_one.ipynb")["outputs"]
+    stamps.write(out / "notebooks" / "01_one.ipynb", None, [], 0.0)  # as before a run
+    assert hashed == [] and stamps.read(out / "notebooks" / "01_one.ipynb")["outputs"] == recorded
 
 
 def test_the_model_check_covers_the_notebooks_that_will_run(counting, monkeypatch):
@@ -544,6 +552,20 @@ def test_a_model_file_a_setting_names_counts_by_content_and_url_credentials_do_n
     monkeypatch.setenv("RPA_LLM_BASE_URL", "http://user:sentinel-two@other:8000/v1")
     assert digest() != with_url
     assert "sentinel" not in json.dumps(stamps.environment_settings())
+
+
+def test_a_relative_user_data_folder_counts_by_its_content(tmp_path, monkeypatch):
+    """It names a folder under the repository, and editing a character there changes the stamp's inputs."""
+    from rpa_lib.run import stamps
+
+    monkeypatch.setattr(paths, "ROOT", tmp_path)
+    (tmp_path / "mine" / "characters").mkdir(parents=True)
+    persona = tmp_path / "mine" / "characters" / "persona.md"
+    persona.write_text("one")
+    monkeypatch.setenv("RPA_USER_DATA_DIR", "mine")
+    first = stamps.environment_settings()["RPA_USER_DATA_DIR"]
+    persona.write_text("two")
+    assert stamps.environment_settings()["RPA_USER_DATA_DIR"] != first
 
 
 def test_a_failed_notebook_does_not_look_done_and_keeps_its_kept_files_recorded(counting):

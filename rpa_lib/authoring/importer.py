@@ -61,6 +61,7 @@ REAL_WORLD_FIELDS = re.compile(r"first appearance|last appearance|created by|cre
                                r"^(?:first|last)$", re.I)  # infobox fields left out ({{Infobox character}}'s too)
 MOVE_MARGIN = 0.12  # cosine by which a paragraph must be closer to another attribute to leave its section
 NEAR_TIE = 0.05  # cosine by which content's choice must lead the runner-up; under it the headings' placement stands
+TIE = "near tie by content"  # how the report names one (a section's reason starting so is listed with the ties)
 DESCRIPTIONS = {
     DEMO: "Who the character is: their name, titles, age, birth, birthplace, home, race or species, family origin, "
           "nationality, occupation, rank, and physical appearance such as height, hair, eyes and clothing.",
@@ -134,7 +135,7 @@ def _best(score: dict[str, float]) -> tuple[str | None, str]:
     first, second = sorted(score, key=score.get, reverse=True)[:2]
     margin = score[first] - score[second]
     if margin < NEAR_TIE:
-        return None, (f"near tie by content: {first} {score[first]:.2f}, {second} {score[second]:.2f} "
+        return None, (f"{TIE}: {first} {score[first]:.2f}, {second} {score[second]:.2f} "
                       f"(margin {margin:.2f}, under {NEAR_TIE})")
     return first, f"content: closest to {first} ({score[first]:.2f}; next {second} {score[second]:.2f})"
 
@@ -245,7 +246,7 @@ def plan(doc: SourceDocument, name: str, table: dict[str, str | None] = HEADING_
             continue
         if current == UNKNOWN:
             report.append((s.line, f"{where!r} not placed: {reason}; map it with --map {s.title!r}=ATTRIBUTE"))
-            if reason.startswith("near tie"):
+            if reason.startswith(TIE):
                 ties.append(report[-1])
             dropped.append((s.line, f"section {where!r}"))
             continue

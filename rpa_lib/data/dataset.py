@@ -85,8 +85,9 @@ class Dataset:
         """
         if set not in (*QA_SETS, "all"):
             raise ValueError(f"unknown QA set {set!r}; known: {', '.join(QA_SETS)}, all")
-        items, problems = read_qa(self.qa_path(slug))
-        first_problem(self.qa_path(slug), problems)
+        path = self.qa_path(slug)
+        items, problems = parsed_file(path, read_qa) if path.is_file() else read_qa(path)  # read once, shared
+        first_problem(path, problems)
         return [q for q in items if set in ("all", q.set)]
 
     def labels(self) -> list[dict[str, str]]:

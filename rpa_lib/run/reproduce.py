@@ -184,13 +184,14 @@ def check_models(setup: Setup) -> None:
         raise SystemExit(str(e)) from None
 
 
-def pending(setup: Setup, output_dir: Path | None, library: str) -> tuple[Setup, dict[Path, str]]:
-    """The notebooks of ``setup`` from the first one that is not up to date (a run skips those before it), and the
-    inputs digests it took."""
+def pending(setup: Setup, output_dir: Path | None, library: str) -> tuple[Setup, dict[Path, tuple]]:
+    """The notebooks of ``setup`` from the first one that is not up to date (a run skips those before it), and what
+    it found of each notebook it looked at: (inputs digest, up-to-date stamp or None)."""
     executed_dir, order, known = (output_dir or paths.RESULTS_DIR) / "notebooks", notebooks(), {}
     for i, (nb, (_, params)) in enumerate(setup.items()):
-        known[nb] = _inputs(nb, params, order, executed_dir, library)
-        if not stamps.up_to_date(executed_dir / nb.name, known[nb]):
+        inputs = _inputs(nb, params, order, executed_dir, library)
+        known[nb] = (inputs, stamps.up_to_date(executed_dir / nb.name, inputs))
+        if not known[nb][1]:
             return dict(list(setup.items())[i:]), known
     return {}, known
 
@@ -260,7 +261,7 @@ def batch_rounds(profile: dict, todo: Setup, batch: str, mode: dict, budget: Bud
 
 
 def _run(profile_name: str, setup: Setup, output_dir: Path | None, force: bool, mode: dict, library: str,
-         known: dict[Path, str]) -> list[dict]:
+         known: dict[Path, tuple]) -> list[dict]:
     executed_dir = paths.ensure((output_dir or paths.RESULTS_DIR) / "notebooks")
     print(f"reproduce: profile {profile_name!r}, {len(setup)} notebook(s), executed copies in {executed_dir}",
           flush=True)
@@ -269,8 +270,11 @@ def _run(profile_name: str, setup: Setup, output_dir: Path | None, force: bool, 
     with environment(RPA_OUTPUT_DIR=str(output_dir or paths.ROOT)):
         for i, (nb, (declared, params)) in enumerate(setup.items(), start=1):
             executed = executed_dir / nb.name
-            inputs = known.get(nb) or _inputs(nb, params, order, executed_dir, library)
-            done = None if force else stamps.up_to_date(executed, inputs)
+            if nb in known:
+                inputs, done = known[nb]
+            else:
+                inputs = _inputs(nb, params, order, executed_dir, library)
+                done = None if force else stamps.up_to_date(executed, inputs)
             params = with_mode(params, declared, mode)  # after the digest: a budget is no input
             if done:
                 print(f"[{i}/{len(setup)}] {nb.stem}: up to date (notebook, parameters, library, data, settings and "

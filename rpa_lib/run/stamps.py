@@ -73,9 +73,12 @@ def _setting(value: str):
 def environment_settings() -> dict:
     """The ``RPA_*`` and ``OPENAI_*`` settings that can change a result, as :mod:`rpa_lib.settings` finds them (the
     environment, else ``.env``); a key or token only as set, since having one picks the default LLM; no storage
-    setting."""
+    setting; the user-data folder by the content of the folder it names (a relative one is under the repository)."""
+    found = settings()
+    if "RPA_USER_DATA_DIR" in found:
+        found["RPA_USER_DATA_DIR"] = str(paths.user_data_dir())
     return {k: "set" if any(w in k.upper() for w in SECRET_WORDS) else _setting(v)
-            for k, v in sorted(settings().items()) if k.startswith(ENV_PREFIXES) and k not in NOT_INPUTS}
+            for k, v in sorted(found.items()) if k.startswith(ENV_PREFIXES) and k not in NOT_INPUTS}
 
 
 def inputs_digest(notebook: Path, params: dict, upstream: list[str | None], library: str | None = None) -> str:
@@ -117,11 +120,14 @@ def write(executed: Path, inputs: str | None, written: list[Path], seconds: floa
     """Record a run: the inputs' digest (None before it runs: a failed run must not look done, nor count for the
     notebooks after it) and the sha256 of the files it wrote, now and in earlier runs (a file it keeps without
     rewriting stays recorded while it exists, a failed run between them or not)."""
-    earlier = (read(executed) or {}).get("outputs", {})
-    files = {str(Path(p).resolve()) for p in [*written, executed]} | {p for p in earlier if Path(p).is_file()}
+    earlier = {p: d for p, d in (read(executed) or {}).get("outputs", {}).items() if Path(p).is_file()}
+    if inputs is None:  # before a run: the record kept as it was, nothing hashed
+        outputs = earlier
+    else:
+        files = sorted({str(Path(p).resolve()) for p in [*written, executed]} | set(earlier))
+        outputs = {p: file_digest(Path(p)) for p in files if Path(p).is_file()}
     record = {"notebook": Path(executed).stem, "inputs": inputs, "seconds": round(seconds, 1),
-              "finished": time.strftime("%Y-%m-%d %H:%M:%S"),
-              "outputs": {p: file_digest(Path(p)) for p in sorted(files) if Path(p).is_file()}}
+              "finished": time.strftime("%Y-%m-%d %H:%M:%S"), "outputs": outputs}
     path = stamp_path(executed)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
