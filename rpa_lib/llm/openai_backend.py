@@ -160,7 +160,12 @@ class OpenAILLM(LLM):
                 "structured_mode": modes.key_mode(self.structured_mode), "server": self.base_url}
 
     def _most_tokens(self, req: Request) -> tuple[int, int]:
-        return body_tokens(self.body(req, self.mode_for(req.kind)), most=True)  # a fallback's body is no longer
+        """The most ``req`` can cost in its mode now or, under ``auto``, any mode it may fall back to in this call."""
+        mode = self.mode_for(req.kind)
+        chain = modes.CHAINS.get(req.kind, ())
+        auto = {"choose": self.choose_mode, "structured": self.structured_mode}.get(req.kind) == "auto"
+        bounds = [body_tokens(self.body(req, m), most=True) for m in (chain[chain.index(mode):] if auto else [mode])]
+        return max(i for i, _ in bounds), max(o for _, o in bounds)
 
     def _scrub(self, text: str) -> str:
         for secret in sorted(self._secrets, key=len, reverse=True):  # longest first: "user:pw" before "pw"
