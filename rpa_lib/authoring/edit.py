@@ -7,13 +7,14 @@ create or delete headings, and does not change QA pairs whose evidence an edit r
 
 from __future__ import annotations
 
+import itertools
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from rpa_lib.data.dataset import Dataset, user_dataset
 from rpa_lib.errors import DataError
-from rpa_lib.persona import HEADING_LINE, HEADING_SEPARATOR, Persona, parse_persona
+from rpa_lib.persona import HEADING_SEPARATOR, Persona, parse_persona
 from rpa_lib.retrieval import retriever
 
 
@@ -38,14 +39,10 @@ def _section_span(persona: Persona, under: str) -> tuple[tuple[str, ...], int, l
     wanted = tuple(h.strip() for h in under.split(">") if h.strip())
     if wanted[:1] != (persona.name,):
         wanted = (persona.name, *wanted)
+    after = list(itertools.accumulate(len(line) + 1 for line in persona.source.split("\n")))  # offset after line n+1
     ends: dict[tuple[str, ...], int] = {}  # heading path -> offset after its heading line (the first, if repeated)
-    offset, stack = 0, []
-    for line in persona.source.split("\n"):
-        offset += len(line) + 1
-        m = HEADING_LINE.match(line)
-        if m:
-            stack = stack[: len(m.group(1)) - 1] + [m.group(2).strip()]
-            ends.setdefault(tuple(stack), min(offset, len(persona.source)))
+    for line, path in persona.headings:
+        ends.setdefault(path, min(after[line - 1], len(persona.source)))
     if wanted not in ends:  # the attribute may be left out when the rest of the path is unique
         tails = [h for h in ends if len(h) > 2 and h[2:] == wanted[1:]]
         wanted = tails[0] if len(tails) == 1 else wanted
