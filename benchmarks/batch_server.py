@@ -15,7 +15,7 @@ file as ``batch_expired``); ``"failed_lines"`` (every second line answered with 
 ``POST /v1/batches`` are scripted per request (``create_faults=["lost"]``; none after the script): ``"lost"`` (the
 batch is created but the reply is an HTTP 500, as when it is lost on the way), ``"refused"`` (an HTTP 503, nothing
 created). It counts
-uploads, created batches and retrievals, keeps every uploaded file and the Authorization headers it received;
+uploads, created batches, retrievals and listings (pages of the batch list), keeps every uploaded file and the Authorization headers it received;
 ``paused`` holds every batch where it is.
 
 It does not check credentials, expire anything by the clock, or run any endpoint but chat completions in a batch.
@@ -56,7 +56,7 @@ class BatchServer:
         self.outcomes, self.create_faults, self.port = list(outcomes), list(create_faults), port
         self.files: dict[str, dict] = {}  # id -> the file object, its content under "content" (bytes)
         self.batches: dict[str, dict] = {}  # id -> the batch object, its scripted outcome under "outcome"
-        self.uploads = self.created = self.retrievals = 0
+        self.uploads = self.created = self.retrievals = self.listings = 0
         self.authorizations: set[str] = set()  # the Authorization headers received
         self.paused = False  # True: batches stay as they are (a test kills its client meanwhile)
         self._ids = itertools.count(1)
@@ -211,6 +211,7 @@ def _handler(server: BatchServer) -> type[JSONHandler]:
             elif path.endswith("/v1/batches"):  # newest first, ``limit`` (default 20) a page ``after`` an id
                 query = parse_qs(urlsplit(self.path).query)
                 with server._lock:
+                    server.listings += 1
                     newest = list(server.batches)[::-1]
                     after = query.get("after", [None])[0]
                     start = newest.index(after) + 1 if after in newest else 0

@@ -322,3 +322,21 @@ def test_a_batch_whose_creation_reply_was_lost_is_found_not_created_again(tmp_pa
         # the next is refused outright (nothing created, nothing found): created at the next try
         results = run([request(1)], tmp_path, client, progress=False)
         assert server.created == 2 and "body" in results["req-001"]
+
+
+def test_a_batch_is_looked_for_among_those_created_since_its_part_not_the_whole_history(tmp_path):
+    """A part uploaded but never started (killed before its create) is looked for on resume: the listing stops at
+    the first batch older than the part, not after every page of the account's batches."""
+    from rpa_lib.llm.batch_ledger import Part
+    from rpa_lib.llm.batches import CLOCK_SKEW, _find
+
+    with BatchServer() as server:
+        for _ in range(250):  # an account's old batches
+            server.create("file-old", ENDPOINT, "24h")
+        for batch in server.batches.values():
+            batch["created_at"] -= 2 * CLOCK_SKEW
+        client = client_for(server)
+        part = Part(1, 1, ["a"], file_id="file-ours", created=time.time())
+        assert _find(client, part) is None and server.listings == 1
+        ours = server.create("file-ours", ENDPOINT, "24h")
+        assert _find(client, part).id == ours["id"]

@@ -7,6 +7,7 @@ stores no answer in the reply cache, does not choose a round's requests and does
 
 from __future__ import annotations
 
+import itertools
 import json
 import sys
 import time
@@ -28,6 +29,7 @@ ENDPOINT = "/v1/chat/completions"
 MODES = ("openai", "files")
 TERMINAL = ("completed", "failed", "expired", "cancelled")
 UNANSWERED = ("batch_expired", "batch_cancelled")  # error codes of the lines a batch never ran
+CLOCK_SKEW = 3600  # seconds the server's clock may lag ours when a part's batch is looked for by creation time
 MAX_SUBMISSIONS = 3  # times one line is submitted in one round, expired or cancelled batches included
 HEARTBEAT = 600.0  # seconds: a progress line repeats after this long without a change
 TRANSFER_TIMEOUT = 600.0  # seconds for one upload or download (a file may be 200 MB)
@@ -233,7 +235,7 @@ class _OpenAI:
                 uploaded = client.files.create(file=(path.name, f), purpose="batch", timeout=TRANSFER_TIMEOUT)
             ledger.update(part, file_id=uploaded.id, status="uploaded")
         if part.batch_id is None:
-            found = _find(client, part.file_id) if resumed else None
+            found = _find(client, part) if resumed else None
             if found:
                 self._hold_started(part, setup)
             batch = found or self._start(client, part, setup)
@@ -249,11 +251,11 @@ class _OpenAI:
     def _start(self, client: Any, part: Part, setup: _Setup) -> Any:
         """Create the part's batch, under the budget's hold of its estimated cost when there is a budget."""
         if self.budget is None:
-            return _create(client, part.file_id)
+            return _create(client, part)
         held = self.budget.hold(_estimate(setup.file(part, "requests")), f"round {part.round}",
                                 noun=f"batch {part.n} of {len(part.custom_ids)} requests")
         try:
-            batch = _create(client, part.file_id)
+            batch = _create(client, part)
         except BaseException:
             self.budget.settle(held, None)
             raise
@@ -279,15 +281,18 @@ class _OpenAI:
             self.budget.settle(self._holds.pop((part.round, part.n)), cost, len(answers))
 
 
-def _find(client: Any, file_id: str) -> Any:
-    """The batch of input file ``file_id`` (``batches.list`` pages through every batch, newest first), or None."""
-    return next((b for b in client.batches.list(limit=100) if b.input_file_id == file_id), None)
+def _find(client: Any, part: Part) -> Any:
+    """The batch of ``part``'s input file, or None: ``batches.list`` pages newest first, read back only to the
+    batches created before the part was written (less :data:`CLOCK_SKEW`), never the account's whole history."""
+    since = part.created - CLOCK_SKEW
+    recent = itertools.takewhile(lambda b: b.created_at >= since, client.batches.list(limit=100))
+    return next((b for b in recent if b.input_file_id == part.file_id), None)
 
 
-def _create(client: Any, file_id: str) -> Any:
-    """Start the batch of ``file_id``, as often as ``client`` retries a request. The client never retries it itself:
-    a create sends no idempotency key, so a retry after a lost reply starts a second batch, paid and never collected;
-    after a failure the server may have accepted, the batch is looked for by its input file before the next try."""
+def _create(client: Any, part: Part) -> Any:
+    """Start the batch of ``part``'s input file, as often as ``client`` retries a request. The client never retries
+    it itself: a create sends no idempotency key, so a retry after a lost reply starts a second batch, paid and never
+    collected; after a failure the server may have accepted, the batch is looked for by its input file first."""
     import openai  # the openai package, loaded when a batch is started
 
     once, tries = client.with_options(max_retries=0), 1 + client.max_retries
@@ -296,12 +301,12 @@ def _create(client: Any, file_id: str) -> Any:
     while True:
         attempt += 1
         try:
-            return once.batches.create(input_file_id=file_id, endpoint=ENDPOINT, completion_window="24h")
+            return once.batches.create(input_file_id=part.file_id, endpoint=ENDPOINT, completion_window="24h")
         except (openai.APIConnectionError, openai.APIStatusError) as exc:  # a timeout is a connection error
             status = getattr(exc, "status_code", None)
             if status is not None and not retried(status):
                 raise
-            found = _find(client, file_id)
+            found = _find(client, part)
             if found is not None:
                 return found
             if attempt == tries:
