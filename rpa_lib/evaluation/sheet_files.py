@@ -87,27 +87,6 @@ def write_workbook(path: Path, spec, rows: pd.DataFrame, rater: str, sample_set:
     wb.save(path)
 
 
-def read_workbook(path: Path) -> tuple[dict, list[tuple]]:
-    """``(meta, table)``: the "_meta" sheet as a dict and the "Ratings" rows (header first) of a workbook written by
-    :func:`write_workbook`, else a :class:`SheetError`."""
-    from openpyxl import load_workbook
-
-    try:
-        wb = load_workbook(path, read_only=True, data_only=True)
-    except Exception as exc:  # noqa: BLE001  (a corrupt or foreign file: openpyxl raises many kinds)
-        raise SheetError(path, [SheetProblem(None, None, f"cannot be read as a workbook: {exc}")]) from None
-    try:
-        if META_SHEET not in wb.sheetnames or RATINGS_SHEET not in wb.sheetnames:
-            fail(path, f"no '{RATINGS_SHEET}' or '{META_SHEET}' sheet: not a sheet written by export_sheets")
-        meta = {str(k).strip(): v for k, v, *_ in wb[META_SHEET].iter_rows(values_only=True) if k is not None}
-        table = list(wb[RATINGS_SHEET].iter_rows(values_only=True))
-    finally:
-        wb.close()
-    if not table:
-        fail(path, f"the '{RATINGS_SHEET}' sheet is empty")
-    return meta, table
-
-
 @dataclass(frozen=True)
 class SheetProblem:
     """One problem of a sheet: its row (None: no single row), the value, what is wrong."""
@@ -144,7 +123,7 @@ def cell_text(value) -> str:
 def write_csv(path: Path, spec, rows: pd.DataFrame, rater: str, sample_set: str) -> None:
     with path.open("w", encoding="utf-8-sig", newline="") as f:  # the BOM lets spreadsheet apps see UTF-8
         writer = csv.writer(f)
-        writer.writerow(spec.csv_columns)
+        writer.writerow((*spec.columns, "sample_set", "rater"))
         for record in rows.to_dict("records"):
             writer.writerow([record[c] for c in spec.shown] + [""] * len(spec.scales) + ["", sample_set, rater])
 
@@ -219,9 +198,8 @@ def _load_csv(path: Path, spec) -> LoadedSheet:
     missing = [c for c in ("sample_set", "rater") if c not in header]
     if missing:
         fail(path, f"the header lacks {missing}: not a sheet written by export_sheets", 1)
-    body = [r for r in table[1:] if not all(blank(v) for v in r)]
-    found = {name: sorted({r[header.index(name)].strip() for r in body if header.index(name) < len(r)} - {""})
-             for name in ("sample_set", "rater")}
+    found = {name: sorted({r[header.index(name)].strip() for r in table[1:] if header.index(name) < len(r)} - {""})
+             for name in ("sample_set", "rater")}  # a blank row adds only ""
     problems = [SheetProblem(None, ", ".join(v), f"the {name} column holds several values")
                 for name, v in found.items() if len(v) > 1]
     if problems:
@@ -229,18 +207,34 @@ def _load_csv(path: Path, spec) -> LoadedSheet:
     return LoadedSheet(path, (found["sample_set"] or [""])[0], (found["rater"] or [""])[0], _rows(table, path, spec))
 
 
+def _load_xlsx(path: Path, spec) -> LoadedSheet:
+    """A workbook written by :func:`write_workbook`: its "_meta" sheet's sample set and rater, its "Ratings" rows."""
+    from openpyxl import load_workbook
+
+    try:
+        wb = load_workbook(path, read_only=True, data_only=True)
+    except Exception as exc:  # noqa: BLE001  (a corrupt or foreign file: openpyxl raises many kinds)
+        raise SheetError(path, [SheetProblem(None, None, f"cannot be read as a workbook: {exc}")]) from None
+    try:
+        if META_SHEET not in wb.sheetnames or RATINGS_SHEET not in wb.sheetnames:
+            fail(path, f"no '{RATINGS_SHEET}' or '{META_SHEET}' sheet: not a sheet written by export_sheets")
+        meta = {str(k).strip(): v for k, v, *_ in wb[META_SHEET].iter_rows(values_only=True) if k is not None}
+        table = list(wb[RATINGS_SHEET].iter_rows(values_only=True))
+    finally:
+        wb.close()
+    if not table:
+        fail(path, f"the '{RATINGS_SHEET}' sheet is empty")
+    return LoadedSheet(path, cell_text(meta.get("sample_set")).strip(), cell_text(meta.get("rater")).strip(),
+                       _rows(table, path, spec))
+
+
 def load_sheet(path: Path, sample_set: str, spec) -> LoadedSheet:
     """The sheet at ``path`` (.xlsx or .csv), checked to be one written for ``sample_set``, with a rater."""
     path = Path(path)
-    suffix = path.suffix.lower()
-    if suffix == ".xlsx":
-        meta, table = read_workbook(path)
-        sheet = LoadedSheet(path, cell_text(meta.get("sample_set")).strip(), cell_text(meta.get("rater")).strip(),
-                            _rows(table, path, spec))
-    elif suffix == ".csv":
-        sheet = _load_csv(path, spec)
-    else:
+    load = {".xlsx": _load_xlsx, ".csv": _load_csv}.get(path.suffix.lower())
+    if load is None:
         fail(path, "a sheet is a .xlsx or .csv file")
+    sheet = load(path, spec)
     if not sheet.sample_set:
         fail(path, "no sample set recorded: not a sheet written by export_sheets")
     if sheet.sample_set != str(sample_set).strip():
