@@ -77,19 +77,17 @@ def _chunks_text(items: list[dict]) -> str:
 def build_samples(rows: pd.DataFrame, names: dict[str, str]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``(samples, failed)`` from the rows of ``run_jobs(amadeus, sample_jobs(...), step="context")``: the
     sheet's columns plus slug, item, gs_failed, chunk_ids and extract_fallback; the failed rows with ``error``."""
-    ok = rows[rows.error.isna()]
     samples = []
-    for r in ok.to_dict("records"):
-        selected = [c for c in r["context"] if c["role"] == "selected"]
-        attributes = r["details"].get("attributes") or {c["label"]: c["text"] for c in r["context"]
-                                                       if c["role"] == "attribute"}
-        samples.append({"sample_id": r["sample_id"], "task": r["task"], "character": names.get(r["character"],
-                                                                                               r["character"]),
-                        "question": r["question"], "chunks": _chunks_text(selected),
+    for r in rows[rows.error.isna()].to_dict("records"):
+        context, details = r["context"], r["details"]
+        attributes = details.get("attributes") or {c["label"]: c["text"] for c in context if c["role"] == "attribute"}
+        samples.append({"sample_id": r["sample_id"], "task": r["task"],
+                        "character": names.get(r["character"], r["character"]), "question": r["question"],
+                        "chunks": _chunks_text([c for c in context if c["role"] == "selected"]),
                         "attributes": "\n".join(f"{k}: {v}" for k, v in attributes.items()) or "(none)",
-                        "slug": r["character"], "item": r["item"], "gs_failed": bool(r["details"].get("gs_failed")),
-                        "chunk_ids": ";".join(chunk_ids(r["context"], "selected")),
-                        "extract_fallback": bool(r["details"].get("extract_fallback"))})
+                        "slug": r["character"], "item": r["item"], "gs_failed": bool(details.get("gs_failed")),
+                        "chunk_ids": ";".join(chunk_ids(context, "selected")),
+                        "extract_fallback": bool(details.get("extract_fallback"))})
     failed = rows[rows.error.notna()][["task", "sample_id", "character", "question_id", "error"]]
     return pd.DataFrame(samples), failed.reset_index(drop=True)
 
@@ -241,8 +239,8 @@ def table2(ratings: pd.DataFrame, samples: pd.DataFrame, source: str) -> pd.Data
         kripp, n3 = _quiet(krippendorff_alpha, table, "ordinal", value_domain=list(SCALE))
         a, (low, high) = alpha if alpha else (np.nan, (np.nan, np.nan))
         out.append({"task": task, "source": source, "samples": len(table), "raters": table.shape[1],
-                    "ratings": int(table.notna().sum().sum()), "mu": summary.mu if summary else np.nan,
-                    "sigma": summary.sigma if summary else np.nan, "median": summary.median if summary else np.nan,
+                    "ratings": int(table.notna().sum().sum()),
+                    **{k: getattr(summary, k, np.nan) for k in ("mu", "sigma", "median")},
                     "cronbach_alpha": a, "alpha_low": low, "alpha_high": high,
                     "krippendorff_alpha": np.nan if kripp is None else kripp,
                     "note": "; ".join(n for n in (n1, n2, n3) if n) or None,
