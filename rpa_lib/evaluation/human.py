@@ -167,11 +167,9 @@ def rate_with_panel(samples: pd.DataFrame, panel: Sequence[LLMRater], *, calibra
 def write_panel_sheets(samples: pd.DataFrame, verdicts: pd.DataFrame, folder: Path, sample_set: str) -> list[Path]:
     """The panel's ratings as filled ``<rater>.csv`` sheets in ``folder`` (its old sheets removed first), a missing
     rating a blank with a comment, as a person would fill theirs."""
-    folder = Path(folder)
-    if folder.is_dir():
-        for old in folder.iterdir():
-            if old.suffix.lower() in (".csv", ".xlsx"):
-                old.unlink()
+    for old in Path(folder).glob("*"):  # none where the folder is not there yet
+        if old.suffix.lower() in (".csv", ".xlsx"):
+            old.unlink()
     raters = list(dict.fromkeys(verdicts.rater))
     csv_only = replace(TABLE2_SHEET, formats=("csv",))  # one copy per rater: the CSV holds the ratings
     written = export_sheets(samples, raters, folder, sample_set=sample_set, spec=csv_only)

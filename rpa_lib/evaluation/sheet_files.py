@@ -20,21 +20,6 @@ FORMAT = "rpa_lib annotation sheet v1"
 DEFAULT_WIDTH = 12
 
 
-def _instructions(ws, spec, rater: str, sample_set: str, n: int) -> None:
-    from openpyxl.styles import Alignment, Font
-
-    lines = [(spec.title, "", True), ("Rater", rater, False), ("Sample set", f"{sample_set} ({n} samples)", False),
-             ("", "", False), *spec.guide]
-    for i, (key, text, bold) in enumerate(lines, start=1):
-        ws.cell(i, 1, key).font = Font(bold=True, size=14 if i == 1 else 11)
-        cell = ws.cell(i, 2, text)
-        cell.font = Font(bold=bold)
-        cell.alignment = Alignment(wrap_text=True, vertical="top")
-        ws.row_dimensions[i].height = 15.0 * max(1, math.ceil(len(text) / 95))
-    ws.column_dimensions["A"].width = 16
-    ws.column_dimensions["B"].width = 100
-
-
 def _row_height(spec, values: dict[str, str]) -> float:
     """Points for a row showing ``values`` (15 points a wrapped line, Excel's max 409)."""
     lines = 1
@@ -52,13 +37,23 @@ def write_workbook(path: Path, spec, rows: pd.DataFrame, rater: str, sample_set:
     from openpyxl.worksheet.datavalidation import DataValidation
 
     wb = Workbook()
-    _instructions(wb.active, spec, rater, sample_set, len(rows))
-    wb.active.title = INSTRUCTIONS_SHEET
+    wrap, top = Alignment(wrap_text=True, vertical="top"), Alignment(vertical="top")
+    guide = wb.active
+    guide.title = INSTRUCTIONS_SHEET
+    lines = [(spec.title, "", True), ("Rater", rater, False),
+             ("Sample set", f"{sample_set} ({len(rows)} samples)", False), ("", "", False), *spec.guide]
+    for i, (key, text, bold) in enumerate(lines, start=1):
+        guide.cell(i, 1, key).font = Font(bold=True, size=14 if i == 1 else 11)
+        cell = guide.cell(i, 2, text)
+        cell.font = Font(bold=bold)
+        cell.alignment = wrap
+        guide.row_dimensions[i].height = 15.0 * max(1, math.ceil(len(text) / 95))
+    guide.column_dimensions["A"].width = 16
+    guide.column_dimensions["B"].width = 100
     ws = wb.create_sheet(RATINGS_SHEET)
     for j, column in enumerate(spec.columns, start=1):
         ws.cell(1, j, column).font = Font(bold=True)
         ws.column_dimensions[get_column_letter(j)].width = spec.widths.get(column, DEFAULT_WIDTH)
-    wrap, top = Alignment(wrap_text=True, vertical="top"), Alignment(vertical="top")
     for i, record in enumerate(rows.to_dict("records"), start=2):
         for j, column in enumerate(spec.columns, start=1):
             cell = ws.cell(i, j, record.get(column, "") or None)
