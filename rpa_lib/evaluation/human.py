@@ -67,11 +67,9 @@ def sample_jobs(dataset: Dataset, characters: list[str], pools: dict[str, int | 
 
 
 def _chunks_text(items: list[dict]) -> str:
-    out = []
-    for i, item in enumerate(items, start=1):
-        text, label = item.get("text", ""), item.get("label", "")
-        out.append(f"[{i}] {text}" if not label or text.startswith(label) else f"[{i}] {label}\n{text}")
-    return "\n\n".join(out)
+    shown = [(item.get("text", ""), item.get("label", "")) for item in items]
+    return "\n\n".join(f"[{i}] {text}" if not label or text.startswith(label) else f"[{i}] {label}\n{text}"
+                       for i, (text, label) in enumerate(shown, start=1))
 
 
 def build_samples(rows: pd.DataFrame, names: dict[str, str]) -> tuple[pd.DataFrame, pd.DataFrame]:
