@@ -15,6 +15,7 @@ from rpa_lib.data import Dataset, as_dataset
 from rpa_lib.evaluation.metrics.agreement import feldt_interval
 from rpa_lib.evaluation.metrics.intervals import ALPHA, clopper_pearson, holm, smallest_exact_p, two_proportion_test
 from rpa_lib.evaluation.outcomes import compare, load_outcomes, paper_personality_outcomes, summarize
+from rpa_lib.methods.registry import paper_name
 from rpa_lib.report import plural
 
 PAPER_QUESTIONS = 450  # Table 6: 15 characters x 30 CharacterRAG questions
@@ -72,8 +73,6 @@ CLAIMS = [
     Claim("T6-hs", "Table 6", "AMADEUS has the lowest hallucination score (HS) on CharacterRAG (vs Naive RAG)",
           "table6_roleplay", "hs", "CharacterRAG", "amadeus", "naive_rag", higher_is_better=False),
 ]
-PAPER_NAMES = {"amadeus": "AMADEUS", "crag": "CRAG", "lightrag": "LightRAG", "naive_rag": "Naive RAG",
-               "no_rag": "w/o RAG"}
 
 
 def verdict(p: float, favours: bool, n_characters: int) -> str:
@@ -111,7 +110,7 @@ def paper_personality_tests(dataset: Dataset | None = None) -> pd.DataFrame:
     parts = []
     for questionnaire, name in (("mbti", "table4_mbti"), ("bigfive", "table5_sloan")):
         out = paper_personality_outcomes(as_dataset(dataset).paper_table(name), questionnaire)
-        pairs = [(PAPER_NAMES[c.method], PAPER_NAMES[c.reference]) for c in CLAIMS if c.table == name]
+        pairs = [(paper_name(c.method), paper_name(c.reference)) for c in CLAIMS if c.table == name]
         parts.append(compare(out, {f"{name} (paper)": pairs}).assign(table=name))
     tests = pd.concat(parts, ignore_index=True)
     tests["p_item_holm"], tests["p_character_holm"] = holm(tests.p_item), holm(tests.p_character)
@@ -143,8 +142,8 @@ def table6_printed(method: str, reference: str, outcome: str = "acc", dataset: D
 def _paper_evidence(claim: Claim, personality: pd.DataFrame, dataset: Dataset | None) -> dict:
     paper = as_dataset(dataset).paper_table
     if claim.table in ("table4_mbti", "table5_sloan"):
-        r = personality[(personality.table == claim.table) & (personality.method == PAPER_NAMES[claim.method])
-                        & (personality.reference == PAPER_NAMES[claim.reference])].iloc[0]
+        r = personality[(personality.table == claim.table) & (personality.method == paper_name(claim.method))
+                        & (personality.reference == paper_name(claim.reference))].iloc[0]
         text = (f"{r.only_method} vs {r.only_reference} discordant dimensions of {r.n_pairs} (exact McNemar p = "
                 f"{_p(r.p_item)}, Holm {_p(r.p_item_holm)}); by character {r.characters_better} better, "
                 f"{r.characters_worse} worse (sign test p = {_p(r.p_character)})")
@@ -155,7 +154,7 @@ def _paper_evidence(claim: Claim, personality: pd.DataFrame, dataset: Dataset | 
                 + (f" (dimension-level p = {_p(r.p_item)} treats the {r.n_pairs} dimensions as independent)"
                    if r.p_item < ALPHA <= r.p_character else "")}
     if claim.table == "table6_roleplay":
-        t = table6_printed(PAPER_NAMES[claim.method], PAPER_NAMES[claim.reference], claim.outcome, dataset)
+        t = table6_printed(paper_name(claim.method), paper_name(claim.reference), claim.outcome, dataset)
         if claim.outcome != "acc":
             diffs = "; ".join(f"{r.llm} {r.method:.2f} vs {r.reference:.2f}" for r in t.itertuples())
             return {"paper_evidence": f"printed means only ({diffs}); no spread, no per-question scores",
@@ -178,9 +177,9 @@ def _paper_evidence(claim: Claim, personality: pd.DataFrame, dataset: Dataset | 
         t1 = paper("table1_similarity")
         col = "sum_mu" if claim.outcome == "mu" else "sum_var"
         wide = t1.pivot(index="embedder", columns="splitter", values=col)
-        better = (wide[claim.method] > wide[claim.reference]) if claim.higher_is_better else (
-            wide[claim.method] < wide[claim.reference])
-        ats = (wide["ATS"] > wide["Vanilla"]) if claim.higher_is_better else (wide["ATS"] < wide["Vanilla"])
+        sign = 1 if claim.higher_is_better else -1  # lower is better: compare the negated values
+        better = sign * wide[claim.method] > sign * wide[claim.reference]
+        ats = sign * wide["ATS"] > sign * wide["Vanilla"]
         text = (f"printed sums over 15 characters only: {claim.method} {'>' if claim.higher_is_better else '<'} "
                 f"{claim.reference} for {int(better.sum())} of {len(better)} embedders; ATS beats Vanilla for "
                 f"{int(ats.sum())} of {len(ats)} (against: {', '.join(wide.index[~ats]) or 'none'})")
@@ -236,8 +235,8 @@ def _ours(claim: Claim, paired: pd.DataFrame, summary: pd.DataFrame, run: dict) 
                     f"{_p(r.p_item)} ({r.test_item.split(' (')[0]}), character p {_p(r.p_character)}")
         verdicts.append((label, character_verdict(r.p_character, r.n_characters, toward, against,
                                                   diff > 0 if claim.higher_is_better else diff < 0)))
-        first = first if rows[1:] else {"ours_difference": diff, "ours_low": low, "ours_high": high, "ours_p_item": r.p_item,
-                 "ours_p_character": r.p_character, "ours_n_characters": r.n_characters}
+        first = first or {"ours_difference": diff, "ours_low": low, "ours_high": high, "ours_p_item": r.p_item,
+                          "ours_p_character": r.p_character, "ours_n_characters": r.n_characters}
     plain = {v for _, v in verdicts}
     v = plain.pop() if len(plain) == 1 else "mixed: " + "; ".join(f"{k}: {v}" if k else v for k, v in verdicts)
     if claim.table in NO_LLM:
@@ -249,10 +248,8 @@ def _ours(claim: Claim, paired: pd.DataFrame, summary: pd.DataFrame, run: dict) 
 
 def run_labels(outcomes: pd.DataFrame) -> dict:
     """The first role-play LLM, judge and embedder label of the committed results ("" if none)."""
-    def first(col):
-        v = outcomes[col].dropna() if col in outcomes else pd.Series(dtype=object)
-        return str(v.iloc[0]) if len(v) else ""
-    return {"llm": first("llm"), "judge": first("judge"), "embedder": first("embedder")}
+    return {c: str(outcomes[c].dropna().iloc[0]) if c in outcomes and outcomes[c].notna().any() else ""
+            for c in ("llm", "judge", "embedder")}
 
 
 def claims_table(results_dir: Path, dataset: Dataset | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:

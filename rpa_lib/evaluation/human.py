@@ -67,29 +67,25 @@ def sample_jobs(dataset: Dataset, characters: list[str], pools: dict[str, int | 
 
 
 def _chunks_text(items: list[dict]) -> str:
-    out = []
-    for i, item in enumerate(items, start=1):
-        text, label = item.get("text", ""), item.get("label", "")
-        out.append(f"[{i}] {text}" if not label or text.startswith(label) else f"[{i}] {label}\n{text}")
-    return "\n\n".join(out)
+    shown = [(item.get("text", ""), item.get("label", "")) for item in items]
+    return "\n\n".join(f"[{i}] {text}" if not label or text.startswith(label) else f"[{i}] {label}\n{text}"
+                       for i, (text, label) in enumerate(shown, start=1))
 
 
 def build_samples(rows: pd.DataFrame, names: dict[str, str]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``(samples, failed)`` from the rows of ``run_jobs(amadeus, sample_jobs(...), step="context")``: the
     sheet's columns plus slug, item, gs_failed, chunk_ids and extract_fallback; the failed rows with ``error``."""
-    ok = rows[rows.error.isna()]
     samples = []
-    for r in ok.to_dict("records"):
-        selected = [c for c in r["context"] if c["role"] == "selected"]
-        attributes = r["details"].get("attributes") or {c["label"]: c["text"] for c in r["context"]
-                                                       if c["role"] == "attribute"}
-        samples.append({"sample_id": r["sample_id"], "task": r["task"], "character": names.get(r["character"],
-                                                                                               r["character"]),
-                        "question": r["question"], "chunks": _chunks_text(selected),
+    for r in rows[rows.error.isna()].to_dict("records"):
+        context, details = r["context"], r["details"]
+        attributes = details.get("attributes") or {c["label"]: c["text"] for c in context if c["role"] == "attribute"}
+        samples.append({"sample_id": r["sample_id"], "task": r["task"],
+                        "character": names.get(r["character"], r["character"]), "question": r["question"],
+                        "chunks": _chunks_text([c for c in context if c["role"] == "selected"]),
                         "attributes": "\n".join(f"{k}: {v}" for k, v in attributes.items()) or "(none)",
-                        "slug": r["character"], "item": r["item"], "gs_failed": bool(r["details"].get("gs_failed")),
-                        "chunk_ids": ";".join(chunk_ids(r["context"], "selected")),
-                        "extract_fallback": bool(r["details"].get("extract_fallback"))})
+                        "slug": r["character"], "item": r["item"], "gs_failed": bool(details.get("gs_failed")),
+                        "chunk_ids": ";".join(chunk_ids(context, "selected")),
+                        "extract_fallback": bool(details.get("extract_fallback"))})
     failed = rows[rows.error.notna()][["task", "sample_id", "character", "question_id", "error"]]
     return pd.DataFrame(samples), failed.reset_index(drop=True)
 
@@ -169,11 +165,9 @@ def rate_with_panel(samples: pd.DataFrame, panel: Sequence[LLMRater], *, calibra
 def write_panel_sheets(samples: pd.DataFrame, verdicts: pd.DataFrame, folder: Path, sample_set: str) -> list[Path]:
     """The panel's ratings as filled ``<rater>.csv`` sheets in ``folder`` (its old sheets removed first), a missing
     rating a blank with a comment, as a person would fill theirs."""
-    folder = Path(folder)
-    if folder.is_dir():
-        for old in folder.iterdir():
-            if old.suffix.lower() in (".csv", ".xlsx"):
-                old.unlink()
+    for old in Path(folder).glob("*"):  # none where the folder is not there yet
+        if old.suffix.lower() in (".csv", ".xlsx"):
+            old.unlink()
     raters = list(dict.fromkeys(verdicts.rater))
     csv_only = replace(TABLE2_SHEET, formats=("csv",))  # one copy per rater: the CSV holds the ratings
     written = export_sheets(samples, raters, folder, sample_set=sample_set, spec=csv_only)
@@ -241,8 +235,8 @@ def table2(ratings: pd.DataFrame, samples: pd.DataFrame, source: str) -> pd.Data
         kripp, n3 = _quiet(krippendorff_alpha, table, "ordinal", value_domain=list(SCALE))
         a, (low, high) = alpha if alpha else (np.nan, (np.nan, np.nan))
         out.append({"task": task, "source": source, "samples": len(table), "raters": table.shape[1],
-                    "ratings": int(table.notna().sum().sum()), "mu": summary.mu if summary else np.nan,
-                    "sigma": summary.sigma if summary else np.nan, "median": summary.median if summary else np.nan,
+                    "ratings": int(table.notna().sum().sum()),
+                    **{k: getattr(summary, k, np.nan) for k in ("mu", "sigma", "median")},
                     "cronbach_alpha": a, "alpha_low": low, "alpha_high": high,
                     "krippendorff_alpha": np.nan if kripp is None else kripp,
                     "note": "; ".join(n for n in (n1, n2, n3) if n) or None,

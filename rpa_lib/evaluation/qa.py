@@ -75,25 +75,21 @@ def answer_all(methods: Sequence[Method], tasks: dict[str, list[Job]], *, llm=No
     def skip(task: str, method: Method) -> str | None:
         return "not interviewed: no context, so no HS" if task not in QA_TASKS and not has_context(method) else None
 
-    def save(rows: pd.DataFrame) -> None:
-        rows.to_json(save_to, orient="records", lines=True, force_ascii=False)
-
-    return answer_tasks(methods, tasks, llm=llm, skip=skip, on_block=save if save_to is not None else None,
-                        workers=workers, progress=progress)
+    return answer_tasks(methods, tasks, llm=llm, skip=skip, workers=workers, progress=progress,
+                        on_block=None if save_to is None else
+                        lambda rows: rows.to_json(save_to, orient="records", lines=True, force_ascii=False))
 
 
 def answer_budget_control(answers: pd.DataFrame, tasks: dict[str, list[Job]], control, *, given: int | None = None,
-                          method: str = "amadeus", llm=None) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, int]]:
-    """The control ``control(budget_chars)`` on each task at ``method``'s mean context on that task (or ``given``
+                          llm=None) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, int]]:
+    """The control ``control(budget_chars)`` on each task at AMADEUS's mean context on that task (or ``given``
     characters): its rows, timing rows and the budget per task."""
-    rows, timing = [], []
-    budgets = matched_budgets(answers, "task", tasks, method, given=given)
-    for task, budget in budgets.items():
-        more, more_timing = answer_all([control(budget)], {task: tasks[task]}, llm=llm)
-        rows.append(more)
-        timing.append(more_timing)
-    return (pd.concat(rows, ignore_index=True) if rows else answers.iloc[:0],
-            pd.concat(timing, ignore_index=True) if timing else pd.DataFrame(), budgets)
+    budgets = matched_budgets(answers, "task", tasks, "amadeus", given=given)
+    runs = [answer_all([control(budget)], {task: tasks[task]}, llm=llm) for task, budget in budgets.items()]
+    if not runs:
+        return answers.iloc[:0], pd.DataFrame(), budgets
+    rows, timing = zip(*runs)
+    return pd.concat(rows, ignore_index=True), pd.concat(timing, ignore_index=True), budgets
 
 
 def answer_summary(answers: pd.DataFrame) -> pd.DataFrame:
@@ -214,10 +210,8 @@ def table6(answers: pd.DataFrame, verdicts: pd.DataFrame, llm: str, judge: str) 
         for m in METRICS:
             vm = v[v.metric == m]
             ok = vm[vm.status == OK].value
-            row[m] = float(ok.mean())
-            row[f"n_{m}"], row[f"unparsed_{m}"] = len(ok), int((vm.status == UNPARSED).sum())
-            row[f"failed_{m}"] = int((vm.status == FAILED).sum())
-            row[f"coerced_{m}"] = _coerced(vm)
+            row.update({m: float(ok.mean()), f"n_{m}": len(ok), f"unparsed_{m}": int((vm.status == UNPARSED).sum()),
+                        f"failed_{m}": int((vm.status == FAILED).sum()), f"coerced_{m}": _coerced(vm)})
         out.append(row)
     cols = ["task", "method", "paper_method", "llm", "judge", "answers", "failed_answers", *METRICS,
             *[f"{p}_{m}" for m in METRICS for p in ("n", "unparsed", "failed")], *[f"coerced_{m}" for m in METRICS]]
@@ -236,11 +230,10 @@ def keypoint_scores_per_response(answers: pd.DataFrame, labels: pd.DataFrame, ke
     """RAGEval's scores of each QA response from its key-point labels, with the counts of key points, unparsed and
     failed labels (neither in the denominator) and ``job_failed``."""
     kp_count = {(k["character"], k["qa_id"]): len(k["key_points"]) for k in keypoints.to_dict("records")}
-    by_response = {key: group for key, group in labels.groupby(["method", "character", "question_id"], sort=False)}
-    empty = labels.iloc[0:0]
+    by_response = dict(list(labels.groupby(["method", "character", "question_id"], sort=False)))
     out = []
     for r in answers[answers.task == QA_TASK].to_dict("records"):
-        mine = by_response.get((r["method"], r["character"], r["question_id"]), empty)
+        mine = by_response.get((r["method"], r["character"], r["question_id"]), labels.iloc[:0])
         done = mine[mine.status != FAILED]
         s = keypoint_scores([lab if st == OK else None for lab, st in zip(done.label, done.status)])
         out.append({**_response(r), "keypoints": kp_count.get((r["character"], r["question_id"]), 0),

@@ -20,21 +20,6 @@ FORMAT = "rpa_lib annotation sheet v1"
 DEFAULT_WIDTH = 12
 
 
-def _instructions(ws, spec, rater: str, sample_set: str, n: int) -> None:
-    from openpyxl.styles import Alignment, Font
-
-    lines = [(spec.title, "", True), ("Rater", rater, False), ("Sample set", f"{sample_set} ({n} samples)", False),
-             ("", "", False), *spec.guide]
-    for i, (key, text, bold) in enumerate(lines, start=1):
-        ws.cell(i, 1, key).font = Font(bold=True, size=14 if i == 1 else 11)
-        cell = ws.cell(i, 2, text)
-        cell.font = Font(bold=bold)
-        cell.alignment = Alignment(wrap_text=True, vertical="top")
-        ws.row_dimensions[i].height = 15.0 * max(1, math.ceil(len(text) / 95))
-    ws.column_dimensions["A"].width = 16
-    ws.column_dimensions["B"].width = 100
-
-
 def _row_height(spec, values: dict[str, str]) -> float:
     """Points for a row showing ``values`` (15 points a wrapped line, Excel's max 409)."""
     lines = 1
@@ -52,13 +37,23 @@ def write_workbook(path: Path, spec, rows: pd.DataFrame, rater: str, sample_set:
     from openpyxl.worksheet.datavalidation import DataValidation
 
     wb = Workbook()
-    _instructions(wb.active, spec, rater, sample_set, len(rows))
-    wb.active.title = INSTRUCTIONS_SHEET
+    wrap, top = Alignment(wrap_text=True, vertical="top"), Alignment(vertical="top")
+    guide = wb.active
+    guide.title = INSTRUCTIONS_SHEET
+    lines = [(spec.title, "", True), ("Rater", rater, False),
+             ("Sample set", f"{sample_set} ({len(rows)} samples)", False), ("", "", False), *spec.guide]
+    for i, (key, text, bold) in enumerate(lines, start=1):
+        guide.cell(i, 1, key).font = Font(bold=True, size=14 if i == 1 else 11)
+        cell = guide.cell(i, 2, text)
+        cell.font = Font(bold=bold)
+        cell.alignment = wrap
+        guide.row_dimensions[i].height = 15.0 * max(1, math.ceil(len(text) / 95))
+    guide.column_dimensions["A"].width = 16
+    guide.column_dimensions["B"].width = 100
     ws = wb.create_sheet(RATINGS_SHEET)
     for j, column in enumerate(spec.columns, start=1):
         ws.cell(1, j, column).font = Font(bold=True)
         ws.column_dimensions[get_column_letter(j)].width = spec.widths.get(column, DEFAULT_WIDTH)
-    wrap, top = Alignment(wrap_text=True, vertical="top"), Alignment(vertical="top")
     for i, record in enumerate(rows.to_dict("records"), start=2):
         for j, column in enumerate(spec.columns, start=1):
             cell = ws.cell(i, j, record.get(column, "") or None)
@@ -85,27 +80,6 @@ def write_workbook(path: Path, spec, rows: pd.DataFrame, rater: str, sample_set:
     wb.properties.creator = "rpa_lib"
     wb.active = 0
     wb.save(path)
-
-
-def read_workbook(path: Path) -> tuple[dict, list[tuple]]:
-    """``(meta, table)``: the "_meta" sheet as a dict and the "Ratings" rows (header first) of a workbook written by
-    :func:`write_workbook`, else a :class:`SheetError`."""
-    from openpyxl import load_workbook
-
-    try:
-        wb = load_workbook(path, read_only=True, data_only=True)
-    except Exception as exc:  # noqa: BLE001  (a corrupt or foreign file: openpyxl raises many kinds)
-        raise SheetError(path, [SheetProblem(None, None, f"cannot be read as a workbook: {exc}")]) from None
-    try:
-        if META_SHEET not in wb.sheetnames or RATINGS_SHEET not in wb.sheetnames:
-            fail(path, f"no '{RATINGS_SHEET}' or '{META_SHEET}' sheet: not a sheet written by export_sheets")
-        meta = {str(k).strip(): v for k, v, *_ in wb[META_SHEET].iter_rows(values_only=True) if k is not None}
-        table = list(wb[RATINGS_SHEET].iter_rows(values_only=True))
-    finally:
-        wb.close()
-    if not table:
-        fail(path, f"the '{RATINGS_SHEET}' sheet is empty")
-    return meta, table
 
 
 @dataclass(frozen=True)
@@ -144,7 +118,7 @@ def cell_text(value) -> str:
 def write_csv(path: Path, spec, rows: pd.DataFrame, rater: str, sample_set: str) -> None:
     with path.open("w", encoding="utf-8-sig", newline="") as f:  # the BOM lets spreadsheet apps see UTF-8
         writer = csv.writer(f)
-        writer.writerow(spec.csv_columns)
+        writer.writerow((*spec.columns, "sample_set", "rater"))
         for record in rows.to_dict("records"):
             writer.writerow([record[c] for c in spec.shown] + [""] * len(spec.scales) + ["", sample_set, rater])
 
@@ -219,9 +193,8 @@ def _load_csv(path: Path, spec) -> LoadedSheet:
     missing = [c for c in ("sample_set", "rater") if c not in header]
     if missing:
         fail(path, f"the header lacks {missing}: not a sheet written by export_sheets", 1)
-    body = [r for r in table[1:] if not all(blank(v) for v in r)]
-    found = {name: sorted({r[header.index(name)].strip() for r in body if header.index(name) < len(r)} - {""})
-             for name in ("sample_set", "rater")}
+    found = {name: sorted({r[header.index(name)].strip() for r in table[1:] if header.index(name) < len(r)} - {""})
+             for name in ("sample_set", "rater")}  # a blank row adds only ""
     problems = [SheetProblem(None, ", ".join(v), f"the {name} column holds several values")
                 for name, v in found.items() if len(v) > 1]
     if problems:
@@ -229,18 +202,34 @@ def _load_csv(path: Path, spec) -> LoadedSheet:
     return LoadedSheet(path, (found["sample_set"] or [""])[0], (found["rater"] or [""])[0], _rows(table, path, spec))
 
 
+def _load_xlsx(path: Path, spec) -> LoadedSheet:
+    """A workbook written by :func:`write_workbook`: its "_meta" sheet's sample set and rater, its "Ratings" rows."""
+    from openpyxl import load_workbook
+
+    try:
+        wb = load_workbook(path, read_only=True, data_only=True)
+    except Exception as exc:  # noqa: BLE001  (a corrupt or foreign file: openpyxl raises many kinds)
+        raise SheetError(path, [SheetProblem(None, None, f"cannot be read as a workbook: {exc}")]) from None
+    try:
+        if META_SHEET not in wb.sheetnames or RATINGS_SHEET not in wb.sheetnames:
+            fail(path, f"no '{RATINGS_SHEET}' or '{META_SHEET}' sheet: not a sheet written by export_sheets")
+        meta = {str(k).strip(): v for k, v, *_ in wb[META_SHEET].iter_rows(values_only=True) if k is not None}
+        table = list(wb[RATINGS_SHEET].iter_rows(values_only=True))
+    finally:
+        wb.close()
+    if not table:
+        fail(path, f"the '{RATINGS_SHEET}' sheet is empty")
+    return LoadedSheet(path, cell_text(meta.get("sample_set")).strip(), cell_text(meta.get("rater")).strip(),
+                       _rows(table, path, spec))
+
+
 def load_sheet(path: Path, sample_set: str, spec) -> LoadedSheet:
     """The sheet at ``path`` (.xlsx or .csv), checked to be one written for ``sample_set``, with a rater."""
     path = Path(path)
-    suffix = path.suffix.lower()
-    if suffix == ".xlsx":
-        meta, table = read_workbook(path)
-        sheet = LoadedSheet(path, cell_text(meta.get("sample_set")).strip(), cell_text(meta.get("rater")).strip(),
-                            _rows(table, path, spec))
-    elif suffix == ".csv":
-        sheet = _load_csv(path, spec)
-    else:
+    load = {".xlsx": _load_xlsx, ".csv": _load_csv}.get(path.suffix.lower())
+    if load is None:
         fail(path, "a sheet is a .xlsx or .csv file")
+    sheet = load(path, spec)
     if not sheet.sample_set:
         fail(path, "no sample set recorded: not a sheet written by export_sheets")
     if sheet.sample_set != str(sample_set).strip():

@@ -55,10 +55,6 @@ class SheetSpec:
     def columns(self) -> tuple[str, ...]:
         return (*self.shown, *self.scales, "comment")
 
-    @property
-    def csv_columns(self) -> tuple[str, ...]:
-        return (*self.columns, "sample_set", "rater")
-
 
 QUESTION = "Is it reasonable to infer these attributes of the character from these chunks, for this question?"
 SCALE = {
@@ -142,17 +138,14 @@ def export_sheets(samples: pd.DataFrame, raters: list[str], folder: Path | str, 
     rows = _check_samples(samples, spec)
     names = _check_raters(raters)
     folder = Path(folder)
-    targets = [(name, [folder / f"{name}.{ext}" for ext in spec.formats]) for name in names]
-    existing = [str(p) for _, paths in targets for p in paths if p.exists()]
+    targets = {folder / f"{name}.{ext}": name for name in names for ext in spec.formats}
+    existing = [str(p) for p in targets if p.exists()]
     if existing and not overwrite:
         raise FileExistsError(f"sheets exist and may hold ratings: {', '.join(existing)} (overwrite=True replaces)")
     folder.mkdir(parents=True, exist_ok=True)
-    written = []
-    for name, paths in targets:
-        for path in paths:
-            (write_workbook if path.suffix == ".xlsx" else write_csv)(path, spec, rows, name, sample_set)
-            written.append(path)
-    return written
+    for path, name in targets.items():
+        (write_workbook if path.suffix == ".xlsx" else write_csv)(path, spec, rows, name, sample_set)
+    return list(targets)
 
 
 def export_empty_sheets(samples: pd.DataFrame, raters: list[str], folder: Path | str, *, sample_set: str,
@@ -229,15 +222,11 @@ def read_sheets(folder: Path | str, *, expected_ids: Iterable, sample_set: str, 
     if not folder.is_dir():
         raise FileNotFoundError(f"no sheet folder {folder}")
     expected = _expected(expected_ids)
-    files = sorted(p for p in folder.iterdir() if p.is_file() and p.suffix.lower() in (".xlsx", ".csv")
-                   and not p.name.startswith(("~$", ".")))
-    by_rater: dict[str, list[LoadedSheet]] = {}
-    for path in files:
-        sheet = load_sheet(path, sample_set, spec)
-        by_rater.setdefault(sheet.rater, []).append(sheet)
+    loaded = [load_sheet(p, sample_set, spec) for p in sorted(folder.iterdir())
+              if p.is_file() and p.suffix.lower() in (".xlsx", ".csv") and not p.name.startswith(("~$", "."))]
     ratings, used, waiting = {}, {}, []
-    for rater in sorted(by_rater):
-        rated = [s for s in by_rater[rater] if s.rated]
+    for rater in sorted({s.rater for s in loaded}):
+        rated = [s for s in loaded if s.rater == rater and s.rated]
         if not rated:
             waiting.append(rater)
             continue
@@ -253,10 +242,11 @@ def merge_sheets(folder: Path | str, *, expected_ids: Iterable, sample_set: str,
                  spec: SheetSpec = TABLE2_SHEET) -> pd.DataFrame:
     """The rated sheets of ``folder`` as one table (ids x raters); a rater yet to rate is left out with a warning
     and listed in ``attrs["not_yet_rated"]``; ``attrs["sheets"]`` maps each rater to the file read."""
-    ratings, used, waiting = read_sheets(folder, expected_ids=expected_ids, sample_set=sample_set,
+    expected = _expected(expected_ids)
+    ratings, used, waiting = read_sheets(folder, expected_ids=expected, sample_set=sample_set,
                                          allow_missing=allow_missing, spec=spec)
     table = pd.DataFrame({r: f.rating.to_numpy() for r, f in ratings.items()},
-                         index=pd.Index(_expected(expected_ids), name=spec.id), dtype=float)
+                         index=pd.Index(expected, name=spec.id), dtype=float)
     table.columns.name = "rater"
     table.attrs["not_yet_rated"] = waiting
     table.attrs["sheets"] = used
