@@ -47,6 +47,10 @@ def _frame(rows: pd.DataFrame, **fixed) -> pd.DataFrame:
     return out[COLUMNS].reset_index(drop=True)
 
 
+def _retrieval(d: pd.DataFrame, outcomes: list[str], table: str) -> pd.DataFrame:
+    return _frame(d.melt(id_vars=RETRIEVAL_IDS, value_vars=outcomes, var_name="outcome"), table=table)
+
+
 def qa_outcomes(verdicts: pd.DataFrame) -> pd.DataFrame:
     """Table 6 from ``results/qa_verdicts.csv``; a verdict whose status is not ``ok`` keeps its row, value NaN."""
     v = verdicts.assign(value=verdicts.value.where(verdicts.status == "ok"))
@@ -107,15 +111,14 @@ def similarity_outcomes(per_character: pd.DataFrame) -> pd.DataFrame:
     """Table 1: per character ``mu`` and ``var`` of similarity (task: the embedder, method: the splitter)."""
     d = per_character.assign(task=per_character.embedder, method=per_character.splitter.str.upper()
                              .replace({"VANILLA": "Vanilla"}), item="all")
-    return _frame(d.melt(id_vars=RETRIEVAL_IDS, value_vars=["mu", "var"], var_name="outcome"), table="table1_similarity")
+    return _retrieval(d, ["mu", "var"], "table1_similarity")
 
 
 def evidence_recall_outcomes(per_character: pd.DataFrame) -> pd.DataFrame:
     """Evidence recall and EIR per character at each k (task ``"<qa set>, k=<k>"``, method: the splitter)."""
     d = per_character.assign(task=per_character.set + ", k=" + per_character.k.astype(str),
                              method=per_character.splitter, item="all")
-    long = d.melt(id_vars=RETRIEVAL_IDS, value_vars=["recall", "all_found", "eir_body"], var_name="outcome")
-    return _frame(long, table="evidence_recall")
+    return _retrieval(d, ["recall", "all_found", "eir_body"], "evidence_recall")
 
 
 def budget_outcomes(scores: pd.DataFrame) -> pd.DataFrame:
@@ -124,8 +127,7 @@ def budget_outcomes(scores: pd.DataFrame) -> pd.DataFrame:
     d = scores.assign(task=scores.set + ", " + scores.budget.astype(str) + " " + scores.unit,
                       method=scores.splitter.map(SPLITTER_NAMES).fillna(scores.splitter), item=scores.question,
                       all_found=scores.all_found.astype(float))
-    return _frame(d.melt(id_vars=RETRIEVAL_IDS, value_vars=["recall", "all_found"], var_name="outcome"),
-                  table="evidence_recall_budget")
+    return _retrieval(d, ["recall", "all_found"], "evidence_recall_budget")
 
 
 def keypoint_outcomes(per_response: pd.DataFrame) -> pd.DataFrame:
@@ -223,15 +225,12 @@ def paired_difference(a: pd.DataFrame, b: pd.DataFrame, binary: bool) -> dict:
            "diff_low": ci.low, "diff_high": ci.high, "note": ci.reason, "n_pairs": len(both),
            "n_characters": ci.n_clusters, "characters_better": better, "characters_worse": worse,
            "p_character": p_char if len(both) else np.nan, "test_character": CHARACTER_TEST}
+    only_a, only_b = int((diff > 0).sum()), int((diff < 0).sum())  # on 0/1 values: McNemar's discordant pairs
     if binary:
-        b_ = int(((both.value_a == 1) & (both.value_b == 0)).sum())
-        c_ = int(((both.value_a == 0) & (both.value_b == 1)).sum())
-        out.update(only_method=b_, only_reference=c_, p_item=mcnemar_exact(b_, c_) if len(both) else np.nan)
+        p_item = mcnemar_exact(only_a, only_b) if len(both) else np.nan
     else:
-        out.update(only_method=int((diff > 0).sum()), only_reference=int((diff < 0).sum()),
-                   p_item=wilcoxon_signed_rank(both.value_a, both.value_b))
-    out["test_item"] = ITEM_TESTS[binary]
-    return out
+        p_item = wilcoxon_signed_rank(both.value_a, both.value_b)
+    return {**out, "only_method": only_a, "only_reference": only_b, "p_item": p_item, "test_item": ITEM_TESTS[binary]}
 
 
 def compare(outcomes: pd.DataFrame, pairs: dict[str, list[tuple[str, str]]] | None = None) -> pd.DataFrame:
