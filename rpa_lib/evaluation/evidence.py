@@ -58,8 +58,7 @@ def token_counter(name: str = "minilm") -> TokenCounter:
 
 
 def _ranked(dataset: Dataset, characters, splitters, embedders, sets, depth: int | None):
-    """(the columns naming the question, its evidence, ranked chunks) for every question, ``depth`` chunks (None:
-    all)."""
+    """(the columns naming the question, its evidence, ranked chunks) per question, ``depth`` chunks (None: all)."""
     jobs = [(e, s, c) for e in embedders for s in splitters for c in characters]
     for emb, splitter, slug in tqdm(jobs, desc="evidence recall", unit="index"):
         index = retriever(slug, splitter, emb, dataset)
@@ -82,7 +81,8 @@ def evidence_scores(dataset: Dataset, characters: list[str], splitters: list[str
             chunks = ranked[:k]
             bodies = [c.body for c in chunks]
             recall = evidence_recall(evidence, bodies)
-            rows.append({**named, "k": k, "recall": recall, "all_found": recall == 1.0, "eir_body": eir(evidence, bodies),
+            rows.append({**named, "k": k, "recall": recall, "all_found": recall == 1.0,
+                         "eir_body": eir(evidence, bodies),
                          "eir_context": eir(evidence, [f"{heading_path(c.headings)}\n{c.body}" for c in chunks]),
                          "context_chars": sum(len(c.text) for c in chunks)})
     return pd.DataFrame(rows)

@@ -116,6 +116,7 @@ def score_options(interviews: pd.DataFrame, questionnaire: Questionnaire, evalua
     def rate(r: dict) -> int:
         return place_on_scale(evaluator, names.get(r["character"], r["character"]), items[r["item"]], r["reply"] or "",
                               questionnaire, calibrate)
+
     rated = run_verdicts(evaluator, todo, rate, _unit, columns=_RATED_COLUMNS,
                          desc=f"option scoring · {questionnaire.name}", progress=progress)
     keyed = rated.unit.map(lambda i: items[i].keyed)
@@ -135,8 +136,7 @@ def score_expert(interviews: pd.DataFrame, questionnaire: Questionnaire, evaluat
     items = {i.id: i for i in questionnaire.items}
     names, poles = names or {}, pole_names(questionnaire)
     schema = expert_schema(questionnaire)
-    batches = []
-    ok = pd.DataFrame([r for r in rows.to_dict("records") if _ok(r)], columns=rows.columns)
+    batches, ok = [], rows[rows.error.isna()]
     for (method, character, dim_id), group in ok.groupby(["method", "character", "dimension"], sort=False):
         recs = group.to_dict("records")
         dim = questionnaire.dimension(dim_id)

@@ -140,8 +140,6 @@ def holm(pvalues) -> np.ndarray:
     out = np.full(p.shape, np.nan)
     ok = np.flatnonzero(~np.isnan(p))
     m = len(ok)
-    if m == 0:
-        return out
     order = ok[np.argsort(p[ok], kind="stable")]
     out[order] = np.minimum(1.0, np.maximum.accumulate(p[order] * (m - np.arange(m))))
     return out
