@@ -35,8 +35,7 @@ EXTRA_PAIRS = [("naive_rag", "naive_rag_budget")]  # (method, its reference) bes
 ITEM_TESTS = {True: "exact McNemar (items)", False: "Wilcoxon signed-rank (items)"}
 CHARACTER_TEST = "sign test (per-character mean differences)"
 RETRIEVAL_IDS = ["task", "method", "character", "item", "embedder"]  # the columns a retrieval table's outcomes keep
-# 0/1 outcomes (exact McNemar, Clopper-Pearson) where every value is 0 or 1 (:func:`is_binary`); every other
-# outcome is a rating or a measurement
+# 0/1 outcomes (exact McNemar, Clopper-Pearson) where every value is 0 or 1 (:func:`is_binary`)
 BINARY = {"acc", "dimension_correct", "gs_failed", "all_found"}
 
 
