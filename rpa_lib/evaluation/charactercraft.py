@@ -37,6 +37,10 @@ from rpa_lib.evaluation.sheets import SheetSpec, export_empty_sheets, read_sheet
 
 MODES = ("with", "without")
 CHARACTERCRAFT_REFERENCE_DIMENSIONS = ("pers", "emo", "dec")  # where CharacterCraft's reference applies (Table 6)
+VERDICT_COLUMNS = ["reply_id", "character", "qa_id", "rung", "mode", "dimension", "reference_shown", "answer", "value",
+                   "status", "problem", "error", "judge", "coerced"]
+DIMENSION_SHEET = SheetSpec(id="reply_id", shown=("reply_id", "character", "question", "reference", "reply"),
+                            scales={d: (0, TOP[d]) for d in DIMENSIONS}, noun=("reply", "replies"), formats=("csv",))
 
 
 def character_profile(dataset: Dataset, slug: str, max_chars: int = 700) -> str:
@@ -48,10 +52,6 @@ def character_profile(dataset: Dataset, slug: str, max_chars: int = 700) -> str:
             first[p.attribute] = re.split(r"(?<=[.!?])\s+", p.text.strip())[0]
     text = "\n".join(f"{attribute}: {sentence}" for attribute, sentence in first.items())
     return text if len(text) <= max_chars else text[:max_chars].rsplit(" ", 1)[0] + " ..."
-
-
-VERDICT_COLUMNS = ["reply_id", "character", "qa_id", "rung", "mode", "dimension", "reference_shown", "answer", "value",
-                   "status", "problem", "error", "judge", "coerced"]
 
 
 def judge_jobs(ladder: pd.DataFrame, reference_dimensions: Sequence[str]) -> list[tuple]:
@@ -114,14 +114,12 @@ def kendall_table(agree: pd.DataFrame, judge: str) -> pd.DataFrame:
     """CharacterCraft Table 6's layout: a ``with`` and a ``without`` row of tau-b x 100 per dimension (NaN: not
     judged, the paper's "-", or undefined), ``avg`` over the defined dimensions (an unjudged one taken from the
     with row, as :func:`rpa_lib.evaluation.metrics.table6_average`) and ``defined``, how many were averaged."""
-    rows, full = [], []
-    with_taus = agree[agree["mode"] == "with"].set_index("dimension").tau * 100
-    for mode in [m for m in MODES if m in set(agree["mode"])]:
-        got = agree[agree["mode"] == mode].set_index("dimension").tau * 100
-        rows.append({"judge": judge, "reference": mode, **{d: got.get(d, np.nan) for d in DIMENSIONS}})
-        full.append([got[d] if d in got.index else with_taus.get(d, np.nan) for d in DIMENSIONS])
-    table = pd.DataFrame(rows, columns=["judge", "reference", *DIMENSIONS])
-    full = pd.DataFrame(full, columns=list(DIMENSIONS), dtype=float)
+    taus = {m: agree[agree["mode"] == m].set_index("dimension").tau * 100 for m in MODES}
+    modes = [m for m in MODES if m in set(agree["mode"])]
+    table = pd.DataFrame([{"judge": judge, "reference": m, **{d: taus[m].get(d, np.nan) for d in DIMENSIONS}}
+                          for m in modes], columns=["judge", "reference", *DIMENSIONS])
+    full = pd.DataFrame([[taus[m].get(d, taus["with"].get(d, np.nan)) for d in DIMENSIONS] for m in modes],
+                        columns=list(DIMENSIONS), dtype=float)
     table.insert(2, "avg", full.mean(axis=1, skipna=True))
     table["defined"] = full.notna().sum(axis=1)
     return table
@@ -132,10 +130,6 @@ def rung_means(verdicts: pd.DataFrame) -> pd.DataFrame:
     ok = verdicts[verdicts.status == OK]
     means = ok.groupby(["mode", "dimension", "rung"], sort=False).value.agg(["mean", "count"]).reset_index()
     return means.rename(columns={"count": "n"})
-
-
-DIMENSION_SHEET = SheetSpec(id="reply_id", shown=("reply_id", "character", "question", "reference", "reply"),
-                            scales={d: (0, TOP[d]) for d in DIMENSIONS}, noun=("reply", "replies"), formats=("csv",))
 
 
 def instructions() -> str:

@@ -58,7 +58,7 @@ def token_counter(name: str = "minilm") -> TokenCounter:
 
 
 def _ranked(dataset: Dataset, characters, splitters, embedders, sets, depth: int | None):
-    """(the columns naming the question, QA, ranked chunks) for every question, ``depth`` chunks (None: all)."""
+    """(the columns naming the question, its evidence, ranked chunks) per question, ``depth`` chunks (None: all)."""
     jobs = [(e, s, c) for e in embedders for s in splitters for c in characters]
     for emb, splitter, slug in tqdm(jobs, desc="evidence recall", unit="index"):
         index = retriever(slug, splitter, emb, dataset)
@@ -68,7 +68,7 @@ def _ranked(dataset: Dataset, characters, splitters, embedders, sets, depth: int
         n = len(index.chunks) if depth is None else min(depth, len(index.chunks))
         for item, hits in zip(qa, index.search_many([q.question for q in qa], n), strict=True):
             yield ({"embedder": index.embedder.label, "splitter": splitter, "character": slug, "question": item.id,
-                    "set": item.set}, item, [h.chunk for h in hits])
+                    "set": item.set}, list(item.evidence), [h.chunk for h in hits])
 
 
 def evidence_scores(dataset: Dataset, characters: list[str], splitters: list[str], embedders: list[str],
@@ -76,14 +76,14 @@ def evidence_scores(dataset: Dataset, characters: list[str], splitters: list[str
     """Equal k: one row per (embedder, splitter, character, question, k) with recall, all_found, EIR on the
     bodies and with heading context, and the characters of the k chunk texts."""
     rows = []
-    for named, item, ranked in _ranked(dataset, characters, splitters, embedders, sets, max(ks)):
+    for named, evidence, ranked in _ranked(dataset, characters, splitters, embedders, sets, max(ks)):
         for k in ks:
             chunks = ranked[:k]
             bodies = [c.body for c in chunks]
-            recall = evidence_recall(list(item.evidence), bodies)
+            recall = evidence_recall(evidence, bodies)
             rows.append({**named, "k": k, "recall": recall, "all_found": recall == 1.0,
-                         "eir_body": eir(list(item.evidence), bodies),
-                         "eir_context": eir(list(item.evidence), [f"{heading_path(c.headings)}\n{c.body}" for c in chunks]),
+                         "eir_body": eir(evidence, bodies),
+                         "eir_context": eir(evidence, [f"{heading_path(c.headings)}\n{c.body}" for c in chunks]),
                          "context_chars": sum(len(c.text) for c in chunks)})
     return pd.DataFrame(rows)
 
@@ -105,14 +105,14 @@ def budget_scores(dataset: Dataset, characters: list[str], splitters: list[str],
     measures = [("characters", b, len, None) for b in character_budgets]
     measures += [("tokens", b, tokens.length, tokens.prefix) for b in token_budgets]
     rows = []
-    for named, item, ranked in _ranked(dataset, characters, splitters, embedders, sets, None):
+    for named, evidence, ranked in _ranked(dataset, characters, splitters, embedders, sets, None):
         texts = [c.text for c in ranked]
         for unit, budget, length, prefix in measures:
             given = within_budget(texts, budget, length, prefix)
-            recall = evidence_recall(list(item.evidence), given)
+            recall = evidence_recall(evidence, given)
             rows.append({**named, "unit": unit, "budget": budget, "chunks": len(given),
                          "context_chars": sum(map(len, given)), "recall": recall, "all_found": recall == 1.0,
-                         "eir": eir(list(item.evidence), given)})
+                         "eir": eir(evidence, given)})
     out = pd.DataFrame(rows)
     out.attrs["tokenizer"] = tokens.label if tokens else None
     return out
@@ -150,11 +150,9 @@ def overlap_table(dataset: Dataset, characters: list[str], splitters: list[str])
             pieces = split(persona, splitter)
             chunks += len(pieces)
             targets.append(target)
-            for a, b in zip(pieces, pieces[1:]):
-                n = overlap_chars(a.body, b.body)
-                sizes.append(n)
-                if n and target:
-                    ratios.append(n / target)
+            pair_sizes = [overlap_chars(a.body, b.body) for a, b in zip(pieces, pieces[1:])]
+            sizes += pair_sizes
+            ratios += [n / target for n in pair_sizes if n and target]
         hits = [n for n in sizes if n]
         rows.append({"splitter": SPLITTER_NAMES.get(splitter, splitter), "scope": SCOPES[splitter], "chunks": chunks,
                      "pairs": len(sizes), "overlapping_pairs": len(hits),

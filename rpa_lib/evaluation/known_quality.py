@@ -110,6 +110,7 @@ RUNGS = {
     "garbled": "the in-character reply with the words of each sentence shuffled",
 }
 DEFAULT_RUNGS = tuple(RUNGS)
+LADDER_COLUMNS = ["reply_id", "character", "qa_id", "attribute", "question", "reference", "rung", "reply", "source"]
 
 _ = None  # no claim
 EXPECTED = {  # rung -> expected level per dimension (flu, coh, bg, pers, us, emo, dec, hl); higher is better
@@ -155,9 +156,6 @@ def _other(dataset: Dataset, characters: list[str], character: str, qa: QA, inde
     if not pool:
         raise ValueError(f"{character}: no other character and no QA of another attribute for the off-topic rung")
     return character, pool[index % len(pool)]
-
-
-LADDER_COLUMNS = ["reply_id", "character", "qa_id", "attribute", "question", "reference", "rung", "reply", "source"]
 
 
 def build_ladder(dataset: Dataset, characters: list[str], per_character: int | None = None,

@@ -35,6 +35,8 @@ EXTRA_PAIRS = [("naive_rag", "naive_rag_budget")]  # (method, its reference) bes
 ITEM_TESTS = {True: "exact McNemar (items)", False: "Wilcoxon signed-rank (items)"}
 CHARACTER_TEST = "sign test (per-character mean differences)"
 RETRIEVAL_IDS = ["task", "method", "character", "item", "embedder"]  # the columns a retrieval table's outcomes keep
+# 0/1 outcomes (exact McNemar, Clopper-Pearson) where every value is 0 or 1 (:func:`is_binary`)
+BINARY = {"acc", "dimension_correct", "gs_failed", "all_found"}
 
 
 def _frame(rows: pd.DataFrame, **fixed) -> pd.DataFrame:
@@ -42,6 +44,10 @@ def _frame(rows: pd.DataFrame, **fixed) -> pd.DataFrame:
     out = out.assign(**{c: 0 if c == "repeat" else np.nan for c in COLUMNS if c not in out})  # no runs: one run
     out["value"] = pd.to_numeric(out["value"], errors="coerce").astype(float)
     return out[COLUMNS].reset_index(drop=True)
+
+
+def _retrieval(d: pd.DataFrame, outcomes: list[str], table: str) -> pd.DataFrame:
+    return _frame(d.melt(id_vars=RETRIEVAL_IDS, value_vars=outcomes, var_name="outcome"), table=table)
 
 
 def qa_outcomes(verdicts: pd.DataFrame) -> pd.DataFrame:
@@ -104,15 +110,14 @@ def similarity_outcomes(per_character: pd.DataFrame) -> pd.DataFrame:
     """Table 1: per character ``mu`` and ``var`` of similarity (task: the embedder, method: the splitter)."""
     d = per_character.assign(task=per_character.embedder, method=per_character.splitter.str.upper()
                              .replace({"VANILLA": "Vanilla"}), item="all")
-    return _frame(d.melt(id_vars=RETRIEVAL_IDS, value_vars=["mu", "var"], var_name="outcome"), table="table1_similarity")
+    return _retrieval(d, ["mu", "var"], "table1_similarity")
 
 
 def evidence_recall_outcomes(per_character: pd.DataFrame) -> pd.DataFrame:
     """Evidence recall and EIR per character at each k (task ``"<qa set>, k=<k>"``, method: the splitter)."""
     d = per_character.assign(task=per_character.set + ", k=" + per_character.k.astype(str),
                              method=per_character.splitter, item="all")
-    long = d.melt(id_vars=RETRIEVAL_IDS, value_vars=["recall", "all_found", "eir_body"], var_name="outcome")
-    return _frame(long, table="evidence_recall")
+    return _retrieval(d, ["recall", "all_found", "eir_body"], "evidence_recall")
 
 
 def budget_outcomes(scores: pd.DataFrame) -> pd.DataFrame:
@@ -121,8 +126,7 @@ def budget_outcomes(scores: pd.DataFrame) -> pd.DataFrame:
     d = scores.assign(task=scores.set + ", " + scores.budget.astype(str) + " " + scores.unit,
                       method=scores.splitter.map(SPLITTER_NAMES).fillna(scores.splitter), item=scores.question,
                       all_found=scores.all_found.astype(float))
-    return _frame(d.melt(id_vars=RETRIEVAL_IDS, value_vars=["recall", "all_found"], var_name="outcome"),
-                  table="evidence_recall_budget")
+    return _retrieval(d, ["recall", "all_found"], "evidence_recall_budget")
 
 
 def keypoint_outcomes(per_response: pd.DataFrame) -> pd.DataFrame:
@@ -147,9 +151,7 @@ def human_outcomes(ratings: pd.DataFrame, samples: pd.DataFrame) -> pd.DataFrame
 
 
 def _read(path: Path) -> pd.DataFrame:
-    if path.suffix == ".jsonl":
-        return pd.DataFrame(read_jsonl(path))
-    return pd.read_csv(path)
+    return pd.DataFrame(read_jsonl(path)) if path.suffix == ".jsonl" else pd.read_csv(path)
 
 
 def load_outcomes(results_dir: Path, labels: pd.DataFrame | None = None) -> pd.DataFrame:
@@ -174,11 +176,6 @@ def _keys(df: pd.DataFrame) -> list[str]:
     return ["table", "task", "outcome", *[c for c in LABELS if df[c].notna().any()]]
 
 
-# 0/1 outcomes (exact McNemar, Clopper-Pearson) where every value is 0 or 1 (:func:`is_binary`); every other
-# outcome is a rating or a measurement
-BINARY = {"acc", "dimension_correct", "gs_failed", "all_found"}
-
-
 def is_binary(outcome: str, *values: pd.Series) -> bool:
     """``outcome`` is a 0/1 outcome and every value given is 0 or 1 (NaN aside): per-character ``all_found`` is a
     share of questions, and McNemar on shares counts no discordant pair. ``is_binary("acc", pd.Series([1, 0.5]))``
@@ -189,10 +186,10 @@ def is_binary(outcome: str, *values: pd.Series) -> bool:
 def summarize(outcomes: pd.DataFrame) -> pd.DataFrame:
     """Per (table, task, outcome, labels, method): the score with its cluster-bootstrap interval and counts; for 0/1
     outcomes (:func:`is_binary`) also Clopper-Pearson's ``exact_low``/``exact_high`` (items as independent)."""
-    rows = []
-    for key, g in outcomes.groupby([*_keys(outcomes), "method"], sort=False, dropna=False):
+    rows, keys = [], [*_keys(outcomes), "method"]
+    for key, g in outcomes.groupby(keys, sort=False, dropna=False):
         ci = cluster_bootstrap(g.value, g.character)
-        row = dict(zip([*_keys(outcomes), "method"], key, strict=True))
+        row = dict(zip(keys, key, strict=True))
         row.update(score=ci.estimate, ci_low=ci.low, ci_high=ci.high, interval=BOOTSTRAP, note=ci.reason,
                    n_items=ci.n_items, n_failed=int(g.value.isna().sum()), n_characters=ci.n_clusters,
                    n_repeats=int(g.repeat.nunique()))
@@ -211,16 +208,13 @@ def default_pairs(table: str, methods: list[str]) -> list[tuple[str, str]]:
     return pairs + [(m, r) for m, r in EXTRA_PAIRS if m in methods and r in methods]
 
 
-def _item_means(d: pd.DataFrame) -> pd.DataFrame:
-    return d.groupby(["character", "item"], sort=False, as_index=False).value.mean()
-
-
 def paired_difference(a: pd.DataFrame, b: pd.DataFrame, binary: bool) -> dict:
     """``a`` minus ``b`` on the same (character, item)s: the difference with its interval, an item-level test
     (McNemar for ``binary`` outcomes, else Wilcoxon) and the character-level sign test."""
     if a.duplicated(["character", "item"]).any() or b.duplicated(["character", "item"]).any():
         # several runs: each item's mean over its runs, so run-to-run noise is in the pairs (no longer 0/1)
-        a, b, binary = _item_means(a), _item_means(b), False
+        a, b = (d.groupby(["character", "item"], sort=False, as_index=False).value.mean() for d in (a, b))
+        binary = False
     both = a.merge(b, on=["character", "item"], suffixes=("_a", "_b")).dropna(subset=["value_a", "value_b"])
     diff = both.value_a - both.value_b
     ci = cluster_bootstrap(diff, both.character)
@@ -230,28 +224,24 @@ def paired_difference(a: pd.DataFrame, b: pd.DataFrame, binary: bool) -> dict:
            "diff_low": ci.low, "diff_high": ci.high, "note": ci.reason, "n_pairs": len(both),
            "n_characters": ci.n_clusters, "characters_better": better, "characters_worse": worse,
            "p_character": p_char if len(both) else np.nan, "test_character": CHARACTER_TEST}
+    only_a, only_b = int((diff > 0).sum()), int((diff < 0).sum())  # on 0/1 values: McNemar's discordant pairs
     if binary:
-        b_ = int(((both.value_a == 1) & (both.value_b == 0)).sum())
-        c_ = int(((both.value_a == 0) & (both.value_b == 1)).sum())
-        out.update(only_method=b_, only_reference=c_, p_item=mcnemar_exact(b_, c_) if len(both) else np.nan)
+        p_item = mcnemar_exact(only_a, only_b) if len(both) else np.nan
     else:
-        out.update(only_method=int((diff > 0).sum()), only_reference=int((diff < 0).sum()),
-                   p_item=wilcoxon_signed_rank(both.value_a, both.value_b))
-    out["test_item"] = ITEM_TESTS[binary]
-    return out
+        p_item = wilcoxon_signed_rank(both.value_a, both.value_b)
+    return {**out, "only_method": only_a, "only_reference": only_b, "p_item": p_item, "test_item": ITEM_TESTS[binary]}
 
 
 def compare(outcomes: pd.DataFrame, pairs: dict[str, list[tuple[str, str]]] | None = None) -> pd.DataFrame:
     """Each pair of :func:`default_pairs` (or ``pairs[table]``) per table, task, outcome and labels, with
     :func:`paired_difference`'s columns and Holm's adjustment within each table (each test family apart)."""
-    rows = []
-    for key, g in outcomes.groupby(_keys(outcomes), sort=False, dropna=False):
+    rows, keys = [], _keys(outcomes)
+    for key, g in outcomes.groupby(keys, sort=False, dropna=False):
         table = key[0]
-        methods = list(dict.fromkeys(g.method))
-        for method, ref in (pairs or {}).get(table, default_pairs(table, methods)):
+        for method, ref in (pairs or {}).get(table, default_pairs(table, list(dict.fromkeys(g.method)))):
             a, b = g[g.method == method], g[g.method == ref]
             if len(a) and len(b):
-                rows.append({**dict(zip(_keys(outcomes), key, strict=True)), "method": method, "reference": ref,
+                rows.append({**dict(zip(keys, key, strict=True)), "method": method, "reference": ref,
                              **paired_difference(a[["character", "item", "value"]], b[["character", "item", "value"]],
                                                    is_binary(key[2], a.value, b.value))})
     out = pd.DataFrame(rows)
@@ -259,7 +249,5 @@ def compare(outcomes: pd.DataFrame, pairs: dict[str, list[tuple[str, str]]] | No
         return out
     out["interval"] = BOOTSTRAP.replace("over characters", "of paired differences over characters")
     for col in ("p_item", "p_character"):
-        out[f"{col}_holm"] = np.nan
-        for _, idx in out.groupby("table").groups.items():
-            out.loc[idx, f"{col}_holm"] = holm(out.loc[idx, col])
+        out[f"{col}_holm"] = out.groupby("table")[col].transform(holm)
     return out

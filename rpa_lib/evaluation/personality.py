@@ -21,6 +21,10 @@ from rpa_lib.evaluation.personality_prompts import expert_messages, expert_schem
 from rpa_lib.evaluation.runner import answer_tasks, chunk_ids, questionnaire_jobs, run_jobs, run_verdicts
 
 KEYS = ["method", "questionnaire", "character"]
+RATING_COLUMNS = [*KEYS, "dimension", "unit", "item_ids", "answer", "rating", "analysis", "error"]
+_RATED_COLUMNS = [*RATING_COLUMNS[:-4], "value", "error"]  # what run_verdicts gives, before the rating is made
+CANNED_REPLIES = {"yes": "Yes, absolutely. That is exactly how I am, every single time.",
+                  "no": "No, not at all. That is never how I am."}
 
 
 def pole_names(questionnaire: Questionnaire) -> dict[str, tuple[str, str]]:
@@ -68,9 +72,8 @@ def _in_order(frame: pd.DataFrame, reference: pd.DataFrame, keys: list[str]) -> 
 def _with_failed(rated: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
     """The rated units and one failed unit per failed interview (it cannot be rated, and it must stay visible), in
     the interviews' method and character order, then dimension and unit order."""
-    failed = [{**{k: r[k] for k in KEYS}, "dimension": r["dimension"], "unit": r["item"], "item_ids": r["item"],
-               "answer": np.nan, "rating": np.nan, "analysis": None, "error": f"interview failed: {r['error']}"}
-              for r in rows.to_dict("records") if not _ok(r)]
+    failed = [{**_unit(r), "answer": np.nan, "rating": np.nan, "analysis": None,
+               "error": f"interview failed: {r['error']}"} for r in rows.to_dict("records") if not _ok(r)]
     frames = [f for f in (pd.DataFrame(failed, columns=RATING_COLUMNS), rated[RATING_COLUMNS]) if len(f)]
     if not frames:
         return pd.DataFrame(columns=RATING_COLUMNS)
@@ -79,6 +82,11 @@ def _with_failed(rated: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
 
 def _ok(row: dict) -> bool:
     return pd.isna(row.get("error"))
+
+
+def _unit(r: dict) -> dict:
+    """An interview row's rating keys: each item rated on its own is a unit."""
+    return {**{k: r[k] for k in KEYS}, "dimension": r["dimension"], "unit": r["item"], "item_ids": r["item"]}
 
 
 def place_on_scale(evaluator, name: str, item, reply: str, questionnaire: Questionnaire,
@@ -95,9 +103,6 @@ def place_on_scale(evaluator, name: str, item, reply: str, questionnaire: Questi
     return int(best_option(got.scores, baseline, options))
 
 
-RATING_COLUMNS = [*KEYS, "dimension", "unit", "item_ids", "answer", "rating", "analysis", "error"]
-
-
 def score_options(interviews: pd.DataFrame, questionnaire: Questionnaire, evaluator,
                   names: dict[str, str] | None = None, *, calibrate: bool = False, progress: bool = True
                   ) -> pd.DataFrame:
@@ -112,10 +117,7 @@ def score_options(interviews: pd.DataFrame, questionnaire: Questionnaire, evalua
         return place_on_scale(evaluator, names.get(r["character"], r["character"]), items[r["item"]], r["reply"] or "",
                               questionnaire, calibrate)
 
-    def describe(r: dict) -> dict:
-        return {**{k: r[k] for k in KEYS}, "dimension": r["dimension"], "unit": r["item"], "item_ids": r["item"]}
-
-    rated = run_verdicts(evaluator, todo, rate, describe, columns=[*RATING_COLUMNS[:-4], "value", "error"],
+    rated = run_verdicts(evaluator, todo, rate, _unit, columns=_RATED_COLUMNS,
                          desc=f"option scoring · {questionnaire.name}", progress=progress)
     keyed = rated.unit.map(lambda i: items[i].keyed)
     rated = rated.assign(answer=rated.value, analysis=None, rating=[
@@ -134,8 +136,7 @@ def score_expert(interviews: pd.DataFrame, questionnaire: Questionnaire, evaluat
     items = {i.id: i for i in questionnaire.items}
     names, poles = names or {}, pole_names(questionnaire)
     schema = expert_schema(questionnaire)
-    batches = []
-    ok = pd.DataFrame([r for r in rows.to_dict("records") if _ok(r)], columns=rows.columns)
+    batches, ok = [], rows[rows.error.isna()]
     for (method, character, dim_id), group in ok.groupby(["method", "character", "dimension"], sort=False):
         recs = group.to_dict("records")
         dim = questionnaire.dimension(dim_id)
@@ -153,16 +154,12 @@ def score_expert(interviews: pd.DataFrame, questionnaire: Questionnaire, evaluat
         return {"method": method, "questionnaire": questionnaire.name, "character": character, "dimension": dim.id,
                 "unit": unit, "item_ids": ";".join(r["item"] for r in recs)}
 
-    rated = run_verdicts(evaluator, batches, rate, describe, columns=[*RATING_COLUMNS[:-4], "value", "error"],
+    rated = run_verdicts(evaluator, batches, rate, describe, columns=_RATED_COLUMNS,
                          desc=f"expert rating · {questionnaire.name}", progress=progress)
     rated = rated.assign(answer=np.nan, rating=[float(v["score"]) if pd.isna(e) else np.nan
                                                 for v, e in zip(rated.value, rated.error)],
                          analysis=[v.get("analysis") if pd.isna(e) else None for v, e in zip(rated.value, rated.error)])
     return _with_failed(rated, rows)
-
-
-CANNED_REPLIES = {"yes": "Yes, absolutely. That is exactly how I am, every single time.",
-                  "no": "No, not at all. That is never how I am."}
 
 
 def evaluator_check(questionnaire: Questionnaire, evaluator, *, calibrate: bool = False,
@@ -249,10 +246,8 @@ def score_all(replies: pd.DataFrame, questionnaires: dict[str, tuple[Questionnai
     ratings, scores, types, timing = [], [], [], []
     for qname, (q, truth) in questionnaires.items():
         start = time.perf_counter()
-        if scoring == "option":
-            r = score_options(replies, q, evaluator, names, calibrate=calibrate)
-        else:
-            r = score_expert(replies, q, evaluator, names, batch_size=batch_size)
+        r = (score_options(replies, q, evaluator, names, calibrate=calibrate) if scoring == "option"
+             else score_expert(replies, q, evaluator, names, batch_size=batch_size))
         timing.append({"step": f"{scoring} scoring", "task": qname, "method": "all", "items": len(r),
                        "failed": int(r.error.notna().sum()), "seconds": round(time.perf_counter() - start, 1)})
         d = dimension_scores(r, q)

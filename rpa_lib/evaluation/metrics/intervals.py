@@ -22,6 +22,7 @@ N_RESAMPLES = 2000
 SEED = 0
 BOOTSTRAP = "cluster bootstrap over characters (percentile, 2000 resamples)"
 EXACT = "Clopper-Pearson exact binomial over items"
+SIGN_FLIP_MAX_N = 13  # scipy.stats.wilcoxon's choice: with zeros or ties and at most this many differences, every flip
 
 
 @dataclass(frozen=True)
@@ -56,14 +57,11 @@ def cluster_bootstrap(values, clusters=None, confidence: float = CONFIDENCE, n_r
         return Interval(estimate, math.nan, math.nan, BOOTSTRAP, n, k, "1 character: no cluster interval")
     if np.allclose(sums / counts, sums[0] / counts[0]):
         return Interval(estimate, estimate, estimate, BOOTSTRAP, n, k, "every character has the same mean")
-
-    def ratio(s, c, axis=-1):
-        return s.sum(axis=axis) / c.sum(axis=axis)
-
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        res = stats.bootstrap((sums, counts), ratio, paired=True, vectorized=True, n_resamples=n_resamples,
-                              confidence_level=confidence, method="percentile", rng=np.random.default_rng(seed))
+        res = stats.bootstrap((sums, counts), lambda s, c, axis=-1: s.sum(axis=axis) / c.sum(axis=axis), paired=True,
+                              vectorized=True, n_resamples=n_resamples, confidence_level=confidence,
+                              method="percentile", rng=np.random.default_rng(seed))
     reason = f"{k} characters: a percentile interval under-covers with few clusters" if k < 10 else ""
     ci = res.confidence_interval
     return Interval(estimate, float(ci.low), float(ci.high), BOOTSTRAP, n, k, reason)
@@ -93,10 +91,6 @@ def sign_test(differences) -> tuple[int, int, float]:
     return better, worse, mcnemar_exact(better, worse)
 
 
-# scipy.stats.wilcoxon's choice: with zeros or ties and at most this many differences, every sign flip
-SIGN_FLIP_MAX_N = 13
-
-
 def wilcoxon_signed_rank(x, y) -> float:
     """Two-sided Wilcoxon signed-rank p of paired ``x - y``, zero differences dropped (1.0 when all are; NaN with no
     pair)."""
@@ -104,9 +98,9 @@ def wilcoxon_signed_rank(x, y) -> float:
     d = d[~np.isnan(d)]
     if len(d) == 0:
         return math.nan
-    if not np.any(d != 0):
-        return 1.0
     nonzero = np.abs(d[d != 0])
+    if len(nonzero) == 0:
+        return 1.0
     if len(d) <= SIGN_FLIP_MAX_N and (len(nonzero) < len(d) or len(np.unique(nonzero)) < len(nonzero)):
         return _signed_rank_sign_flips(d)
     with warnings.catch_warnings():
@@ -119,11 +113,9 @@ def _signed_rank_sign_flips(d: np.ndarray) -> float:
     ``_signed_rank_sign_flips(np.array([1.0, 1.0, 2.0, 0.0]))`` is 0.25"""
     ranks = np.zeros(len(d))
     ranks[d != 0] = stats.rankdata(np.abs(d[d != 0]))
-
-    def w_plus(flipped: np.ndarray, axis: int = -1) -> np.ndarray:
-        return np.sum(np.where(flipped > 0, ranks, 0.0), axis=axis)
-
-    return float(stats.permutation_test((d,), w_plus, permutation_type="samples", vectorized=True).pvalue)
+    res = stats.permutation_test((d,), lambda flipped, axis=-1: np.sum(np.where(flipped > 0, ranks, 0.0), axis=axis),
+                                 permutation_type="samples", vectorized=True)
+    return float(res.pvalue)
 
 
 def paired_permutation_test(x, y, n_resamples: int = 9999, seed: int = SEED) -> float:
@@ -136,12 +128,8 @@ def paired_permutation_test(x, y, n_resamples: int = 9999, seed: int = SEED) -> 
         return math.nan
     if np.all(x == y):
         return 1.0
-
-    def mean_diff(a, b, axis=-1):
-        return np.mean(a - b, axis=axis)
-
-    res = stats.permutation_test((x, y), mean_diff, permutation_type="samples", vectorized=True,
-                                 n_resamples=n_resamples, rng=np.random.default_rng(seed))
+    res = stats.permutation_test((x, y), lambda a, b, axis=-1: np.mean(a - b, axis=axis), permutation_type="samples",
+                                 vectorized=True, n_resamples=n_resamples, rng=np.random.default_rng(seed))
     return float(res.pvalue)
 
 
@@ -152,8 +140,6 @@ def holm(pvalues) -> np.ndarray:
     out = np.full(p.shape, np.nan)
     ok = np.flatnonzero(~np.isnan(p))
     m = len(ok)
-    if m == 0:
-        return out
     order = ok[np.argsort(p[ok], kind="stable")]
     out[order] = np.minimum(1.0, np.maximum.accumulate(p[order] * (m - np.arange(m))))
     return out
