@@ -5,6 +5,7 @@ the LLM cache."""
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 import warnings
@@ -57,8 +58,7 @@ def llm_choices() -> dict[str, str]:
     """The LLM specs offered: the embedded model, the fake one, and the configured one (``RPA_LLM_MODEL``, from the
     environment or ``.env``)."""
     choices = dict(LLM_CHOICES)
-    configured = setting("RPA_LLM_MODEL")
-    if configured:
+    if configured := setting("RPA_LLM_MODEL"):
         choices[configured] = f"configured: {configured} (RPA_LLM_MODEL)"
     return choices
 
@@ -193,7 +193,7 @@ def explorer(dataset: Dataset | None = None, character: str | None = None, metho
     text = w.Textarea(value=question, placeholder="Ask the character a question…", layout={"width": "100%"})
     button = w.Button(description="Ask", button_style="primary", icon="comment")
     status, out = w.HTML(), w.HTML()
-    llms: dict[str, object] = {}
+    llms = functools.cache(get_llm)  # each LLM built once, on first use
 
     def run(_=None) -> None:
         problem = ("Select at least one method." if not chosen.value
@@ -208,22 +208,17 @@ def explorer(dataset: Dataset | None = None, character: str | None = None, metho
         def progress(method: str, state: str) -> None:
             states[method] = (state, time.perf_counter())
 
-        def show() -> None:
-            now = time.perf_counter()
-            parts = [f"{method_label(m)}: {state}" + (f" {now - since:.0f} s" if state == "running" else "")
-                     for m, (state, since) in states.items()]
-            status.value = display.esc(f"{' · '.join(parts)} · {engine.usage.calls - calls_before} LLM call(s) · "
-                                       f"{now - start:.0f} s elapsed")
-
         def tick() -> None:  # started once the engine is built
             while not stop.wait(1.0):
-                show()
+                now = time.perf_counter()
+                parts = [f"{method_label(m)}: {state}" + (f" {now - since:.0f} s" if state == "running" else "")
+                         for m, (state, since) in states.items()]
+                status.value = display.esc(f"{' · '.join(parts)} · {engine.usage.calls - calls_before} LLM call(s) · "
+                                           f"{now - start:.0f} s elapsed")
 
         try:
             status.value = f"loading {display.esc(choices[model.value])}…"
-            if model.value not in llms:
-                llms[model.value] = get_llm(model.value)
-            engine = llms[model.value]
+            engine = llms(model.value)
             calls_before = engine.usage.calls
             threading.Thread(target=tick, daemon=True).start()
             answers = ask(pick.value, text.value.strip(), chosen.value, engine, dataset, embedder, progress=progress,

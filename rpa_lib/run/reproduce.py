@@ -28,15 +28,7 @@ from rpa_lib.llm.budget import Budget, BudgetExceeded, dollars, usd
 from rpa_lib.model_files import require_models
 from rpa_lib.notebook_params import parameters
 from rpa_lib.run import stamps
-from rpa_lib.run.plan import (
-    PER_CHARACTER,
-    SAMPLE_CHARACTERS,
-    batch_text,
-    character_sample,
-    plan_rows,
-    plan_table,
-    plan_total,
-)
+from rpa_lib.run.plan import PER_CHARACTER, batch_text, character_sample, plan_rows, plan_table, plan_total
 from rpa_lib.run.profiles import BATCH_MODES, load_profile, notebooks
 from rpa_lib.run.rounds import batch_mode, run_rounds
 from rpa_lib.settings import setting, settings
@@ -210,8 +202,7 @@ def run(profile_name: str = "quick", only: list[str] | None = None, output_dir: 
     profile = load_profile(profile_name)
     output_dir = output_dir and Path(os.path.abspath(output_dir))  # kernels start elsewhere (notebooks/)
     with profile_environment(profile):
-        books = notebooks(only)
-        setup = each_notebook(books, profile, output_dir)
+        setup = each_notebook(notebooks(only), profile, output_dir)
         limit = budget_of(profile)
         batch = batch or profile.get("batch")
         mode, budget = {}, None
@@ -339,9 +330,8 @@ def _sampled(nb: Path, params: dict, declared: dict) -> tuple[list[str], int] | 
         return None
     dataset = Dataset(params.get("data_dir"))
     chosen = dataset.characters(params.get("characters"))
-    if len(chosen) <= SAMPLE_CHARACTERS:
-        return None
-    return character_sample({c: dataset.persona_path(c).stat().st_size for c in chosen}), len(chosen)
+    sample = character_sample({c: dataset.persona_path(c).stat().st_size for c in chosen})
+    return (sample, len(chosen)) if len(sample) < len(chosen) else None
 
 
 def plan(profile_name: str = "quick", only: list[str] | None = None, workers: int | None = None,
@@ -364,40 +354,35 @@ def _plan(profile_name: str, profile: dict, books: list[Path], workers: int | No
     skipped = {nb.stem: "no LLM calls" for nb, (declared, _) in setup.items() if not uses_llm(nb, declared)}
     planned = [nb for nb in books if nb.stem not in skipped]
     start_all = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="rpa-plan-") as tmp:
-        out = Path(tmp)
-        records = {nb.stem: out / f"{nb.stem}.plan.jsonl" for nb in planned}
-        factors: dict[str, float] = {}
-        samples: dict[str, tuple[list[str], int]] = {}
-        done: dict[str, list[dict]] = {}  # notebook -> its dry run's calls
-        with ThreadPoolExecutor(workers) as pool:  # each dry run is a kernel process of its own
-            futures = {}
-            for nb in planned:
-                declared = setup[nb][0]
-                params = parameters_for(nb, profile, None, outputs_in=out / nb.stem, declared=declared)
-                drawn = None if exact else _sampled(nb, params, declared)
-                if drawn:
-                    samples[nb.stem] = drawn
-                    params["characters"] = drawn[0]
-                    factors[nb.stem] = drawn[1] / len(drawn[0])
-                    for name in PER_CHARACTER[nb.stem]:  # counted over all characters: a share for the sample
-                        value = _value(params, declared, name)
-                        if isinstance(value, int) and value > 0:
-                            params[name] = max(1, round(value / factors[nb.stem]))
-                params = dry_run_parameters(params, declared, records[nb.stem])
-                futures[pool.submit(_attempt, nb, out / nb.name, params)] = nb
-            for i, future in enumerate(as_completed(futures), start=1):
-                nb = futures[future]
-                problem, seconds = future.result()
-                if problem:
-                    skipped[nb.stem] = problem
-                on = (f" on {len(samples[nb.stem][0])} of {samples[nb.stem][1]} characters"
-                      if nb.stem in samples else "")
-                done[nb.stem] = read_jsonl(records[nb.stem])
-                print(f"[{i}/{len(planned)}] {nb.stem}: {len(done[nb.stem]):,} calls, dry run{on} in {seconds:.1f} s",
-                      flush=True)
-    calls = {nb.stem: done[nb.stem] for nb in planned}  # in notebook order: repeats count so
-    rows = plan_rows(calls, factors)
+    factors: dict[str, float] = {}
+    samples: dict[str, tuple[list[str], int]] = {}
+    done: dict[str, list[dict]] = {}  # notebook -> its dry run's calls
+    # each dry run is a kernel process of its own
+    with tempfile.TemporaryDirectory(prefix="rpa-plan-") as tmp, ThreadPoolExecutor(workers) as pool:
+        out, futures = Path(tmp), {}
+        for nb in planned:
+            declared = setup[nb][0]
+            params = parameters_for(nb, profile, None, outputs_in=out / nb.stem, declared=declared)
+            if not exact and (drawn := _sampled(nb, params, declared)):
+                samples[nb.stem] = drawn
+                params["characters"] = drawn[0]
+                factors[nb.stem] = drawn[1] / len(drawn[0])
+                for name in PER_CHARACTER[nb.stem]:  # counted over all characters: a share for the sample
+                    value = _value(params, declared, name)
+                    if isinstance(value, int) and value > 0:
+                        params[name] = max(1, round(value / factors[nb.stem]))
+            record = out / f"{nb.stem}.plan.jsonl"
+            params = dry_run_parameters(params, declared, record)
+            futures[pool.submit(_attempt, nb, out / nb.name, params)] = nb, record
+        for i, future in enumerate(as_completed(futures), start=1):
+            (nb, record), (problem, seconds) = futures[future], future.result()
+            if problem:
+                skipped[nb.stem] = problem
+            done[nb.stem] = read_jsonl(record)
+            on = f" on {len(samples[nb.stem][0])} of {samples[nb.stem][1]} characters" if nb.stem in samples else ""
+            print(f"[{i}/{len(planned)}] {nb.stem}: {len(done[nb.stem]):,} calls, dry run{on} in {seconds:.1f} s",
+                  flush=True)
+    rows = plan_rows({nb.stem: done[nb.stem] for nb in planned}, factors)  # in notebook order: repeats count so
     said = None
     if samples:
         drawn = {tuple(chars) for chars, _ in samples.values()}
