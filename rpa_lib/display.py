@@ -137,8 +137,7 @@ def response_html(response, *, walk: Sequence[tuple] | None = None, speculative:
     if d.get("attributes"):
         rows = [[esc(k), fold(v, 240)] for k, v in d["attributes"].items()]
         parts.append("<div><b>Attributes (AE)</b></div>" + table(["attribute", "text"], rows))
-    other = details_lines(d, skip=("attributes", "examined", "speculative", "gs_failed"))
-    if other:
+    if other := details_lines(d, skip=("attributes", "examined", "speculative", "gs_failed")):
         parts.append(f'<div class="rpa-muted">{"<br>".join(esc(line) for line in other)}</div>')
     scores = {h.chunk.id: h.score for h in [*retrieved, *(h for h, _ in walk or ()), *speculative]}
     parts.append(f"<div><b>Context that reached the LLM</b> ({len(r.context)} items)</div>"

@@ -36,11 +36,9 @@ from rpa_lib.text import read_jsonl
 
 # errors only: the kernel's warning about TCP without encryption (on 127.0.0.1, signed) would split the progress lines
 KERNEL_ARGUMENTS = ["--IPKernelApp.log_level=ERROR"]
-# Seconds a kernel is given to exit once its notebook is done, half before SIGTERM and half before SIGKILL
-# (jupyter_client's default is 5). ipykernel 7.4 answers the shutdown request and then sometimes hangs joining its
-# control thread until it is signalled, each such run 3.2 s longer (1 of 50 runs of a one-cell notebook with the
-# default wait on this 2-core machine: python -m benchmarks kernel_exit). Every output and cache write is complete
-# by then (the caches commit each write); a clean exit takes 0.2 s.
+# Seconds a kernel is given to exit once done, half before SIGTERM, half before SIGKILL (jupyter_client's default: 5):
+# ipykernel 7.4 sometimes hangs joining its control thread until signalled, 3.2 s longer (1 of 50 runs with the default:
+# python -m benchmarks kernel_exit). Every output and cache write is complete by then; a clean exit takes 0.2 s.
 KERNEL_SHUTDOWN_SECONDS = 1.0
 Setup = dict[Path, tuple[dict, dict]]  # notebook -> (its declared parameters, its parameters): each_notebook
 
@@ -339,69 +337,66 @@ def plan(profile_name: str = "quick", only: list[str] | None = None, workers: in
     """Print what a run would call, cost and find cached, from dry runs of the notebooks that use an LLM (``workers``
     at once, default one per core up to 4; outputs in a temporary folder), and return the table's rows. Unless
     ``exact``, a per-character notebook is dry-run on a sample of its characters and its counts scaled to all."""
-    profile = load_profile(profile_name)
-    with profile_environment(profile):
-        return _plan(profile_name, profile, notebooks(only), workers, exact)
-
-
-def _plan(profile_name: str, profile: dict, books: list[Path], workers: int | None, exact: bool) -> list[dict]:
     from rpa_lib.evaluation.power import power_text, profile_sizes
 
-    limit = budget_of(profile)
-    workers = workers or max(1, min(os.cpu_count() or 1, 4))
-    print(f"plan: profile {profile_name!r}, {len(books)} notebook(s); a dry run, no model is called", flush=True)
-    setup = each_notebook(books, profile, None)
-    skipped = {nb.stem: "no LLM calls" for nb, (declared, _) in setup.items() if not uses_llm(nb, declared)}
-    planned = [nb for nb in books if nb.stem not in skipped]
-    start_all = time.perf_counter()
-    factors: dict[str, float] = {}
-    samples: dict[str, tuple[list[str], int]] = {}
-    done: dict[str, list[dict]] = {}  # notebook -> its dry run's calls
-    # each dry run is a kernel process of its own
-    with tempfile.TemporaryDirectory(prefix="rpa-plan-") as tmp, ThreadPoolExecutor(workers) as pool:
-        out, futures = Path(tmp), {}
-        for nb in planned:
-            declared = setup[nb][0]
-            params = parameters_for(nb, profile, None, outputs_in=out / nb.stem, declared=declared)
-            if not exact and (drawn := _sampled(nb, params, declared)):
-                samples[nb.stem] = drawn
-                params["characters"] = drawn[0]
-                factors[nb.stem] = drawn[1] / len(drawn[0])
-                for name in PER_CHARACTER[nb.stem]:  # counted over all characters: a share for the sample
-                    value = _value(params, declared, name)
-                    if isinstance(value, int) and value > 0:
-                        params[name] = max(1, round(value / factors[nb.stem]))
-            record = out / f"{nb.stem}.plan.jsonl"
-            params = dry_run_parameters(params, declared, record)
-            futures[pool.submit(_attempt, nb, out / nb.name, params)] = nb, record
-        for i, future in enumerate(as_completed(futures), start=1):
-            (nb, record), (problem, seconds) = futures[future], future.result()
-            if problem:
-                skipped[nb.stem] = problem
-            done[nb.stem] = read_jsonl(record)
-            on = f" on {len(samples[nb.stem][0])} of {samples[nb.stem][1]} characters" if nb.stem in samples else ""
-            print(f"[{i}/{len(planned)}] {nb.stem}: {len(done[nb.stem]):,} calls, dry run{on} in {seconds:.1f} s",
-                  flush=True)
-    rows = plan_rows({nb.stem: done[nb.stem] for nb in planned}, factors)  # in notebook order: repeats count so
-    said = None
-    if samples:
-        drawn = {tuple(chars) for chars, _ in samples.values()}
-        said = (f"A fast plan: {', '.join(samples)} dry-run on {len(next(iter(drawn)))} characters "
-                f"({'; '.join(', '.join(d) for d in drawn)}; spread over the persona sizes), their counts scaled "
-                f"to all ({', '.join(f'x{f:.3g}' for f in dict.fromkeys(factors.values()))}; within 5% of an exact "
-                "plan in the tests). --exact dry-runs every character.")
-    print()
-    print(plan_table(rows, [nb.stem for nb in books], skipped, said))
-    walks = [_value(setup[nb][1], setup[nb][0], "max_iterations", 0) for nb in planned]  # Guided Selection's N
-    print(batch_text(rows, max((n for n in walks if isinstance(n, int)), default=0)))
-    if limit is not None:
-        cost = plan_total(rows)
-        verdict = ("unknown (a model has no price)" if cost is None else
-                   f"the estimate ${cost:,.2f} is {'within' if cost <= limit else 'OVER'} it")
-        print(f"budget: {usd(limit)} (RPA_BUDGET_USD or budget_usd); {verdict}")
-    print(power_text(profile_sizes(profile)))  # what differences these sizes can detect
-    print(f"plan made in {time.perf_counter() - start_all:.1f} s")
-    return rows
+    profile = load_profile(profile_name)
+    with profile_environment(profile):
+        books = notebooks(only)
+        limit = budget_of(profile)
+        workers = workers or max(1, min(os.cpu_count() or 1, 4))
+        print(f"plan: profile {profile_name!r}, {len(books)} notebook(s); a dry run, no model is called", flush=True)
+        setup = each_notebook(books, profile, None)
+        skipped = {nb.stem: "no LLM calls" for nb, (declared, _) in setup.items() if not uses_llm(nb, declared)}
+        planned = [nb for nb in books if nb.stem not in skipped]
+        start_all = time.perf_counter()
+        factors: dict[str, float] = {}
+        samples: dict[str, tuple[list[str], int]] = {}
+        done: dict[str, list[dict]] = {}  # notebook -> its dry run's calls
+        # each dry run is a kernel process of its own
+        with tempfile.TemporaryDirectory(prefix="rpa-plan-") as tmp, ThreadPoolExecutor(workers) as pool:
+            out, futures = Path(tmp), {}
+            for nb in planned:
+                declared = setup[nb][0]
+                params = parameters_for(nb, profile, None, outputs_in=out / nb.stem, declared=declared)
+                if not exact and (drawn := _sampled(nb, params, declared)):
+                    samples[nb.stem] = drawn
+                    params["characters"] = drawn[0]
+                    factors[nb.stem] = drawn[1] / len(drawn[0])
+                    for name in PER_CHARACTER[nb.stem]:  # counted over all characters: a share for the sample
+                        value = _value(params, declared, name)
+                        if isinstance(value, int) and value > 0:
+                            params[name] = max(1, round(value / factors[nb.stem]))
+                record = out / f"{nb.stem}.plan.jsonl"
+                params = dry_run_parameters(params, declared, record)
+                futures[pool.submit(_attempt, nb, out / nb.name, params)] = nb, record
+            for i, future in enumerate(as_completed(futures), start=1):
+                (nb, record), (problem, seconds) = futures[future], future.result()
+                if problem:
+                    skipped[nb.stem] = problem
+                done[nb.stem] = read_jsonl(record)
+                on = f" on {len(samples[nb.stem][0])} of {samples[nb.stem][1]} characters" if nb.stem in samples else ""
+                print(f"[{i}/{len(planned)}] {nb.stem}: {len(done[nb.stem]):,} calls, dry run{on} in {seconds:.1f} s",
+                      flush=True)
+        rows = plan_rows({nb.stem: done[nb.stem] for nb in planned}, factors)  # in notebook order: repeats count so
+        said = None
+        if samples:
+            drawn = {tuple(chars) for chars, _ in samples.values()}
+            said = (f"A fast plan: {', '.join(samples)} dry-run on {len(next(iter(drawn)))} characters "
+                    f"({'; '.join(', '.join(d) for d in drawn)}; spread over the persona sizes), their counts scaled "
+                    f"to all ({', '.join(f'x{f:.3g}' for f in dict.fromkeys(factors.values()))}; within 5% of an exact "
+                    "plan in the tests). --exact dry-runs every character.")
+        print()
+        print(plan_table(rows, [nb.stem for nb in books], skipped, said))
+        walks = [_value(setup[nb][1], setup[nb][0], "max_iterations", 0) for nb in planned]  # Guided Selection's N
+        print(batch_text(rows, max((n for n in walks if isinstance(n, int)), default=0)))
+        if limit is not None:
+            cost = plan_total(rows)
+            verdict = ("unknown (a model has no price)" if cost is None else
+                       f"the estimate ${cost:,.2f} is {'within' if cost <= limit else 'OVER'} it")
+            print(f"budget: {usd(limit)} (RPA_BUDGET_USD or budget_usd); {verdict}")
+        print(power_text(profile_sizes(profile)))  # what differences these sizes can detect
+        print(f"plan made in {time.perf_counter() - start_all:.1f} s")
+        return rows
 
 
 def dry_run_parameters(params: dict, declared: dict, record: Path) -> dict:
