@@ -87,9 +87,9 @@ def warning_notes(caught) -> list[str]:
 def empty_attributes_note(dataset: Dataset, character: str) -> str | None:
     """"no text under Belief and Value: answers come from the other attributes", or None."""
     persona = dataset.persona(character)
-    empty = persona.empty_attributes
-    return f"{persona.name}'s persona has no text under {', '.join(empty)}: answers come from the other attributes" \
-        if empty else None
+    if empty := persona.empty_attributes:
+        return f"{persona.name}'s persona has no text under {', '.join(empty)}: answers come from the other attributes"
+    return None
 
 
 def gs_walk(method, character: str, question: str, response) -> tuple[list[tuple], list]:
