@@ -259,11 +259,10 @@ def _run(profile_name: str, setup: Setup, output_dir: Path | None, force: bool, 
     with environment(RPA_OUTPUT_DIR=str(output_dir or paths.ROOT)):
         for i, (nb, (declared, params)) in enumerate(setup.items(), start=1):
             executed = executed_dir / nb.name
-            if nb in known:
-                inputs, done = known[nb]
-            else:
+            if nb not in known:  # after the first notebook that runs: pending looked no further
                 inputs = _inputs(nb, params, order, executed_dir, library)
-                done = None if force else stamps.up_to_date(executed, inputs)
+                known[nb] = (inputs, None if force else stamps.up_to_date(executed, inputs))
+            inputs, done = known[nb]
             params = with_mode(params, declared, mode)  # after the digest: a budget is no input
             if done:
                 print(f"[{i}/{len(setup)}] {nb.stem}: up to date (notebook, parameters, library, data, settings and "
@@ -272,7 +271,6 @@ def _run(profile_name: str, setup: Setup, output_dir: Path | None, force: bool, 
                 summary.append({"notebook": nb.stem, "seconds": 0.0, "written": [], "skipped": True})
                 continue
             stamps.write(executed, None, [], 0.0)  # not done until it succeeds; its files stay recorded
-            known.clear()  # the digests after it change
             watch = [Path(params.get("figures_dir") or paths.FIGURES_DIR),
                      Path(params.get("results_dir") or paths.RESULTS_DIR)]
             before = _snapshot(watch)
