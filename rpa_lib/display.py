@@ -76,12 +76,10 @@ def hits_html(hits: Sequence) -> str:
 def chunks_html(chunks: Sequence, *, limit: int | None = None) -> str:
     """A persona's chunks: id, length, overlap with the chunk before (in the source), heading path, text folded;
     ``limit``: the first chunks only (the rest are counted)."""
-    rows, previous = [], None
-    for c in chunks[:limit] if limit else chunks:
-        overlap = previous.end - c.start if previous is not None and previous.end > c.start else 0
-        rows.append([esc(c.id.rsplit(":", 1)[-1]), str(len(chunk_text(c))), str(overlap) if overlap else "",
-                     esc(c.context), fold(chunk_text(c))])
-        previous = c
+    shown = chunks[:limit] if limit else chunks
+    rows = [[esc(c.id.rsplit(":", 1)[-1]), str(len(chunk_text(c))),
+             str(prev.end - c.start) if prev is not None and prev.end > c.start else "", esc(c.context),
+             fold(chunk_text(c))] for prev, c in zip([None, *shown], shown)]  # each chunk with the one before it
     more = f'<div class="rpa-muted">… and {len(chunks) - limit} more</div>' if limit and len(chunks) > limit else ""
     return table(["#", "length", "overlap", "heading path", "text"], rows) + more
 
@@ -89,11 +87,11 @@ def chunks_html(chunks: Sequence, *, limit: int | None = None) -> str:
 def walk_html(walk: Sequence[tuple], speculative: Sequence = ()) -> str:
     """GS's walk: each examined chunk (``(hit, verdict)`` pairs) with the judge's verdict, then the ``speculative``
     hits judged ahead and discarded."""
-    rows = [[str(i), f"{hit.score:.3f}", f'<span class="rpa-{"yes" if ok else "no"}">{"kept" if ok else "no"}</span>',
-             esc(hit.chunk.context), fold(chunk_text(hit.chunk))] for i, (hit, ok) in enumerate(walk, start=1)]
-    rows += [[str(len(walk) + i), f"{hit.score:.3f}", '<span class="rpa-spec">speculative</span>',
-              esc(hit.chunk.context), fold(chunk_text(hit.chunk))] for i, hit in enumerate(speculative, start=1)]
-    return table(["step", "score", "verdict", "heading path", "text"], rows)
+    steps = [(hit, f'<span class="rpa-{"yes" if ok else "no"}">{"kept" if ok else "no"}</span>') for hit, ok in walk]
+    steps += [(hit, '<span class="rpa-spec">speculative</span>') for hit in speculative]
+    return table(["step", "score", "verdict", "heading path", "text"],
+                 [[str(i), f"{hit.score:.3f}", verdict, esc(hit.chunk.context), fold(chunk_text(hit.chunk))]
+                  for i, (hit, verdict) in enumerate(steps, start=1)])
 
 
 def calls_line(calls: Sequence, price=None) -> str:
@@ -107,9 +105,8 @@ def calls_line(calls: Sequence, price=None) -> str:
                        f"{prompt} + {completion} tokens", f"{sum(c.seconds for c in calls):.1f} s", cost])
 
 
-def context_html(items: Sequence, scores: dict[str, float] | None = None) -> str:
+def context_html(items: Sequence, scores: dict[str, float]) -> str:
     """What reached the LLM: role, label, source chunks, similarity to the question (from ``scores``), text."""
-    scores = scores or {}
 
     def score(item) -> str:
         known = [scores[c] for c in item.chunk_ids if c in scores]
@@ -140,8 +137,7 @@ def response_html(response, *, walk: Sequence[tuple] | None = None, speculative:
     if d.get("attributes"):
         rows = [[esc(k), fold(v, 240)] for k, v in d["attributes"].items()]
         parts.append("<div><b>Attributes (AE)</b></div>" + table(["attribute", "text"], rows))
-    other = details_lines(d, skip=("attributes", "examined", "speculative", "gs_failed"))
-    if other:
+    if other := details_lines(d, skip=("attributes", "examined", "speculative", "gs_failed")):
         parts.append(f'<div class="rpa-muted">{"<br>".join(esc(line) for line in other)}</div>')
     scores = {h.chunk.id: h.score for h in [*retrieved, *(h for h, _ in walk or ()), *speculative]}
     parts.append(f"<div><b>Context that reached the LLM</b> ({len(r.context)} items)</div>"

@@ -69,9 +69,7 @@ class Experiment:
 
     def rater(self, spec: str | None) -> LLM:
         """A judge-role LLM for ``spec`` (None: :attr:`judge`), e.g. one of a rater panel."""
-        if spec is None:
-            return self.judge
-        return self._hand(f"rater {spec}", judge_llm(spec, mode=self.mode))
+        return self.judge if spec is None else self._hand(f"rater {spec}", judge_llm(spec, mode=self.mode))
 
     @cached_property
     def embedder(self) -> str:

@@ -5,6 +5,7 @@ the LLM cache."""
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 import warnings
@@ -57,8 +58,7 @@ def llm_choices() -> dict[str, str]:
     """The LLM specs offered: the embedded model, the fake one, and the configured one (``RPA_LLM_MODEL``, from the
     environment or ``.env``)."""
     choices = dict(LLM_CHOICES)
-    configured = setting("RPA_LLM_MODEL")
-    if configured:
+    if configured := setting("RPA_LLM_MODEL"):
         choices[configured] = f"configured: {configured} (RPA_LLM_MODEL)"
     return choices
 
@@ -87,9 +87,9 @@ def warning_notes(caught) -> list[str]:
 def empty_attributes_note(dataset: Dataset, character: str) -> str | None:
     """"no text under Belief and Value: answers come from the other attributes", or None."""
     persona = dataset.persona(character)
-    empty = persona.empty_attributes
-    return f"{persona.name}'s persona has no text under {', '.join(empty)}: answers come from the other attributes" \
-        if empty else None
+    if empty := persona.empty_attributes:
+        return f"{persona.name}'s persona has no text under {', '.join(empty)}: answers come from the other attributes"
+    return None
 
 
 def gs_walk(method, character: str, question: str, response) -> tuple[list[tuple], list]:
@@ -167,7 +167,6 @@ def persona_html(character: str, splitter: str, dataset: Dataset | None = None, 
     return head + display.chunks_html(chunks, limit=limit)
 
 
-# ---- widgets ----------------------------------------------------------------------------------------------------
 
 def explorer(dataset: Dataset | None = None, character: str | None = None, methods=DEFAULT_METHODS,
              llm: str | None = None, question: str = "", embedder: str = "minilm"):
@@ -193,7 +192,7 @@ def explorer(dataset: Dataset | None = None, character: str | None = None, metho
     text = w.Textarea(value=question, placeholder="Ask the character a question…", layout={"width": "100%"})
     button = w.Button(description="Ask", button_style="primary", icon="comment")
     status, out = w.HTML(), w.HTML()
-    llms: dict[str, object] = {}
+    llms = functools.cache(get_llm)  # each LLM built once, on first use
 
     def run(_=None) -> None:
         problem = ("Select at least one method." if not chosen.value
@@ -208,22 +207,17 @@ def explorer(dataset: Dataset | None = None, character: str | None = None, metho
         def progress(method: str, state: str) -> None:
             states[method] = (state, time.perf_counter())
 
-        def show() -> None:
-            now = time.perf_counter()
-            parts = [f"{method_label(m)}: {state}" + (f" {now - since:.0f} s" if state == "running" else "")
-                     for m, (state, since) in states.items()]
-            status.value = display.esc(f"{' · '.join(parts)} · {engine.usage.calls - calls_before} LLM call(s) · "
-                                       f"{now - start:.0f} s elapsed")
-
         def tick() -> None:  # started once the engine is built
             while not stop.wait(1.0):
-                show()
+                now = time.perf_counter()
+                parts = [f"{method_label(m)}: {state}" + (f" {now - since:.0f} s" if state == "running" else "")
+                         for m, (state, since) in states.items()]
+                status.value = display.esc(f"{' · '.join(parts)} · {engine.usage.calls - calls_before} LLM call(s) · "
+                                           f"{now - start:.0f} s elapsed")
 
         try:
             status.value = f"loading {display.esc(choices[model.value])}…"
-            if model.value not in llms:
-                llms[model.value] = get_llm(model.value)
-            engine = llms[model.value]
+            engine = llms(model.value)
             calls_before = engine.usage.calls
             threading.Thread(target=tick, daemon=True).start()
             answers = ask(pick.value, text.value.strip(), chosen.value, engine, dataset, embedder, progress=progress,

@@ -72,10 +72,9 @@ def plan_rows(calls_by_notebook: dict[str, list[dict]], factors: dict[str, float
                     row["choose_out"] += paid * c["out"]
             seen.add(c["key"])
         for row in by_model.values():
-            for key in COUNTS:
-                row[key] = round(row[key])
+            row.update({key: round(row[key]) for key in COUNTS})
             price = row["price"]
-            row["cost"] = None if price is None else (row["in_tokens"] * price[0] + row["out_tokens"] * price[1]) / 1e6
+            row["cost"] = None if price is None else Price(*price).cost(row["in_tokens"], row["out_tokens"])
             rows.append(row)
     return rows
 
@@ -144,7 +143,7 @@ def plan_table(rows: list[dict], notebooks: list[str], skipped: dict[str, str] |
         if nb in skipped:
             lines.append(f"{nb:<24} ({skipped[nb]})")
         for r in (r for r in rows if r["notebook"] == nb):
-            nb_shown = f"{nb} (x{r['scaled']:.3g})" if r.get("scaled", 1.0) != 1.0 else nb
+            nb_shown = f"{nb} (x{r['scaled']:.3g})" if r["scaled"] != 1.0 else nb
             lines.append(f"{nb_shown:<24} {r['label'][:34]:<34} {r['calls']:>8,} {r['cached']:>8,} {r['repeats']:>8,} "
                          f"{r['to_pay']:>8,} {r['in_tokens']:>12,} {r['out_tokens']:>12,} {_money(r['cost']):>14}")
     total = {k: sum(r[k] for r in rows) for k in COUNTS}

@@ -39,8 +39,7 @@ def load_profile(name: str) -> dict:
         raise SystemExit(f"{path}: not valid YAML ({where}{getattr(e, 'problem', None) or e})") from None
     if not isinstance(profile, dict):
         raise SystemExit(f"{path}: a profile is a mapping with {', '.join(TOP_LEVEL[:-1])} and {TOP_LEVEL[-1]}")
-    unknown = set(profile) - set(TOP_LEVEL)
-    if unknown:
+    if unknown := set(profile) - set(TOP_LEVEL):
         raise SystemExit(f"{path}: unknown top-level key(s) {', '.join(sorted(unknown))}")
     budget = profile.get("budget_usd")
     if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int | float) or budget < 0):
@@ -86,7 +85,7 @@ def check_profile(path: Path, profile: dict) -> None:
 def notebooks(only: list[str] | None = None) -> list[Path]:
     """The numbered notebooks (``NN_name.ipynb``) in order; ``only`` keeps those whose number or name match, each
     entry at least one."""
-    found = sorted(p for p in paths.NOTEBOOKS_DIR.glob("[0-9][0-9]_*.ipynb"))
+    found = sorted(paths.NOTEBOOKS_DIR.glob("[0-9][0-9]_*.ipynb"))
     if only:
         def matches(p: Path, o: str) -> bool:
             return p.stem == o or p.stem.startswith(f"{o}_") or p.stem[:2] == o

@@ -28,15 +28,7 @@ from rpa_lib.llm.budget import Budget, BudgetExceeded, dollars, usd
 from rpa_lib.model_files import require_models
 from rpa_lib.notebook_params import parameters
 from rpa_lib.run import stamps
-from rpa_lib.run.plan import (
-    PER_CHARACTER,
-    SAMPLE_CHARACTERS,
-    batch_text,
-    character_sample,
-    plan_rows,
-    plan_table,
-    plan_total,
-)
+from rpa_lib.run.plan import PER_CHARACTER, batch_text, character_sample, plan_rows, plan_table, plan_total
 from rpa_lib.run.profiles import BATCH_MODES, load_profile, notebooks
 from rpa_lib.run.rounds import batch_mode, run_rounds
 from rpa_lib.settings import setting, settings
@@ -44,11 +36,9 @@ from rpa_lib.text import read_jsonl
 
 # errors only: the kernel's warning about TCP without encryption (on 127.0.0.1, signed) would split the progress lines
 KERNEL_ARGUMENTS = ["--IPKernelApp.log_level=ERROR"]
-# Seconds a kernel is given to exit once its notebook is done, half before SIGTERM and half before SIGKILL
-# (jupyter_client's default is 5). ipykernel 7.4 answers the shutdown request and then sometimes hangs joining its
-# control thread until it is signalled, each such run 3.2 s longer (1 of 50 runs of a one-cell notebook with the
-# default wait on this 2-core machine: python -m benchmarks kernel_exit). Every output and cache write is complete
-# by then (the caches commit each write); a clean exit takes 0.2 s.
+# Seconds a kernel is given to exit once done, half before SIGTERM, half before SIGKILL (jupyter_client's default: 5):
+# ipykernel 7.4 sometimes hangs joining its control thread until signalled, 3.2 s longer (1 of 50 runs with the default:
+# python -m benchmarks kernel_exit). Every output and cache write is complete by then; a clean exit takes 0.2 s.
 KERNEL_SHUTDOWN_SECONDS = 1.0
 Setup = dict[Path, tuple[dict, dict]]  # notebook -> (its declared parameters, its parameters): each_notebook
 
@@ -210,8 +200,7 @@ def run(profile_name: str = "quick", only: list[str] | None = None, output_dir: 
     profile = load_profile(profile_name)
     output_dir = output_dir and Path(os.path.abspath(output_dir))  # kernels start elsewhere (notebooks/)
     with profile_environment(profile):
-        books = notebooks(only)
-        setup = each_notebook(books, profile, output_dir)
+        setup = each_notebook(notebooks(only), profile, output_dir)
         limit = budget_of(profile)
         batch = batch or profile.get("batch")
         mode, budget = {}, None
@@ -270,11 +259,10 @@ def _run(profile_name: str, setup: Setup, output_dir: Path | None, force: bool, 
     with environment(RPA_OUTPUT_DIR=str(output_dir or paths.ROOT)):
         for i, (nb, (declared, params)) in enumerate(setup.items(), start=1):
             executed = executed_dir / nb.name
-            if nb in known:
-                inputs, done = known[nb]
-            else:
+            if nb not in known:  # after the first notebook that runs: pending looked no further
                 inputs = _inputs(nb, params, order, executed_dir, library)
-                done = None if force else stamps.up_to_date(executed, inputs)
+                known[nb] = (inputs, None if force else stamps.up_to_date(executed, inputs))
+            inputs, done = known[nb]
             params = with_mode(params, declared, mode)  # after the digest: a budget is no input
             if done:
                 print(f"[{i}/{len(setup)}] {nb.stem}: up to date (notebook, parameters, library, data, settings and "
@@ -283,7 +271,6 @@ def _run(profile_name: str, setup: Setup, output_dir: Path | None, force: bool, 
                 summary.append({"notebook": nb.stem, "seconds": 0.0, "written": [], "skipped": True})
                 continue
             stamps.write(executed, None, [], 0.0)  # not done until it succeeds; its files stay recorded
-            known.clear()  # the digests after it change
             watch = [Path(params.get("figures_dir") or paths.FIGURES_DIR),
                      Path(params.get("results_dir") or paths.RESULTS_DIR)]
             before = _snapshot(watch)
@@ -339,9 +326,8 @@ def _sampled(nb: Path, params: dict, declared: dict) -> tuple[list[str], int] | 
         return None
     dataset = Dataset(params.get("data_dir"))
     chosen = dataset.characters(params.get("characters"))
-    if len(chosen) <= SAMPLE_CHARACTERS:
-        return None
-    return character_sample({c: dataset.persona_path(c).stat().st_size for c in chosen}), len(chosen)
+    sample = character_sample({c: dataset.persona_path(c).stat().st_size for c in chosen})
+    return (sample, len(chosen)) if len(sample) < len(chosen) else None
 
 
 def plan(profile_name: str = "quick", only: list[str] | None = None, workers: int | None = None,
@@ -349,34 +335,28 @@ def plan(profile_name: str = "quick", only: list[str] | None = None, workers: in
     """Print what a run would call, cost and find cached, from dry runs of the notebooks that use an LLM (``workers``
     at once, default one per core up to 4; outputs in a temporary folder), and return the table's rows. Unless
     ``exact``, a per-character notebook is dry-run on a sample of its characters and its counts scaled to all."""
-    profile = load_profile(profile_name)
-    with profile_environment(profile):
-        return _plan(profile_name, profile, notebooks(only), workers, exact)
-
-
-def _plan(profile_name: str, profile: dict, books: list[Path], workers: int | None, exact: bool) -> list[dict]:
     from rpa_lib.evaluation.power import power_text, profile_sizes
 
-    limit = budget_of(profile)
-    workers = workers or max(1, min(os.cpu_count() or 1, 4))
-    print(f"plan: profile {profile_name!r}, {len(books)} notebook(s); a dry run, no model is called", flush=True)
-    setup = each_notebook(books, profile, None)
-    skipped = {nb.stem: "no LLM calls" for nb, (declared, _) in setup.items() if not uses_llm(nb, declared)}
-    planned = [nb for nb in books if nb.stem not in skipped]
-    start_all = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="rpa-plan-") as tmp:
-        out = Path(tmp)
-        records = {nb.stem: out / f"{nb.stem}.plan.jsonl" for nb in planned}
+    profile = load_profile(profile_name)
+    with profile_environment(profile):
+        books = notebooks(only)
+        limit = budget_of(profile)
+        workers = workers or max(1, min(os.cpu_count() or 1, 4))
+        print(f"plan: profile {profile_name!r}, {len(books)} notebook(s); a dry run, no model is called", flush=True)
+        setup = each_notebook(books, profile, None)
+        skipped = {nb.stem: "no LLM calls" for nb, (declared, _) in setup.items() if not uses_llm(nb, declared)}
+        planned = [nb for nb in books if nb.stem not in skipped]
+        start_all = time.perf_counter()
         factors: dict[str, float] = {}
         samples: dict[str, tuple[list[str], int]] = {}
         done: dict[str, list[dict]] = {}  # notebook -> its dry run's calls
-        with ThreadPoolExecutor(workers) as pool:  # each dry run is a kernel process of its own
-            futures = {}
+        # each dry run is a kernel process of its own
+        with tempfile.TemporaryDirectory(prefix="rpa-plan-") as tmp, ThreadPoolExecutor(workers) as pool:
+            out, futures = Path(tmp), {}
             for nb in planned:
                 declared = setup[nb][0]
                 params = parameters_for(nb, profile, None, outputs_in=out / nb.stem, declared=declared)
-                drawn = None if exact else _sampled(nb, params, declared)
-                if drawn:
+                if not exact and (drawn := _sampled(nb, params, declared)):
                     samples[nb.stem] = drawn
                     params["characters"] = drawn[0]
                     factors[nb.stem] = drawn[1] / len(drawn[0])
@@ -384,39 +364,37 @@ def _plan(profile_name: str, profile: dict, books: list[Path], workers: int | No
                         value = _value(params, declared, name)
                         if isinstance(value, int) and value > 0:
                             params[name] = max(1, round(value / factors[nb.stem]))
-                params = dry_run_parameters(params, declared, records[nb.stem])
-                futures[pool.submit(_attempt, nb, out / nb.name, params)] = nb
+                record = out / f"{nb.stem}.plan.jsonl"
+                params = dry_run_parameters(params, declared, record)
+                futures[pool.submit(_attempt, nb, out / nb.name, params)] = nb, record
             for i, future in enumerate(as_completed(futures), start=1):
-                nb = futures[future]
-                problem, seconds = future.result()
+                (nb, record), (problem, seconds) = futures[future], future.result()
                 if problem:
                     skipped[nb.stem] = problem
-                on = (f" on {len(samples[nb.stem][0])} of {samples[nb.stem][1]} characters"
-                      if nb.stem in samples else "")
-                done[nb.stem] = read_jsonl(records[nb.stem])
+                done[nb.stem] = read_jsonl(record)
+                on = f" on {len(samples[nb.stem][0])} of {samples[nb.stem][1]} characters" if nb.stem in samples else ""
                 print(f"[{i}/{len(planned)}] {nb.stem}: {len(done[nb.stem]):,} calls, dry run{on} in {seconds:.1f} s",
                       flush=True)
-    calls = {nb.stem: done[nb.stem] for nb in planned}  # in notebook order: repeats count so
-    rows = plan_rows(calls, factors)
-    said = None
-    if samples:
-        drawn = {tuple(chars) for chars, _ in samples.values()}
-        said = (f"A fast plan: {', '.join(samples)} dry-run on {len(next(iter(drawn)))} characters "
-                f"({'; '.join(', '.join(d) for d in drawn)}; spread over the persona sizes), their counts scaled "
-                f"to all ({', '.join(f'x{f:.3g}' for f in dict.fromkeys(factors.values()))}; within 5% of an exact "
-                "plan in the tests). --exact dry-runs every character.")
-    print()
-    print(plan_table(rows, [nb.stem for nb in books], skipped, said))
-    walks = [_value(setup[nb][1], setup[nb][0], "max_iterations", 0) for nb in planned]  # Guided Selection's N
-    print(batch_text(rows, max((n for n in walks if isinstance(n, int)), default=0)))
-    if limit is not None:
-        cost = plan_total(rows)
-        verdict = ("unknown (a model has no price)" if cost is None else
-                   f"the estimate ${cost:,.2f} is {'within' if cost <= limit else 'OVER'} it")
-        print(f"budget: {usd(limit)} (RPA_BUDGET_USD or budget_usd); {verdict}")
-    print(power_text(profile_sizes(profile)))  # what differences these sizes can detect
-    print(f"plan made in {time.perf_counter() - start_all:.1f} s")
-    return rows
+        rows = plan_rows({nb.stem: done[nb.stem] for nb in planned}, factors)  # in notebook order: repeats count so
+        said = None
+        if samples:
+            drawn = {tuple(chars) for chars, _ in samples.values()}
+            said = (f"A fast plan: {', '.join(samples)} dry-run on {len(next(iter(drawn)))} characters "
+                    f"({'; '.join(', '.join(d) for d in drawn)}; spread over the persona sizes), their counts scaled "
+                    f"to all ({', '.join(f'x{f:.3g}' for f in dict.fromkeys(factors.values()))}; within 5% of an exact "
+                    "plan in the tests). --exact dry-runs every character.")
+        print()
+        print(plan_table(rows, [nb.stem for nb in books], skipped, said))
+        walks = [_value(setup[nb][1], setup[nb][0], "max_iterations", 0) for nb in planned]  # Guided Selection's N
+        print(batch_text(rows, max((n for n in walks if isinstance(n, int)), default=0)))
+        if limit is not None:
+            cost = plan_total(rows)
+            verdict = ("unknown (a model has no price)" if cost is None else
+                       f"the estimate ${cost:,.2f} is {'within' if cost <= limit else 'OVER'} it")
+            print(f"budget: {usd(limit)} (RPA_BUDGET_USD or budget_usd); {verdict}")
+        print(power_text(profile_sizes(profile)))  # what differences these sizes can detect
+        print(f"plan made in {time.perf_counter() - start_all:.1f} s")
+        return rows
 
 
 def dry_run_parameters(params: dict, declared: dict, record: Path) -> dict:

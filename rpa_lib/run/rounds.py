@@ -55,8 +55,7 @@ def cost(lines: list[dict], results: dict[str, dict]) -> float | None:
 
 
 def answer_round(lines: list[dict], mode: str, folder: Path, build: Callable[[str], LLM], *,
-                 send: Callable[..., dict[str, dict]] = run_round, budget: Budget | None = None,
-                 progress: bool = True) -> dict[str, dict]:
+                 send: Callable[..., dict[str, dict]], budget: Budget | None, progress: bool) -> dict[str, dict]:
     """The results of one round's lines: engine lines in this process (``build(spec)``), the others through ``send``
     once per role, server and model, each in its own folder under ``folder / "transport"`` (a restart resumes it)."""
     engines = [line for line in lines if "engine" in line]
