@@ -167,7 +167,6 @@ def persona_html(character: str, splitter: str, dataset: Dataset | None = None, 
     return head + display.chunks_html(chunks, limit=limit)
 
 
-
 def explorer(dataset: Dataset | None = None, character: str | None = None, methods=DEFAULT_METHODS,
              llm: str | None = None, question: str = "", embedder: str = "minilm"):
     """The question app: character, methods, LLM, settings and a question; "Ask" shows each method's answer in a
