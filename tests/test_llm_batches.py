@@ -339,4 +339,5 @@ def test_a_batch_is_looked_for_among_those_created_since_its_part_not_the_whole_
         part = Part(1, 1, ["a"], file_id="file-ours", created=time.time())
         assert _find(client, part) is None and server.listings == 1
         ours = server.create("file-ours", ENDPOINT, "24h")
+        server.create("file-newer", ENDPOINT, "24h")["created_at"] = None  # a server that leaves it out: read on
         assert _find(client, part).id == ours["id"]

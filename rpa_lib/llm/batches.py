@@ -285,7 +285,7 @@ def _find(client: Any, part: Part) -> Any:
     """The batch of ``part``'s input file, or None: ``batches.list`` pages newest first, read back only to the
     batches created before the part was written (less :data:`CLOCK_SKEW`), never the account's whole history."""
     since = part.created - CLOCK_SKEW
-    recent = itertools.takewhile(lambda b: b.created_at >= since, client.batches.list(limit=100))
+    recent = itertools.takewhile(lambda b: (b.created_at or since) >= since, client.batches.list(limit=100))
     return next((b for b in recent if b.input_file_id == part.file_id), None)
 
 
