@@ -1,8 +1,9 @@
 """A real OpenAI-compatible server: llama.cpp's (``python -m llama_cpp.server``, package ``llama-cpp-python[server]``,
 installed by ``make setup-server``) on 127.0.0.1 with the embedded SmolLM2-135M GGUF, driven only through our public
-API: chat, choose and structured in each mode, 16 concurrent calls, token counts, a wrong model name, the server
-stopped mid-run and a resumed run, two replicas behind one base URL (one stopped mid-run), and notebooks 03 and 05 configured only by ``RPA_LLM_BASE_URL`` and
-``RPA_LLM_MODEL``. Skipped when the package is not installed (``make setup-server`` installs it; CI does).
+API: chat, choose and structured in each mode, 16 concurrent calls, token counts, a budget's holds and ledger, a
+wrong model name, the server stopped mid-run and a resumed run, two replicas behind one base URL (one stopped
+mid-run), and notebooks 03 and 05 configured only by ``RPA_LLM_BASE_URL`` and ``RPA_LLM_MODEL``. Skipped when the package
+is not installed (``make setup-server`` installs it; CI does).
 
 What llama.cpp's server (0.3.36) answers here: it rejects ``response_format`` ``json_schema`` with a 500 validation
 error, accepts ``json_object`` with or without a ``schema`` (with one, grammar-constrained), and gives ``logprobs``.
@@ -23,7 +24,15 @@ import pytest
 
 pytest.importorskip("llama_cpp.server", reason="llama-cpp-python[server] is not installed: make setup-server")
 
-from rpa_lib.llm import LLMError, LLMFatalError, RetryPolicy, clear_caches, get_llm  # noqa: E402
+from rpa_lib.llm import (  # noqa: E402
+    Budget,
+    BudgetExceeded,
+    LLMError,
+    LLMFatalError,
+    RetryPolicy,
+    clear_caches,
+    get_llm,
+)
 from rpa_lib.llm.local import smollm2_path  # noqa: E402
 from rpa_lib.llm.plan import acting_for  # noqa: E402
 
@@ -155,6 +164,27 @@ def test_sixteen_concurrent_calls(server):
     outcomes = model.map(lambda i: model.chat(user(f"Count to {i}."), max_tokens=4), range(16), progress=False)
     assert all(o.ok for o in outcomes), [o.error for o in outcomes if not o.ok]
     assert model.usage.requests == 16 and model.usage.completion_tokens > 0
+
+
+def test_a_budget_books_what_the_server_counts_and_never_passes_its_limit(server, monkeypatch):
+    """Structured calls under ``auto`` (json_schema rejected, then the longer json_object_schema body) and choices,
+    8 in flight: the hold covers each attempt, the rejected attempt books nothing, the ledger equals the server's
+    token counts at the price, and a limit a few calls deep stops the run at or under it."""
+    monkeypatch.setenv("RPA_PRICE_IN", "2")
+    monkeypatch.setenv("RPA_PRICE_OUT", "8")
+    budget = Budget(1.0)
+    model = llm(server, max_workers=8).with_budget(budget)
+    asks = [user(f"Describe person number {i} as a JSON object.") for i in range(4)]
+    model.map(lambda m: model.structured(m, SCHEMA, max_tokens=24), asks, progress=False)
+    model.map(lambda i: model.choose(user(f"Is {i} even?"), ["yes", "no"]), range(4), progress=False)
+    usage = model.usage
+    assert usage.requests == 8 and budget.spent == pytest.approx(model.price.cost(usage.prompt_tokens,
+                                                                                  usage.completion_tokens))
+    small = Budget(3.5 * budget.spent / 8)  # room for about three calls at their real cost, fewer at their holds
+    tight = llm(server, max_workers=8).with_budget(small)
+    with pytest.raises(BudgetExceeded):
+        tight.map(lambda i: tight.choose(user(f"Is {i} odd?"), ["yes", "no"]), range(8), progress=False)
+    assert 0 <= small.spent <= small.limit
 
 
 def test_a_wrong_model_name_is_a_clear_error_at_once(server):
