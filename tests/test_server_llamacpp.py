@@ -2,8 +2,8 @@
 installed by ``make setup-server``) on 127.0.0.1 with the embedded SmolLM2-135M GGUF, driven only through our public
 API: chat, choose and structured in each mode, 16 concurrent calls, token counts, a budget's holds and ledger, a
 wrong model name, the server stopped mid-run and a resumed run, two replicas behind one base URL (one stopped
-mid-run), and notebooks 03 and 05 configured only by ``RPA_LLM_BASE_URL`` and ``RPA_LLM_MODEL``. Skipped when the package
-is not installed (``make setup-server`` installs it; CI does).
+mid-run), and notebooks 03 and 05 configured only by ``RPA_LLM_BASE_URL`` and ``RPA_LLM_MODEL``. Skipped when the
+package is not installed (``make setup-server`` installs it; CI does).
 
 What llama.cpp's server (0.3.36) answers here: it rejects ``response_format`` ``json_schema`` with a 500 validation
 error, accepts ``json_object`` with or without a ``schema`` (with one, grammar-constrained), and gives ``logprobs``.
