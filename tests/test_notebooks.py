@@ -89,6 +89,8 @@ def test_every_folder_parameter_is_made_absolute_and_counts_by_content(tmp_path,
     book = paths.NOTEBOOKS_DIR / "06_human_evaluation.ipynb"
     params = reproduce.parameters_for(book, {"notebooks": {book.stem: {"human_ratings_dir": "ratings"}}}, None)
     assert params["human_ratings_dir"] == str(tmp_path / "ratings")
+    home = reproduce.parameters_for(book, {"notebooks": {book.stem: {"human_ratings_dir": "~/ratings"}}}, None)
+    assert home["human_ratings_dir"] == str(Path.home() / "ratings")
     before = stamps.inputs_digest(book, params, [], library="the library")
     (tmp_path / "ratings" / "set-1" / "rater01.csv").write_text("sample_id,rating\ns1,4\n")
     assert stamps.inputs_digest(book, params, [], library="the library") != before
@@ -325,7 +327,7 @@ def test_a_kernel_starts_in_notebooks_and_this_process_never_changes_directory(t
     assert waits == [reproduce.KERNEL_SHUTDOWN_SECONDS] == [1.0]
 
 
-def test_the_users_dotenv_wins_over_the_profiles_env(tmp_path):
+def test_the_users_dotenv_wins_over_the_profiles_env(tmp_path, monkeypatch):
     """As the environment does: PROFILE=paper must not make a judge set in .env gpt-4.1 at OpenAI."""
     from rpa_lib.settings import setting
 
@@ -333,6 +335,11 @@ def test_the_users_dotenv_wins_over_the_profiles_env(tmp_path):
     with reproduce.profile_environment({"env": {"RPA_JUDGE_MODEL": "gpt-4.1", "RPA_PRICE_IN": 2}}):
         assert setting("RPA_JUDGE_MODEL") == "my-judge" and os.environ["RPA_PRICE_IN"] == "2"
     assert "RPA_PRICE_IN" not in os.environ
+    # only our settings are read from .env: another library's (huggingface_hub's) there would block the profile's
+    monkeypatch.delenv("HF_HUB_OFFLINE")
+    (tmp_path / ".env").write_text("HF_HUB_OFFLINE=0\n")
+    with reproduce.profile_environment({}):
+        assert os.environ["HF_HUB_OFFLINE"] == "1"
 
 
 def test_relative_folders_mean_the_same_to_the_runner_and_its_kernels(tmp_path, monkeypatch):

@@ -54,8 +54,8 @@ def parameters_for(notebook: Path, profile: dict, output_dir: Path | None, *, ou
         params.setdefault("figures_dir", str(output_dir / "figures"))
         params.setdefault("results_dir", str(output_dir / "results"))
     for key in [k for k in params if k.endswith("_dir")]:
-        if isinstance(params[key], str) and params[key] and not Path(params[key]).is_absolute():
-            params[key] = str(paths.ROOT / params[key])
+        if isinstance(params[key], str) and params[key]:
+            params[key] = str(paths.ROOT / Path(params[key]).expanduser())  # an absolute one stays as it is
     if outputs_in:
         params.update(figures_dir=str(outputs_in / "figures"), results_dir=str(outputs_in / "results"))
     return {k: v for k, v in params.items() if k in declared}
@@ -107,7 +107,7 @@ def _run_id() -> str:
 def profile_environment(profile: dict):
     """For a ``with`` block: the profile's ``env`` and ``HF_HUB_OFFLINE=1`` where the user's environment or ``.env``
     does not set them."""
-    given = settings()  # the environment and .env, read once
+    given = {*os.environ, *(k for k in settings() if k.startswith(stamps.ENV_PREFIXES))}  # others read os.environ only
     return environment(**{k: str(v) for k, v in {**(profile.get("env") or {}), "HF_HUB_OFFLINE": "1"}.items()
                           if k not in given})
 
