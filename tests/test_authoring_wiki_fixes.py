@@ -53,6 +53,7 @@ JA = """{{基礎情報 キャラクター
 def test_map_and_slugs_work_for_headings_and_titles_in_other_scripts(tmp_path):
     assert normalize("人物") == "人物" and normalize("Powers & Abilities!") == "powers abilities"
     assert slugify("Amélie") == "amelie" and slugify("Oriel (Meridian)") == "oriel-meridian" and slugify("オリエル") == ""
+    assert [slugify(t) for t in ("Straße", "Æsir", "Łucja Østby")] == ["strasse", "aesir", "lucja-ostby"]
     text = persona(tmp_path, JA, "オリエル", mapping=parse_mapping(["人物=Psychological Traits", "能力=Skill and Expertise",
                                                                      "経歴=Activity"]))
     psych, rest = text.split("## Psychological Traits")[1].split("## Skill and Expertise")
@@ -333,8 +334,9 @@ def test_file_category_and_language_links_inside_templates_leave_no_text(tmp_pat
     text = persona(tmp_path, "{{Infobox character\n| name = Oriel\n| home = Tollbridge[[Category:Tollbridge people]]\n"
                              "| species = Elf\n| image = [[File:Oriel.png|250px]]\n}}\n'''Oriel''' is "
                              "{{nowrap|a mapmaker[[File:Map.png|thumb|Her map]]}} of {{lang|es|[[es:Oriel]]Tollbridge}}."
-                             "\n\n== Personality ==\nShe is quiet.\n")
+                             "\n\n== Personality ==\nShe is quiet. She read [[wp:Cartography|the guild's manual]].\n")
     assert "home: Tollbridge. species: Elf." in text and "Oriel is a mapmaker of Tollbridge." in text
+    assert "She read the guild's manual." in text  # a prefixed link with its own text keeps the text
     for gone in ("Category", "File", "png", "Her map", "es:Oriel"):
         assert gone not in text, gone
     report = (tmp_path / "d" / "characters" / "oriel" / "IMPORT.md").read_text(encoding="utf-8")

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from rpa_lib.authoring import edit
-from rpa_lib.authoring.importer import new_character, parse_mapping, slugify
+from rpa_lib.authoring.importer import ContentPlacer, new_character, parse_mapping, slugify
 from rpa_lib.authoring.scaffold import promote, qa_scaffold
 from rpa_lib.authoring.sources import read_text_source
 from rpa_lib.authoring.wikitext import export_pages
@@ -39,6 +39,7 @@ def _new_character(args) -> int:
     if args.classify_with_llm:
         llm = get_llm(None if args.classify_with_llm == "default" else args.classify_with_llm)
     ds, mapping, failed = user_dataset(args.data_dir), parse_mapping(args.map), []
+    placer = None if args.embedder == "none" else ContentPlacer(args.embedder)  # once for every page
     for slug, name, page in jobs:
         try:
             if not slug:
@@ -46,7 +47,7 @@ def _new_character(args) -> int:
                                             f"import it with --page {page!r} and a SLUG of your choice")
             done = new_character(slug, args.source, name=name, work=args.work, data=ds, llm=llm,
                                  mapping=mapping, page=page, mbti=args.mbti, sloan=args.sloan,
-                                 embedder=None if args.embedder == "none" else args.embedder)
+                                 embedder=placer)
         except DataError as e:
             if not args.each_page:
                 raise

@@ -54,6 +54,8 @@ HEADING_TABLE: dict[str, str | None] = {**{a.lower(): a for a in ATTRIBUTES},
                                         **{h: a for a, hs in _HEADINGS.items() for h in hs.split(", ")}}
 UNKNOWN = "?"
 REAL_WORLD = "the real world"  # content placement's seventh option: dropped
+LETTERS = str.maketrans({"ß": "ss", "æ": "ae", "Æ": "Ae", "œ": "oe", "Œ": "Oe", "ø": "o", "Ø": "O", "ł": "l",
+                        "Ł": "L", "đ": "d", "Đ": "D", "þ": "th", "Þ": "Th"})  # letters NFKD does not decompose
 SLUG = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 NEAR_MISS = 0.85  # difflib ratio for a heading to match a table or --map entry it misspells
 REAL_WORLD_FIELDS = re.compile(r"first appearance|last appearance|created by|creator|portrayed by|voiced by|"
@@ -89,7 +91,8 @@ def normalize(heading: str) -> str:
 def slugify(title: str) -> str:
     """A page title as a slug, accents folded: ``slugify("Amélie (Frieren)") == "amelie-frieren"``; ``""`` for a
     title with no Latin letter or digit (``"フリーレン"``)."""
-    return "-".join(normalize(unicodedata.normalize("NFKD", title).encode("ascii", "ignore").decode()).split())
+    folded = unicodedata.normalize("NFKD", title.translate(LETTERS)).encode("ascii", "ignore").decode()
+    return "-".join(normalize(folded).split())
 
 
 def lookup(heading: str, table: dict[str, str | None] = HEADING_TABLE) -> tuple[str | None, str] | None:

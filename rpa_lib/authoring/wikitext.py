@@ -288,7 +288,7 @@ def _strip(code, line: int, doc: SourceDocument, top: bool = False, item: str = 
                     doc.rendered.append((where, f"{{{{{name}}}}} -> {shown!r}"))
             elif isinstance(node, Comment) or (isinstance(node, Wikilink) and (
                     str(node.title).strip().lower().startswith(DROPPED_LINKS)
-                    or INTERLANGUAGE.match(str(node.title).strip()))):
+                    or (INTERLANGUAGE.match(str(node.title).strip()) and node.text is None))):  # [[wp:X|text]] keeps text
                 code.remove(node)
             elif isinstance(node, Tag) and str(node.tag).strip().lower() in LIST_TAGS:
                 code.replace(node, item)

@@ -178,8 +178,6 @@ def read_questionnaire(path: Path, full: bool = True) -> tuple[Questionnaire | N
                           tuple(_typed(scale, "labels", "scale", _STRINGS)), dims, items)
     except DataError as e:
         return None, [(None, e.problem)]
-    except (TypeError, ValueError) as e:
-        return None, [(None, f"malformed field: {e}")]
     problems: Problems = []
     if len(q.labels) != q.points:
         problems.append((None, f"scale has {q.points} points but {len(q.labels)} labels"))
