@@ -308,10 +308,9 @@ def test_pipeline_on_the_fixture(ds, tmp_path):
 
 
 def test_qa_items_reads_each_qa_file_once_and_asks_what_qa_jobs_asks(ds, monkeypatch):
-    import rpa_lib.data.dataset as dataset_module
-
-    read, reads = dataset_module.read_qa, []
-    monkeypatch.setattr(dataset_module, "read_qa", lambda path: reads.append(path.parent.name) or read(path))
+    # counted where qa_items asks the dataset (Dataset.qa keeps a parsed file, so counting reads could not fail)
+    read, reads = ds.qa, []
+    monkeypatch.setattr(ds, "qa", lambda slug, *a, **kw: reads.append(slug) or read(slug, *a, **kw))
     chars = ds.characters(None)
     items = qa_items(ds, chars, 3)
     assert sorted(reads) == sorted(chars)  # once a character

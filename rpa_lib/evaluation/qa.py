@@ -101,7 +101,7 @@ def answer_summary(answers: pd.DataFrame) -> pd.DataFrame:
                     "mean_reply_chars": ok.reply.str.len().mean() if len(ok) else np.nan,
                     "context_items": ok.context.map(len).mean() if len(ok) else np.nan,
                     "chunks": ok.chunk_ids.map(len).mean() if len(ok) else np.nan,
-                    "llm_calls": int(ok.llm_calls.sum()), "cached_calls": int(ok.cached_calls.sum())})
+                    "llm_calls": int(g.llm_calls.sum()), "cached_calls": int(g.cached_calls.sum())})  # failed rows paid too
     return pd.DataFrame(out)
 
 
