@@ -14,9 +14,8 @@ file as ``batch_expired``); ``"failed_lines"`` (every second line answered with 
 ``batch_cancelled``); ``"failed"`` (validation fails: status failed, ``errors`` naming line 1, no output). Faults of
 ``POST /v1/batches`` are scripted per request (``create_faults=["lost"]``; none after the script): ``"lost"`` (the
 batch is created but the reply is an HTTP 500, as when it is lost on the way), ``"refused"`` (an HTTP 503, nothing
-created). It counts
-uploads, created batches, retrievals and listings (pages of the batch list), keeps every uploaded file and the Authorization headers it received;
-``paused`` holds every batch where it is.
+created). It counts uploads, created batches, retrievals and listings (pages of the batch list), keeps every
+uploaded file and the Authorization headers it received; ``paused`` holds every batch where it is.
 
 It does not check credentials, expire anything by the clock, or run any endpoint but chat completions in a batch.
 """

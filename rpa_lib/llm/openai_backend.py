@@ -163,7 +163,7 @@ class OpenAILLM(LLM):
         """The most ``req`` can cost in its mode now or, under ``auto``, any mode it may fall back to in this call."""
         mode = self.mode_for(req.kind)
         chain = modes.CHAINS.get(req.kind, ())
-        auto = {"choose": self.choose_mode, "structured": self.structured_mode}.get(req.kind) == "auto"
+        auto = self._configured(req.kind) == "auto"
         bounds = [body_tokens(self.body(req, m), most=True) for m in (chain[chain.index(mode):] if auto else [mode])]
         return max(i for i, _ in bounds), max(o for _, o in bounds)
 
@@ -277,9 +277,12 @@ class OpenAILLM(LLM):
         self.usage.record_retry(retries)
         return retries + 1
 
+    def _configured(self, kind: str) -> str | None:
+        return {"choose": self.choose_mode, "structured": self.structured_mode}.get(kind)
+
     def mode_for(self, kind: str) -> str | None:
         """How a round trip of ``kind`` is asked now: the configured or negotiated mode (None for a chat)."""
-        configured = {"choose": self.choose_mode, "structured": self.structured_mode}.get(kind)
+        configured = self._configured(kind)
         return None if configured is None else modes.current(self.base_url, self.model, kind, configured)
 
     def body(self, req: Request, mode: str | None) -> dict:
@@ -339,7 +342,7 @@ class OpenAILLM(LLM):
 
     def _negotiated(self, req: Request) -> Raw:
         """``req`` sent in this server's current mode for its kind; on a capability answer, in the next mode."""
-        configured = self.choose_mode if req.kind == "choose" else self.structured_mode
+        configured = self._configured(req.kind)
         while True:
             mode = self.mode_for(req.kind)
             try:
