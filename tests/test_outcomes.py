@@ -106,10 +106,15 @@ def test_per_character_shares_get_no_mcnemar_and_no_exact_interval():
     per = pd.DataFrame([{"embedder": "e", "splitter": s, "set": "paper", "k": 1, "character": f"c{i}",
                          "recall": v, "all_found": v, "eir_body": v} for i, v in enumerate(share)
                         for s, v in (("Vanilla", v), ("ACTS", v + 0.2))])
-    got = compare(evidence_recall_outcomes(per)).set_index("outcome").loc["all_found"]
+    got = compare(evidence_recall_outcomes(per)).set_index("outcome").loc["all_found_share"]
     assert got.test_item == "Wilcoxon signed-rank (items)" and got.only_reference == 8
     assert got.p_item == pytest.approx(0.0078125)  # exact two-sided, 8 of 8 negative
     assert "exact_low" not in summarize(evidence_recall_outcomes(per))
+    # shares that happen to be 0 or 1 (every question of a character found, or none) are still shares
+    whole = per.assign(all_found=(per.all_found > 0.25).astype(float))
+    got = compare(evidence_recall_outcomes(whole)).set_index("outcome").loc["all_found_share"]
+    assert got.test_item == "Wilcoxon signed-rank (items)"
+    assert "exact_low" not in summarize(evidence_recall_outcomes(whole))
 
 
 def test_repeats_are_averaged_per_item_before_pairing():

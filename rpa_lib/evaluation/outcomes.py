@@ -114,10 +114,12 @@ def similarity_outcomes(per_character: pd.DataFrame) -> pd.DataFrame:
 
 
 def evidence_recall_outcomes(per_character: pd.DataFrame) -> pd.DataFrame:
-    """Evidence recall and EIR per character at each k (task ``"<qa set>, k=<k>"``, method: the splitter)."""
+    """Evidence recall and EIR per character at each k (task ``"<qa set>, k=<k>"``, method: the splitter). Per
+    character, ``all_found`` is the share of questions whose evidence was all found: outcome ``all_found_share``, never
+    0/1 statistics, even where every share happens to be 0 or 1."""
     d = per_character.assign(task=per_character.set + ", k=" + per_character.k.astype(str),
-                             method=per_character.splitter, item="all")
-    return _retrieval(d, ["recall", "all_found", "eir_body"], "evidence_recall")
+                             method=per_character.splitter, item="all", all_found_share=per_character.all_found)
+    return _retrieval(d, ["recall", "all_found_share", "eir_body"], "evidence_recall")
 
 
 def budget_outcomes(scores: pd.DataFrame) -> pd.DataFrame:
@@ -177,9 +179,8 @@ def _keys(df: pd.DataFrame) -> list[str]:
 
 
 def is_binary(outcome: str, *values: pd.Series) -> bool:
-    """``outcome`` is a 0/1 outcome and every value given is 0 or 1 (NaN aside): per-character ``all_found`` is a
-    share of questions, and McNemar on shares counts no discordant pair. ``is_binary("acc", pd.Series([1, 0.5]))``
-    is False."""
+    """``outcome`` is a 0/1 outcome by name and every value given is 0 or 1 (NaN aside): an item's mean over repeated
+    runs is not 0/1. ``is_binary("acc", pd.Series([1, 0.5]))`` is False."""
     return outcome in BINARY and all(v.dropna().isin([0, 1]).all() for v in values)
 
 
