@@ -71,3 +71,57 @@ def test_verdict_direction_is_the_sign_tests(tmp_path):
     by = claims_table(tmp_path)[0].set_index("claim_id")
     assert by.ours_difference["T6-acc-naive"] > 0 and by.ours_p_character["T6-acc-naive"] == pytest.approx(22 / 1024)
     assert by.ours_verdict["T6-acc-naive"].startswith("mixed: contradicted by characters (1 for, 9 against)")
+
+
+def _verdicts(folder, per_character, methods=("naive_rag",), llm="fake"):
+    """qa_verdicts.csv: per character (amadeus right, each other method right) of its questions, all with the same
+    LLM unless ``llm`` is a dict {character: LLM}."""
+    rows = []
+    for char, n, (amadeus, other) in per_character:
+        for q in range(n):
+            for method, right in (("amadeus", q < amadeus), *((m, q < other) for m in methods)):
+                rows.append({"task": "CharacterRAG", "method": method, "character": char, "question_id": f"{char}{q}",
+                             "metric": "acc", "value": int(right), "status": "ok",
+                             "llm": llm[char] if isinstance(llm, dict) else llm, "judge": "fake", "embedder": "hash"})
+    (folder / "qa_verdicts.csv").unlink(missing_ok=True)
+    pd.DataFrame(rows).to_csv(folder / "qa_verdicts.csv", index=False)
+    return claims_table(folder)[0].set_index("claim_id")
+
+
+def test_a_sign_test_whose_interval_includes_0_is_noise(tmp_path):
+    # nine characters better by one question of ten, one worse by eight: the sign test gives p = 0.021 and the mean
+    # is positive, but resampling characters gives an interval across 0
+    by = _verdicts(tmp_path, [*[(f"c{i}", 10, (6, 5)) for i in range(9)], ("c9", 10, (1, 9))])
+    assert by.ours_p_character["T6-acc-naive"] == pytest.approx(22 / 1024) and by.ours_difference["T6-acc-naive"] > 0
+    assert by.ours_low["T6-acc-naive"] < 0 < by.ours_high["T6-acc-naive"]
+    v = by.ours_verdict["T6-acc-naive"]
+    assert v.startswith(NOISE) and "includes 0" in v, v
+    # the same split with the worse character only one question worse: the interval excludes 0, supported
+    by = _verdicts(tmp_path, [*[(f"c{i}", 10, (6, 5)) for i in range(9)], ("c9", 10, (4, 5))])
+    assert by.ours_low["T6-acc-naive"] > 0 and by.ours_verdict["T6-acc-naive"].startswith(SUPPORTED)
+
+
+def test_verdicts_rest_on_p_adjusted_over_the_claims(tmp_path):
+    split = [*[(f"c{i}", 4, (3, 2)) for i in range(9)], ("c9", 4, (1, 2))]  # 9 characters for, 1 against: p = 0.021
+    alone = _verdicts(tmp_path, split)
+    assert alone.ours_p_character_holm["T6-acc-naive"] == pytest.approx(22 / 1024)
+    assert alone.ours_verdict["T6-acc-naive"].startswith(SUPPORTED)
+    three = _verdicts(tmp_path, split, methods=("naive_rag", "crag", "lightrag"))  # three claims, one family
+    for claim in ("T6-acc-naive", "T6-acc-crag", "T6-acc-lightrag"):
+        assert three.ours_p_character[claim] == pytest.approx(22 / 1024)
+        assert three.ours_p_character_holm[claim] == pytest.approx(3 * 22 / 1024)
+        assert three.ours_verdict[claim].startswith(NOISE) and "Holm over the claims 0.0645" in three.ours_evidence[claim]
+
+
+def test_comparisons_of_two_llms_are_told_apart(tmp_path):
+    tmp = tmp_path / "two"
+    tmp.mkdir()
+    one = _verdicts(tmp_path, [(f"c{i}", 4, (4, 0)) for i in range(8)], llm="GPT")
+    other = pd.read_csv(tmp_path / "qa_verdicts.csv").assign(llm="Qwen")
+    other["value"] = 1 - other.value  # the other LLM: AMADEUS always wrong, Naive RAG always right
+    pd.concat([pd.read_csv(tmp_path / "qa_verdicts.csv"), other]).to_csv(tmp / "qa_verdicts.csv", index=False)
+    by = claims_table(tmp)[0].set_index("claim_id")
+    assert one.ours_verdict["T6-acc-naive"].startswith(SUPPORTED)
+    evidence, v = by.ours_evidence["T6-acc-naive"], by.ours_verdict["T6-acc-naive"]
+    assert "hash, GPT: amadeus - naive_rag = +1" in evidence and "hash, Qwen: amadeus - naive_rag = -1" in evidence
+    assert v.startswith("mixed: hash, GPT: supported; hash, Qwen: contradicted") and v.endswith("(GPT, Qwen, hash)")

@@ -65,6 +65,13 @@ def test_cluster_bootstrap_one_cluster_is_nan_with_a_reason():
     assert math.isnan(cluster_bootstrap([], []).estimate)
 
 
+def test_cluster_bootstrap_of_equal_character_means_is_nan_not_a_zero_width_interval():
+    # two characters at 0.5 each, the items within them split: every resample gives 0.5, which is no 95% interval
+    got = cluster_bootstrap([0, 1, 0, 1, 1, 0, 0, 1], list("aaaabbbb"))
+    assert got.estimate == 0.5 and math.isnan(got.low) and math.isnan(got.high)
+    assert got.reason.startswith("every character has the same mean")
+
+
 def test_cluster_bootstrap_is_deterministic_and_covers_the_mean():
     rng = np.random.default_rng(1)
     values, clusters = rng.integers(0, 2, 300), np.repeat(np.arange(15), 20)

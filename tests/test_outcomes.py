@@ -125,3 +125,18 @@ def test_repeats_are_averaged_per_item_before_pairing():
     assert s.n_repeats["amadeus"] == 2 and s.score["amadeus"] == 0.5
     row = compare(out).set_index(["method", "reference"]).loc[("naive_rag", "amadeus")]
     assert row.n_pairs == 4 and row.difference == 0 and row.test_item == "Wilcoxon signed-rank (items)"
+
+
+def test_repeated_runs_of_a_0_1_item_are_one_item_for_the_exact_interval():
+    """Ten identical runs of five items are five items: Clopper-Pearson of 5, not of 50 independent answers."""
+    base = [1, 0, 1, 1, 0, 1, 1, 0, 1, 1]
+    rows = [{"table": "t6", "task": "T", "method": "amadeus", "character": f"c{j // 5}", "item": str(j),
+             "repeat": r, "outcome": "acc", "value": float(v)} for r in range(10) for j, v in enumerate(base)]
+    one, ten = (summarize(pd.DataFrame([x for x in rows if x["repeat"] < n]).reindex(columns=COLUMNS)).iloc[0]
+                for n in (1, 10))
+    assert (one.n_items, ten.n_items, ten.n_repeats) == (10, 10, 10)
+    assert (ten.exact_low, ten.exact_high) == (one.exact_low, one.exact_high)
+    # two runs that disagree on an item: its mean is 0.5, no 0/1 item, no exact interval
+    split = pd.DataFrame([x for x in rows if x["repeat"] < 2]).reindex(columns=COLUMNS)
+    split.loc[(split.repeat == 1) & (split.item == "0"), "value"] = 0.0
+    assert "exact_low" not in summarize(split) or summarize(split).exact_low.isna().all()

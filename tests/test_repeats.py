@@ -88,7 +88,7 @@ def test_two_runs_are_pooled_with_the_cluster_bootstrap(two_runs):
     # bootstrap can only draw (a, a), (a, b), (b, a) or (b, b), each a quarter or a half, so its 95% interval runs
     # from one character's mean over both runs to the other's
     per_character = verdicts.groupby("character").value.mean()
-    assert s.n_repeats == 2 and s.n_items == 8 and s.n_characters == 2
+    assert s.n_repeats == 2 and s.n_items == 4 and s.n_characters == 2  # items, each with its two runs
     assert s.score == pytest.approx(verdicts.value.mean())
     assert (s.ci_low, s.ci_high) == pytest.approx((per_character.min(), per_character.max()))
     # Table 6 pools them alike, and says how many runs it pooled

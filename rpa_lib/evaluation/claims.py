@@ -88,13 +88,20 @@ def verdict(p: float, favours: bool, n_characters: int) -> str:
     return NOISE
 
 
-def character_verdict(p: float, n_characters: int, toward: int, against: int, mean_toward: bool) -> str:
+def character_verdict(p: float, n_characters: int, toward: int, against: int, mean_toward: bool,
+                      interval: tuple[float, float] = (float("nan"), float("nan"))) -> str:
     """:func:`verdict` in the direction the sign test tests (``toward`` characters for the claim, ``against`` it),
     "mixed" where that verdict is not noise and the mean difference over items points the other way (nine characters
-    slightly worse, one much better). ``character_verdict(0.02, 10, 9, 1, False)`` starts with "mixed"."""
+    slightly worse, one much better), and noise where the 95% interval of the difference in the claim's favour
+    (``interval``: low, high; NaN when there is none, e.g. every character with the same mean) includes 0.
+    ``character_verdict(0.02, 10, 9, 1, False)`` starts with "mixed"."""
     v = verdict(p, toward > against, n_characters)
     if v in (SUPPORTED, CONTRADICTED) and mean_toward != (toward > against):
-        v = f"mixed: {v} by characters ({toward} for, {against} against), the mean difference over items the other way"
+        return f"mixed: {v} by characters ({toward} for, {against} against), the mean difference over items the other way"
+    low, high = interval
+    if v in (SUPPORTED, CONTRADICTED) and low <= 0 <= high:
+        return (f"{NOISE} (the sign test gives p = {_p(p)} with {toward} characters for, {against} against, but the "
+                f"95% interval of the difference [{_p(low)}, {_p(high)}] includes 0)")
     return v
 
 
@@ -146,11 +153,13 @@ def _paper_evidence(claim: Claim, personality: pd.DataFrame, dataset: Dataset | 
                         & (personality.reference == paper_name(claim.reference))].iloc[0]
         text = (f"{r.only_method} vs {r.only_reference} discordant dimensions of {r.n_pairs} (exact McNemar p = "
                 f"{_p(r.p_item)}, Holm {_p(r.p_item_holm)}); by character {r.characters_better} better, "
-                f"{r.characters_worse} worse (sign test p = {_p(r.p_character)})")
+                f"{r.characters_worse} worse (sign test p = {_p(r.p_character)}, Holm over the paper's Tables 4-5 "
+                f"claims {_p(r.p_character_holm)})")
         return {"paper_evidence": text, "paper_difference": r.difference, "paper_low": r.diff_low,
                 "paper_high": r.diff_high, "paper_p_item": r.p_item, "paper_p_character": r.p_character,
-                "paper_verdict": character_verdict(r.p_character, PAPER_CHARACTERS, r.characters_better,
-                                                   r.characters_worse, r.difference > 0)
+                "paper_p_character_holm": r.p_character_holm,
+                "paper_verdict": character_verdict(r.p_character_holm, PAPER_CHARACTERS, r.characters_better,
+                                                   r.characters_worse, r.difference > 0, (r.diff_low, r.diff_high))
                 + (f" (dimension-level p = {_p(r.p_item)} treats the {r.n_pairs} dimensions as independent)"
                    if r.p_item < ALPHA <= r.p_character else "")}
     if claim.table == "table6_roleplay":
@@ -206,7 +215,25 @@ def _paper_evidence(claim: Claim, personality: pd.DataFrame, dataset: Dataset | 
             "paper_verdict": "not testable: no per-character rates printed"}
 
 
-def _ours(claim: Claim, paired: pd.DataFrame, summary: pd.DataFrame, run: dict) -> dict:
+def _hits(claim: Claim, paired: pd.DataFrame) -> pd.DataFrame:
+    """The rows of ``paired`` that compare the claim's two methods on its table, outcome and task."""
+    names = {claim.method.lower(), claim.reference.lower()}
+    return paired[(paired.table == claim.table) & (paired.outcome == claim.outcome)
+                  & ((paired.task == claim.task) if claim.task else True)
+                  & paired.method.str.lower().isin(names) & paired.reference.str.lower().isin(names)]
+
+
+def claim_hits(paired: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """Per comparison claim, its rows of ``paired`` with ``p_claims_holm``: the character-level p adjusted by Holm
+    over every comparison that tests a claim (the claims are one family: their verdicts rest on these p)."""
+    if paired.empty:
+        return {}
+    family = pd.concat({c.id: _hits(c, paired) for c in CLAIMS if c.reference})
+    family["p_claims_holm"] = holm(family.p_character)
+    return {claim_id: g.droplevel(0) for claim_id, g in family.groupby(level=0, sort=False)}
+
+
+def _ours(claim: Claim, hits: dict[str, pd.DataFrame], summary: pd.DataFrame, run: dict) -> dict:
     if not claim.reference:  # a level, not a comparison
         s = summary[(summary.table == claim.table) & (summary.outcome == claim.outcome)
                     & ((summary.method == claim.method) if claim.method else True)]
@@ -217,32 +244,37 @@ def _ours(claim: Claim, paired: pd.DataFrame, summary: pd.DataFrame, run: dict) 
         return {"ours_evidence": text, "ours_n_characters": int(s.n_characters.max()),
                 "ours_verdict": "not testable: a level without a threshold; see the interval"
                 + (f" ({run['llm']})" if run.get("llm") else "")}
-    names = {claim.method.lower(), claim.reference.lower()}
-    hit = paired[(paired.table == claim.table) & (paired.outcome == claim.outcome)
-                 & ((paired.task == claim.task) if claim.task else True)
-                 & paired.method.str.lower().isin(names) & paired.reference.str.lower().isin(names)]
+    hit = hits.get(claim.id, pd.DataFrame())
     if hit.empty:
         return {"ours_evidence": "-", "ours_verdict": f"not testable with this run: no paired comparison of "
                 f"{claim.method} and {claim.reference} in it (one of them not run, or the two not paired)"}
     rows, verdicts, first = [], [], {}
+    # each comparison named by what tells it apart: the task (Table 1's embedders), else the embedder, and any label
+    # (LLM, judge) that differs between the comparisons of this claim
+    varying = [c for c in ("llm", "judge") if c in hit and hit[c].nunique() > 1]
     for r in hit.itertuples():
         sign = 1 if r.method.lower() == claim.method.lower() else -1  # the claim's method minus its reference
         diff, low, high = sign * r.difference, *sorted((sign * r.diff_low, sign * r.diff_high))
-        toward, against = (r.characters_better, r.characters_worse)[::sign * (1 if claim.higher_is_better else -1)]
-        label = r.task if claim.task is None else r.embedder if isinstance(getattr(r, "embedder", None), str) else ""
+        favour = 1 if claim.higher_is_better else -1
+        toward, against = (r.characters_better, r.characters_worse)[::sign * favour]
+        parts = [r.task if claim.task is None else getattr(r, "embedder", None), *(getattr(r, c) for c in varying)]
+        label = ", ".join(x for x in parts if isinstance(x, str))
         rows.append(f"{label + ': ' if label else ''}{claim.method} - {claim.reference} = {diff + 0.0:+.3g} "
                     f"[{_p(low)}, {_p(high)}], {r.n_pairs} pairs, {plural(int(r.n_characters), 'character')}, item p "
-                    f"{_p(r.p_item)} ({r.test_item.split(' (')[0]}), character p {_p(r.p_character)}")
-        verdicts.append((label, character_verdict(r.p_character, r.n_characters, toward, against,
-                                                  diff > 0 if claim.higher_is_better else diff < 0)))
+                    f"{_p(r.p_item)} ({r.test_item.split(' (')[0]}), character p {_p(r.p_character)} (Holm over "
+                    f"the claims {_p(r.p_claims_holm)})")
+        verdicts.append((label, character_verdict(r.p_claims_holm, r.n_characters, toward, against, favour * diff > 0,
+                                                  tuple(sorted((favour * low, favour * high))))))
         first = first or {"ours_difference": diff, "ours_low": low, "ours_high": high, "ours_p_item": r.p_item,
-                          "ours_p_character": r.p_character, "ours_n_characters": r.n_characters}
+                          "ours_p_character": r.p_character, "ours_p_character_holm": r.p_claims_holm,
+                          "ours_n_characters": r.n_characters}
     plain = {v for _, v in verdicts}
     v = plain.pop() if len(plain) == 1 else "mixed: " + "; ".join(f"{k}: {v}" if k else v for k, v in verdicts)
     if claim.table in NO_LLM:
         caveat = f" (embedders {', '.join(hit.task)}; not the paper's; no LLM)"
     else:
-        caveat = f" ({run['llm']}, {run['embedder']})" if run.get("llm") else ""
+        used = [v for c in ("llm", "embedder") if c in hit for v in dict.fromkeys(hit[c].dropna().astype(str))]
+        caveat = f" ({', '.join(used)})" if used else ""
     return {"ours_evidence": "; ".join(rows), **first, "ours_verdict": v + caveat}
 
 
@@ -262,16 +294,18 @@ def claims_table(results_dir: Path, dataset: Dataset | None = None) -> tuple[pd.
     summary = summarize(outcomes) if len(outcomes) else pd.DataFrame()
     personality = paper_personality_tests(ds)
     run = run_labels(outcomes)
+    hits = claim_hits(paired)
     rows = []
     for c in CLAIMS:
         row = {"claim_id": c.id, "source": c.source, "claim": c.claim, "direction": 1 if c.higher_is_better else -1,
                **_paper_evidence(c, personality, ds)}
-        row.update(_ours(c, paired, summary, run) if len(outcomes) else
+        row.update(_ours(c, hits, summary, run) if len(outcomes) else
                    {"ours_evidence": "-", "ours_verdict": "not testable with this run: no committed per-item files"})
         rows.append(row)
     cols = ["claim_id", "source", "claim", "paper_evidence", "paper_verdict", "ours_evidence", "ours_verdict",
-            "paper_difference", "paper_low", "paper_high", "paper_p_item", "paper_p_character", "ours_difference",
-            "ours_low", "ours_high", "ours_p_item", "ours_p_character", "ours_n_characters", "direction"]
+            "paper_difference", "paper_low", "paper_high", "paper_p_item", "paper_p_character", "paper_p_character_holm",
+            "ours_difference", "ours_low", "ours_high", "ours_p_item", "ours_p_character", "ours_p_character_holm",
+            "ours_n_characters", "direction"]
     return pd.DataFrame(rows).reindex(columns=cols), paired
 
 

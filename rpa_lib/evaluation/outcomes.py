@@ -185,18 +185,20 @@ def is_binary(outcome: str, *values: pd.Series) -> bool:
 
 
 def summarize(outcomes: pd.DataFrame) -> pd.DataFrame:
-    """Per (table, task, outcome, labels, method): the score with its cluster-bootstrap interval and counts; for 0/1
-    outcomes (:func:`is_binary`) also Clopper-Pearson's ``exact_low``/``exact_high`` (items as independent)."""
+    """Per (table, task, outcome, labels, method): the score with its cluster-bootstrap interval and counts
+    (``n_items``: distinct (character, item)s, each with all its runs); for 0/1 outcomes (:func:`is_binary` on each
+    item's mean over its runs, so one run each) also Clopper-Pearson's ``exact_low``/``exact_high`` (items as
+    independent; repeated runs of an item are not further items)."""
     rows, keys = [], [*_keys(outcomes), "method"]
     for key, g in outcomes.groupby(keys, sort=False, dropna=False):
         ci = cluster_bootstrap(g.value, g.character)
+        per_item = g.groupby(["character", "item"], sort=False).value.mean().dropna()
         row = dict(zip(keys, key, strict=True))
         row.update(score=ci.estimate, ci_low=ci.low, ci_high=ci.high, interval=BOOTSTRAP, note=ci.reason,
-                   n_items=ci.n_items, n_failed=int(g.value.isna().sum()), n_characters=ci.n_clusters,
+                   n_items=len(per_item), n_failed=int(g.value.isna().sum()), n_characters=ci.n_clusters,
                    n_repeats=int(g.repeat.nunique()))
-        if is_binary(row["outcome"], g.value):
-            v = g.value.dropna()
-            ex = clopper_pearson(int(v.sum()), len(v))
+        if is_binary(row["outcome"], per_item):
+            ex = clopper_pearson(int(per_item.sum()), len(per_item))
             row.update(exact_low=ex.low, exact_high=ex.high, exact_interval=EXACT)
         rows.append(row)
     return pd.DataFrame(rows)

@@ -55,8 +55,9 @@ def cluster_bootstrap(values, clusters=None, confidence: float = CONFIDENCE, n_r
     estimate = float(values.mean())
     if k < 2:
         return Interval(estimate, math.nan, math.nan, BOOTSTRAP, n, k, "1 character: no cluster interval")
-    if np.allclose(sums / counts, sums[0] / counts[0]):
-        return Interval(estimate, estimate, estimate, BOOTSTRAP, n, k, "every character has the same mean")
+    if np.allclose(sums / counts, sums[0] / counts[0]):  # every resample gives the estimate: a width of 0 is no 95%
+        return Interval(estimate, math.nan, math.nan, BOOTSTRAP, n, k,
+                        "every character has the same mean: no spread between characters to resample")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         res = stats.bootstrap((sums, counts), lambda s, c, axis=-1: s.sum(axis=axis) / c.sum(axis=axis), paired=True,
