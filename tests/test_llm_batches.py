@@ -341,3 +341,85 @@ def test_a_batch_is_looked_for_among_those_created_since_its_part_not_the_whole_
         ours = server.create("file-ours", ENDPOINT, "24h")
         server.create("file-newer", ENDPOINT, "24h")["created_at"] = None  # a server that leaves it out: read on
         assert _find(client, part).id == ours["id"]
+
+
+def test_a_kill_between_the_ledgers_part_and_its_request_file_is_resumed(tmp_path, monkeypatch):
+    lines = [request(i) for i in range(3)]
+    write = Path.write_text
+
+    def killed(path, *args, **kwargs):
+        if path.name.startswith("requests-"):
+            raise Killed
+        return write(path, *args, **kwargs)
+
+    with BatchServer() as server:
+        client = client_for(server)
+        monkeypatch.setattr(Path, "write_text", killed)
+        with pytest.raises(Killed):
+            run(lines, tmp_path, client, progress=False)
+        monkeypatch.setattr(Path, "write_text", write)
+        assert not list(tmp_path.rglob("requests-*"))  # nothing half written
+        results = run(lines, tmp_path, client, progress=False)  # the part is in the ledger, its file written now
+        assert (server.uploads, server.created) == (1, 1)
+    assert sorted(results) == [line["custom_id"] for line in lines] and all("body" in r for r in results.values())
+
+
+def test_a_batch_is_booked_before_it_is_marked_collected(tmp_path, monkeypatch):
+    """A kill between the two leaves the cost booked (booked again by the restart, an over-count), never unbooked."""
+    from rpa_lib.llm.batch_ledger import Ledger
+
+    lines = [request(i, model="gpt-4.1") for i in range(3)]
+    collect = Ledger.collect
+
+    def killed(*args, **kwargs):
+        raise Killed
+
+    with BatchServer() as server:
+        client = client_for(server)
+        monkeypatch.setattr(Ledger, "collect", killed)
+        with pytest.raises(Killed):
+            run(lines, tmp_path, client, progress=False, budget=Budget(1.0, tmp_path / "budget.json"))
+        monkeypatch.setattr(Ledger, "collect", collect)
+        paid = json.loads((tmp_path / "budget.json").read_text())["spent"]
+        run(lines, tmp_path, client, progress=False, budget=Budget(1.0, tmp_path / "budget.json"))
+        assert server.created == 1
+    assert paid == pytest.approx(summary(tmp_path)["usd"]) and paid > 0
+
+
+class _EchoesTheKey(threading.Thread):
+    """A server that refuses every request with a 401 whose message repeats the Authorization header it got."""
+
+    def __init__(self):
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        class Refuse(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                body = json.dumps({"error": {"message": f"bad key: {self.headers['Authorization']}"}}).encode()
+                self.send_response(401)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            do_GET = do_POST
+
+        self.http = ThreadingHTTPServer(("127.0.0.1", 0), Refuse)
+        self.base_url = f"http://127.0.0.1:{self.http.server_address[1]}/v1"
+        super().__init__(target=self.http.serve_forever, daemon=True)
+
+
+def test_a_batch_servers_error_never_shows_the_key(tmp_path):
+    key = "sk-batch-secret-0123456789"
+    server = _EchoesTheKey()
+    server.start()
+    try:
+        client = openai.OpenAI(base_url=server.base_url, api_key=key, max_retries=0)
+        with pytest.raises(LLMFatalError, match=r"401.*bad key: Bearer \*\*\*.*run again to resume") as caught:
+            run([request(0)], tmp_path, client, progress=False)
+    finally:
+        server.http.shutdown()
+    assert key not in str(caught.value) and caught.value.__cause__ is None and caught.value.__context__ is None

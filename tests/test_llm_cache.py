@@ -81,6 +81,10 @@ def test_the_key_covers_the_whole_request(tmp_path):
     for variant in variants:  # and all of them hit now
         assert llm.chat(user("q"), **{**base, **variant}).cached
     assert rule.calls == 11
+    # the same numbers written as another type are the same request: temperature 0 is 0.0, max_tokens 256.0 is 256
+    assert llm.chat(user("q"), temperature=0, max_tokens=256.0, seed=0.0).cached
+    assert llm.structured(user("q"), {"type": "object"}, temperature=0, max_tokens=512.0).cached
+    assert rule.calls == 11
 
 
 def test_key_ignores_credentials_so_a_new_key_still_hits(tmp_path):

@@ -8,6 +8,7 @@ notebook kernels (a few seconds each).
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import sqlite3
@@ -18,7 +19,7 @@ import pytest
 
 from benchmarks.mock_server import MockServer
 from rpa_lib import paths
-from rpa_lib.llm import PRICES, FakeLLM, LLMFatalError, RetryPolicy, get_llm
+from rpa_lib.llm import PRICES, FakeLLM, LLMFatalError, LLMNoValidAnswer, RetryPolicy, get_llm
 from rpa_lib.llm.base import Request
 from rpa_lib.llm.budget import Budget, BudgetExceeded, estimate_tokens, model_price
 from rpa_lib.llm.plan import PlanLLM
@@ -121,6 +122,19 @@ def test_the_stand_in_keys_like_the_real_backend_reads_its_cache_and_calls_nothi
     assert records[3]["in"] == estimate_tokens(Request("chat", user("a second new one " + "y" * 400)))[0]
 
 
+def test_a_failure_cached_after_fewer_attempts_is_planned_as_paid(tmp_path):
+    """A failure stored after one attempt is replayed only to a call allowing no more; one allowing three is sent
+    again by the run, so the plan counts it to pay."""
+    real = FakeLLM(lambda kind, messages, spec: "maybe", cache=tmp_path / "llm.sqlite")  # never one of the options
+    with pytest.raises(LLMNoValidAnswer):
+        real.choose(user("yes or no?"), ["yes", "no"], max_retries=0)
+    plan = PlanLLM(real, tmp_path / "plan.jsonl")
+    for retries in (0, 2):
+        with pytest.raises(LLMNoValidAnswer):
+            plan.choose(user("yes or no?"), ["yes", "no"], max_retries=retries)
+    assert [r["cached"] for r in read_jsonl(tmp_path / "plan.jsonl")] == [True, False]
+
+
 # ---------------------------------------------------------------- the plan of a profile, end to end
 
 
@@ -216,6 +230,37 @@ def test_calls_in_flight_near_the_limit_never_take_the_budget_past_it():
         with pytest.raises(BudgetExceeded):
             llm.map(lambda q: llm.choose(user(q), ["yes", "no"]).text, questions, progress=False)
         assert server.requests > 1 and 0 < budget.spent <= 0.004
+
+
+HOLDER = """
+import sys
+from pathlib import Path
+from rpa_lib.llm.budget import Budget
+Budget(1.0, Path(sys.argv[1])).hold(0.9, "the other process")
+print("held", flush=True)
+sys.stdin.read()  # holds until killed
+"""
+
+
+def test_processes_sharing_a_ledger_count_each_others_holds_and_a_dead_one_holds_nothing(tmp_path):
+    import subprocess
+    import sys
+
+    ledger = tmp_path / "budget.json"
+    other = subprocess.Popen([sys.executable, "-c", HOLDER, str(ledger)], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        assert other.stdout.readline().strip() == "held"
+        here = Budget(1.0, ledger)
+        with pytest.raises(BudgetExceeded, match=r"\$0.9000 by other processes"):
+            here.hold(0.2, "this process")
+        held = here.hold(0.1, "this process")  # within the limit with the other's hold
+    finally:
+        other.kill()
+        other.wait()
+    here.settle(held, 0.1)
+    here.settle(here.hold(0.85, "after the other died"), 0.0)  # a killed process holds nothing
+    assert here.spent == pytest.approx(0.1) and json.loads(ledger.read_text())["held"] == {}
 
 
 def test_a_model_with_no_price_is_refused_under_a_budget_and_free_backends_are_not_limited(tmp_path, monkeypatch):

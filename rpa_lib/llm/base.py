@@ -108,8 +108,8 @@ class LLM:
              sample: int = 0, name: str | None = None, allow_empty: bool = False, max_retries: int = 2) -> Reply:
         """A free-text reply; a blank one (unless ``allow_empty``) is re-asked up to ``max_retries`` times, then
         :class:`LLMNoValidAnswer`."""
-        req = Request("chat", _checked(messages), temperature, max_tokens, seed, sample + self.repeat,
-                      allow_empty=allow_empty)
+        req = Request("chat", _checked(messages), float(temperature), int(max_tokens), int(seed), sample + self.repeat,
+                      allow_empty=allow_empty)  # numbers as one type each: temperature=0 and 0.0 share a cache key
         return self._call(req, name, max_retries)
 
     def choose(self, messages: list[dict], options: list[str], *, seed: int = 0, sample: int = 0,
@@ -119,15 +119,15 @@ class LLM:
         options = [str(o) for o in options]
         if not options or len(set(options)) != len(options):
             raise ValueError(f"options must be non-empty and distinct: {options!r}")
-        req = Request("choose", _checked(messages), 0.0, 0, seed, sample + self.repeat, options=options)
+        req = Request("choose", _checked(messages), 0.0, 0, int(seed), sample + self.repeat, options=options)
         return self._call(req, name, max_retries)
 
     def structured(self, messages: list[dict], schema: dict, *, max_tokens: int = 512, max_retries: int = 2,
                    seed: int = 0, sample: int = 0, temperature: float = 0.0, name: str | None = None) -> Reply:
         """A JSON object valid against ``schema`` (``Reply.data``), re-asking up to ``max_retries`` times, then
         :class:`LLMNoValidAnswer`."""
-        req = Request("structured", _checked(messages), temperature, max_tokens, seed, sample + self.repeat,
-                      schema=schema)
+        req = Request("structured", _checked(messages), float(temperature), int(max_tokens), int(seed),
+                      sample + self.repeat, schema=schema)
         return self._call(req, name, max_retries)
 
     def map(self, fn: Callable[[Any], Any], items: Iterable[Any], *, desc: str = "llm", workers: int | None = None,
@@ -177,8 +177,8 @@ class LLM:
         where a backend knows what it sends."""
         return estimate_tokens(req)
 
-    def _calling(self, req: Request, fields: dict, key: str) -> None:
-        """Told of every call before its cache lookup (a dry run's stand-in records it here)."""
+    def _calling(self, req: Request, fields: dict, key: str, attempts: int) -> None:
+        """Told of every call before its cache lookup, allowed ``attempts`` (a dry run's stand-in records it here)."""
 
     def _scrub(self, text: str) -> str:
         """``text`` with any credential removed; backends that hold one override this."""
@@ -207,7 +207,7 @@ class LLM:
         once), re-asking up to ``max_retries`` times."""
         what = _call_name(req.kind, name, req.messages)
         fields, key = self._keys(req)
-        self._calling(req, fields, key)
+        self._calling(req, fields, key, max_retries + 1)
         start = time.monotonic()
         stored = self._stored(fields, key, max_retries + 1)
         if stored is None and self._inflight is not None:

@@ -126,14 +126,21 @@ def run_round(lines: list[dict], *, mode: str, folder: Path, client: Any = None,
     if repeated:
         raise ValueError(f"custom ids must be unique in a round; repeated: {repeated[:5]}")
     ledger = Ledger(Path(folder))
+    model = str(lines[0]["body"].get("model", ""))
+    engine = _OpenAI(client, model, budget) if mode == "openai" else _Files(model)
     try:
         round_n = ledger.open_round(round_key(ids, mode), mode)
-        model = str(lines[0]["body"].get("model", ""))
-        engine = _OpenAI(client, model, budget) if mode == "openai" else _Files(model)
-        _answer(lines, ledger, round_n, engine, _Setup(Path(folder), progress, poll_seconds, limits))
-        results = ledger.results(round_n, ids)
-        ledger.finish_round(round_n)
-        return results
+        try:
+            _answer(lines, ledger, round_n, engine, _Setup(Path(folder), progress, poll_seconds, limits))
+        except Exception as exc:
+            failure = engine.failure(exc)
+            if failure is None:
+                raise
+        else:
+            results = ledger.results(round_n, ids)
+            ledger.finish_round(round_n)
+            return results
+        raise failure  # outside the handler: the client's exception, which holds the request's headers, is not chained
     finally:
         ledger.close()
 
@@ -187,13 +194,17 @@ def _answer(lines: list[dict], ledger: Ledger, round_n: int, engine: _OpenAI | _
         todo = [line for cid, line in by_id.items()
                 if cid not in known and cid not in live and tries[cid] < MAX_SUBMISSIONS]
         for chunk in split_lines(todo, setup.limits):
-            part = ledger.add_part(round_n, [line["custom_id"] for line in chunk])
-            path = setup.file(part, "requests")
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text("".join(map(jsonl, chunk)), encoding="utf-8")
+            ledger.add_part(round_n, [line["custom_id"] for line in chunk])
         pending = [part for part in ledger.parts(round_n) if part.live]
         if not pending:
             return
+        for part in pending:  # a run killed between the ledger's part and its file leaves no file: written here
+            path = setup.file(part, "requests")
+            if not path.exists():
+                path.parent.mkdir(parents=True, exist_ok=True)
+                partial = path.with_name(path.name + ".partial")
+                partial.write_text("".join(jsonl(by_id[cid]) for cid in part.custom_ids), encoding="utf-8")
+                partial.replace(path)  # whole or absent
         engine.finish(pending, ledger, setup)
 
 
@@ -203,6 +214,21 @@ class _OpenAI:
     def __init__(self, client: Any, model: str, budget: Budget | None):
         self._client, self.model, self.budget = client, model, budget
         self._holds: dict[tuple[int, int], float] = {}  # (round, part) -> the estimate its batch holds here
+
+    def failure(self, exc: Exception) -> Exception | None:
+        """An error of the ``openai`` package as LLMFatalError, without the client's key or credentials (a server
+        may echo them); None for any other exception."""
+        import openai
+
+        if not isinstance(exc, openai.OpenAIError):
+            return None
+        headers = getattr(self._client, "default_headers", None) or {}
+        auth = str(headers.get("Authorization", ""))
+        secrets = [getattr(self._client, "api_key", None), auth, auth.partition(" ")[2]]
+        text = f"{type(exc).__name__}: {exc}"
+        for secret in sorted((x for x in secrets if x and len(x) > 3), key=len, reverse=True):
+            text = text.replace(secret, "***")
+        return LLMFatalError(f"batch transport: {text}; the round's progress is in its ledger: run again to resume")
 
     def finish(self, parts: list[Part], ledger: Ledger, setup: _Setup) -> None:
         if self._client is None:  # the backend's client: RPA_LLM_BASE_URL, OPENAI_API_KEY, its retries and timeout
@@ -274,11 +300,11 @@ class _OpenAI:
         if batch.status == "failed":
             results.update(_validation_errors(part, batch))
         kept = {cid: r for cid, r in results.items() if r is not None and cid in part.custom_ids}
-        ledger.collect(part, kept, batch.status)
-        if self.budget is not None:
+        if self.budget is not None:  # booked first: a kill between the two books it again on restart, never not at all
             answers = [r for r in kept.values() if "error" not in r]
             cost = sum(batch_cost(model, *usage) or 0.0 for model, usage in _usages(answers))
             self.budget.settle(self._holds.pop((part.round, part.n)), cost, len(answers))
+        ledger.collect(part, kept, batch.status)
 
 
 def _find(client: Any, part: Part) -> Any:
@@ -342,6 +368,10 @@ class _Files:
 
     def __init__(self, model: str):
         self.model = model
+
+    def failure(self, exc: Exception) -> Exception | None:
+        """None: no client, so nothing of the ``openai`` package to scrub."""
+        return None
 
     def finish(self, parts: list[Part], ledger: Ledger, setup: _Setup) -> None:
         folder = setup.round_dir(parts[0].round)

@@ -12,6 +12,7 @@ import fcntl
 import json
 import math
 import os
+import socket
 import threading
 from pathlib import Path
 
@@ -98,9 +99,24 @@ def estimate_tokens(req) -> tuple[int, int]:
     return _prompt_tokens(messages, sent), out
 
 
+def _alive(owner: str) -> bool:
+    """Whether the process ``owner`` ("host:pid") may still run: one on another host is taken to."""
+    host, _, pid = owner.rpartition(":")
+    if host != socket.gethostname():
+        return True
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, ValueError):
+        return True
+    return True
+
+
 class Budget:
     """``Budget(5.0, ledger)``: at most $5 for the uncached calls of every process that shares ``ledger`` (None:
-    this process only). Thread-safe; the ledger file is updated under an exclusive lock."""
+    this process only). Thread-safe; the ledger file is updated under an exclusive lock, and holds what each process
+    has in flight (``held``, by "host:pid"; a process that died on this host holds nothing)."""
 
     def __init__(self, limit: float, ledger: Path | None = None):
         self.limit, self.ledger = limit, ledger
@@ -137,19 +153,33 @@ class Budget:
     def spent(self) -> float:
         return self._update()["spent"]
 
+    def _holding(self, state: dict, held: float) -> float:
+        """Record that this process holds ``held`` in ``state``; what the other live processes hold."""
+        me = f"{socket.gethostname()}:{os.getpid()}"
+        holds = {owner: v for owner, v in state.get("held", {}).items() if owner != me and _alive(owner)}
+        others = sum(holds.values())
+        if held > 0:
+            holds[me] = held
+        state["held"] = holds
+        return others
+
     def hold(self, estimate: float, what: str, *, noun: str = "this call") -> float:
         """Hold ``estimate`` dollars (returned) for ``noun`` until it is settled; BudgetExceeded when that would pass
-        the limit."""
-        with self._lock:
-            state = self._update()
-            if state["spent"] + self._held + estimate > self.limit:
+        the limit with what is spent and what every process sharing the ledger holds."""
+        def take(state: dict) -> None:
+            others = self._holding(state, self._held + estimate)
+            if state["spent"] + others + self._held + estimate > self.limit:
                 where = f" (ledger {self.ledger})" if self.ledger else ""
+                elsewhere = f" and ${others:.4f} by other processes" if others else ""
                 raise BudgetExceeded(
                     f"{what}: budget of {usd(self.limit)} reached: ${state['spent']:.4f} spent on {state['calls']} "
-                    f"uncached call(s) in this run{where}, ${self._held:.4f} held by calls in flight, and {noun} "
-                    f"may cost up to ${estimate:.4f}. Every completed call is cached: run the same command again with "
-                    "a larger budget (RPA_BUDGET_USD or budget_usd in the profile) and only the remaining calls are "
-                    "paid for; --plan shows how many remain")
+                    f"uncached call(s) in this run{where}, ${self._held:.4f} held by calls in flight here{elsewhere}, "
+                    f"and {noun} may cost up to ${estimate:.4f}. Every completed call is cached: run the same command "
+                    "again with a larger budget (RPA_BUDGET_USD or budget_usd in the profile) and only the remaining "
+                    "calls are paid for; --plan shows how many remain")
+
+        with self._lock:
+            self._update(take)
             self._held += estimate
         return estimate
 
@@ -158,18 +188,20 @@ class Budget:
         next :meth:`hold` counts it; never refused: it is paid for whatever this process does."""
         with self._lock:
             self._held += estimate
+            self._update(lambda state: self._holding(state, self._held))
         return estimate
 
     def settle(self, held: float, cost: float | None, calls: int = 1) -> None:
         """Release ``held`` dollars and book ``cost`` (None: nothing, the call failed) for ``calls`` calls."""
-        def add(state: dict) -> None:
-            state["spent"] += cost
-            state["calls"] += calls
+        def book(state: dict) -> None:
+            self._holding(state, self._held)
+            if cost is not None:
+                state["spent"] += cost
+                state["calls"] += calls
 
         with self._lock:
             self._held = max(0.0, self._held - held)
-            if cost is not None:
-                self._update(add)
+            self._update(book)
 
 
 _SHARED: dict[tuple[float, str | None], Budget] = {}

@@ -66,10 +66,10 @@ class PlanLLM(LLM):
     def _key_extra(self) -> dict:
         return self.real._key_extra()
 
-    def _calling(self, req: Request, fields: dict, key: str) -> None:
-        """Records the call to the plan file, with whether the real backend's cache holds it."""
-        cached = self._cache is not None and (self._cache.get(key) is not None
-                                              or self._cache.get(self._failed(fields)[1]) is not None)
+    def _calling(self, req: Request, fields: dict, key: str, attempts: int) -> None:
+        """Records the call to the plan file, with whether the real backend's cache answers it (a reply, or a failure
+        after as many attempts as the call allows: one after fewer is sent again, and paid)."""
+        cached = self._stored(fields, key, attempts) is not None
         prompt, completion = estimate_tokens(req)
         price = None if self.price is None else [self.price.input, self.price.output]
         entry = {"label": self.label, "model": self.model_id, "server": self._server, "price": price,
