@@ -59,7 +59,9 @@ def chat(args) -> int:
     except DataError as e:
         if args.data_dir:
             raise
-        where = f"looked in data/ and in your data folder {user_data_dir()}"
+        yours = user_dataset().slugs() if user_data_dir().is_dir() else []
+        where = (f"looked in data/ and in your data folder {user_data_dir()}"
+                 + (f", which holds: {', '.join(yours)}" if yours else ", which holds none"))
         raise DataError(e.path, None, f"{e.problem} ({where})") from None
     llm = get_llm(args.llm)
     settings = method_settings(args.method, llm, embedder=args.embedder, k=args.k)
@@ -89,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--character", required=True, help="slug, e.g. frieren, or one imported with "
                                                        "python -m rpa_lib.authoring new-character")
     c.add_argument("--data-dir", help="dataset folder (default: data/, else your data folder user_data/)")
-    c.add_argument("--method", default="amadeus", choices=list(METHODS), help="a registered method")
+    c.add_argument("--method", default="amadeus", choices=list(METHODS), help="a registered method (default: amadeus, 5 LLM calls an answer)")
     c.add_argument("--llm", help="e.g. local, openai:gpt-4.1, fake (default: environment, else local)")
     c.add_argument("--embedder", help="retrieval embedder (default: the method's, minilm)")
     c.add_argument("--k", type=int, help="knowledge chunks per question (default: the method's)")

@@ -79,9 +79,13 @@ def method_settings(name: str, llm, **settings) -> dict:
 
 
 def warning_notes(caught) -> list[str]:
-    """Caught warnings as short lines, without file paths, each once."""
-    return list(dict.fromkeys(f"note: {w.category.__name__.replace('Warning', '').lower() or 'warning'}: "
-                              f"{str(w.message).splitlines()[0]}" for w in caught))
+    """Caught warnings as short lines, without file paths, each once; a warning's kind is named unless it is a plain
+    UserWarning (``note: deprecation: ...``, ``note: 16 of 49 texts are longer ...``)."""
+    def kind(w) -> str:
+        name = w.category.__name__.replace("Warning", "").lower()
+        return "" if w.category is UserWarning else f"{name or 'warning'}: "
+
+    return list(dict.fromkeys(f"note: {kind(w)}{str(w.message).splitlines()[0]}" for w in caught))
 
 
 def empty_attributes_note(dataset: Dataset, character: str) -> str | None:

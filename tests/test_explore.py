@@ -163,3 +163,17 @@ def test_the_embedded_engine_gets_free_text_ae_and_one_method_at_a_time():
 
     assert method_settings("amadeus", "local") == {"extract_format": "text"}
     assert method_settings("amadeus", "fake") == {} and not is_local("openai:gpt-4.1")
+
+
+def test_warning_notes_name_a_warnings_kind_unless_it_is_a_plain_user_warning():
+    import warnings
+
+    from rpa_lib.explore import warning_notes
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        warnings.warn("16 of 49 texts are longer than the 256 tokens MiniLM reads\nmore", stacklevel=1)
+        warnings.warn("old", DeprecationWarning, stacklevel=1)
+        warnings.warn("16 of 49 texts are longer than the 256 tokens MiniLM reads", stacklevel=1)
+    assert warning_notes(caught) == ["note: 16 of 49 texts are longer than the 256 tokens MiniLM reads",
+                                     "note: deprecation: old"]

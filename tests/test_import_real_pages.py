@@ -170,6 +170,8 @@ def test_imports_go_to_the_user_data_folder_and_chat_finds_them_there(capsys):
                      "--question", "Who is your wife?"]) == 0
     out = capsys.readouterr().out
     assert "your characters" in out and "you> Who is your wife?" in out and "aldric-venn:acts:" in out
+    assert rpa_main(["chat", "--character", "nobody", "--llm", "fake"]) != 0  # an unknown slug names yours too
+    assert "your data folder" in (err := capsys.readouterr().err) and "which holds: aldric-venn" in err
 
 
 def test_the_dataset_command_names_the_authoring_command(capsys):
@@ -196,3 +198,29 @@ def test_the_explore_notebook_runs_whole_on_an_imported_character(tmp_path):
     assert not [o for o in outputs if o.get("output_type") == "error"]
     assert "Dataset: your characters" in shown and "Aldric Venn" in shown
     assert shown.count('class="rpa-reply"') == 2 and "<b>AMADEUS</b>" in shown
+
+
+def test_a_pages_wikitext_as_edit_source_shows_it_imports_like_its_export(tmp_path):
+    """The newest revision's wikitext, saved as ``.wiki``, gives the persona the export gives; saved as ``.txt`` it is
+    refused with the fix named. Categories are dropped and listed."""
+    from rpa_lib.authoring.wikitext import export_pages
+
+    page = next(p for p in export_pages(EXPORT, EXPORT.read_text()) if p.title == "Aldric Venn")
+    wikitext = max(page.revisions, key=lambda r: r[0])[2]
+    (tmp_path / "aldric.wiki").write_text(wikitext)
+    (tmp_path / "aldric.txt").write_text(wikitext)
+    new_character("aldric-venn", EXPORT, work=WORK, data=tmp_path / "xml", page="Aldric Venn")
+    done = new_character("aldric-venn", tmp_path / "aldric.wiki", name="Aldric Venn", work=WORK, data=tmp_path / "wiki")
+    assert Dataset(tmp_path / "wiki").persona("aldric-venn").source == Dataset(tmp_path / "xml").persona("aldric-venn").source
+    assert any("category link 'Fictional knights'" in line for line in done.report + [
+        (tmp_path / "wiki" / "characters" / "aldric-venn" / "IMPORT.md").read_text()])
+    with pytest.raises(DataError, match=r"aldric.txt: no headings found.*'== Biography ==' are wikitext headings: save "
+                                        r"the file as .wiki"):
+        new_character("aldric-venn", tmp_path / "aldric.txt", name="Aldric Venn", work=WORK, data=tmp_path / "txt")
+
+
+def test_list_pages_needs_no_work_and_an_import_does(capsys):
+    assert authoring_cli(["new-character", "--from", str(EXPORT), "--list-pages"]) == 0
+    assert capsys.readouterr().out.splitlines() == ["Aldric Venn  (2 revision(s))", "Maren Holt  (1 revision(s))"]
+    assert authoring_cli(["new-character", "aldric-venn", "--from", str(EXPORT), "--page", "Aldric Venn"]) != 0
+    assert "give the work the character is from: --work TITLE" in capsys.readouterr().err

@@ -35,6 +35,8 @@ def _new_character(args) -> int:
     jobs = [(slugify(p.title), p.title, p.title) for p in pages] if args.each_page else [(args.slug, args.name, args.page)]
     if not args.each_page and not args.slug:
         raise ValueError("give the new character's SLUG (or --each-page for every page of an export)")
+    if not args.work:
+        raise ValueError("give the work the character is from: --work TITLE")
     llm = None
     if args.classify_with_llm:
         llm = get_llm(None if args.classify_with_llm == "default" else args.classify_with_llm)
@@ -115,8 +117,9 @@ def main(argv: list[str] | None = None) -> int:
     n = command("new-character", _new_character, "import a document as a new character")
     n.add_argument("slug", nargs="?", help="lowercase, hyphenated, e.g. tove-marsh (not with --each-page)")
     n.add_argument("--name", help="the character's name (default: the document's or page's title)")
-    n.add_argument("--work", required=True, help="the work the character is from")
-    n.add_argument("--from", dest="source", required=True, type=Path, help=".md, .markdown, .txt or MediaWiki .xml")
+    n.add_argument("--work", help="the work the character is from (required, but not with --list-pages)")
+    n.add_argument("--from", dest="source", required=True, type=Path,
+                   help=".md, .markdown, .txt, a MediaWiki export .xml or a page's wikitext .wiki")
     pages = n.add_mutually_exclusive_group()
     pages.add_argument("--page", help="the page of a MediaWiki export of several (its title)")
     pages.add_argument("--each-page", action="store_true", help="import each page of an export as its own character")

@@ -1,5 +1,6 @@
 """Read a user's source document into headed sections of clean paragraphs (:class:`SourceDocument`): Markdown
-(``.md``, ``.markdown``), plain text (``.txt``) or a MediaWiki XML export (``.xml``: :mod:`.wikitext`). Markup,
+(``.md``, ``.markdown``), plain text (``.txt``), a MediaWiki XML export (``.xml``) or a page's wikitext as its
+"Edit source" shows it (``.wiki``, ``.wikitext``; both :mod:`.wikitext`). Markup,
 tables and code blocks go (each noted with its line); the first two-column table before the first section becomes
 infobox facts. This module does not place sections (:mod:`~rpa_lib.authoring.importer` does), rewrite prose or
 write anything."""
@@ -10,11 +11,13 @@ import re
 from pathlib import Path
 
 from rpa_lib.authoring.document import SourceDocument, SourceSection, sentence, tidy
-from rpa_lib.authoring.wikitext import read_mediawiki
+from rpa_lib.authoring.wikitext import parse_wikitext, read_mediawiki
 from rpa_lib.errors import DataError
 from rpa_lib.persona import HEADING_LINE
 
-FORMATS = {".md": "markdown", ".markdown": "markdown", ".txt": "text", ".xml": "mediawiki"}
+FORMATS = {".md": "markdown", ".markdown": "markdown", ".txt": "text", ".xml": "mediawiki", ".wiki": "wikitext",
+           ".wikitext": "wikitext"}
+WIKI_HEADING = re.compile(r"^(={2,6})[ \t]*[^=\n].*?[ \t]*\1[ \t]*$", re.M)  # "== History ==": wikitext's
 
 
 def read_text_source(path: str | Path) -> tuple[Path, str, str]:
@@ -37,7 +40,8 @@ def read_text_source(path: str | Path) -> tuple[Path, str, str]:
                         f"not UTF-8 text (byte {e.start}): save it as UTF-8, or it is a binary file") from None
     if fmt is None:
         raise DataError(path, None, f"unknown format {path.suffix or '(no file name ending)'!r}: expected "
-                                    f"{', '.join(FORMATS)} (Markdown, plain text or a MediaWiki XML export)")
+                                    f"{', '.join(FORMATS)} (Markdown, plain text, a MediaWiki XML export or a "
+                                    "page's wikitext)")
     return path, fmt, text
 
 
@@ -47,10 +51,19 @@ def read_source(path: str | Path, page: str | None = None) -> SourceDocument:
     path, fmt, text = read_text_source(path)
     if page is not None and fmt != "mediawiki":
         raise DataError(path, None, f"--page {page!r} is for a MediaWiki export; this is {fmt}")
-    doc = read_mediawiki(path, text, page) if fmt == "mediawiki" else read_lines(path, text, fmt)
+    if fmt == "mediawiki":
+        doc = read_mediawiki(path, text, page)
+    elif fmt == "wikitext":
+        doc = parse_wikitext(text)
+        doc.path = path
+    else:
+        doc = read_lines(path, text, fmt)
     if not any(s.level > 0 for s in doc.sections):
+        wiki = fmt in ("markdown", "text") and WIKI_HEADING.search(text)
         raise DataError(path, None, "no headings found: the importer needs headings (e.g. 'Personality', "
-                                    "'Abilities') to place text under the six attributes")
+                                    "'Abilities') to place text under the six attributes"
+                        + (f"; its lines such as {wiki.group(0).strip()!r} are wikitext headings: save the file "
+                           "as .wiki to import it as wikitext" if wiki else ""))
     return doc
 
 

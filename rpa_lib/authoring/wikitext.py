@@ -286,9 +286,12 @@ def _strip(code, line: int, doc: SourceDocument, top: bool = False, item: str = 
                 else:
                     code.replace(node, shown)
                     doc.rendered.append((where, f"{{{{{name}}}}} -> {shown!r}"))
-            elif isinstance(node, Comment) or (isinstance(node, Wikilink) and (
-                    str(node.title).strip().lower().startswith(DROPPED_LINKS)
-                    or (INTERLANGUAGE.match(str(node.title).strip()) and node.text is None))):  # [[wp:X|text]] keeps text
+            elif isinstance(node, Wikilink) and str(node.title).strip().lower().startswith(DROPPED_LINKS):
+                kind, _, target = str(node.title).strip().partition(":")
+                doc.removed.append((at(node), f"{kind.strip().lower()} link {target.strip()!r}"))
+                code.remove(node)
+            elif isinstance(node, Comment) or (isinstance(node, Wikilink) and INTERLANGUAGE.match(
+                    str(node.title).strip()) and node.text is None):  # [[wp:X|text]] keeps its text
                 code.remove(node)
             elif isinstance(node, Tag) and str(node.tag).strip().lower() in LIST_TAGS:
                 code.replace(node, item)

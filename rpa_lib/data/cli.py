@@ -25,7 +25,7 @@ def _validate(args) -> int:
     if args.no_counts:
         for warning in empty_attributes(ds, slugs):
             print(f"warning: {warning}")
-    if not problems:
+    if not problems and not args.no_counts:
         try:
             print(", ".join(f"{k.replace('_', ' ')} {v:,}" for k, v in structure_figures(ds, args.character).items()))
         except DataError as e:  # a new character without reviewed QA pairs yet: no figures, not a problem
