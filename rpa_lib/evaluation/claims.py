@@ -161,7 +161,7 @@ def _paper_evidence(claim: Claim, personality: pd.DataFrame, dataset: Dataset | 
                 "paper_verdict": character_verdict(r.p_character_holm, PAPER_CHARACTERS, r.characters_better,
                                                    r.characters_worse, r.difference > 0, (r.diff_low, r.diff_high))
                 + (f" (dimension-level p = {_p(r.p_item)} treats the {r.n_pairs} dimensions as independent)"
-                   if r.p_item < ALPHA <= r.p_character else "")}
+                   if r.p_item < ALPHA <= r.p_character_holm else "")}
     if claim.table == "table6_roleplay":
         t = table6_printed(paper_name(claim.method), paper_name(claim.reference), claim.outcome, dataset)
         if claim.outcome != "acc":
