@@ -42,10 +42,14 @@ def persona_embedder(persona: Persona, name: str) -> Embedder:
     return get_embedder(name, corpus=corpus)
 
 
+TIE_MARGIN = 8  # nearest chunks fetched beyond k, so that chunks tied at the k-th place are ordered by position
+
+
 class Retriever:
     def __init__(self, persona: Persona, chunks: list[Chunk], embedder: Embedder, index: VectorIndex):
         self.persona, self.chunks, self.embedder, self.index = persona, chunks, embedder, index
         self._by_id = {c.id: c for c in chunks}
+        self._position = {c.id: n for n, c in enumerate(chunks)}
 
     @property
     def change(self):
@@ -76,13 +80,19 @@ class Retriever:
         return self.search_vectors(embed(self.embedder, queries, kind="query"), k)
 
     def search_vectors(self, vectors: np.ndarray, k: int = 5) -> list[list[Hit]]:
-        """The ``k`` chunks nearest each query vector; an all-zero vector (TF-IDF: no word of the query is known)
-        gets the first ``k`` chunks in document order, score 0."""
-        ids, scores = self.index.search(vectors, k)
+        """The ``k`` chunks nearest each query vector, equal scores in document order (so a ranking does not depend
+        on how the index was built or updated); an all-zero vector (TF-IDF: no word of the query is known) gets the
+        first ``k`` chunks in document order, score 0."""
+        ids, scores = self.index.search(vectors, k + TIE_MARGIN)  # a tie across the k-th place is settled below
         first = [c.id for c in self.chunks[:k]]
-        return [[Hit(self._by_id[i], float(s)) for i, s in zip(row, srow, strict=True)] if vector.any()
-                else [Hit(self._by_id[i], 0.0) for i in first]
-                for row, srow, vector in zip(ids, scores, vectors, strict=True)]
+        out = []
+        for row, srow, vector in zip(ids, scores, vectors, strict=True):
+            if not vector.any():
+                out.append([Hit(self._by_id[i], 0.0) for i in first])
+                continue
+            ranked = sorted(zip(row, map(float, srow), strict=True), key=lambda h: (-h[1], self._position[h[0]]))
+            out.append([Hit(self._by_id[i], s) for i, s in ranked[:k]])
+        return out
 
     def chunk(self, chunk_id: str) -> Chunk | None:
         return self._by_id.get(chunk_id)

@@ -123,6 +123,8 @@ def test_max_iterations_zero_is_gs_off_not_a_gs_failure():
     r = amadeus(llm, max_iterations=0).context(ADA, STORM)
     assert r.details["gs_failed"] is False and r.details["examined"] == 0
     assert not [i for i in r.items if i.role == "selected"] and "judge" not in [c.purpose for c in r.calls]
+    # the Attribute Extractor reads GS's chunks: with none it is not asked to extract from an empty list
+    assert not [c for c in r.calls if c.purpose.startswith("extract")] and r.details["attributes"] == {}
     assert guided_selection([1, 2, 3], lambda c: True, max_iterations=0).selected == []
 
 

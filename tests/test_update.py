@@ -87,6 +87,33 @@ def test_adding_a_paragraph_updates_in_place_and_searches_like_a_fresh_build(tov
     assert open_retriever(tove, splitter, root).change.kind == "loaded"  # the updated index was saved
 
 
+def test_equal_scores_rank_in_document_order_however_the_index_was_built(data_copy, tmp_path):
+    """hnswlib returns tied chunks in its own slot order, which an in-place update changes; the retriever orders
+    them by position, so an updated and a fresh index rank alike (and a warm re-run asks the same prompts)."""
+    characters = data_copy / "characters"
+    root = tmp_path / "indexes"
+
+    def opened(where: Path) -> Retriever:
+        return Retriever.for_character("ada-lindqvist", "acts", "hash-64", characters_dir=characters, index_root=where)
+
+    opened(root)
+    persona = characters / "ada-lindqvist" / "persona.md"
+    blocks = persona.read_text().split("\n\n")
+    n = next(i for i, b in enumerate(blocks) if i > 2 and not b.startswith("#"))
+    blocks[n] += " Extra words here."  # one paragraph edited: its chunk is replaced in place
+    persona.write_text("\n\n".join(blocks))
+    updated, fresh = opened(root), opened(tmp_path / "fresh")
+    assert (updated.change.kind, fresh.change.kind) == ("updated", "built")
+    position = {c.id: n for n, c in enumerate(fresh.chunks)}
+    everything = len(fresh.chunks)
+    for query in ("hello", "What do you fear?", "Do you like big parties?", "Where do you live?"):
+        hits = fresh.search(query, everything)
+        assert [h.chunk.id for h in updated.search(query, everything)] == [h.chunk.id for h in hits], query
+        assert all(a.score > b.score or (a.score == b.score and position[a.chunk.id] < position[b.chunk.id])
+                   for a, b in zip(hits, hits[1:]))
+    assert len({h.score for h in fresh.search("hello", everything)}) < everything  # it has ties
+
+
 def test_delete_and_replace_update_in_place(tove, tmp_path):
     root = tmp_path / "indexes"
     open_retriever(tove, "vanilla", root)

@@ -123,7 +123,7 @@ class Amadeus(Method):
         knowledge = self.search(character, question, self.settings.k) if self.settings.k else []
         selection, calls = self.select(character, question)
         attributes: dict[str, str] = {}
-        if self.settings.extract:
+        if self.settings.extract and selection.selected:  # AE reads GS's chunks: with none (GS off) it has nothing
             with charged(calls):  # a failed extraction: GS's calls and its own
                 attributes = self.attributes(character, question, selection.selected, calls)
         sources = tuple(c.id for c in selection.selected)
