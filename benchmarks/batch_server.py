@@ -17,7 +17,8 @@ batch is created but the reply is an HTTP 500, as when it is lost on the way), `
 created). It counts uploads, created batches, retrievals and listings (pages of the batch list), keeps every
 uploaded file and the Authorization headers it received; ``paused`` holds every batch where it is.
 
-It does not check credentials, expire anything by the clock, or run any endpoint but chat completions in a batch.
+With ``api_key`` set it refuses any other key with a 401 that echoes the Authorization header it got, as
+``MockServer`` does (to test that clients scrub it). It does not expire anything by the clock, or run any endpoint but chat completions in a batch.
 """
 
 from __future__ import annotations
@@ -47,12 +48,13 @@ class BatchServer:
     """``with BatchServer(outcomes=["expired"]) as server: OpenAI(base_url=server.base_url, api_key="x")``."""
 
     def __init__(self, answer: Answer | None = None, *, outcomes: list[str] | tuple[str, ...] = (),
-                 create_faults: list[str] | tuple[str, ...] = (), port: int = 0):
+                 create_faults: list[str] | tuple[str, ...] = (), port: int = 0, api_key: str | None = None):
         for name, given, known in (("outcomes", outcomes, OUTCOMES), ("create faults", create_faults, CREATE_FAULTS)):
             if set(given) - set(known):
                 raise ValueError(f"unknown {name} {sorted(set(given) - set(known))}; known: {known}")
         self.answer = answer or default_answer
         self.outcomes, self.create_faults, self.port = list(outcomes), list(create_faults), port
+        self.api_key = api_key
         self.files: dict[str, dict] = {}  # id -> the file object, its content under "content" (bytes)
         self.batches: dict[str, dict] = {}  # id -> the batch object, its scripted outcome under "outcome"
         self.uploads = self.created = self.retrievals = self.listings = 0
@@ -198,7 +200,18 @@ def _handler(server: BatchServer) -> type[JSONHandler]:
                 server.authorizations.add(self.headers.get("Authorization", ""))
             return ok
 
+        def refused(self) -> bool:
+            """A 401 echoing the Authorization header when ``api_key`` is set and another key came."""
+            given = self.headers.get("Authorization", "")
+            if server.api_key is None or given == f"Bearer {server.api_key}":
+                return False
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            self._error(401, f"Incorrect API key provided: {given}")
+            return True
+
         def do_GET(self) -> None:
+            if self.refused():
+                return
             path = self.path.split("?")[0].rstrip("/")
             if (m := _FILE_CONTENT.search(path)) and m.group(1) in server.files:
                 content = server.files[m.group(1)]["content"]
@@ -224,6 +237,8 @@ def _handler(server: BatchServer) -> type[JSONHandler]:
                 self._error(404, f"no route or object {self.path}")
 
         def do_POST(self) -> None:
+            if self.refused():
+                return
             raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
             path = self.path.split("?")[0].rstrip("/")
             if path.endswith("/v1/files"):

@@ -386,40 +386,11 @@ def test_a_batch_is_booked_before_it_is_marked_collected(tmp_path, monkeypatch):
     assert paid == pytest.approx(summary(tmp_path)["usd"]) and paid > 0
 
 
-class _EchoesTheKey(threading.Thread):
-    """A server that refuses every request with a 401 whose message repeats the Authorization header it got."""
-
-    def __init__(self):
-        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-        class Refuse(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def do_POST(self):
-                self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                body = json.dumps({"error": {"message": f"bad key: {self.headers['Authorization']}"}}).encode()
-                self.send_response(401)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            do_GET = do_POST
-
-        self.http = ThreadingHTTPServer(("127.0.0.1", 0), Refuse)
-        self.base_url = f"http://127.0.0.1:{self.http.server_address[1]}/v1"
-        super().__init__(target=self.http.serve_forever, daemon=True)
-
-
 def test_a_batch_servers_error_never_shows_the_key(tmp_path):
     key = "sk-batch-secret-0123456789"
-    server = _EchoesTheKey()
-    server.start()
-    try:
+    with BatchServer(api_key="sk-the-right-one") as server:  # refuses the key, echoing it back
         client = openai.OpenAI(base_url=server.base_url, api_key=key, max_retries=0)
-        with pytest.raises(LLMFatalError, match=r"401.*bad key: Bearer \*\*\*.*run again to resume") as caught:
+        with pytest.raises(LLMFatalError, match=r"401.*Incorrect API key provided: Bearer \*\*\*.*run again to "
+                                                r"resume") as caught:
             run([request(0)], tmp_path, client, progress=False)
-    finally:
-        server.http.shutdown()
     assert key not in str(caught.value) and caught.value.__cause__ is None and caught.value.__context__ is None

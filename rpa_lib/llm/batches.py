@@ -19,7 +19,7 @@ from typing import Any
 
 from rpa_lib.llm.batch_ledger import Ledger, Part, round_key
 from rpa_lib.llm.budget import Budget, body_tokens, model_price
-from rpa_lib.llm.openai_backend import OpenAILLM, retried
+from rpa_lib.llm.openai_backend import OpenAILLM, retried, scrub
 from rpa_lib.llm.reply import LLMFatalError
 from rpa_lib.llm.retry import RetryPolicy
 from rpa_lib.llm.usage import Price
@@ -222,12 +222,9 @@ class _OpenAI:
 
         if not isinstance(exc, openai.OpenAIError):
             return None
-        headers = getattr(self._client, "default_headers", None) or {}
-        auth = str(headers.get("Authorization", ""))
+        auth = str((getattr(self._client, "default_headers", None) or {}).get("Authorization", ""))
         secrets = [getattr(self._client, "api_key", None), auth, auth.partition(" ")[2]]
-        text = f"{type(exc).__name__}: {exc}"
-        for secret in sorted((x for x in secrets if x and len(x) > 3), key=len, reverse=True):
-            text = text.replace(secret, "***")
+        text = scrub(f"{type(exc).__name__}: {exc}", [x for x in secrets if x and len(x) > 3])  # as OpenAILLM: no 3-letter placeholder
         return LLMFatalError(f"batch transport: {text}; the round's progress is in its ledger: run again to resume")
 
     def finish(self, parts: list[Part], ledger: Ledger, setup: _Setup) -> None:

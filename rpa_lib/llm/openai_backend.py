@@ -70,6 +70,14 @@ def public_url(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
 
 
+def scrub(text: str, secrets) -> str:
+    """``text`` with each (non-empty) secret replaced by ``***``, longest first ("user:pw" before "pw").
+    ``scrub("key sk-abc1 in", ["sk-abc1"]) == "key *** in"``"""
+    for secret in sorted(filter(None, secrets), key=len, reverse=True):
+        text = text.replace(secret, "***")
+    return text
+
+
 def url_secrets(url: str) -> list[str]:
     """Every form ``url``'s credentials could show up in: as written, percent-decoded, and as HTTP Basic auth's base64
     of ``user:password``. ``url_secrets("http://h/v1") == []``"""
@@ -168,9 +176,7 @@ class OpenAILLM(LLM):
         return max(i for i, _ in bounds), max(o for _, o in bounds)
 
     def _scrub(self, text: str) -> str:
-        for secret in sorted(self._secrets, key=len, reverse=True):  # longest first: "user:pw" before "pw"
-            text = text.replace(secret, "***")
-        return text
+        return scrub(text, self._secrets)
 
     def _where(self) -> str:
         return f"model {self.model!r} at {self.base_url}"
