@@ -5,6 +5,7 @@ tests/test_browser.py."""
 from __future__ import annotations
 
 import html
+import logging
 
 import pytest
 
@@ -47,7 +48,8 @@ def test_compare_html_shows_chunks_verdicts_and_replies(answers):
     assert "Guided Selection" in page and ("kept" in page or "GS failed" in page)
     assert "Ada Lindqvist &gt;" in page  # heading paths, escaped
     assert "<details>" in page  # long chunk texts folded
-    assert "cost unknown" in page  # the fake LLM has no price
+    assert "cost unknown (no price for this model)" in page  # not told that the LLM runs in this process
+    assert "no API cost (runs in this process)" in compare_html(answers, free=True)
 
 
 def test_a_failing_method_shows_its_error_and_the_others_answer(dataset):
@@ -114,6 +116,23 @@ def test_an_interrupt_ends_a_cell_with_one_line(capsys):
         unload_ipython_extension(shell)
     assert not result.success  # Run All still stops at the interrupted cell
     assert capsys.readouterr().err.strip() == MESSAGE
+
+
+def test_the_kernel_log_drops_the_interrupt_that_precedes_a_shutdown_and_keeps_other_errors(caplog):
+    from types import SimpleNamespace
+
+    from rpa_lib.ipython import load_ipython_extension, unload_ipython_extension
+
+    log = logging.getLogger("test-kernel")
+    shell = SimpleNamespace(kernel=SimpleNamespace(log=log), set_custom_exc=lambda *args: None)
+    load_ipython_extension(shell)
+    with caplog.at_level("ERROR", logger="test-kernel"):
+        log.error("KeyboardInterrupt caught in kernel.")  # as ipykernel 7 writes it
+        log.error("Exception in message handler:")
+        unload_ipython_extension(shell)
+        log.error("KeyboardInterrupt caught in kernel.")
+    assert [r.getMessage() for r in caplog.records] == ["Exception in message handler:",
+                                                        "KeyboardInterrupt caught in kernel."]
 
 
 def test_a_configured_server_is_offered_and_answers(dataset, monkeypatch):
