@@ -330,6 +330,19 @@ def test_a_near_tie_by_content_is_left_to_the_headings_and_reported(tmp_path):
     assert f"## Near ties by content, left to the headings (2)\n\n- {stays}\n- {dropped}\n" in report
 
 
+def test_the_command_line_prints_a_near_tie_once_as_a_warning(tmp_path, monkeypatch, capsys):
+    import rpa_lib.authoring.cli as cli
+
+    source = tmp_path / "page.xml"
+    page = "== Personality ==\nOriel is cheerful.\n\nOriel shares a room with her sister.\n\nOriel trained hard.\n"
+    source.write_text(export(("Oriel Vask", page)), encoding="utf-8")
+    monkeypatch.setattr(cli, "ContentPlacer", lambda name: TiePlacer())
+    assert authoring_cli(["new-character", "oriel", "--work", WORK, "--from", str(source),
+                          "--data-dir", str(tmp_path / "d")]) == 0
+    printed = [line for line in capsys.readouterr().out.splitlines() if "near tie by content" in line]
+    assert len(printed) == 1 and printed[0].startswith("  warning: line 9: paragraph 2 of 'Personality'"), printed
+
+
 def test_file_category_and_language_links_inside_templates_leave_no_text(tmp_path):
     text = persona(tmp_path, "{{Infobox character\n| name = Oriel\n| home = Tollbridge[[Category:Tollbridge people]]\n"
                              "| species = Elf\n| image = [[File:Oriel.png|250px]]\n}}\n'''Oriel''' is "

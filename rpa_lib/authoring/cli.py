@@ -57,7 +57,8 @@ def _new_character(args) -> int:
             print(f"skipped page {page!r}: {e}", file=sys.stderr)
             continue
         print(done.summary())
-        for prefix, lines in (("read: ", done.notes), ("", done.report), ("warning: ", done.warnings)):
+        placements = [line for line in done.report if line not in done.warnings]  # a near tie: once, as a warning
+        for prefix, lines in (("read: ", done.notes), ("", placements), ("warning: ", done.warnings)):
             for line in lines:
                 print(f"  {prefix}{line}")
         print(f"  Every placement, rendered template and dropped item: {done.persona_path.with_name('IMPORT.md')}")
