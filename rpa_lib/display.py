@@ -94,12 +94,13 @@ def walk_html(walk: Sequence[tuple], speculative: Sequence = ()) -> str:
                   for i, (hit, verdict) in enumerate(steps, start=1)])
 
 
-def calls_line(calls: Sequence, price=None) -> str:
-    """"5 calls (2 from cache) · 812 + 40 tokens · 3.1 s · $0.0001" (cost only when the model has a price; ", 1
-    coerced" after the cache count when choices were coerced from logprobs)."""
+def calls_line(calls: Sequence, price=None, free: bool = False) -> str:
+    """"5 calls (2 from cache) · 812 + 40 tokens · 3.1 s · $0.0001" (cost only when the model has a price, ``free``:
+    it runs in this process; ", 1 coerced" after the cache count when choices were coerced from logprobs)."""
     cached, coerced = sum(c.cached for c in calls), sum(c.coerced for c in calls)
     prompt, completion = sum(c.prompt_tokens for c in calls), sum(c.completion_tokens for c in calls)
-    cost = "cost unknown (no price for this model)" if price is None else f"${price.cost(prompt, completion):.4f}"
+    cost = (f"${price.cost(prompt, completion):.4f}" if price is not None
+            else "no API cost (runs in this process)" if free else "cost unknown (no price for this model)")
     coerced_note = f", {coerced} coerced" if coerced else ""
     return " · ".join([f"{len(calls)} call{'s' * (len(calls) != 1)} ({cached} from cache{coerced_note})",
                        f"{prompt} + {completion} tokens", f"{sum(c.seconds for c in calls):.1f} s", cost])
@@ -118,13 +119,13 @@ def context_html(items: Sequence, scores: dict[str, float]) -> str:
 
 
 def response_html(response, *, walk: Sequence[tuple] | None = None, speculative: Sequence = (), price=None,
-                  retrieved: Sequence = (), label: str | None = None) -> str:
+                  free: bool = False, retrieved: Sequence = (), label: str | None = None) -> str:
     """One method's answer: reply, calls line, retrieved chunks and GS's walk (when given), AE's attributes, other
     details and the context that reached the LLM. ``label``: the method's display name (default its registry name)."""
     r, d = response, response.details or {}
     parts = [f"{STYLE}<div><b>{esc(label or r.method)}</b> · {esc(r.character)}</div>",
              f'<div class="rpa-reply">{esc(r.reply) or "<i>(empty reply)</i>"}</div>',
-             f'<div class="rpa-muted">{esc(calls_line(r.calls, price))}</div>']
+             f'<div class="rpa-muted">{esc(calls_line(r.calls, price, free))}</div>']
     if retrieved:
         parts.append(f"<div><b>Retrieved</b> (top {len(retrieved)})</div>" + hits_html(retrieved))
     if walk is not None:

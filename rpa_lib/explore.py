@@ -45,11 +45,11 @@ class Answer:
     def label(self) -> str:
         return method_label(self.method)
 
-    def html(self, price=None) -> str:
+    def html(self, price=None, free: bool = False) -> str:
         if self.error:
             return display.error_html(self.label, self.error)
         return display.response_html(self.response, walk=self.walk, speculative=self.speculative, price=price,
-                                     retrieved=self.retrieved, label=self.label)
+                                     free=free, retrieved=self.retrieved, label=self.label)
 
     _repr_html_ = html
 
@@ -151,11 +151,11 @@ def ask(character: str, question: str, methods=DEFAULT_METHODS, llm="fake", data
         return list(pool.map(one, methods))
 
 
-def compare_html(answers: list[Answer], price=None) -> str:
+def compare_html(answers: list[Answer], price=None, free: bool = False) -> str:
     cols = []
     for a in answers:
         notes = "".join(f'<div class="rpa-muted">{display.esc(n)}</div>' for n in a.notes)
-        cols.append(f'<div class="rpa-col" style="flex:1 1 0;min-width:320px;overflow-x:auto">{a.html(price)}{notes}'
+        cols.append(f'<div class="rpa-col" style="flex:1 1 0;min-width:320px;overflow-x:auto">{a.html(price, free)}{notes}'
                     f'<div class="rpa-muted">{a.seconds:.1f} s wall</div></div>')
     return f'<div class="rpa-compare" style="display:flex;gap:16px;align-items:flex-start">{"".join(cols)}</div>'
 
@@ -228,7 +228,7 @@ def explorer(dataset: Dataset | None = None, character: str | None = None, metho
             stop.set()
             note = empty_attributes_note(dataset, pick.value)
             out.value = (f'<div class="rpa-muted">{display.esc(note)}</div>' if note else "") + \
-                compare_html(answers, price=getattr(engine, "price", None))
+                compare_html(answers, price=getattr(engine, "price", None), free=engine.usage.free)
             failed = sum(bool(a.error) for a in answers)
             status.value = display.esc(f"done: {len(answers)} method(s) in {time.perf_counter() - start:.1f} s, "
                                        f"{engine.usage.calls - calls_before} LLM call(s)"

@@ -37,7 +37,7 @@ def test_totals_over_hits_reasks_and_failures(tmp_path):
     assert json.loads(json.dumps(d)) == d and d["label"] == "fake" and d["cost_usd"] is None
     # the failed choice's two
     assert d["replies"] == {"choose": {"replies": 2, "invalid": 2, "valid_share": 0.0, "coerced": 0}}
-    assert "4 calls (1 cached, 1 failed)" in u.summary()
+    assert "4 calls (1 cached, 1 failed)" in u.summary() and "no API cost (runs in this process)" in u.summary()
     llm.reset_usage()
     assert llm.usage.calls == 0 and llm.usage.to_dict()["prompt_tokens"] == 0
 

@@ -218,11 +218,11 @@ def test_the_plan_of_the_smoke_profile_counts_the_calls_its_run_made_then_finds_
     rows = reproduce.plan("profiles/smoke.yaml", ["01", "03", "05"], workers=2)
     printed = capsys.readouterr().out
     assert re.search(r"01_dataset +\(no LLM calls\)", printed) and "a dry run, no model is called" in printed
-    assert "price unknown" in printed  # the fake backend has no price
+    assert "model fake (fake:fake): runs in this process, no API cost: tokens only" in printed
     assert not (paths.cache_dir() / "llm.sqlite").exists(), "the plan created the reply cache"
     assert [(r["notebook"], r["model"]) for r in rows] == [("03_chunk_usage", "fake:fake"),
                                                            ("05_qa_evaluation", "fake:fake")]  # notebook order
-    assert all(r["cost"] is None and r["cached"] == 0 and r["to_pay"] + r["repeats"] == r["calls"] for r in rows)
+    assert all(r["cost"] == 0 and r["cached"] == 0 and r["to_pay"] + r["repeats"] == r["calls"] for r in rows)
     assert rows[0]["calls"] > 50 and rows[1]["calls"] > 100
     paid = []
     for row, record in zip(rows, ["chunk_usage", "table6_roleplay"], strict=True):

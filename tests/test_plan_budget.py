@@ -64,8 +64,8 @@ def test_prices_from_the_table_an_override_or_unknown(monkeypatch):
         model_price("gpt-4.1")
 
 
-def call(model: str, key: str, cached: bool, tokens_in: int, tokens_out: int, price) -> dict:
-    return {"label": model, "model": model, "server": None, "price": price, "kind": "chat", "key": key,
+def call(model: str, key: str, cached: bool, tokens_in: int, tokens_out: int, price, free: bool = False) -> dict:
+    return {"label": model, "model": model, "server": None, "price": price, "free": free, "kind": "chat", "key": key,
             "cached": cached, "in": tokens_in, "out": tokens_out}
 
 
@@ -91,6 +91,12 @@ def test_plan_rows_count_cached_repeats_and_price_known_and_unknown():
     assert "model qwen3 (qwen3): price unknown (set RPA_PRICE_IN and RPA_PRICE_OUT): tokens only" in text
     known = plan_table([a], ["03_a"])
     assert re.search(r"total .*\$1\.40", known) and "$2.00 / $8.00 per million" in known
+    # a model run in this process costs nothing: the plan of a judge at an API beside it has a total
+    local = plan_rows({"05_c": [call("local:smollm2", "k5", False, 1000, 100, None, free=True)]})
+    assert local[0]["cost"] == 0
+    mixed = plan_table([a, *local], ["03_a", "05_c"])
+    assert re.search(r"05_c .*local:smollm2 .*1,000 +100 +\$0\.00", mixed) and re.search(r"total .*\$1\.40", mixed)
+    assert "model local:smollm2 (local:smollm2): runs in this process, no API cost: tokens only" in mixed
 
 
 # ---------------------------------------------------------------- the stand-in LLM

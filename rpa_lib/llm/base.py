@@ -21,7 +21,7 @@ from rpa_lib.llm.cache import open_cache, request_key
 from rpa_lib.llm.concurrency import run_map
 from rpa_lib.llm.reply import LLMError, LLMFatalError, LLMNoValidAnswer, Outcome, Pending, Raw, Reply
 from rpa_lib.llm.retry import Exhausted, RetryPolicy, Transient
-from rpa_lib.llm.usage import Price, Usage
+from rpa_lib.llm.usage import FREE_BACKENDS, Price, Usage
 
 log = logging.getLogger("rpa_lib.llm")
 _ROLES = ("system", "user", "assistant")
@@ -97,7 +97,7 @@ class LLM:
             self.max_workers = max_workers
         self.price = price_override() or self.price  # RPA_PRICE_IN / RPA_PRICE_OUT
         self._budget: Budget | None = None  # with_budget
-        self.usage = Usage(self.label, self.model_id, self.price)
+        self.usage = Usage(self.label, self.model_id, self.price, free=self.backend in FREE_BACKENDS)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.label!r}, cache={self._cache!r})"

@@ -18,12 +18,11 @@ from pathlib import Path
 
 from rpa_lib.llm.answers import choice_instruction, schema_instruction, with_instruction
 from rpa_lib.llm.reply import LLMFatalError
-from rpa_lib.llm.usage import Price, price_for
+from rpa_lib.llm.usage import FREE_BACKENDS, Price, price_for
 from rpa_lib.settings import setting
 
 CHARS_PER_TOKEN = 4  # a rough average for English text with OpenAI's tokenizers
 MESSAGE_TOKENS = 4  # what a chat message costs beyond its text (role and separators)
-FREE_BACKENDS = ("local", "fake")  # run on this machine: no dollars
 
 
 class BudgetExceeded(LLMFatalError):

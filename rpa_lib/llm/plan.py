@@ -73,6 +73,7 @@ class PlanLLM(LLM):
         prompt, completion = estimate_tokens(req)
         price = None if self.price is None else [self.price.input, self.price.output]
         entry = {"label": self.label, "model": self.model_id, "server": self._server, "price": price,
+                 "free": self.usage.free,
                  "kind": req.kind, "key": key, "cached": cached, "in": prompt, "out": completion,
                  "character": acting_for.get()}
         line = json.dumps(entry, ensure_ascii=False) + "\n"

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 PRICES_AS_OF = "2025-04-14"  # openai.com/api/pricing on the day gpt-4.1 was released
+FREE_BACKENDS = ("local", "llamacpp", "fake")  # run in this process: no dollars
 
 
 @dataclass(frozen=True)
@@ -47,8 +48,8 @@ class Usage:
     ``requests`` counts backend round trips that got a reply (re-asks included, and a reply rejected as malformed,
     which is paid for and retried; transport faults not)."""
 
-    def __init__(self, label: str = "", model_id: str = "", price: Price | None = None):
-        self.label, self.model_id, self.price = label, model_id, price
+    def __init__(self, label: str = "", model_id: str = "", price: Price | None = None, free: bool = False):
+        self.label, self.model_id, self.price, self.free = label, model_id, price, free
         self._lock = threading.Lock()
         self.reset()
 
@@ -139,7 +140,8 @@ class Usage:
     def summary(self) -> str:
         """One line, e.g. ``gpt-4.1 (openai): 120 calls (80 cached, 0 failed), 12,345 + 2,345 tokens, ...``"""
         d = self.to_dict()
-        cost = "cost unknown" if d["cost_usd"] is None else f"~${d['cost_usd']:.4f} (prices of {PRICES_AS_OF})"
+        cost = (f"~${d['cost_usd']:.4f} (prices of {PRICES_AS_OF})" if d["cost_usd"] is not None
+                else "no API cost (runs in this process)" if self.free else "cost unknown")
         return (f"{d['label'] or d['model']}: {d['calls']} calls ({d['cache_hits']} cached, {d['errors']} failed), "
                 f"{d['prompt_tokens']:,} prompt + {d['completion_tokens']:,} completion tokens, "
                 f"{d['retries']} retries, {d['reasks']} re-asks, "

@@ -42,7 +42,7 @@ def shared_keys(calls: list[dict]) -> set[str]:
 
 def plan_rows(calls_by_notebook: dict[str, list[dict]], factors: dict[str, float] | None = None) -> list[dict]:
     """One row per notebook and model: ``calls``, ``cached`` (now), ``repeats`` (of an earlier call of the run),
-    ``to_pay`` with its ``in_tokens``, ``out_tokens`` and ``cost`` (None: price unknown). ``factors``: notebook ->
+    ``to_pay`` with its ``in_tokens``, ``out_tokens`` and ``cost`` (0 for a model run in this process, None: price unknown). ``factors``: notebook ->
     scale of a fast plan (``scaled``); a call alike for several characters is paid once."""
     factors = factors or {}
     seen: set[str] = set()
@@ -54,7 +54,7 @@ def plan_rows(calls_by_notebook: dict[str, list[dict]], factors: dict[str, float
         for c in calls:
             row = by_model.setdefault(c["model"], {
                 "notebook": notebook, "label": c["label"], "model": c["model"], "server": c["server"],
-                "price": c["price"], "scaled": factor, **dict.fromkeys(COUNTS, 0.0)})
+                "price": c["price"], "free": c["free"], "scaled": factor, **dict.fromkeys(COUNTS, 0.0)})
             row["calls"] += factor
             if c["cached"]:
                 row["cached"] += factor
@@ -74,7 +74,8 @@ def plan_rows(calls_by_notebook: dict[str, list[dict]], factors: dict[str, float
         for row in by_model.values():
             row.update({key: round(row[key]) for key in COUNTS})
             price = row["price"]
-            row["cost"] = None if price is None else Price(*price).cost(row["in_tokens"], row["out_tokens"])
+            row["cost"] = (Price(*price).cost(row["in_tokens"], row["out_tokens"]) if price is not None
+                           else 0.0 if row["free"] else None)
             rows.append(row)
     return rows
 
@@ -99,6 +100,8 @@ def batch_total(rows: list[dict]) -> float | None:
     None when a model's price is unknown."""
     total = 0.0
     for r in rows:
+        if r["free"] and r["price"] is None:
+            continue
         if r["price"] is None:
             return None
         price = batch_price(Price(*r["price"]))
@@ -151,11 +154,12 @@ def plan_table(rows: list[dict], notebooks: list[str], skipped: dict[str, str] |
     lines.append(f"{'total':<24} {'':<34} {total['calls']:>8,} {total['cached']:>8,} {total['repeats']:>8,} "
                  f"{total['to_pay']:>8,} {total['in_tokens']:>12,} {total['out_tokens']:>12,} {_money(cost):>14}")
     lines.append("")
-    models = {(r["label"], r["model"], r["server"]): r["price"] for r in rows}
-    for (label, model, server), price in models.items():
+    models = {(r["label"], r["model"], r["server"]): (r["price"], r["free"]) for r in rows}
+    for (label, model, server), (price, free) in models.items():
         where = f" at {server}" if server else ""
-        said = (f"${price[0]:.2f} / ${price[1]:.2f} per million input / output tokens"
-                if price is not None else "price unknown (set RPA_PRICE_IN and RPA_PRICE_OUT): tokens only")
+        said = (f"${price[0]:.2f} / ${price[1]:.2f} per million input / output tokens" if price is not None
+                else "runs in this process, no API cost: tokens only" if free
+                else "price unknown (set RPA_PRICE_IN and RPA_PRICE_OUT): tokens only")
         lines.append(f"model {label} ({model}{where}): {said}")
     if models:
         lines.append("(prices from RPA_PRICE_IN / RPA_PRICE_OUT)" if price_override() else
