@@ -160,12 +160,12 @@ def test_a_notebook_that_stops_without_a_miss_has_failed(tmp_path):
 
 
 def test_the_plan_prices_batch_rounds_at_half_plus_guided_selections_look_ahead():
-    row = {"price": [2.0, 8.0], "in_tokens": 1_000_000, "out_tokens": 100_000, "choose_in": 400_000, "to_pay": 300,
-           "choose_calls": 100,
-           "choose_out": 10_000, "cost": 2.8}
+    row = {"price": [2.0, 8.0], "free": False, "in_tokens": 1_000_000, "out_tokens": 100_000, "choose_in": 400_000,
+           "to_pay": 300, "choose_calls": 100, "choose_out": 10_000, "cost": 2.8}
     # half of $2.80, and the choices' half-price $0.44 counted 11% more
     assert batch_total([row]) == pytest.approx(1.4 + 0.11 * 0.44)
     assert batch_total([row, {**row, "price": None, "cost": None}]) is None
+    assert batch_total([row, {**row, "price": None, "free": True, "cost": 0.0}]) == batch_total([row])  # in-process
     assert (batch_rounds(30), batch_rounds(4)) == (8, 5)  # the smoke profile (N=4) took 5 rounds
     assert "at most 11 calls beyond a synchronous run's 300 to pay), 52% of the synchronous $2.80; about 8 rounds" \
         in batch_text([row], 30)
