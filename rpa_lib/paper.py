@@ -17,7 +17,7 @@ from rpa_lib.evaluation.metrics.charactercraft import DIMENSIONS
 from rpa_lib.evaluation.metrics.intervals import clopper_pearson
 from rpa_lib.evaluation.personality import type_scores
 from rpa_lib.evaluation.uncertainty import interval_columns, merge_intervals
-from rpa_lib.methods.registry import paper_name
+from rpa_lib.methods.registry import method_label, paper_name
 
 PAPER_CHARACTERS = 15
 PAPER_LLM = "GPT-4.1"
@@ -282,19 +282,21 @@ SCORES = [("acc", "ACC", _pct), ("acc_l", "ACC_L", _num), ("hs", "HS", _num)]  #
 def table6_beside_paper(ours: pd.DataFrame, dataset: Dataset | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """AMADEUS Table 6 with our columns (:func:`rpa_lib.evaluation.qa.table6`) beside the paper's three LLMs:
     ``(table, long)``, ``table`` as printed (one row per method and task in the paper's order, ACC, ACC_L, HS and
-    our 95% intervals per source), ``long`` one row per source, LLM, method and task, ACC a fraction."""
+    our 95% intervals per source), ``long`` one row per source, LLM, method and task, ACC a fraction. A row is named
+    as the paper names the method; ``ours_method`` names ours where it differs (our CRAG is CRAG-offline)."""
     paper = paper_table("table6_roleplay", dataset).assign(source="AMADEUS paper")
-    mine = ours.assign(source="ours", method=ours.paper_method)
-    cols = ["source", "llm", "method", "task", "acc", "acc_l", "hs"]
+    mine = ours.assign(source="ours", method=ours.paper_method, ours_method=ours.method.map(method_label))
+    cols = ["source", "llm", "method", "ours_method", "task", "acc", "acc_l", "hs"]
     ci_cols = [c for c in mine.columns if c.endswith(("_low", "_high")) or c in ("n_characters", "interval_note")]
-    long = pd.concat([mine[[*cols, "n_acc", "n_hs", *ci_cols]], paper[cols]], ignore_index=True)
+    long = pd.concat([mine[[*cols, "n_acc", "n_hs", *ci_cols]], paper.reindex(columns=cols)], ignore_index=True)
     methods = list(dict.fromkeys([*paper.method, *mine.method]))
     tasks = [t for t in TABLE6_TASKS if t in set(long.task)] + sorted(set(long.task) - set(TABLE6_TASKS))
     keys = [(m, t) for t in tasks for m in methods if ((long.method == m) & (long.task == t)).any()]
     groups = list(dict.fromkeys(zip(long.source, long.llm)))
     rows = []
     for method, task in keys:
-        row = {"method": method, "task": task}
+        named = mine[(mine.method == method) & (mine.task == task)].ours_method
+        row = {"method": method, "ours_method": named.iloc[0] if len(named) else "-", "task": task}
         for source, llm in groups:
             hit = long[(long.source == source) & (long.llm == llm) & (long.method == method) & (long.task == task)]
             head = f"ours ({llm})" if source == "ours" else llm

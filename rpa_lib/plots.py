@@ -236,7 +236,8 @@ def qa_figure(long: pd.DataFrame, breakdown: pd.DataFrame, label: str):
             ax.bar_label(bars, labels=["-" if pd.isna(a) else f"{a:.2g}" for a in v], fontsize=6, padding=1)
             if ours:  # our 95% interval: characters resampled (none with one character)
                 error_bars(ax, at, rows, metric)
-        ax.set_xticks(x, methods, fontsize=8)
+        ours_as = qa[qa.source == "ours"].drop_duplicates("method").set_index("method").ours_method
+        ax.set_xticks(x, [m if ours_as.get(m, m) == m else f"{m}\n(ours: {ours_as[m]})" for m in methods], fontsize=8)
         ax.set_ylim(0, top)
         ax.set_title(title, fontsize=10)
     handles, names = axes[0].get_legend_handles_labels()

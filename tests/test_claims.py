@@ -46,6 +46,9 @@ def test_claims_table_on_a_tiny_run(tmp_path):
     assert by.ours_difference["T6-acc-naive"] == 0.5 and by.ours_verdict["T6-acc-naive"].startswith(NOISE)
     assert by.ours_verdict["T4-crag"].startswith("not testable with this run")
     assert len(paired) == 1
+    # each row names the models behind its own evidence, and a claim this run has no evidence for names none
+    assert (by.llm["T6-acc-naive"], by.judge["T6-acc-naive"], by.embedder["T6-acc-naive"]) == ("fake", "fake", "hash")
+    assert by.loc["T4-crag", ["llm", "judge", "embedder"]].isna().all()
     # the figure: shapes say whose evidence, fills the verdict, each in a legend of its own, so the white fill of
     # "not testable" is never read as the hollow circle of "this run"
     legends = {lg.get_title().get_text(): lg for lg in claims_figure(claims, "tiny run").legends}
@@ -125,3 +128,20 @@ def test_comparisons_of_two_llms_are_told_apart(tmp_path):
     evidence, v = by.ours_evidence["T6-acc-naive"], by.ours_verdict["T6-acc-naive"]
     assert "hash, GPT: amadeus - naive_rag = +1" in evidence and "hash, Qwen: amadeus - naive_rag = -1" in evidence
     assert v.startswith("mixed: hash, GPT: supported; hash, Qwen: contradicted") and v.endswith("(GPT, Qwen, hash)")
+
+
+def test_retrieval_claims_name_no_llm_and_chunk_usage_items_take_their_runs_labels(tmp_path):
+    """Table 1's evidence comes from embedders alone: its claim rows name the embedders and no LLM, even when other
+    tables of the run had one. Table 3's per-question file names no model: its per-character file's labels apply."""
+    sims = [{"character": c, "embedder": e, "splitter": s, "mu": mu + (s == "acts") * 0.1 + i * 0.01, "var": 0.1}
+            for i, c in enumerate("abc") for e in ("MiniLM", "TF-IDF") for s, mu in (("vanilla", 0.5), ("acts", 0.5))]
+    pd.DataFrame(sims).to_csv(tmp_path / "table1_similarity_per_character.csv", index=False)
+    items = [{"method": "amadeus", "character": c, "question_id": f"{c}1", "question_set": "MBTI", "chunks": ["x"],
+              "gs_failed": False} for c in "abc"]
+    pd.DataFrame(items).to_json(tmp_path / "chunk_usage_items.jsonl", orient="records", lines=True)
+    per = [{"method": "amadeus", "character": c, "question_set": "MBTI", "usage_rate": 0.2, "llm": "Smol",
+            "judge": "Smol", "embedder": "MiniLM"} for c in "abc"]
+    pd.DataFrame(per).to_csv(tmp_path / "chunk_usage_per_character.csv", index=False)
+    by = claims_table(tmp_path)[0].set_index("claim_id")
+    assert pd.isna(by.llm["T1-mu"]) and pd.isna(by.judge["T1-mu"]) and by.embedder["T1-mu"] == "MiniLM; TF-IDF"
+    assert by.loc["T3-failure", ["llm", "judge", "embedder"]].tolist() == ["Smol", "Smol", "MiniLM"]

@@ -72,6 +72,13 @@ def test_real_dataset_is_valid():
     assert problems == [], "\n".join(problems)
 
 
+def test_captions_name_the_repositorys_dataset_as_its_own():
+    """Captions say which data a number comes from: ours, in the paper's design, not the paper's Korean one."""
+    from rpa_lib.data import Dataset
+
+    assert Dataset(paths.DATA_DIR).describe() == "CharacterRAG-EN, our English dataset in the paper's design (data/)"
+
+
 def test_loaders_on_fixtures(fixture_data):
     qa = load_qa(ADA, fixture_data)
     assert [q.id for q in qa] == [f"{ADA}-{i:02d}" for i in range(1, 7)]

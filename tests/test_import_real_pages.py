@@ -160,7 +160,7 @@ def test_imports_go_to_the_user_data_folder_and_chat_finds_them_there(capsys):
                           "--embedder", "none"]) == 0
     user = user_dataset()
     assert user.root == paths.user_data_dir() != paths.DATA_DIR and user.slugs() == ["aldric-venn"]
-    assert sorted(p.name for p in paths.CHARACTERS_DIR.iterdir()) == paper  # the paper's dataset is untouched
+    assert sorted(p.name for p in paths.CHARACTERS_DIR.iterdir()) == paper  # the repository's dataset is untouched
     assert (paths.DATA_DIR / "labels.csv").read_bytes() == labels
     assert "aldric-venn" not in Dataset().slugs()
     from rpa_lib.__main__ import main as rpa_main

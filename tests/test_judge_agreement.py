@@ -194,12 +194,20 @@ def test_failed_judge_calls_are_rows_with_their_error(dataset, ladder):
     def rule(kind, messages, spec):
         if "Dimension: Emotion" in messages[-1]["content"]:
             raise RuntimeError("judge down")
-        return "2"
+        return oracle(ladder)(kind, messages, spec)
 
     verdicts = judge_ladder(ladder, FakeLLM(rule), profiles, about, reference_dimensions=REF, progress=False)
     failed = verdicts[verdicts.status == "failed"]
     assert set(failed.dimension) == {"emo"} and len(failed) == 2 * len(ladder)
     assert failed.error.str.contains("judge down").all() and failed.value.isna().all()
+    # a dimension whose every verdict failed has its row, tau undefined, in each mode: the without row's average
+    # leaves it out instead of borrowing the with row's tau (as it does for a dimension never judged there)
+    agree = agreement(verdicts, ladder_levels(ladder), LADDER_SOURCE).set_index(["mode", "dimension"])
+    for mode in ("with", "without"):
+        assert pd.isna(agree.tau[mode, "emo"]) and agree.n[mode, "emo"] == 0
+        assert agree.note[mode, "emo"] == f"no parsed verdict ({len(ladder)} unparsed or failed)"
+    table = kendall_table(agree.reset_index(), "fake").set_index("reference")
+    assert table.defined.tolist() == [7, 7] and pd.isna(table.emo["without"]) and table.avg.tolist() == [100, 100]
 
 
 def test_kendall_table_fills_the_without_row_from_the_with_row():

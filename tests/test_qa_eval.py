@@ -68,6 +68,11 @@ def test_verdict_jobs_follow_the_paper(ds):
                     ("naive_rag", "MBTI", "hs")]  # a failed job is never judged; an interview gets HS only
     with pytest.raises(ValueError, match="unknown metric"):
         verdict_jobs(answers, gold, ["acc", "bleu"])
+    # against one shared reference, a retrieving method's question it found nothing for is judged on HS too (left
+    # out, its HS would rest on the questions it had context for); a method that never retrieves still gets none
+    empty = pd.DataFrame([answer_row("no_rag", context=False), answer_row("crag", context=False)])
+    hs = [r["method"] for r, m in verdict_jobs(empty, gold, ["hs"], shared_reference=True)]
+    assert hs == ["crag"] and verdict_jobs(empty, gold, ["hs"]) == []  # the method's own context: none to judge
 
 
 def test_has_context(ds):
@@ -253,8 +258,11 @@ def test_table6_beside_paper():
     assert table[(table.method == "AMADEUS") & (table.task == "MBTI")]["ours (Smol) HS"].iloc[0] == "1.75"
     qa_rows = table[table.task == QA_TASK].method.tolist()
     assert qa_rows == ["w/o RAG", "Naive RAG", "LightRAG", "CRAG", "AMADEUS", "rolerag"]  # paper order, then ours
+    assert table[table.task == QA_TASK].ours_method.tolist() == ["No RAG", "-", "-", "-", "-", "RoleRAG"]
     assert table.task.tolist().index("MBTI") > qa_rows.__len__() - 1
     assert set(long.source) == {"ours", "AMADEUS paper"} and len(long) == 3 + len(paper_table("table6_roleplay"))
+    crag = ours.iloc[:1].assign(method="crag", paper_method="CRAG")  # a stand-in keeps its own name beside the paper's
+    assert table6_beside_paper(crag)[0].set_index("method").loc["CRAG"].ours_method.tolist()[0] == "CRAG-offline"
     # with intervals, every score shows its own, printed as the score is
     bounds = {"acc_low": [0.0, 0.25, np.nan], "acc_high": [0.5, 0.75, np.nan], "acc_l_low": [3.0, 4.5, np.nan],
               "acc_l_high": [4.0, 5.5, np.nan], "hs_low": [np.nan, 1.5, 1.25], "hs_high": [np.nan, 2.5, 2.25],
@@ -272,9 +280,9 @@ def test_paper_names():
 
 
 def test_run_caption_names_everything():
-    caption = run_caption(2, 12, 36, "SmolLM2", "judge-x", "minilm", 8, 2)
-    for part in ("2 characters", "12 questions", "n=36 responses", "GS N=8, K=2", "LLM: SmolLM2", "judge: judge-x",
-                 "embedder: minilm"):
+    caption = run_caption(2, {"CharacterRAG": 12, "CharacterRAG (multi)": 2}, 3, "SmolLM2", "judge-x", "minilm", 8, 2)
+    for part in ("2 characters, questions per method: CharacterRAG 12, CharacterRAG (multi) 2, 3 methods",
+                 "GS N=8, K=2", "LLM: SmolLM2", "judge: judge-x", "embedder: minilm"):
         assert part in caption
 
 

@@ -32,10 +32,11 @@ class Dataset:
         return f"Dataset({str(self.root)!r})"
 
     def describe(self) -> str:
-        """For a caption: ``"the paper's dataset (data/)"``, ``"your characters (user_data/)"`` or the folder."""
+        """For a caption: ``"CharacterRAG-EN, our English dataset in the paper's design (data/)"``, ``"your characters
+        (user_data/)"`` or the folder."""
         here = self.root.resolve()
         if here == paths.DATA_DIR.resolve():
-            return "the paper's dataset (data/)"
+            return "CharacterRAG-EN, our English dataset in the paper's design (data/)"
         if here == paths.user_data_dir().resolve():
             return f"your characters ({_short(here)}/)"
         return f"the dataset in {_short(here)}/"

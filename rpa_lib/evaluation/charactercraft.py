@@ -94,10 +94,15 @@ def judge_ladder(ladder: pd.DataFrame, judge, profiles: dict[str, str], about: d
 
 def agreement(verdicts: pd.DataFrame, levels: pd.DataFrame, source: str) -> pd.DataFrame:
     """Kendall's tau-b per (mode, dimension) between the judge's values and ``levels`` (reply_id, dimension,
-    level), with ``note`` saying why a tau is undefined. Repeated runs are averaged per reply first."""
-    ok = verdicts[verdicts.status == OK]
+    level), with ``note`` saying why a tau is undefined. Repeated runs are averaged per reply first. A dimension judged
+    with no parsed verdict has its row, tau undefined (never filled from the other mode's)."""
     out = []
-    for (mode, d), group in ok.groupby(["mode", "dimension"], sort=False):
+    for (mode, d), judged in verdicts.groupby(["mode", "dimension"], sort=False):
+        group = judged[judged.status == OK]
+        if group.empty:
+            out.append({"mode": mode, "dimension": d, "tau": np.nan, "pvalue": np.nan, "n": 0, "source": source,
+                        "note": f"no parsed verdict ({len(judged)} unparsed or failed)"})
+            continue
         if "repeat" in group:
             group = group.groupby("reply_id", sort=False, as_index=False).value.mean()
         ref = levels[levels.dimension == d].set_index("reply_id").level

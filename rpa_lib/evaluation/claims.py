@@ -14,7 +14,7 @@ import pandas as pd
 from rpa_lib.data import Dataset, as_dataset
 from rpa_lib.evaluation.metrics.agreement import feldt_interval
 from rpa_lib.evaluation.metrics.intervals import ALPHA, clopper_pearson, holm, smallest_exact_p, two_proportion_test
-from rpa_lib.evaluation.outcomes import compare, load_outcomes, paper_personality_outcomes, summarize
+from rpa_lib.evaluation.outcomes import LABELS, compare, load_outcomes, paper_personality_outcomes, summarize
 from rpa_lib.methods.registry import paper_name
 from rpa_lib.report import plural
 
@@ -50,7 +50,8 @@ CLAIMS = [
           "table2_human_eval", "rating", None, "", ""),
     Claim("T3-usage", "Table 3 / Figure 1", "GS uses more of the persona's chunks than Naive RAG on MBTI questions "
           "(43.84% vs 34.93%)", "table3_chunk_usage", "usage_rate", "MBTI", "amadeus", "naive_rag"),
-    Claim("T3-failure", "Table 3", "GS fails rarely (25.11% of CharacterRAG and 15.33% of MBTI questions)",
+    Claim("T3-failure", "Table 3", "GS still fails on 25.11% of CharacterRAG and 15.33% of MBTI questions (the "
+          "paper: room for improvement)",
           "table3_chunk_usage", "gs_failed", None, "amadeus", ""),
     Claim("T4-crag", "Table 4", "AMADEUS predicts MBTI types better than CRAG", "table4_mbti", "dimension_correct",
           "MBTI", "amadeus", "crag"),
@@ -209,7 +210,7 @@ def _paper_evidence(claim: Claim, personality: pd.DataFrame, dataset: Dataset | 
         cis = {q: clopper_pearson(round(t3.gs_failure_rate[q] * n[q]), n[q]) for q in n}
         text = "; ".join(f"{q}: {ci.estimate:.2%} of {n[q]} [{ci.low:.2%}, {ci.high:.2%}] (questions as independent)"
                          for q, ci in cis.items())
-        return {"paper_evidence": text, "paper_verdict": "not testable: 'rarely' has no threshold; one question in "
+        return {"paper_evidence": text, "paper_verdict": "not testable: a level, not a comparison; one question in "
                 "four to seven fails (exact intervals, questions treated as independent)"}
     return {"paper_evidence": "printed averages only (Figure 1: 34.93% vs 43.84%); no per-character rates",
             "paper_verdict": "not testable: no per-character rates printed"}
@@ -233,6 +234,13 @@ def claim_hits(paired: pd.DataFrame) -> dict[str, pd.DataFrame]:
     return {claim_id: g.droplevel(0) for claim_id, g in family.groupby(level=0, sort=False)}
 
 
+def _labels(rows: pd.DataFrame) -> dict:
+    """The models behind a claim's evidence: per label column, the labels of its rows (none: no such model, as an
+    LLM for the retrieval tables)."""
+    return {c: "; ".join(dict.fromkeys(rows[c].dropna().astype(str))) for c in LABELS
+            if c in rows and rows[c].notna().any()}
+
+
 def _ours(claim: Claim, hits: dict[str, pd.DataFrame], summary: pd.DataFrame, run: dict) -> dict:
     if not claim.reference:  # a level, not a comparison
         s = summary[(summary.table == claim.table) & (summary.outcome == claim.outcome)
@@ -241,8 +249,8 @@ def _ours(claim: Claim, hits: dict[str, pd.DataFrame], summary: pd.DataFrame, ru
             return {"ours_evidence": "-", "ours_verdict": "not testable with this run: no per-item outcomes"}
         text = "; ".join(f"{r.task}: {r.score:.3g} [{_p(r.ci_low)}, {_p(r.ci_high)}] ({r.n_items} items, "
                          f"{plural(int(r.n_characters), 'character')})" for r in s.itertuples())
-        return {"ours_evidence": text, "ours_n_characters": int(s.n_characters.max()),
-                "ours_verdict": "not testable: a level without a threshold; see the interval"
+        return {"ours_evidence": text, "ours_n_characters": int(s.n_characters.max()), **_labels(s),
+                "ours_verdict": "not testable: a level, not a comparison; see the interval"
                 + (f" ({run['llm']})" if run.get("llm") else "")}
     hit = hits.get(claim.id, pd.DataFrame())
     if hit.empty:
@@ -275,7 +283,7 @@ def _ours(claim: Claim, hits: dict[str, pd.DataFrame], summary: pd.DataFrame, ru
     else:
         used = [v for c in ("llm", "embedder") if c in hit for v in dict.fromkeys(hit[c].dropna().astype(str))]
         caveat = f" ({', '.join(used)})" if used else ""
-    return {"ours_evidence": "; ".join(rows), **first, "ours_verdict": v + caveat}
+    return {"ours_evidence": "; ".join(rows), **first, "ours_verdict": v + caveat, **_labels(hit)}
 
 
 def run_labels(outcomes: pd.DataFrame) -> dict:
@@ -305,7 +313,7 @@ def claims_table(results_dir: Path, dataset: Dataset | None = None) -> tuple[pd.
     cols = ["claim_id", "source", "claim", "paper_evidence", "paper_verdict", "ours_evidence", "ours_verdict",
             "paper_difference", "paper_low", "paper_high", "paper_p_item", "paper_p_character", "paper_p_character_holm",
             "ours_difference", "ours_low", "ours_high", "ours_p_item", "ours_p_character", "ours_p_character_holm",
-            "ours_n_characters", "direction"]
+            "ours_n_characters", "direction", *LABELS]
     return pd.DataFrame(rows).reindex(columns=cols), paired
 
 

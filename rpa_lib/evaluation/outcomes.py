@@ -99,6 +99,10 @@ def chunk_usage_outcomes(items: pd.DataFrame, per_character: pd.DataFrame) -> pd
     """Table 3 and Figure 1: per question ``chunks_used`` and AMADEUS's ``gs_failed``, per character the
     ``usage_rate`` (``results/chunk_usage_items.jsonl``, ``results/chunk_usage_per_character.csv``)."""
     it = items.rename(columns={"question_set": "task", "question_id": "item"})
+    # the per-item file carries no model labels: those of the per-character file notebook 03 writes with it, when
+    # it names one model per label
+    known = {c: per_character[c].dropna().unique() for c in LABELS if c in per_character}
+    it = it.assign(**{c: v[0] for c, v in known.items() if len(v) == 1 and c not in it})
     used = it.assign(outcome="chunks_used", value=it.chunks.map(lambda c: len(c) if isinstance(c, list) else np.nan))
     gs = it[it.gs_failed.notna()].assign(outcome="gs_failed", value=lambda d: d.gs_failed.astype(float))
     rate = per_character.rename(columns={"question_set": "task"}).assign(item="all", outcome="usage_rate",

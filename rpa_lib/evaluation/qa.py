@@ -29,7 +29,7 @@ from rpa_lib.evaluation.runner import (
 from rpa_lib.evaluation.runner import qa_items as qa_items  # the pairs qa_jobs asks, for this module's users
 from rpa_lib.evaluation.uncertainty import interval_columns, merge_intervals
 from rpa_lib.methods.base import Method
-from rpa_lib.methods.registry import paper_name
+from rpa_lib.methods.registry import method_class, paper_name
 from rpa_lib.persona import heading_path
 from rpa_lib.report import caption_line, plural
 from rpa_lib.retrieval import retriever
@@ -45,9 +45,11 @@ LABEL_COLUMNS = ["task", "method", "character", "question_id", "attribute", "kp"
                  "problem", "error", "judge", "coerced"]
 
 
-def has_context(method: Method) -> bool:
-    """Does the method put anything besides the question in front of its LLM (No RAG keeps the base ``context``)?"""
-    return type(method).context is not Method.context
+def has_context(method: Method | type[Method]) -> bool:
+    """Does the method (or class) put anything besides the question in front of its LLM (No RAG keeps the base
+    ``context``)?"""
+    cls = method if isinstance(method, type) else type(method)
+    return cls.context is not Method.context
 
 
 def gold_answers(dataset: Dataset, characters: list[str]) -> dict[tuple[str, str], QA]:
@@ -115,15 +117,30 @@ def _response(r: dict) -> dict:
             "attribute": None if pd.isna(r.get("attribute")) else r.get("attribute")}
 
 
-def verdict_jobs(answers: pd.DataFrame, gold: dict[tuple[str, str], QA],
-                 metrics: Sequence[str] = METRICS) -> list[tuple]:
-    """``(row, metric)`` for each answered row: ACC and ACC_L with a gold answer, HS when the method used context."""
+def _retrieves(method: str) -> bool | None:
+    """:func:`has_context` of a registered method's class (None: not a registered name)."""
+    try:
+        return has_context(method_class(method))
+    except ValueError:
+        return None
+
+
+def verdict_jobs(answers: pd.DataFrame, gold: dict[tuple[str, str], QA], metrics: Sequence[str] = METRICS, *,
+                 shared_reference: bool = False) -> list[tuple]:
+    """``(row, metric)`` for each answered row: ACC and ACC_L with a gold answer; HS when the row has context, or
+    with a ``shared_reference`` (:data:`HS_REFERENCE`) for every row of a method that retrieves, an empty context
+    included: a question it found nothing for is judged too, not left out of its HS."""
     unknown = set(metrics) - set(METRICS)
     if unknown:
         raise ValueError(f"unknown metric(s) {sorted(unknown)}; known: {', '.join(METRICS)}")
+
+    def hs(r: dict) -> bool:
+        retrieves = _retrieves(r["method"]) if shared_reference else None
+        return bool(r.get("context")) if retrieves is None else retrieves
+
     return [(r, m) for r in _answered(answers) for m in metrics
             if (m in ("acc", "acc_l") and (r["character"], r["question_id"]) in gold and r.get("task") in QA_TASKS)
-            or (m == "hs" and r.get("context"))]
+            or (m == "hs" and hs(r))]
 
 
 HS_REFERENCE = ("HS judged for every method against one reference: for a QA question the persona paragraphs that "
@@ -169,7 +186,8 @@ def judge_answers(answers: pd.DataFrame, judge, names: dict[str, str], gold: dic
     def describe(job) -> dict:
         return {**_response(job[0]), "metric": job[1], "judge": judge.label}
 
-    return run_verdicts(judge, verdict_jobs(answers, gold, metrics), run, describe, columns=VERDICT_COLUMNS,
+    jobs = verdict_jobs(answers, gold, metrics, shared_reference=references is not None)
+    return run_verdicts(judge, jobs, run, describe, columns=VERDICT_COLUMNS,
                         desc="judge", workers=workers, progress=progress)
 
 
@@ -307,9 +325,11 @@ def rank_agreement(table: pd.DataFrame, source: str, task: str = QA_TASK) -> pd.
     return pd.DataFrame(out, columns=["source", "llm", "methods", "tau", "pvalue", "acc_order", "acc_l_order", "note"])
 
 
-def run_caption(characters: int, questions: int, responses: int, llm: str, judge: str, embedder: str,
+def run_caption(characters: int, questions: dict[str, int], methods: int, llm: str, judge: str, embedder: str,
                 max_iterations: int | None = None, slot_size: int | None = None) -> str:
-    """The QA evaluation's caption line: ``"2 characters, 12 questions, n=36 responses | GS N=8, K=2 | LLM: ..."``."""
+    """The QA evaluation's caption line, ``questions`` per task (each method's jobs): ``"2 characters, questions per
+    method: CharacterRAG 4, CharacterRAG (multi) 2, 5 methods | GS N=8, K=2 | LLM: ..."``."""
     gs = f"GS N={max_iterations}, K={slot_size}" if max_iterations is not None else None
-    return caption_line(f"{plural(characters, 'character')}, {plural(questions, 'question')}, n={responses} responses",
-                        gs, ("LLM", llm), ("judge", judge), ("embedder", embedder))
+    asked = ", ".join(f"{task} {n}" for task, n in questions.items())
+    return caption_line(f"{plural(characters, 'character')}, questions per method: {asked}, "
+                        f"{plural(methods, 'method')}", gs, ("LLM", llm), ("judge", judge), ("embedder", embedder))
