@@ -4,6 +4,8 @@ nothing (:func:`rpa_lib.report.save_figure` does)."""
 
 from __future__ import annotations
 
+import textwrap
+
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
@@ -26,9 +28,13 @@ SPLITTER_COLORS = {"vanilla": "#8c8c8c", "ats": "#4C72B0", "acts": "#DD8452", "v
 _NAMED_COLORS = {SPLITTER_NAMES[s]: c for s, c in SPLITTER_COLORS.items()}  # by the tables' splitter names
 
 
-def _finish(fig, title: str, **style):
-    fig.suptitle(title, **style)
+def _finish(fig, title: str, fontsize: float = 12):
+    """Lay the axes out, then set ``title`` above them, each of its lines wrapped to the figure's width (a caption
+    that names the run is long: unwrapped, it would widen the saved image to thousands of pixels)."""
     fig.tight_layout()
+    per_line = int(fig.get_figwidth() * 72 / (0.55 * fontsize))  # characters: about 0.55 em each
+    lines = [wrapped for line in title.split("\n") for wrapped in textwrap.wrap(line, per_line) or [""]]
+    fig.suptitle("\n".join(lines), fontsize=fontsize, y=1.0, va="bottom")  # grows upward; saved with a tight box
     return fig
 
 
@@ -61,7 +67,7 @@ def dataset_figure(per_char: pd.DataFrame, per_par: pd.DataFrame):
     box_ax.set_xlabel("paragraph length (characters)")
     box_ax.set_title("paragraph lengths per character")
     box_ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14), frameon=False)  # below the boxes
-    return _finish(fig, "CharacterRAG-EN (this repository's dataset; cf. AMADEUS Figure 3)", y=1.02)
+    return _finish(fig, "CharacterRAG-EN (this repository's dataset; cf. AMADEUS Figure 3)")
 
 
 def error_bars(ax, x, frame: pd.DataFrame, column: str, **style) -> None:
@@ -109,7 +115,7 @@ def similarity_figure(scores: pd.DataFrame, table: pd.DataFrame, splitters: list
         ax.set_ylabel(f"cosine similarity of top-{k} chunks")
     return _finish(fig, f"Similarity of the top-{k} retrieved chunks to {questions} QA questions of "
                    f"{plural(characters, 'character')} (embedder per panel; sums over characters as in Table 1;\n"
-                   "[95% interval: cluster bootstrap over characters])", y=1.04)
+                   "[95% interval: cluster bootstrap over characters])")
 
 
 def evidence_recall_figure(table: pd.DataFrame, characters: int, questions: int, qa_set: str = "paper"):
@@ -130,7 +136,7 @@ def evidence_recall_figure(table: pd.DataFrame, characters: int, questions: int,
     axes[0][0].set_ylabel("evidence recall (solid, 95% interval: characters resampled);\nall evidence found (dotted)")
     axes[0][-1].legend(fontsize=8, loc="lower right")
     return _finish(fig, f"Evidence recall of retrieval, {questions} QA questions ({qa_set} set) of "
-                   f"{plural(characters, 'character')} (no LLM)", y=1.02)
+                   f"{plural(characters, 'character')} (no LLM)")
 
 
 def budget_recall_figure(table: pd.DataFrame, characters: int, questions: int, tokenizer: str, qa_set: str = "paper"):
@@ -153,7 +159,7 @@ def budget_recall_figure(table: pd.DataFrame, characters: int, questions: int, t
         row[0].set_ylabel("evidence recall (95% interval:\ncharacters resampled)")
     axes[0][-1].legend(fontsize=8, loc="lower right")
     return _finish(fig, f"Evidence recall at equal context budgets, {questions} QA questions ({qa_set} set) of "
-                   f"{plural(characters, 'character')} (no LLM)", y=1.01)
+                   f"{plural(characters, 'character')} (no LLM)")
 
 
 def duplication_figure(freqs: pd.DataFrame, rates: pd.DataFrame, items: int, characters: int, label: str):
@@ -210,7 +216,7 @@ def personality_figure(per_dim: pd.DataFrame, types: pd.DataFrame, characters: i
         ax.set_title(f"{title}; our undecided letters: {undecided:.0%}", fontsize=10)
         ax.axhline(0.5, color="grey", lw=0.6, ls=":")
     axes[1].legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, frameon=False)
-    return _finish(fig, f"Per-dimension accuracy, {plural(characters, 'character')}. {label}", fontsize=9, y=1.02)
+    return _finish(fig, f"Per-dimension accuracy, {plural(characters, 'character')}. {label}", fontsize=9)
 
 
 def qa_figure(long: pd.DataFrame, breakdown: pd.DataFrame, label: str):
@@ -237,7 +243,8 @@ def qa_figure(long: pd.DataFrame, breakdown: pd.DataFrame, label: str):
             if ours:  # our 95% interval: characters resampled (none with one character)
                 error_bars(ax, at, rows, metric)
         ours_as = qa[qa.source == "ours"].drop_duplicates("method").set_index("method").ours_method
-        ax.set_xticks(x, [m if ours_as.get(m, m) == m else f"{m}\n(ours: {ours_as[m]})" for m in methods], fontsize=8)
+        named = [m if ours_as.get(m, m) == m else f"{m} (ours: {ours_as[m]})" for m in methods]
+        ax.set_xticks(x, [textwrap.fill(n, 12) for n in named], fontsize=8)
         ax.set_ylim(0, top)
         ax.set_title(title, fontsize=10)
     handles, names = axes[0].get_legend_handles_labels()
@@ -251,10 +258,10 @@ def qa_figure(long: pd.DataFrame, breakdown: pd.DataFrame, label: str):
         for (r, c), value in np.ndenumerate(wide.to_numpy(dtype=float)):
             ax.text(c, r, "-" if np.isnan(value) else f"{value:.2f}", ha="center", va="center", fontsize=8,
                     color="white" if value > 0.6 else "black")
-        ax.set_xticks(range(wide.shape[1]), wide.columns, fontsize=8)
+        ax.set_xticks(range(wide.shape[1]), [textwrap.fill(method_label(m), 12) for m in wide.columns], fontsize=8)
         ax.set_yticks(range(wide.shape[0]), [a.replace(" and ", " & ") for a in wide.index], fontsize=8)
     ax.set_title("our ACC per QA attribute", fontsize=10)
-    return _finish(fig, f"AMADEUS Table 6 (CharacterRAG). {label}", fontsize=9, y=1.02)
+    return _finish(fig, f"AMADEUS Table 6 (CharacterRAG). {label}", fontsize=9)
 
 
 def table2_figure(long: pd.DataFrame, label: str, intervals: dict | None = None):
@@ -275,7 +282,7 @@ def table2_figure(long: pd.DataFrame, label: str, intervals: dict | None = None)
         ax.set_title(f"{task}: mean rating {interval_text(mean, *ci, '{:.2f}')}")
         ax.set_xlabel("samples")
     axes[0][-1].legend(title="rating", fontsize=8, loc="lower right")
-    return _finish(fig, f"AMADEUS Table 2 ratings per rater\n{label}", y=1.04, fontsize=9)
+    return _finish(fig, f"AMADEUS Table 2 ratings per rater\n{label}", fontsize=9)
 
 
 def agreement_figure(agree: pd.DataFrame, means: pd.DataFrame, paper: pd.DataFrame, rungs: list[str], label: str):
@@ -310,7 +317,7 @@ def agreement_figure(agree: pd.DataFrame, means: pd.DataFrame, paper: pd.DataFra
             ax.text(j, i, f"{v:.1f}", ha="center", va="center", color="white" if v < 1.5 else "black", fontsize=8)
     ax.set_title("judge's mean score per rung (with reference)")
     fig.colorbar(im, ax=ax, fraction=0.04)
-    return _finish(fig, f"CharacterCraft Table 6 on our data\n{label}", y=1.04, fontsize=9)
+    return _finish(fig, f"CharacterCraft Table 6 on our data\n{label}", fontsize=9)
 
 
 VERDICT_COLORS = {"supported": "#55A868", "contradicted": "#C44E52", "not distinguishable": "#8c8c8c",

@@ -136,3 +136,22 @@ def test_figure1_draws_each_methods_usage_rate_with_its_interval():
     assert "cluster bootstrap over characters" in side.get_title()
     assert "[30.00%, 50.00%]" in fig.axes[0].get_legend().get_texts()[1].get_text()
     plt.close(fig)
+
+
+def test_a_long_run_caption_wraps_to_the_figures_width(tmp_path):
+    """A figure's title names the whole run (models, settings, CRAG's departures: 1,500 characters or more): wrapped
+    to the figure's width, the saved image stays as wide as the figure instead of some thousands of pixels."""
+    from PIL import Image
+
+    from rpa_lib.plots import duplication_figure
+
+    rates = pd.DataFrame({"method": ["amadeus"], "usage_rate": [0.4], "usage_rate_low": [0.3],
+                          "usage_rate_high": [0.5], "paper_rate": [0.4384]})
+    freqs = pd.DataFrame({"method": ["amadeus"], "uses": [1]})
+    caption = " | ".join(f"setting {i}: a value that names part of the run" for i in range(40))
+    fig = duplication_figure(freqs, rates, 4, 2, caption)
+    title = fig._suptitle.get_text()
+    assert title.replace("\n", " ").endswith(caption) and title.count("\n") >= 5
+    width = fig.get_figwidth()
+    save_figure(fig, "long", tmp_path)
+    assert Image.open(tmp_path / "long.png").size[0] <= 1.1 * width * 200  # 200 dpi
