@@ -11,7 +11,9 @@ import numpy as np
 import pandas as pd
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
+from matplotlib.ticker import MaxNLocator
 
+from rpa_lib.evaluation.charactercraft_prompts import NAMES, TOP
 from rpa_lib.evaluation.metrics.charactercraft import DIMENSIONS
 from rpa_lib.evaluation.metrics.intervals import BOOTSTRAP
 from rpa_lib.methods.registry import method_label
@@ -61,9 +63,11 @@ def dataset_figure(per_char: pd.DataFrame, per_par: pd.DataFrame):
     qa_ax.set_title(f"{per_char.qa_pairs.sum()} QA pairs (paper set) by attribute")
     qa_ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, frameon=False)  # below the bars
     data = [per_par.loc[per_par.character == c, "length"] for c in order]
-    box_ax.boxplot(data, vert=False, tick_labels=[""] * len(order), showfliers=True, flierprops={"markersize": 3})
-    box_ax.scatter(pc.longest_paragraph, range(1, len(order) + 1), marker="|", s=200, color="crimson",
-                   label="l_max (ACTS chunk length)")
+    rows = np.arange(len(order))  # the rows barh puts the names on
+    box_ax.boxplot(data, vert=False, positions=rows, tick_labels=[""] * len(order), showfliers=True,
+                   flierprops={"markersize": 3})
+    box_ax.scatter(pc.longest_paragraph, rows, marker="|", s=200, color="crimson", label="l_max (ACTS chunk length)")
+    box_ax.set_ylim(ax.get_ylim())
     box_ax.set_xlabel("paragraph length (characters)")
     box_ax.set_title("paragraph lengths per character")
     box_ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14), frameon=False)  # below the boxes
@@ -80,7 +84,8 @@ def error_bars(ax, x, frame: pd.DataFrame, column: str, **style) -> None:
     v, low, high = (pd.to_numeric(frame[c], errors="coerce").to_numpy(dtype=float) for c in (column, lo, hi))
     ok = ~(np.isnan(low) | np.isnan(high) | np.isnan(v))
     if ok.any():
-        ax.errorbar(x[ok], v[ok], yerr=[v[ok] - low[ok], high[ok] - v[ok]], fmt="none", ecolor="black", elinewidth=0.8,
+        color = style.pop("color", "black")  # the series' colour: several intervals at one x stay told apart
+        ax.errorbar(x[ok], v[ok], yerr=[v[ok] - low[ok], high[ok] - v[ok]], fmt="none", ecolor=color, elinewidth=0.8,
                     capsize=2, **style)
 
 
@@ -108,10 +113,10 @@ def similarity_figure(scores: pd.DataFrame, table: pd.DataFrame, splitters: list
             r = rows.loc[SPLITTER_NAMES.get(s, s)]
             mu = interval_text(r.sum_mu, r.get("sum_mu_low"), r.get("sum_mu_high"), "{:.2f}")
             var = interval_text(r.sum_var, r.get("sum_var_low"), r.get("sum_var_high"), "{:.3f}")
-            ax.text(i, ax.get_ylim()[1], f"Σμ={mu}\nΣσ²={var}\nΣσ²_q={r.sum_var_q:.4f}",
-                    ha="center", va="top", fontsize=6)
+            ax.text(i, 1.01, f"Σμ={mu}\nΣσ²={var}\nΣσ²_q={r.sum_var_q:.4f}", transform=ax.get_xaxis_transform(),
+                    ha="center", va="bottom", fontsize=7)  # above the axes, clear of the whiskers
         ax.set_xticks(range(1, len(splitters) + 1), [SPLITTER_NAMES.get(s, s) for s in splitters], fontsize=8)
-        ax.set_title(emb)
+        ax.set_title(emb, pad=40)
         ax.set_ylabel(f"cosine similarity of top-{k} chunks")
     return _finish(fig, f"Similarity of the top-{k} retrieved chunks to {questions} QA questions of "
                    f"{plural(characters, 'character')} (embedder per panel; sums over characters as in Table 1;\n"
@@ -133,8 +138,11 @@ def evidence_recall_figure(table: pd.DataFrame, characters: int, questions: int,
         ax.set_title(emb)
         ax.set_ylim(0, 1.02)
         ax.grid(alpha=0.3)
-    axes[0][0].set_ylabel("evidence recall (solid, 95% interval: characters resampled);\nall evidence found (dotted)")
-    axes[0][-1].legend(fontsize=8, loc="lower right")
+    axes[0][0].set_ylabel("evidence recall")
+    styles = [Line2D([], [], color="black", marker="o", label="recall (95% interval: characters resampled)"),
+              Line2D([], [], color="black", marker=".", ls=":", label="all evidence found")]
+    handles, _ = axes[0][-1].get_legend_handles_labels()
+    axes[0][-1].legend(handles=handles + styles, fontsize=7, loc="lower right")
     return _finish(fig, f"Evidence recall of retrieval, {questions} QA questions ({qa_set} set) of "
                    f"{plural(characters, 'character')} (no LLM)")
 
@@ -149,24 +157,26 @@ def budget_recall_figure(table: pd.DataFrame, characters: int, questions: int, t
         for ax, emb in zip(row, labels):
             part = table[(table.embedder == emb) & (table.unit == unit)]
             for splitter, g in part.groupby("splitter", sort=False):
+                color = _NAMED_COLORS.get(splitter, "#55A868")
                 ax.plot(g.budget_last_chunk_cut, g.recall, marker="o", ls="--" if "(document)" in splitter else "-",
-                        label=splitter, color=_NAMED_COLORS.get(splitter, "#55A868"))
-                error_bars(ax, g.budget_last_chunk_cut, g, "recall")
-            ax.set_xlabel(f"context budget ({unit}{', ' + tokenizer if unit == 'tokens' else ''}; last chunk cut)")
+                        label=splitter, color=color)
+                error_bars(ax, g.budget_last_chunk_cut, g, "recall", color=color)
+            ax.set_xlabel(f"context budget ({unit})")
             ax.set_title(emb)
             ax.set_ylim(0, 1.02)
             ax.grid(alpha=0.3)
         row[0].set_ylabel("evidence recall (95% interval:\ncharacters resampled)")
     axes[0][-1].legend(fontsize=8, loc="lower right")
     return _finish(fig, f"Evidence recall at equal context budgets, {questions} QA questions ({qa_set} set) of "
-                   f"{plural(characters, 'character')} (no LLM)")
+                   f"{plural(characters, 'character')} (no LLM; the last chunk cut to the budget; tokens counted "
+                   f"with {tokenizer})")
 
 
 def duplication_figure(freqs: pd.DataFrame, rates: pd.DataFrame, items: int, characters: int, label: str):
     """AMADEUS Figure 1: how many chunks 1, 2, ... questions used, Naive RAG beside AMADEUS, and each one's average
     chunk usage rate with its 95% interval beside the paper's. ``rates``: :func:`rpa_lib.paper.figure1_rates`."""
     fig, (ax, side) = plt.subplots(1, 2, figsize=(9.5, 4.2), gridspec_kw={"width_ratios": [3, 1]})
-    top = int(freqs.uses.max()) if len(freqs) else 1
+    top = max(items, int(freqs.uses.max()) if len(freqs) else 1)  # every frequency a chunk could have, 0 included
     bins = np.arange(1, top + 2)
     shown = ["naive_rag", "amadeus"]
     rate = rates.set_index("method").reindex(shown)
@@ -186,7 +196,8 @@ def duplication_figure(freqs: pd.DataFrame, rates: pd.DataFrame, items: int, cha
     side.plot(x, rate.paper_rate, marker="D", ls="none", mfc="white", mec="black", label="paper (GPT-4.1)")
     side.set_xticks(x, [method_label(m) for m in shown], fontsize=8)
     side.set_ylabel("avg. chunk usage rate")
-    side.set_title(f"95% interval: {BOOTSTRAP}", fontsize=7, wrap=True)
+    notes = rate.interval_note.dropna().unique() if "interval_note" in rate else []
+    side.set_title(textwrap.fill(f"95% interval: {BOOTSTRAP}" + "".join(f"; {n}" for n in notes), 45), fontsize=7)
     side.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12), frameon=False)
     return _finish(fig, f"Chunk duplication on MBTI questions, {plural(characters, 'character')}\n{label}",
                    fontsize=10)
@@ -212,9 +223,9 @@ def personality_figure(per_dim: pd.DataFrame, types: pd.DataFrame, characters: i
         undecided = (ours.count("-") + ours.count("?")) / max(len(ours), 1)
         ax.set_xticks(x, list(dict.fromkeys(d.dimension)))
         ax.set_ylim(0, 1.1)
-        ax.set_ylabel("share of characters with the right letter\n(bars: 95% exact binomial interval)")
+        ax.set_ylabel("share of characters with the right letter\n(whiskers: 95% exact binomial interval)")
         ax.set_title(f"{title}; our undecided letters: {undecided:.0%}", fontsize=10)
-        ax.axhline(0.5, color="grey", lw=0.6, ls=":")
+        ax.axhline(0.5, color="grey", lw=0.6, ls=":", label="chance (one letter of two)" if qname == "bigfive" else None)
     axes[1].legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, frameon=False)
     return _finish(fig, f"Per-dimension accuracy, {plural(characters, 'character')}. {label}", fontsize=9)
 
@@ -239,7 +250,8 @@ def qa_figure(long: pd.DataFrame, breakdown: pd.DataFrame, label: str):
             paper_i += not ours
             bars = ax.bar(at, v.fillna(0), width, color=color, edgecolor="black", linewidth=0.6,
                           hatch=None if ours else "//", label=f"ours ({llm})" if ours else f"paper, {llm}")
-            ax.bar_label(bars, labels=["-" if pd.isna(a) else f"{a:.2g}" for a in v], fontsize=6, padding=1)
+            ax.bar_label(bars, labels=["-" if pd.isna(a) else f"{a:.2g}" for a in v], fontsize=6, padding=2,
+                         rotation=90)
             if ours:  # our 95% interval: characters resampled (none with one character)
                 error_bars(ax, at, rows, metric)
         ours_as = qa[qa.source == "ours"].drop_duplicates("method").set_index("method").ours_method
@@ -261,7 +273,7 @@ def qa_figure(long: pd.DataFrame, breakdown: pd.DataFrame, label: str):
         ax.set_xticks(range(wide.shape[1]), [textwrap.fill(method_label(m), 12) for m in wide.columns], fontsize=8)
         ax.set_yticks(range(wide.shape[0]), [a.replace(" and ", " & ") for a in wide.index], fontsize=8)
     ax.set_title("our ACC per QA attribute", fontsize=10)
-    return _finish(fig, f"AMADEUS Table 6 (CharacterRAG). {label}", fontsize=9)
+    return _finish(fig, f"AMADEUS Table 6 (CharacterRAG): ACC and ACC_L (HS in the table). {label}", fontsize=9)
 
 
 def table2_figure(long: pd.DataFrame, label: str, intervals: dict | None = None):
@@ -281,7 +293,8 @@ def table2_figure(long: pd.DataFrame, label: str, intervals: dict | None = None)
         ci = (intervals or {}).get(task, (np.nan, np.nan))
         ax.set_title(f"{task}: mean rating {interval_text(mean, *ci, '{:.2f}')}")
         ax.set_xlabel("samples")
-    axes[0][-1].legend(title="rating", fontsize=8, loc="lower right")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    axes[0][-1].legend(title="rating", fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
     return _finish(fig, f"AMADEUS Table 2 ratings per rater\n{label}", fontsize=9)
 
 
@@ -299,8 +312,16 @@ def agreement_figure(agree: pd.DataFrame, means: pd.DataFrame, paper: pd.DataFra
             bars.append((f"GPT-4o vs people, {ref} (paper)", gpt.loc[ref, list(DIMENSIONS)].astype(float) / 100))
     width = 0.8 / len(bars)
     for i, (name, values) in enumerate(bars):
-        ax.bar(x + _offset(i, len(bars), width), values.to_numpy(dtype=float), width, label=name,
+        at = x + _offset(i, len(bars), width)
+        ax.bar(at, values.to_numpy(dtype=float), width, label=name,
                hatch="//" if "paper" in name else None, alpha=0.6 if "paper" in name else 1.0)
+        if not name.startswith("ours"):
+            continue
+        n = agree[agree["mode"] == name.split()[1]].set_index("dimension").n.reindex(DIMENSIONS)
+        for xi, tau, count in zip(at, values, n):  # how many replies each tau rests on; where it is undefined
+            if not pd.isna(count):
+                ax.text(xi, 0, f"n={count:.0f}" if not pd.isna(tau) else f"undef. (n={count:.0f})", rotation=90,
+                        ha="center", va="bottom" if pd.isna(tau) or tau >= 0 else "top", fontsize=6)
     ax.axhline(0, color="black", linewidth=0.8)
     ax.set_xticks(x, DIMENSIONS)
     ax.set_ylabel("Kendall's tau-b")
@@ -309,14 +330,17 @@ def agreement_figure(agree: pd.DataFrame, means: pd.DataFrame, paper: pd.DataFra
     ax = axes[1]
     grid = (means[means["mode"] == "with"].pivot(index="rung", columns="dimension", values="mean")
             .reindex(index=rungs, columns=list(DIMENSIONS)))
-    im = ax.imshow(grid.to_numpy(dtype=float), cmap="viridis", aspect="auto", vmin=0, vmax=3)
-    ax.set_xticks(range(len(DIMENSIONS)), DIMENSIONS)
-    ax.set_yticks(range(len(rungs)), rungs)
+    share = grid / pd.Series(TOP)[grid.columns]  # each dimension on its own scale (0-2, human-likeness 0-3)
+    im = ax.imshow(share.to_numpy(dtype=float), cmap="viridis", aspect="auto", vmin=0, vmax=1)
+    ax.set_xticks(range(len(DIMENSIONS)), [f"{NAMES[d]} (0-{TOP[d]})" for d in DIMENSIONS], fontsize=7, rotation=30,
+                  ha="right")
+    ax.set_yticks(range(len(rungs)), [r.replace("_", " ") for r in rungs], fontsize=8)
     for (i, j), v in np.ndenumerate(grid.to_numpy(dtype=float)):
         if not np.isnan(v):
-            ax.text(j, i, f"{v:.1f}", ha="center", va="center", color="white" if v < 1.5 else "black", fontsize=8)
+            ax.text(j, i, f"{v:.1f}", ha="center", va="center", color="white" if share.iat[i, j] < 0.5 else "black",
+                    fontsize=8)
     ax.set_title("judge's mean score per rung (with reference)")
-    fig.colorbar(im, ax=ax, fraction=0.04)
+    fig.colorbar(im, ax=ax, fraction=0.04, label="share of the dimension's top score")
     return _finish(fig, f"CharacterCraft Table 6 on our data\n{label}", fontsize=9)
 
 
@@ -344,16 +368,16 @@ def claims_figure(claims: pd.DataFrame, label: str):
             if not (np.isnan(low) or np.isnan(high)):
                 ax.plot([low, high], [yi + dy] * 2, color="black", lw=1)
             ax.plot(di, yi + dy, marker=marker, ms=7, mfc=_verdict_color(v), mec="black", ls="none")
-        shapes.append(Line2D([], [], marker=marker, mfc="none", mec="black", ls="none", label=who))
+        shapes.append(Line2D([], [], marker=marker, mfc="#bbbbbb", mec="black", ls="none", label=who))
     ax.axvline(0, color="grey", lw=0.8, ls=":")
-    ax.set_yticks(y, [f"{r.claim_id}: {r.claim[:60]}{'...' if len(r.claim) > 60 else ''}" for r in claims.itertuples()],
-                  fontsize=7)
+    ax.set_yticks(y, [textwrap.fill(f"{r.claim_id}: {r.claim}", 55) for r in claims.itertuples()], fontsize=7)
     ax.set_xlabel("difference in the claim's favour (95% interval: characters resampled)", fontsize=8)
     # two legends, each with its title, so a shape (whose evidence) is never read as a fill (which verdict)
     fills = [Patch(facecolor=c, edgecolor="black", label=k) for k, c in VERDICT_COLORS.items()]
     for handles, title, top in ((shapes, "shape: evidence", 1.0), (fills, "fill: verdict", 0.8)):
         fig.legend(handles=handles, title=title, fontsize=7, title_fontsize=7, loc="upper left", frameon=False,
                    bbox_to_anchor=(1.01, top), bbox_transform=ax.transAxes, alignment="left")
-    ax.set_title(f"AMADEUS claims re-tested (fill: verdict; no point: nothing to test)\n{label}", fontsize=9)
+    ax.set_title(f"AMADEUS claims re-tested (fill: verdict; no point: no difference to draw, the verdict is in the "
+                 f"table; each claim in its own units)\n{label}", fontsize=9, wrap=True)
     fig.tight_layout()
     return fig

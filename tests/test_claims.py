@@ -49,13 +49,13 @@ def test_claims_table_on_a_tiny_run(tmp_path):
     # each row names the models behind its own evidence, and a claim this run has no evidence for names none
     assert (by.llm["T6-acc-naive"], by.judge["T6-acc-naive"], by.embedder["T6-acc-naive"]) == ("fake", "fake", "hash")
     assert by.loc["T4-crag", ["llm", "judge", "embedder"]].isna().all()
-    # the figure: shapes say whose evidence, fills the verdict, each in a legend of its own, so the white fill of
-    # "not testable" is never read as the hollow circle of "this run"
+    # the figure: shapes say whose evidence, fills the verdict, each in a legend of its own; the shapes' legend draws
+    # them grey, so neither shape is read as the white fill of "not testable"
     legends = {lg.get_title().get_text(): lg for lg in claims_figure(claims, "tiny run").legends}
     assert set(legends) == {"shape: evidence", "fill: verdict"}
     shapes = legends["shape: evidence"].legend_handles
     assert [h.get_label() for h in shapes] == ["paper's printed evidence", "this run"]
-    assert {h.get_marker() for h in shapes} == {"s", "o"} and {h.get_markerfacecolor() for h in shapes} == {"none"}
+    assert {h.get_marker() for h in shapes} == {"s", "o"} and {h.get_markerfacecolor() for h in shapes} == {"#bbbbbb"}
     fills = {h.get_label(): h for h in legends["fill: verdict"].legend_handles}
     assert "not testable" in fills and fills["not testable"].get_facecolor()[:3] == (1.0, 1.0, 1.0)
 

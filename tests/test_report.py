@@ -133,7 +133,8 @@ def test_figure1_draws_each_methods_usage_rate_with_its_interval():
     (bars,) = [c for c in side.containers if hasattr(c, "has_yerr") and c.has_yerr]  # the error bars drawn
     segments = bars.lines[2][0].get_segments()
     assert np.concatenate([s[:, 1] for s in segments]) == pytest.approx([0.2, 0.4, 0.3, 0.5])  # Naive RAG, AMADEUS
-    assert "cluster bootstrap over characters" in side.get_title()
+    title = side.get_title().replace("-\n", "-").replace("\n", " ")
+    assert "cluster bootstrap over characters" in title and "2 characters: a percentile interval under-covers" in title
     assert "[30.00%, 50.00%]" in fig.axes[0].get_legend().get_texts()[1].get_text()
     plt.close(fig)
 
