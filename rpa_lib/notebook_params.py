@@ -21,7 +21,8 @@ NONE_DEFAULTS = {"characters": "list[str] | None", "data_dir": "str | None", "fi
                  "results_dir": "str | None", "llm": "str | None", "evaluator_llm": "str | None",
                  "gs_llm": "str | None", "multi_questions": "int | None",
                  "qa_questions": "int | None", "mbti_questions": "int | None", "mbti_items": "int | None",
-                 "bigfive_items": "int | None", "questions_per_character": "int | None", "window": "int | str | None"}
+                 "bigfive_items": "int | None", "questions_per_character": "int | None", "window": "int | str | None",
+                 "rater_models": "list[str] | None", "human_ratings_dir": "str | None", "rungs": "list[str] | None"}
 _SIMPLE = {"int": int, "float": (int, float), "str": str, "bool": bool, "dict": dict, "None": type(None),
            "list": list}
 

@@ -276,9 +276,10 @@ def qa_figure(long: pd.DataFrame, breakdown: pd.DataFrame, label: str):
     return _finish(fig, f"AMADEUS Table 6 (CharacterRAG): ACC and ACC_L (HS in the table). {label}", fontsize=9)
 
 
-def table2_figure(long: pd.DataFrame, label: str, intervals: dict | None = None):
+def table2_figure(long: pd.DataFrame, label: str, intervals: dict | None = None, paper: dict | None = None):
     """AMADEUS Table 2's ratings: per task, each rater's count of each rating 1-5 (stacked) and the task's mean,
-    with its 95% interval where ``intervals`` (``{task: (low, high)}``) has one."""
+    with its 95% interval where ``intervals`` (``{task: (low, high)}``) has one, beside the paper's mean where
+    ``paper`` (``{task: mu}``) has one."""
     tasks = [t for t in ("BFI", "MBTI") if t in set(long.task)] + sorted(set(long.task) - {"BFI", "MBTI"})
     fig, axes = plt.subplots(1, max(1, len(tasks)), figsize=(6 * max(1, len(tasks)), 4.2), squeeze=False)
     colors = plt.cm.RdYlGn(np.linspace(0.1, 0.9, 5))
@@ -291,7 +292,9 @@ def table2_figure(long: pd.DataFrame, label: str, intervals: dict | None = None)
             left += counts[rating].to_numpy()
         mean = long[long.task == task].rating.mean()
         ci = (intervals or {}).get(task, (np.nan, np.nan))
-        ax.set_title(f"{task}: mean rating {interval_text(mean, *ci, '{:.2f}')}")
+        printed = (paper or {}).get(task)
+        ax.set_title(f"{task}: mean rating {interval_text(mean, *ci, '{:.2f}')}"
+                     + (f" (paper: {printed:.2f}, human raters)" if printed is not None else ""), fontsize=10)
         ax.set_xlabel("samples")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     axes[0][-1].legend(title="rating", fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)

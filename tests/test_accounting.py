@@ -309,3 +309,15 @@ def test_notebooks_match_the_control_per_question_set(notebook, by):
     nb = json.loads((NOTEBOOKS / f"{notebook}.ipynb").read_text(encoding="utf-8"))
     code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
     assert re.search(rf'matched_budgets\(\w+, "{by}"', code) and "matched_budget(" not in code
+
+
+@pytest.mark.parametrize("notebook", ["03_chunk_usage", "04_personality", "05_qa_evaluation", "06_human_evaluation",
+                                      "07_judge_agreement"])
+def test_notebooks_make_no_table_figure_or_run_record_before_their_last_failure_check(notebook):
+    """A run with failed items stops after saving its item files and before any table, figure or run record, so a
+    failed run never leaves a table computed without its failed items beside the committed ones."""
+    nb = json.loads((NOTEBOOKS / f"{notebook}.ipynb").read_text(encoding="utf-8"))
+    code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
+    last_check = code.rindex("ex.check(")
+    outputs = [code.index(call) for call in ("save_table(", "save_figure(", "ex.record(", "save_paired(") if call in code]
+    assert outputs and last_check < min(outputs), code[min(outputs) - 200:min(outputs) + 100]

@@ -309,3 +309,10 @@ def test_table2_beside_the_paper(samples):
     paper = side[side.source.str.startswith("AMADEUS paper")].set_index("task")
     assert paper.loc["BFI", "cronbach_alpha"] == 0.845 and paper.loc["MBTI", "mu"] == 3.870
     assert paper.loc["BFI", "alpha_low"] < 0.845 < paper.loc["BFI", "alpha_high"]
+    # the figure's panel titles put the paper's mean beside ours
+    from rpa_lib.plots import table2_figure
+
+    long = pd.DataFrame({"task": ["BFI", "BFI", "MBTI"], "rater": ["a", "b", "a"], "rating": [4.0, 5.0, 3.0]})
+    fig = table2_figure(long, "tiny", paper=paper.mu.to_dict())
+    assert [ax.get_title() for ax in fig.axes] == ["BFI: mean rating 4.50 (paper: 3.89, human raters)",
+                                                   "MBTI: mean rating 3.00 (paper: 3.87, human raters)"]

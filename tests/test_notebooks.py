@@ -94,6 +94,15 @@ def test_every_folder_parameter_is_made_absolute_and_counts_by_content(tmp_path,
     before = stamps.inputs_digest(book, params, [], library="the library")
     (tmp_path / "ratings" / "set-1" / "rater01.csv").write_text("sample_id,rating\ns1,4\n")
     assert stamps.inputs_digest(book, params, [], library="the library") != before
+    # a model folder named relative to notebooks/ (where the kernels read it) or inside a list counts by content too
+    model = tmp_path / "my-model"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    relative = os.path.relpath(model, paths.NOTEBOOKS_DIR)
+    for edit, setting in enumerate(({"embedder": relative}, {"embedders": ["minilm", str(model)]})):
+        before = stamps.inputs_digest(book, {**params, **setting}, [], library="the library")
+        (model / "config.json").write_text(f'{{"edit": {edit}}}')
+        assert stamps.inputs_digest(book, {**params, **setting}, [], library="the library") != before, setting
 
 
 def test_unknown_profile_and_notebook_selection():
@@ -105,6 +114,34 @@ def test_unknown_profile_and_notebook_selection():
         reproduce.notebooks(["99"])
     with pytest.raises(SystemExit, match="no notebook matches --only 5; notebooks: 00_explore, "):
         reproduce.notebooks(["04", "5"])  # 04 alone would run
+    for only in ("", "02,"):  # an empty entry selected every notebook, or matched none with a puzzling message
+        with pytest.raises(SystemExit) as info:
+            reproduce.main(["--only", only, "--plan"])
+        assert info.value.code == 2
+
+
+def test_an_output_folder_that_cannot_be_written_is_one_line_before_anything_runs(tmp_path, monkeypatch):
+    monkeypatch.setattr(paths, "PROFILES_DIR", tmp_path)
+    (tmp_path / "tiny.yaml").write_text("description: nothing\n")
+    (tmp_path / "a-file").write_text("")
+    with pytest.raises(SystemExit, match=r"output folder .*a-file/out: cannot write there \(.*a-file is not a folder\)"):
+        reproduce.run("tiny", output_dir=tmp_path / "a-file" / "out")
+
+
+def test_ctrl_c_ends_the_runner_with_one_line_and_status_130(monkeypatch, capsys):
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(reproduce, "run", interrupted)
+    assert reproduce.main(["--only", "01"]) == 130
+    assert capsys.readouterr().err.strip().startswith("interrupted: the notebooks that finished are kept")
+
+
+def test_an_empty_list_of_characters_is_named_as_such(fixture_data):
+    from rpa_lib.data import DataError, Dataset
+
+    with pytest.raises(DataError, match="characters is an empty list: name at least one"):
+        Dataset(fixture_data).characters([])
 
 
 # ---------------------------------------------------------------- the smoke run
@@ -608,6 +645,17 @@ def test_a_failed_notebook_does_not_look_done_and_keeps_its_kept_files_recorded(
     ("notebooks:\n  01_dataset: [frieren]\n", "notebooks.01_dataset: expected a mapping of name: value, got ['frieren']"),
     ("env:\n  - RPA_JUDGE_MODEL=gpt-4.1\n", "env: expected a mapping of name: value, got ['RPA_JUDGE_MODEL=gpt-4.1']"),
     ("env:\n  RPA_JUDGE_MODEL:\n", "env.RPA_JUDGE_MODEL: expected a string or a number, got None"),
+    # the runner's own parameter: set by a profile, a real run would be a dry run with the stand-in's numbers
+    ("notebooks:\n  03_chunk_usage:\n    run_mode: {plan_file: p.jsonl}\n",
+     "notebooks.03_chunk_usage.run_mode: set by the runner, not by a profile"),
+    ("notebooks:\n  06_human_evaluation:\n    rater_models: fake\n",
+     "notebooks.06_human_evaluation.rater_models: expected list[str] | None, got str 'fake'"),
+    ("notebooks:\n  06_human_evaluation:\n    human_ratings_dir: 5\n",
+     "notebooks.06_human_evaluation.human_ratings_dir: expected str | None, got int 5"),
+    ("notebooks:\n  07_judge_agreement:\n    rungs: garbled\n",
+     "notebooks.07_judge_agreement.rungs: expected list[str] | None, got str 'garbled'"),
+    ("budget_usd: .nan\n", "budget_usd: expected a non-negative number of dollars, got nan"),
+    ("budget_usd: .inf\n", "budget_usd: expected a non-negative number of dollars, got inf"),
 ])
 def test_profile_errors_name_the_file_and_the_key(tmp_path, monkeypatch, text, message):
     monkeypatch.setattr(paths, "PROFILES_DIR", tmp_path)

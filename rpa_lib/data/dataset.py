@@ -69,6 +69,9 @@ class Dataset:
         if isinstance(only, str) or not all(isinstance(s, str) for s in only):
             raise DataError(self.characters_dir, None, f"characters must be a list of slugs, e.g. [{only!r}], "
                                                        f"not {type(only).__name__} {only!r}")
+        if not only:
+            raise DataError(self.characters_dir, None, f"characters is an empty list: name at least one (None: all "
+                                                       f"{len(known)})")
         unknown = [s for s in only if s not in known]
         if unknown:
             raise DataError(self.characters_dir, None, f"unknown character(s) {', '.join(map(repr, unknown))}; "

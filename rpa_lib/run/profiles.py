@@ -4,6 +4,7 @@ anything runs, and the list of numbered notebooks. This module runs nothing (:mo
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import yaml
@@ -12,6 +13,7 @@ from rpa_lib import paths
 from rpa_lib.notebook_params import check_value, parameters
 
 TOP_LEVEL = ("description", "defaults", "notebooks", "env", "budget_usd", "batch")
+RUNNER_ONLY = ("run_mode",)  # parameters the runner passes (a profile setting one would turn a real run into a dry run)
 BATCH_MODES = ("local", "openai", "files")  # the profile's ``batch``: how its rounds are answered (rpa_lib.run.rounds)
 
 
@@ -42,7 +44,8 @@ def load_profile(name: str) -> dict:
     if unknown := set(profile) - set(TOP_LEVEL):
         raise SystemExit(f"{path}: unknown top-level key(s) {', '.join(sorted(unknown))}")
     budget = profile.get("budget_usd")
-    if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int | float) or budget < 0):
+    if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int | float)
+                               or not 0 <= budget < math.inf):  # NaN fails the comparison too
         raise SystemExit(f"{path}: budget_usd: expected a non-negative number of dollars, got {budget!r}")
     if profile.get("batch") is not None and profile["batch"] not in BATCH_MODES:
         raise SystemExit(f"{path}: batch: expected one of {', '.join(BATCH_MODES)}, got {profile['batch']!r}")
@@ -70,6 +73,9 @@ def check_profile(path: Path, profile: dict) -> None:
             raise SystemExit(f"{path}: {section}: no such notebook; notebooks: {', '.join(declared)}")
         scope = {stem: declared[stem]} if section != "defaults" else declared
         for key, value in values.items():
+            if key in RUNNER_ONLY:
+                raise SystemExit(f"{path}: {section}.{key}: set by the runner, not by a profile (--plan makes a dry "
+                                 "run; budget_usd and batch set the rest)")
             owners = [params[key] for params in scope.values() if key in params]
             if not owners:
                 valid = sorted({p for params in scope.values() for p in params})

@@ -199,6 +199,7 @@ def run(profile_name: str = "quick", only: list[str] | None = None, output_dir: 
     when ``batch`` (or the profile's ``batch``) names a mode."""
     profile = load_profile(profile_name)
     output_dir = output_dir and Path(os.path.abspath(output_dir))  # kernels start elsewhere (notebooks/)
+    writable(output_dir or paths.RESULTS_DIR)
     with profile_environment(profile):
         setup = each_notebook(notebooks(only), profile, output_dir)
         limit = budget_of(profile)
@@ -223,6 +224,18 @@ def run(profile_name: str = "quick", only: list[str] | None = None, output_dir: 
         finally:
             if budget is not None:
                 print(f"budget: ${budget.spent:.4f} of {usd(limit)} spent", flush=True)
+
+
+def writable(folder: Path) -> None:
+    """A one-line SystemExit, before anything runs, when ``folder`` (the output folder) could not be made or written:
+    its nearest existing folder is a file or not writable. Nothing is created."""
+    existing = folder
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    why = (f"{existing} is not a folder" if not existing.is_dir() else
+           f"{existing} is not writable" if not os.access(existing, os.W_OK | os.X_OK) else None)
+    if why:
+        raise SystemExit(f"output folder {folder}: cannot write there ({why})")
 
 
 def batch_rounds(profile: dict, todo: Setup, batch: str, mode: dict, budget: Budget | None) -> dict:
@@ -438,15 +451,22 @@ def main(argv: list[str] | None = None) -> int:
                         help="batch rounds (half price on OpenAI): local (in-process engines), openai (the Batch API) "
                              "or files (request files for an offline engine such as vllm run-batch)")
     args = parser.parse_args(argv)
-    only = args.only.split(",") if args.only else None
+    only = None if args.only is None else [o.strip() for o in args.only.split(",")]
+    if only is not None and not all(only):
+        parser.error(f"--only {args.only!r}: an empty entry; give notebook numbers or names, e.g. 02,04")
     if args.exact and not args.plan:
         parser.error("--exact goes with --plan")
     if args.batch and args.plan:
         parser.error("--batch runs the rounds; --plan prices them without it")
-    if args.plan:
-        plan(args.profile, only, exact=args.exact)
-    else:
-        run(args.profile, only, args.output_dir, args.force, args.batch)
+    try:
+        if args.plan:
+            plan(args.profile, only, exact=args.exact)
+        else:
+            run(args.profile, only, args.output_dir, args.force, args.batch)
+    except KeyboardInterrupt:
+        print("\ninterrupted: the notebooks that finished are kept, and the LLM replies received are cached; the "
+              "same command resumes", file=sys.stderr)
+        return 130
     return 0
 
 

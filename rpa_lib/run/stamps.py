@@ -51,13 +51,22 @@ def library_digest() -> str:
 
 
 def named_path(value) -> Path | None:
-    """The existing absolute path a setting names, itself or after a ``backend:`` prefix (``local:/m.gguf``)."""
+    """The existing path a setting names, itself or after a ``backend:`` prefix (``local:/m.gguf``): absolute, or
+    starting with ``.`` or ``~`` (relative: to ``notebooks/``, where the kernels start, as they read it)."""
     if not isinstance(value, str) or "://" in value:
         return None
     for candidate in (value, value.partition(":")[2]):
-        if candidate and os.path.isabs(candidate) and os.path.exists(candidate):
-            return Path(candidate)
+        if not candidate or not (os.path.isabs(candidate) or candidate.startswith((".", "~"))):
+            continue
+        path = paths.NOTEBOOKS_DIR / Path(candidate).expanduser()  # an absolute one stays itself
+        if path.exists():
+            return path
     return None
+
+
+def named_paths(value) -> list[Path]:
+    """:func:`named_path` of a value, or of each item of a list (``embedders: [minilm, ./my-model]``)."""
+    return [p for v in (value if isinstance(value, list | tuple) else [value]) if (p := named_path(v)) is not None]
 
 
 def _setting(value: str):
@@ -84,8 +93,8 @@ def environment_settings() -> dict:
 def inputs_digest(notebook: Path, params: dict, upstream: list[str | None], library: str | None = None) -> str:
     """One digest of everything a notebook's results depend on, as far as a stamp can see: the notebook, its
     parameters and the paths they name, ``data/``, the library, the settings and the ``upstream`` stamps."""
-    named = {k: path_digest(path) for k, v in sorted(params.items())
-             if k not in OUTPUT_PARAMETERS and (path := named_path(v)) is not None}
+    named = {k: [path_digest(path) for path in found] for k, v in sorted(params.items())
+             if k not in OUTPUT_PARAMETERS and (found := named_paths(v))}
     return _sha({"notebook": file_digest(notebook), "parameters": params, "paths": named,
                  "data": path_digest(paths.DATA_DIR), "library": library or library_digest(),
                  "environment": environment_settings(), "upstream": upstream})
