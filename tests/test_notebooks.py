@@ -654,6 +654,8 @@ def test_a_failed_notebook_does_not_look_done_and_keeps_its_kept_files_recorded(
      "notebooks.06_human_evaluation.human_ratings_dir: expected str | None, got int 5"),
     ("notebooks:\n  07_judge_agreement:\n    rungs: garbled\n",
      "notebooks.07_judge_agreement.rungs: expected list[str] | None, got str 'garbled'"),
+    ("notebooks:\n  03_chunk_usage: {k: 3}\n  03_chunk_usage: {k: 5}\n",
+     "not valid YAML (line 3: '03_chunk_usage' is given twice)"),
     ("budget_usd: .nan\n", "budget_usd: expected a non-negative number of dollars, got nan"),
     ("budget_usd: .inf\n", "budget_usd: expected a non-negative number of dollars, got inf"),
 ])

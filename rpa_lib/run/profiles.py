@@ -26,6 +26,19 @@ def profile_path(name: str) -> Path:
     return path if path.is_absolute() or path.is_file() else paths.ROOT / path
 
 
+class _UniqueKeys(yaml.SafeLoader):
+    """YAML that refuses a key given twice in one mapping (PyYAML would keep the last silently)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(None, None, f"{key!r} is given twice", key_node.start_mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep)
+
+
 def load_profile(name: str) -> dict:
     """The checked profile; an unknown notebook, parameter or key, a value of the wrong type or malformed YAML is a
     one-line ``SystemExit`` naming the profile file and the key."""
@@ -34,7 +47,7 @@ def load_profile(name: str) -> dict:
         known = ", ".join(sorted(p.stem for p in paths.PROFILES_DIR.glob("*.yaml")))
         raise SystemExit(f"unknown profile {name!r} ({path} not found); known: {known}")
     try:
-        profile = yaml.safe_load(path.read_text()) or {}
+        profile = yaml.load(path.read_text(), Loader=_UniqueKeys) or {}  # a SafeLoader
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"line {mark.line + 1}: " if mark else ""
