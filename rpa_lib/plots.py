@@ -176,7 +176,7 @@ def duplication_figure(freqs: pd.DataFrame, rates: pd.DataFrame, items: int, cha
     """AMADEUS Figure 1: how many chunks 1, 2, ... questions used, Naive RAG beside AMADEUS, and each one's average
     chunk usage rate with its 95% interval beside the paper's. ``rates``: :func:`rpa_lib.paper.figure1_rates`."""
     fig, (ax, side) = plt.subplots(1, 2, figsize=(9.5, 4.2), gridspec_kw={"width_ratios": [3, 1]})
-    top = max(items, int(freqs.uses.max()) if len(freqs) else 1)  # every frequency a chunk could have, 0 included
+    top = max(items, int(freqs.uses.max()) if len(freqs) else 1)  # every frequency from 1 to the questions asked
     bins = np.arange(1, top + 2)
     shown = ["naive_rag", "amadeus"]
     rate = rates.set_index("method").reindex(shown)
