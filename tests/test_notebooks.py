@@ -296,7 +296,7 @@ def test_failing_notebook_stops_the_run(tmp_path, monkeypatch, capsys):
     books.mkdir()
     mark = "from pathlib import Path\nPath(results_dir).mkdir(parents=True, exist_ok=True)\nPath(results_dir, '{}').write_text('ran')"
     write_notebook(books / "01_fine.ipynb", mark.format("01.txt"))
-    write_notebook(books / "02_broken.ipynb", "x = 1", "raise RuntimeError('the fixture is broken')")
+    write_notebook(books / "02_broken.ipynb", mark.format("02_items.jsonl"), "raise RuntimeError('the fixture is broken')")
     write_notebook(books / "03_after.ipynb", mark.format("03.txt"))
     (books / "scratch.ipynb").write_text("not a numbered notebook, never run")
     monkeypatch.setattr(paths, "NOTEBOOKS_DIR", books)
@@ -310,6 +310,7 @@ def test_failing_notebook_stops_the_run(tmp_path, monkeypatch, capsys):
     captured = capsys.readouterr()
     assert re.search(r"02_broken.ipynb: cell \d+ raised RuntimeError: the fixture is broken", captured.err)
     assert str(out / "notebooks" / "02_broken.ipynb") in captured.err  # where to read the traceback
+    assert "(what it saved before it stopped: 02_items.jsonl)" in captured.err  # its item files, named
     assert "[2/3] 02_broken: FAILED" in captured.out
     assert (out / "results" / "01.txt").read_text() == "ran"
     assert not (out / "results" / "03.txt").exists(), "the run went on after a failure"

@@ -290,9 +290,11 @@ def _run(profile_name: str, setup: Setup, output_dir: Path | None, force: bool, 
             print(f"[{i}/{len(setup)}] {nb.stem}: ", end="", flush=True)  # one line per notebook, ended below
             start = time.perf_counter()
             if failure := _papermill(nb, executed, params):
+                kept = sorted(p.name for p, t in _snapshot(watch).items() if before.get(p) != t)
                 print(f"FAILED after {time.perf_counter() - start:.1f} s", flush=True)
                 print(f"{nb.name}: {failure}\n"
-                      f"(executed copy with the traceback: {executed})", file=sys.stderr)
+                      + (f"(what it saved before it stopped: {', '.join(kept)})\n" if kept else "")
+                      + f"(executed copy with the traceback: {executed})", file=sys.stderr)
                 raise SystemExit(1)
             seconds = time.perf_counter() - start
             changed = [p for p, t in _snapshot(watch).items() if before.get(p) != t]
