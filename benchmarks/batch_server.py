@@ -18,7 +18,8 @@ created). It counts uploads, created batches, retrievals and listings (pages of 
 uploaded file and the Authorization headers it received; ``paused`` holds every batch where it is.
 
 With ``api_key`` set it refuses any other key with a 401 that echoes the Authorization header it got, as
-``MockServer`` does (to test that clients scrub it). It does not expire anything by the clock, or run any endpoint but chat completions in a batch.
+``MockServer`` does (to test that clients scrub it). It does not expire anything by the clock, or run any endpoint
+but chat completions in a batch.
 """
 
 from __future__ import annotations

@@ -240,6 +240,8 @@ def qa_figure(long: pd.DataFrame, breakdown: pd.DataFrame, label: str):
     groups = list(dict.fromkeys(zip(qa.source, qa.llm)))
     x, width = np.arange(len(methods)), 0.8 / max(len(groups), 1)
     shades = ["#ffffff", "#d9d9d9", "#a6a6a6"]
+    ours_as = qa[qa.source == "ours"].drop_duplicates("method").set_index("method").ours_method
+    named = [m if ours_as.get(m, m) == m else f"{m} (ours: {ours_as[m]})" for m in methods]
     for ax, metric, title, top in ((axes[0], "acc", "ACC (share judged to contain the answer)", 1.1),
                                    (axes[1], "acc_l", "ACC_L (1-10)", 11)):
         paper_i = 0
@@ -254,8 +256,6 @@ def qa_figure(long: pd.DataFrame, breakdown: pd.DataFrame, label: str):
                          rotation=90)
             if ours:  # our 95% interval: characters resampled (none with one character)
                 error_bars(ax, at, rows, metric)
-        ours_as = qa[qa.source == "ours"].drop_duplicates("method").set_index("method").ours_method
-        named = [m if ours_as.get(m, m) == m else f"{m} (ours: {ours_as[m]})" for m in methods]
         ax.set_xticks(x, [textwrap.fill(n, 12) for n in named], fontsize=8)
         ax.set_ylim(0, top)
         ax.set_title(title, fontsize=10)
@@ -307,20 +307,19 @@ def agreement_figure(agree: pd.DataFrame, means: pd.DataFrame, paper: pd.DataFra
     fig, axes = plt.subplots(1, 2, figsize=(14, 4.6), gridspec_kw={"width_ratios": [1.2, 1]})
     ax = axes[0]
     x = np.arange(len(DIMENSIONS))
-    bars = [(f"ours, {m} reference", agree[agree["mode"] == m].set_index("dimension").tau.reindex(DIMENSIONS))
-            for m in ("with", "without")]
+    ours = {m: agree[agree["mode"] == m].set_index("dimension").reindex(DIMENSIONS) for m in ("with", "without")}
+    bars = [(f"ours, {m} reference", rows.tau, rows.n) for m, rows in ours.items()]  # n: replies each tau rests on
     gpt = paper[paper.judge == "GPT-4o"].set_index("reference")
     for ref in ("with", "without"):
         if ref in gpt.index:
-            bars.append((f"GPT-4o vs people, {ref} (paper)", gpt.loc[ref, list(DIMENSIONS)].astype(float) / 100))
+            bars.append((f"GPT-4o vs people, {ref} (paper)", gpt.loc[ref, list(DIMENSIONS)].astype(float) / 100, None))
     width = 0.8 / len(bars)
-    for i, (name, values) in enumerate(bars):
+    for i, (name, values, n) in enumerate(bars):
         at = x + _offset(i, len(bars), width)
         ax.bar(at, values.to_numpy(dtype=float), width, label=name,
-               hatch="//" if "paper" in name else None, alpha=0.6 if "paper" in name else 1.0)
-        if not name.startswith("ours"):
+               hatch="//" if n is None else None, alpha=0.6 if n is None else 1.0)
+        if n is None:  # the paper's: no counts printed
             continue
-        n = agree[agree["mode"] == name.split()[1]].set_index("dimension").n.reindex(DIMENSIONS)
         for xi, tau, count in zip(at, values, n):  # how many replies each tau rests on; where it is undefined
             if not pd.isna(count):
                 ax.text(xi, 0, f"n={count:.0f}" if not pd.isna(tau) else f"undef. (n={count:.0f})", rotation=90,
