@@ -80,7 +80,7 @@ test: $(STAMP) ## lint, check the import layers (pyproject.toml) and run the off
 	$(PY) -m ruff check rpa_lib tests notebooks benchmarks
 	$(VENV)/bin/lint-imports
 	-@$(COMPILE_LIB)
-	$(PY) -m pytest -n 2 --dist loadfile
+	$(PY) -m pytest -n 2 --dist loadfile --no-loadscope-reorder
 
 lab: $(STAMP) git-filter ## JupyterLab on the repository, at notebooks/ (figures and tables go to results/scratch/)
 	@$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3" >/dev/null

@@ -125,3 +125,25 @@ def write_persona(tmp_path):
         return path
 
     return write
+
+
+# The files that take longest, in seconds of one worker within make test on the idle 2-core machine: the llama.cpp
+# server's tests 125, the notebooks with their smoke run 72, plan and budget 27, the browser 11, then 5-7 each. The
+# workers take files in collection order, so these go first, longest first, and the short files fill in beside them
+# (the Makefile turns off pytest-xdist's own order, by test count, with --no-loadscope-reorder: in that order the
+# server's file started after a minute and the browser's one test came last, and one worker ran alone for the last
+# 13-18 s).
+LONGEST_FIRST = ("test_server_llamacpp.py", "test_notebooks.py", "test_plan_budget.py", "test_browser.py",
+                 "test_llm_local.py", "test_import_real_pages.py", "test_lightrag.py", "test_gs.py")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    counts: dict[str, int] = {}
+    for item in items:
+        counts[item.path.name] = counts.get(item.path.name, 0) + 1
+
+    def rank(item: pytest.Item) -> tuple[int, int]:
+        name = item.path.name
+        return (LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(LONGEST_FIRST), -counts[name])
+
+    items.sort(key=rank)  # stable: a file's tests keep their order
