@@ -205,7 +205,10 @@ def duplication_figure(freqs: pd.DataFrame, rates: pd.DataFrame, items: int, cha
 
 def personality_figure(per_dim: pd.DataFrame, types: pd.DataFrame, characters: int, label: str):
     """Tables 4-5 per dimension: the share of characters with the right letter by method, beside the paper's
-    AMADEUS (hatched); each title gives our share of undecided letters."""
+    AMADEUS (hatched); each title gives our share of undecided letters. For one character, whose shares are all 0
+    or 1, the letters themselves (:func:`letters_figure`)."""
+    if characters == 1:
+        return letters_figure(per_dim, types, label)
     fig, axes = plt.subplots(1, 2, figsize=(13, 4.2), gridspec_kw={"width_ratios": [4, 5]})
     colors = {**METHOD_COLORS, "paper AMADEUS (GPT-4.1)": "#ffffff"}
     for ax, (qname, title) in zip(axes, [("mbti", "MBTI (Table 4)"), ("bigfive", "Big Five SLOAN (Table 5)")]):
@@ -228,6 +231,38 @@ def personality_figure(per_dim: pd.DataFrame, types: pd.DataFrame, characters: i
         ax.axhline(0.5, color="grey", lw=0.6, ls=":", label="chance (one letter of two)" if qname == "bigfive" else None)
     axes[1].legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, frameon=False)
     return _finish(fig, f"Per-dimension accuracy, {plural(characters, 'character')}. {label}", fontsize=9)
+
+
+def letters_figure(per_dim: pd.DataFrame, types: pd.DataFrame, label: str):
+    """Tables 4-5 for one character: the letter each method gave on each dimension, green where it is the
+    character's, red where it is not, grey where undecided. The paper's letter is the one its accuracy implies."""
+    fig, axes = plt.subplots(1, 2, figsize=(11, 0.45 * per_dim.method.nunique() + 1.6),
+                             gridspec_kw={"width_ratios": [4, 5]})
+    shades = {1: "#9fd89f", 0: "#f2a7a7", -1: "#e0e0e0"}  # right, wrong, undecided
+    rows = None  # the left panel's method names
+    for ax, (qname, title) in zip(axes, [("mbti", "MBTI (Table 4)"), ("bigfive", "Big Five SLOAN (Table 5)")]):
+        d = per_dim[per_dim.questionnaire == qname]
+        dims, shown = list(dict.fromkeys(d.dimension)), list(dict.fromkeys(d.method))
+        given = types[types.questionnaire == qname].set_index("method")
+        truth = given.truth.iloc[0]
+        for row, m in enumerate(shown):
+            for col, (dim, right) in enumerate(zip(dims, d[d.method == m].accuracy)):
+                letter = given.predicted[m][col] if m in given.index else (
+                    truth[col] if right == 1 else dim.replace(truth[col], "").strip("/"))
+                ax.add_patch(plt.Rectangle((col - 0.5, row - 0.5), 1, 1, edgecolor="white",
+                                           facecolor=shades[int(right) if letter.isalpha() else -1]))
+                ax.text(col, row, letter, ha="center", va="center", fontsize=11)
+        ax.set_xlim(-0.5, len(dims) - 0.5)
+        ax.set_ylim(len(shown) - 0.5, -0.5)
+        ax.set_xticks(range(len(dims)), [f"{dim}\n(is {t})" for dim, t in zip(dims, truth)])
+        names = [m if m.startswith("paper") else method_label(m) for m in shown]
+        ax.set_yticks(range(len(shown)), [] if names == rows else names)  # the right panel: only where they differ
+        rows = rows or names
+        ax.set_title(title, fontsize=10)
+    axes[1].legend(handles=[Patch(color=c, label=n) for c, n in zip(shades.values(), ["right", "wrong", "undecided"])],
+                   loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, frameon=False)
+    return _finish(fig, f"The letters each method gave one character (a share needs more characters). {label}",
+                   fontsize=9)
 
 
 def qa_figure(long: pd.DataFrame, breakdown: pd.DataFrame, label: str):

@@ -156,3 +156,36 @@ def test_a_long_run_caption_wraps_to_the_figures_width(tmp_path):
     width = fig.get_figwidth()
     save_figure(fig, "long", tmp_path)
     assert Image.open(tmp_path / "long.png").size[0] <= 1.1 * width * 200  # 200 dpi
+
+
+def test_tables_4_5_for_one_character_show_its_letters_not_shares_of_0_or_1():
+    """One character: each method's letter per dimension, coloured right, wrong or undecided; the paper's letter is
+    the one its accuracy implies. Two characters: shares with their intervals, as before."""
+    from rpa_lib.plots import personality_figure
+
+    dims = {"mbti": ["E/I", "S/N", "T/F", "J/P"], "bigfive": ["S/R", "L/C", "O/U", "A/E", "I/N"]}
+    given = {("no_rag", "mbti"): "ENF-", ("amadeus", "mbti"): "INTJ", ("no_rag", "bigfive"): "RCUEN",
+             ("amadeus", "bigfive"): "RCOEI"}
+    truth = {"mbti": "INTP", "bigfive": "RCUEI"}
+    types = pd.DataFrame([{"method": m, "questionnaire": q, "predicted": p, "truth": truth[q]}
+                          for (m, q), p in given.items()])
+    paper = {"mbti": [1, 0, 1, 1], "bigfive": [1, 1, 1, 0, 1]}
+    rows = [{"questionnaire": q, "dimension": d, "method": m, "accuracy": float(given[m, q][i] == truth[q][i]),
+             "accuracy_low": 0.0, "accuracy_high": 1.0} for q in dims for m in ("no_rag", "amadeus")
+            for i, d in enumerate(dims[q])]
+    rows += [{"questionnaire": q, "dimension": d, "method": "paper AMADEUS (GPT-4.1)", "accuracy": float(a),
+              "accuracy_low": 0.0, "accuracy_high": 1.0} for q in dims for d, a in zip(dims[q], paper[q])]
+    per_dim = pd.DataFrame(rows)
+    fig = personality_figure(per_dim, types, 1, "fake run")
+    mbti, bigfive = fig.axes
+    assert [t.get_text() for t in mbti.texts] == list("ENF-" "INTJ" "ISTP")  # the paper: wrong on S/N, so S
+    assert [t.get_text() for t in bigfive.texts][-5:] == list("RCUAI")
+    colours = [matplotlib.colors.to_hex(p.get_facecolor()) for p in mbti.patches]
+    right, wrong, undecided = "#9fd89f", "#f2a7a7", "#e0e0e0"
+    assert colours[:4] == [wrong, right, wrong, undecided] and colours[8:] == [right, wrong, right, right]
+    assert [t.get_text() for t in mbti.get_xticklabels()] == ["E/I\n(is I)", "S/N\n(is N)", "T/F\n(is T)", "J/P\n(is P)"]
+    assert [t.get_text() for t in bigfive.get_yticklabels()] == ["", "", ""]  # the same rows as the left panel
+    plt.close(fig)
+    shares = personality_figure(per_dim, types, 2, "fake run")
+    assert len(shares.axes[0].patches) == 12 and "our undecided letters: 12%" in shares.axes[0].get_title()  # bars
+    plt.close(shares)
