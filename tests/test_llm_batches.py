@@ -297,6 +297,19 @@ def test_without_a_client_it_builds_the_backends_and_never_stores_the_key(tmp_pa
     assert not [p for p in tmp_path.rglob("*") if p.is_file() and key.encode() in p.read_bytes()]
 
 
+def test_a_round_stopped_and_run_again_in_the_same_process_holds_its_running_batch_once(tmp_path):
+    lines = [request(0, model="gpt-4.1", max_tokens=50_000)]  # about $0.20 at batch price
+    budget = Budget(0.35, tmp_path / "budget.json")
+    with BatchServer() as server:
+        client = client_for(server)
+        with pytest.raises(Killed):  # an interrupt or a transport fault while its batch runs; the session goes on
+            run(lines, tmp_path, KilledAt(client, "poll"), progress=False, budget=budget)
+        run(lines, tmp_path, client, progress=False, budget=budget)  # resumed: held again, then booked
+        assert server.created == 1
+    budget.settle(budget.hold(0.2, "the next call"), None)  # the collected batch holds nothing any more
+    assert json.loads((tmp_path / "budget.json").read_text())["held"] == {}
+
+
 def test_a_restarted_round_counts_the_batches_already_running_before_it_starts_another(tmp_path):
     lines = [request(i, model="gpt-4.1", max_tokens=50_000) for i in range(2)]  # about $0.20 each at batch price
     with BatchServer() as server:

@@ -142,6 +142,7 @@ def run_round(lines: list[dict], *, mode: str, folder: Path, client: Any = None,
             return results
         raise failure  # outside the handler: the client's exception, which holds the request's headers, is not chained
     finally:
+        engine.release()  # a batch left running is held again by the run that resumes it, as after a restart
         ledger.close()
 
 
@@ -285,6 +286,11 @@ class _OpenAI:
         self._holds[part.round, part.n] = held
         return batch
 
+    def release(self) -> None:
+        """Release what the batches this engine did not collect hold (none once a round is answered)."""
+        while self._holds:
+            self.budget.settle(self._holds.popitem()[1], None)
+
     def _collect(self, client: Any, part: Part, batch: Any, ledger: Ledger, setup: _Setup) -> None:
         """Keep the ended batch's output and error files beside the request file, store its results (every line of
         a batch that failed validation gets the batch's errors), mark the part finished and book its cost."""
@@ -369,6 +375,9 @@ class _Files:
     def failure(self, exc: Exception) -> Exception | None:
         """None: no client, so nothing of the ``openai`` package to scrub."""
         return None
+
+    def release(self) -> None:
+        """Nothing: request files hold nothing."""
 
     def finish(self, parts: list[Part], ledger: Ledger, setup: _Setup) -> None:
         folder = setup.round_dir(parts[0].round)
