@@ -526,6 +526,21 @@ def test_batch_rounds_run_only_the_notebooks_that_will_run(counting, monkeypatch
     assert rounds == [["01_one", "02_two"], [], ["02_two"], ["01_one", "02_two"]]
 
 
+def test_batch_rounds_under_a_budget_book_in_the_budget_the_notebooks_llms_share(counting, monkeypatch):
+    """One Budget per ledger in a process: two would each write their holds under this process's key in the ledger,
+    each overwriting the other's, and together pass the limit."""
+    from rpa_lib.llm.budget import shared_budget
+
+    run, _ = counting
+    write_notebook(paths.NOTEBOOKS_DIR / "01_one.ipynb", COUNT.format("01"), "from rpa_lib.llm import get_llm")
+    monkeypatch.setenv("RPA_BUDGET_USD", "1")
+    given = []
+    monkeypatch.setattr(reproduce, "run_rounds", lambda *args, budget, **kwargs: given.append(budget))
+    run(batch="local")
+    (budget,) = given
+    assert budget is shared_budget(1.0, budget.ledger)
+
+
 def test_changed_data_parameters_or_environment_run_again(counting, monkeypatch, tmp_path):
     run, out = counting
     run()

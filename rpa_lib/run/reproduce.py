@@ -24,7 +24,7 @@ from rpa_lib.data import Dataset
 from rpa_lib.embeddings import STAND_IN_PREFIX, stand_in_name
 from rpa_lib.llm import LLMError, get_llm, judge_llm
 from rpa_lib.llm.answers import without_iri_grammars
-from rpa_lib.llm.budget import Budget, BudgetExceeded, dollars, usd
+from rpa_lib.llm.budget import Budget, BudgetExceeded, dollars, shared_budget, usd
 from rpa_lib.model_files import require_models
 from rpa_lib.notebook_params import parameters
 from rpa_lib.run import stamps
@@ -214,7 +214,7 @@ def run(profile_name: str = "quick", only: list[str] | None = None, output_dir: 
         check_models(todo)
         if limit is not None:
             print(f"budget: {usd(limit)} for the uncached LLM calls of this run (ledger {ledger})", flush=True)
-            budget = Budget(limit, ledger)
+            budget = shared_budget(limit, ledger)  # the one the LLMs of this process book in
         try:
             if batch:  # every answer in, then the run in batch mode
                 mode = {**mode, **batch_rounds(profile, todo, batch, mode, budget)}
