@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 import re
-import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -30,7 +29,7 @@ from rpa_lib.evaluation.charactercraft_prompts import (
 )
 from rpa_lib.evaluation.human import HUMAN_SOURCE, rater_names, ratings_folder
 from rpa_lib.evaluation.known_quality import LADDER_SOURCE, ladder_levels
-from rpa_lib.evaluation.metrics.agreement import kendall_tau
+from rpa_lib.evaluation.metrics.agreement import kendall_tau, noted
 from rpa_lib.evaluation.metrics.charactercraft import DIMENSIONS
 from rpa_lib.evaluation.runner import OK, run_verdicts
 from rpa_lib.evaluation.sheets import SheetSpec, export_empty_sheets, read_sheets
@@ -107,11 +106,9 @@ def agreement(verdicts: pd.DataFrame, levels: pd.DataFrame, source: str) -> pd.D
             group = group.groupby("reply_id", sort=False, as_index=False).value.mean()
         ref = levels[levels.dimension == d].set_index("reply_id").level
         pairs = group[group.reply_id.isin(ref.index)]
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            tau = kendall_tau(pairs.value, pairs.reply_id.map(ref), variant="b")
+        tau, note = noted(kendall_tau, pairs.value, pairs.reply_id.map(ref), variant="b")
         out.append({"mode": mode, "dimension": d, "tau": tau.tau, "pvalue": tau.pvalue, "n": tau.n, "source": source,
-                    "note": "; ".join(str(w.message) for w in caught) or None})
+                    "note": note})
     return pd.DataFrame(out, columns=["mode", "dimension", "tau", "pvalue", "n", "source", "note"])
 
 

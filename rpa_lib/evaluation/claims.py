@@ -289,7 +289,7 @@ def _ours(claim: Claim, hits: dict[str, pd.DataFrame], summary: pd.DataFrame, ru
 def run_labels(outcomes: pd.DataFrame) -> dict:
     """The first role-play LLM, judge and embedder label of the committed results ("" if none)."""
     return {c: str(outcomes[c].dropna().iloc[0]) if c in outcomes and outcomes[c].notna().any() else ""
-            for c in ("llm", "judge", "embedder")}
+            for c in LABELS}
 
 
 def claims_table(results_dir: Path, dataset: Dataset | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:

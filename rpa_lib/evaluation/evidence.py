@@ -43,7 +43,7 @@ class TokenCounter:
 def token_counter(name: str = "minilm") -> TokenCounter:
     """The tokenizer token budgets are counted with: ``"minilm"`` (:data:`~rpa_lib.evaluation.context.TOKENIZER`,
     offline) or a path to a ``tokenizer.json``; special tokens are not counted."""
-    tok = wordpiece_tokenizer() if name == "minilm" else load_tokenizer(name)
+    tok, label = (wordpiece_tokenizer(), TOKENIZER) if name == "minilm" else (load_tokenizer(name), str(name))
 
     @lru_cache(maxsize=1 << 14)
     def offsets(text: str) -> tuple[tuple[int, int], ...]:
@@ -53,7 +53,6 @@ def token_counter(name: str = "minilm") -> TokenCounter:
         spans = offsets(text)
         return text[:spans[n - 1][1]] if n > 0 and spans else ""
 
-    label = TOKENIZER if name == "minilm" else str(name)
     return TokenCounter(label, lambda text: len(offsets(text)), prefix)
 
 

@@ -27,7 +27,7 @@ from rpa_lib.evaluation import sheets
 from rpa_lib.evaluation.calibration import calibrated_verdict, template_baselines
 from rpa_lib.evaluation.human_prompts import RATER_PERSONAS, RATING_OPTIONS, content_free_messages, rating_messages
 from rpa_lib.evaluation.judges import judge_id
-from rpa_lib.evaluation.metrics.agreement import cronbach_alpha, krippendorff_alpha, likert_summary
+from rpa_lib.evaluation.metrics.agreement import cronbach_alpha, krippendorff_alpha, likert_summary, noted
 from rpa_lib.evaluation.runner import QUESTIONNAIRE_TASKS, Job, chunk_ids, run_verdicts
 from rpa_lib.evaluation.sheets import SAMPLE_COLUMNS, SCALE, TABLE2_SHEET, export_sheets, merge_sheets
 from rpa_lib.evaluation.uncertainty import interval_columns
@@ -211,15 +211,12 @@ def table2_ratings(samples: pd.DataFrame, sample_set: str, *, panel: Sequence[LL
 
 
 def _quiet(fn, *args, **kwargs):
-    """``(value, note)``: ``fn``'s value (None on ValueError) and its warnings or error as a note."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            value = fn(*args, **kwargs)
-        except ValueError as exc:
-            return None, str(exc)
-    notes = "; ".join(dict.fromkeys(str(w.message) for w in caught))
-    return value, notes or None
+    """``(value, note)``: :func:`~rpa_lib.evaluation.metrics.agreement.noted`, or ``(None, the error)`` on
+    ValueError."""
+    try:
+        return noted(fn, *args, **kwargs)
+    except ValueError as exc:
+        return None, str(exc)
 
 
 def table2(ratings: pd.DataFrame, samples: pd.DataFrame, source: str) -> pd.DataFrame:

@@ -58,10 +58,9 @@ def choose_verdict(judge, metric: str, messages: list[dict], options: dict[str, 
         return Verdict(metric, None, math.nan, UNPARSED, str(exc))
     choice = pick(reply)
     meaning = options[choice]
-    coerced = reply.coerced
     if isinstance(meaning, str):
-        return Verdict(metric, meaning, math.nan, OK, coerced=coerced)
-    return Verdict(metric, choice, float(meaning), OK, coerced=coerced)
+        return Verdict(metric, meaning, math.nan, OK, coerced=reply.coerced)
+    return Verdict(metric, choice, float(meaning), OK, coerced=reply.coerced)
 
 
 def judge_acc(judge, name: str, question: str, gold: str, reply: str) -> Verdict:

@@ -51,11 +51,11 @@ def interview_rows(rows: pd.DataFrame) -> pd.DataFrame:
         out.append({"method": r["method"], "questionnaire": r["questionnaire"], "character": r["character"],
                     "item": r["question_id"], "dimension": r["dimension"], "keyed": r["keyed"],
                     "question": r["question"], "reply": r["reply"] if ok else None, "error": None if ok else r["error"],
-                    "gs_failed": d.get("gs_failed") if ok else None, "examined": d.get("examined", 0) if ok else None,
+                    "gs_failed": d.get("gs_failed"), "examined": d.get("examined", 0) if ok else None,
                     "knowledge": ";".join(chunk_ids(r["context"], "knowledge")) if ok else None,
                     "selected": ";".join(chunk_ids(r["context"], "selected")) if ok else None,
                     "attributes": json.dumps(d["attributes"], ensure_ascii=False) if d.get("attributes") else None,
-                    "route": d.get("route") if ok else None,  # CRAG's action
+                    "route": d.get("route"),  # CRAG's action
                     **(context_columns(r["context"]) if ok else dict.fromkeys(CONTEXT_COLUMNS)),
                     "llm_calls": r["llm_calls"], "cached_calls": r["cached_calls"], "seconds": r["seconds"],
                     "coerced_calls": r["coerced_calls"]})

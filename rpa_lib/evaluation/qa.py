@@ -6,7 +6,6 @@ writes only :func:`answer_all`'s ``save_to`` file and draws nothing.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -16,8 +15,9 @@ import pandas as pd
 from rpa_lib.data import QA, Dataset
 from rpa_lib.evaluation.context import matched_budgets
 from rpa_lib.evaluation.judges import FAILED, OK, UNPARSED, judge_metric, label_keypoint
-from rpa_lib.evaluation.metrics.agreement import kendall_tau
+from rpa_lib.evaluation.metrics.agreement import kendall_tau, noted
 from rpa_lib.evaluation.metrics.keypoints import KeypointScores, average_keypoint_scores, keypoint_scores
+from rpa_lib.evaluation.metrics.retrieval import normalize
 from rpa_lib.evaluation.runner import (
     QUESTIONNAIRE_TASKS,
     Job,
@@ -161,9 +161,8 @@ def hs_references(dataset: Dataset, answers: pd.DataFrame, gold: dict[tuple[str,
         qa = gold.get(key) if r.get("task") in QA_TASKS else None
         if qa is not None:
             if r["character"] not in flat:
-                paragraphs = dataset.persona(r["character"]).paragraphs
-                flat[r["character"]] = [(p, " ".join(p.text.split())) for p in paragraphs]
-            held = [p for p, text in flat[r["character"]] if any(" ".join(e.split()) in text for e in qa.evidence)]
+                flat[r["character"]] = [(p, normalize(p.text)) for p in dataset.persona(r["character"]).paragraphs]
+            held = [p for p, text in flat[r["character"]] if any(normalize(e) in text for e in qa.evidence)]
         else:
             held = [h.chunk for h in retriever(r["character"], "acts", embedder, dataset).search(r["question"], k)]
         refs[key] = [{"role": "reference", "label": heading_path(p.headings[1:]), "text": p.text} for p in held]
@@ -315,13 +314,10 @@ def rank_agreement(table: pd.DataFrame, source: str, task: str = QA_TASK) -> pd.
     out = []
     for llm, group in table[table.task == task].groupby("llm", sort=False):
         group = group.dropna(subset=["acc", "acc_l"])
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            tau = kendall_tau(group.acc, group.acc_l, variant="b")
+        tau, note = noted(kendall_tau, group.acc, group.acc_l, variant="b")
         order = {m: " > ".join(group.sort_values(m, ascending=False, kind="stable")[name]) for m in ("acc", "acc_l")}
         out.append({"source": source, "llm": llm, "methods": len(group), "tau": tau.tau, "pvalue": tau.pvalue,
-                    "acc_order": order["acc"], "acc_l_order": order["acc_l"],
-                    "note": "; ".join(str(w.message) for w in caught) or None})
+                    "acc_order": order["acc"], "acc_l_order": order["acc_l"], "note": note})
     return pd.DataFrame(out, columns=["source", "llm", "methods", "tau", "pvalue", "acc_order", "acc_l_order", "note"])
 
 

@@ -40,6 +40,15 @@ def _check_shape(frame: pd.DataFrame, what: str) -> None:
         raise ValueError(f"{what} needs at least 2 rated samples (rows), got {n}")
 
 
+def noted(fn, *args, **kwargs) -> tuple[object, str | None]:
+    """``(fn(*args, **kwargs), note)``: ``note`` joins the distinct messages of the warnings it raised (None without
+    any), so a table says why a statistic of this module is NaN."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        value = fn(*args, **kwargs)
+    return value, "; ".join(dict.fromkeys(str(w.message) for w in caught)) or None
+
+
 def feldt_interval(alpha: float, n: int, k: int, ci: float = 0.95) -> tuple[float, float]:
     """Feldt's interval for Cronbach's alpha of ``n`` samples and ``k`` raters (Feldt, Woodruff and Salih 1987).
     ``feldt_interval(0.8, 30, 11)`` -> ``(0.674..., 0.891...)``"""
