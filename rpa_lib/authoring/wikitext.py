@@ -21,14 +21,15 @@ TABBER = re.compile(r"<tabber[^>]*>(.*?)</tabber>", re.I | re.S)  # Fandom's tab
 TABBER_LABEL = re.compile(r"(?:^|\|-\|)(\s*)(?:\|-\|)?(\s*)[^=\n|\[\]{}<>]{1,60}=")
 LIST_TAGS = {"li", "dd", "dt"}
 ITEM = "\u2022"  # marks a list item in the stripped text until paragraphs are made
+TERM = "\u2023"  # marks a definition list's term (";Likes"), which its definition follows after a colon
 MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
           "November", "December")
 DATES = {"date", "birth date", "death date", "start date", "end date", "birth date and age", "death date and age",
          "birth year and age", "death year and age", "dob", "start date and age", "film date", "release date"}
-WRAPPERS = {"nowrap", "nobr", "small", "big", "em", "strong", "sic", "abbr", "tooltip", "lang", "transl", "nihongo",
-            "visible anchor", "anchor", "smallcaps", "sc", "mono", "quote", "blockquote", "text", "linktext", "w",
+WRAPPERS = {"nowrap", "nobr", "small", "big", "em", "strong", "sic", "abbr", "tooltip", "tt", "ruby", "lang", "transl",
+            "nihongo", "visible anchor", "smallcaps", "sc", "mono", "quote", "blockquote", "text", "linktext", "w",
             "wp", "ill", "as written", "ship", "hlist", "flatlist", "plainlist", "ubl", "unbulleted list", "circa",
-            "c.", "floruit", "fl."}
+            "c.", "floruit", "fl."}  # their first argument; {{anchor}} shows no text, so it is dropped
 LINKS = {"link", "l", "wl", "wikilink", "main link", "color", "colour", "font color"}  # text: display or page
 CHARACTERS = {"ndash": "\u2013", "nd": "\u2013", "mdash": "\u2014", "md": "\u2014", "snd": " \u2013 ",
               "spnd": " \u2013 ", "spaced ndash": " \u2013 ", "spd": " \u2013 ", "smd": " \u2014 ",
@@ -37,7 +38,9 @@ CHARACTERS = {"ndash": "\u2013", "nd": "\u2013", "mdash": "\u2014", "md": "\u201
 PAGE_NAMES = {"pagename", "basepagename", "fullpagename", "subpagename", "pagenamee"}
 RENDERED = DATES | WRAPPERS | LINKS | set(CHARACTERS) | PAGE_NAMES | {"convert", "cvt", "val", "age"}
 INFOBOX_FIELDS = 3  # named fields that make a template at the top of a page an infobox
-IMAGE_FIELDS = re.compile(r"image|caption|alt|size|upright|signature|logo|footnotes|module|embed|color|colour")
+IMAGE_FIELDS = re.compile(r"(?:image|img|caption|signature|logo|embed)\w*(?: .*)?|upright|footnotes|module\d*|alt|"
+                          r"size|(?:bg|box |header )?colou?r")  # the whole field: "hair color", "alter ego" are facts
+IMAGE_FILE = re.compile(r"[^\n]*\.(?:png|jpe?g|gif|svg|webp)", re.I)  # "Bild = Ilse.jpg": a bare file name
 
 
 @dataclass(frozen=True)
@@ -272,7 +275,7 @@ def _strip(code, line: int, doc: SourceDocument, top: bool = False, item: str = 
                             doc.rendered.append((where, f"{{{{{inner_name}}}}} -> {shown!r} (infobox)"))
                     for p in node.params:
                         field, value = str(p.name).strip().replace("_", " "), _plain(p.value, doc.title or "")
-                        if IMAGE_FIELDS.search(field.lower()):
+                        if IMAGE_FIELDS.fullmatch(field.lower()) or IMAGE_FILE.fullmatch(value):
                             if value or p.value.filter_wikilinks():  # [[File:...]]: no text, but dropped
                                 doc.removed.append((where, f"infobox field {field!r}"))
                         elif value:
@@ -294,7 +297,7 @@ def _strip(code, line: int, doc: SourceDocument, top: bool = False, item: str = 
                     str(node.title).strip()) and node.text is None):  # [[wp:X|text]] keeps its text
                 code.remove(node)
             elif isinstance(node, Tag) and str(node.tag).strip().lower() in LIST_TAGS:
-                code.replace(node, item)
+                code.replace(node, TERM if item and str(node.tag).strip().lower() == "dt" else item)
             elif isinstance(node, Tag) and str(node.tag).strip().lower() == "br":
                 code.replace(node, " ")
         except ValueError:  # already gone with an enclosing node that was removed
@@ -303,13 +306,18 @@ def _strip(code, line: int, doc: SourceDocument, top: bool = False, item: str = 
 
 
 def _paragraphs(text: str) -> list[str]:
-    """Blank-line separated blocks as one-line paragraphs; list items (``ITEM`` lines) as sentences."""
+    """Blank-line separated blocks as one-line paragraphs; list items (``ITEM`` lines) as sentences, a definition
+    list's term (``TERM``) as "Likes: tea"."""
     out = []
     for block in text.split("\n\n"):
         prose, items = [], []
         for raw in block.split("\n"):
             raw = raw.strip()
-            if raw.startswith(ITEM):
+            if raw.startswith(TERM):  # ";Likes" or ";Likes : tea" (its definition on the line, after an ITEM)
+                term, _, definition = (tidy(t) for t in raw.lstrip(TERM + " ").partition(ITEM))
+                if term:
+                    items.append(sentence(f"{term}{'' if term[-1] in '.!?:;' else ':'} {definition}".strip()))
+            elif raw.startswith(ITEM):
                 items.append(sentence(tidy(raw.lstrip(ITEM + "*#:; "))))
             elif items and raw:
                 items[-1] = sentence(tidy(items[-1] + " " + raw))
