@@ -153,7 +153,8 @@ def test_real_world_fields_of_infobox_character_are_left_out(tmp_path):
 def test_a_fandom_infobox_of_any_name_at_the_top_of_the_page_gives_facts(tmp_path):
     text = persona(tmp_path, CHARACTER_TEMPLATE)
     assert "### Infobox\n\nname: Oriel Vask. race: Half-elf. age: 17." in text and "Bo Ray" not in text
-    assert "Every road is a line someone drew. Oriel Vask is a cartographer." in text  # a quote is no infobox
+    # a quote is no infobox, and reads as said, by whom, not as narration
+    assert '"Every road is a line someone drew." (Oriel) Oriel Vask is a cartographer.' in text
 
 
 MARKUP = """__NOTOC__

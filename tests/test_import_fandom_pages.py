@@ -49,7 +49,9 @@ def test_a_definition_list_reads_term_colon_definition_and_no_markup_is_left(tmp
     psych = section(text, "Psychological Traits")
     assert "Likes: Melon bread, rooftops, thunderstorms watched from indoors. Dislikes: Silence at dinner" in psych
     assert "Habits: She counts the streetlights on her way home. She hums when she is nervous." in psych
-    assert "\"If the light goes out, I'll just carry another one.\"" in report  # the quote's text is kept
+    assert ("\"If the light goes out, I'll just carry another one.\" (Sora Amakawa to Kaito Mizuhara) Sora Amakawa is"
+            in text)  # the quote kept as said, by whom, not as narration
+    assert "- line 48: {{quote}} -> " in report
     assert "#### Kaito\n\nKaito is Sora's classmate" in text and "#### Summer Festival Arc\n" in text
     for gone in ("{{", "}}", "<", ">", "[[", "''", "|", "__", "tabber", "Pre-Timeskip", "fan-made", "\u2022", "\u2023",
                  "Afterglow", "Creator interview", "popularity poll", "page 4", "Navbox"):

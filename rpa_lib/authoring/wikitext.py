@@ -184,6 +184,8 @@ def render_template(node, title: str = "") -> str | None:
         return args[1] if len(args) > 1 and name != "ill" else (args[0] if args else "")
     if name in ("hlist", "flatlist", "plainlist", "ubl", "unbulleted list"):
         return ", ".join(args)
+    if name in ("quote", "blockquote"):  # {{Quote|words|speaker|source}}: said, and by whom, not narration
+        return (f'"{args[0]}"' + (f" ({args[1]})" if len(args) > 1 else "")) if args else ""
     if name in ("circa", "c."):
         return f"c. {args[0]}" if args else "c."
     if name in ("floruit", "fl."):
