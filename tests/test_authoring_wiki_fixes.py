@@ -98,7 +98,7 @@ def test_inline_link_dash_and_pagename_templates_keep_their_text(tmp_path):
 def test_br_is_a_space_in_wikitext_infoboxes_and_markdown(tmp_path):
     text = persona(tmp_path, FANDOM)
     assert "half-elf. She wears" in text and "brass buttons. Her hair is short \u2013 cut" in text
-    assert "affiliation: Meridian Guild Lantern Company." in text
+    assert "affiliation: Meridian Guild; Lantern Company." in text  # two entries, not one of four words
     source = tmp_path / "oriel.md"
     source.write_text("# Oriel Vask\n\n| | |\n|---|---|\n| **Played by** | Ann Lee<br>Bo Ray |\n"
                       "| **Guild** | Meridian<br/>Lantern |\n\n## Appearance\n\nShe is tall.<br>She wears grey.\n")

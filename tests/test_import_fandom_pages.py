@@ -37,7 +37,8 @@ def test_an_anchor_in_a_heading_leaves_the_heading_its_own_name(tmp_path):
 def test_ruby_tooltip_and_colour_fields_of_an_infobox_are_kept(tmp_path):
     text, report = imported(tmp_path, "sora-amakawa.xml", "sora")
     infobox = text.split("### Infobox\n\n")[1].split("\n")[0]
-    for kept in ("kanji: 天川 空.", "alias: The Lantern Sky-chan (by Mei).", "hair color: Black. eye color: Amber."):
+    for kept in ("kanji: 天川 空.", "alias: The Lantern; Sky-chan (by Mei).", "hair color: Black. eye color: Amber.",
+                 "family: Haruto Amakawa (father); Chiyo Amakawa (mother, deceased); Rin Amakawa (younger brother)."):
         assert kept in infobox, kept
     assert "- line 22: {{ruby}} -> '天川' (infobox)" in report and "- line 22: infobox field 'image'" in report
     for gone in ("Morikawa", "Harmon", "Chapter 1", "png", "second-year uniform"):  # real world, image, caption

@@ -21,6 +21,7 @@ TABBER = re.compile(r"<tabber[^>]*>(.*?)</tabber>", re.I | re.S)  # Fandom's tab
 TABBER_LABEL = re.compile(r"(?:^|\|-\|)(\s*)(?:\|-\|)?(\s*)[^=\n|\[\]{}<>]{1,60}=")
 LIST_TAGS = {"li", "dd", "dt"}
 ITEM = "\u2022"  # marks a list item in the stripped text until paragraphs are made
+BREAK = "\u2424"  # marks a <br> in a template's argument or an infobox field until it is joined
 TERM = "\u2023"  # marks a definition list's term (";Likes"), which its definition follows after a colon
 MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
           "November", "December")
@@ -216,12 +217,15 @@ def _convert(args: list[str]) -> str:
     return " ".join(shown)
 
 
-def _plain(code, title: str = "") -> str:
+def _plain(code, title: str = "", br: str = " ") -> str:
     """Wikicode as one line of plain text, as :func:`_strip` makes it but recording nothing and with no list bullets:
-    a template's argument or an infobox field. ``title``: the page's, for ``{{PAGENAME}}``."""
+    a template's argument or an infobox field. ``title``: the page's, for ``{{PAGENAME}}``; ``br``: what a line
+    break between entries becomes."""
     import mwparserfromhell
 
-    return tidy(_strip(mwparserfromhell.parse(str(code)), 0, SourceDocument(Path(), "mediawiki", title, []), item=""))
+    doc = SourceDocument(Path(), "mediawiki", title, [])
+    text = _strip(mwparserfromhell.parse(str(code)), 0, doc, item="", br=BREAK)
+    return br.join(part for part in (tidy(t) for t in text.split(BREAK)) if part)
 
 
 def _top_templates(code) -> list:
@@ -239,10 +243,10 @@ def _top_templates(code) -> list:
     return out
 
 
-def _strip(code, line: int, doc: SourceDocument, top: bool = False, item: str = ITEM) -> str:
+def _strip(code, line: int, doc: SourceDocument, top: bool = False, item: str = ITEM, br: str = " ") -> str:
     """Plain text of wikicode; infobox fields go to ``doc.facts``, what is removed or rendered to ``doc.removed`` or
     ``doc.rendered`` with its line. ``top``: the text before the first heading, where an infobox may have any name
-    (:func:`_top_templates`); ``item``: what a list item's bullet becomes."""
+    (:func:`_top_templates`); ``item``: what a list item's bullet becomes, ``br``: what a ``<br>`` becomes."""
     from mwparserfromhell.nodes import Comment, Tag, Template, Wikilink
 
     text, cursor = str(code), [0]  # nodes come in document order: search from the last one found
@@ -276,7 +280,8 @@ def _strip(code, line: int, doc: SourceDocument, top: bool = False, item: str = 
                         else:
                             doc.rendered.append((where, f"{{{{{inner_name}}}}} -> {shown!r} (infobox)"))
                     for p in node.params:
-                        field, value = str(p.name).strip().replace("_", " "), _plain(p.value, doc.title or "")
+                        field = str(p.name).strip().replace("_", " ")
+                        value = _plain(p.value, doc.title or "", br="; ")  # "[[A]]<br>[[B]]": two entries
                         if IMAGE_FIELDS.fullmatch(field.lower()) or IMAGE_FILE.fullmatch(value):
                             if value or p.value.filter_wikilinks():  # [[File:...]]: no text, but dropped
                                 doc.removed.append((where, f"infobox field {field!r}"))
@@ -301,7 +306,7 @@ def _strip(code, line: int, doc: SourceDocument, top: bool = False, item: str = 
             elif isinstance(node, Tag) and str(node.tag).strip().lower() in LIST_TAGS:
                 code.replace(node, TERM if item and str(node.tag).strip().lower() == "dt" else item)
             elif isinstance(node, Tag) and str(node.tag).strip().lower() == "br":
-                code.replace(node, " ")
+                code.replace(node, br)
         except ValueError:  # already gone with an enclosing node that was removed
             continue
     return code.strip_code(normalize=True, collapse=False)
