@@ -95,7 +95,7 @@ def test_inline_link_dash_and_pagename_templates_keep_their_text(tmp_path):
     assert "{{link}} -> 'Sabel Orrin'" in report and "template {{citation needed}}" in report
 
 
-def test_br_is_a_space_in_wikitext_infoboxes_and_markdown(tmp_path):
+def test_br_is_a_space_in_text_and_separates_the_entries_of_an_infobox_field(tmp_path):
     text = persona(tmp_path, FANDOM)
     assert "half-elf. She wears" in text and "brass buttons. Her hair is short \u2013 cut" in text
     assert "affiliation: Meridian Guild; Lantern Company." in text  # two entries, not one of four words
@@ -104,7 +104,7 @@ def test_br_is_a_space_in_wikitext_infoboxes_and_markdown(tmp_path):
                       "| **Guild** | Meridian<br/>Lantern |\n\n## Appearance\n\nShe is tall.<br>She wears grey.\n")
     new_character("oriel-md", source, work=WORK, data=tmp_path / "md")
     text = Dataset(tmp_path / "md").persona("oriel-md").source
-    assert "Guild: Meridian Lantern." in text and "She is tall. She wears grey." in text
+    assert "Guild: Meridian; Lantern." in text and "She is tall. She wears grey." in text
 
 
 def test_a_ref_in_an_infobox_value_is_dropped_before_the_field_is_read(tmp_path):

@@ -71,6 +71,7 @@ _UNDERLINE = {"=": 1, "-": 2, "~": 3}
 _NUMBERED = re.compile(r"^(\d+(?:\.\d+)*)[ \t]+([A-Z][^.!?]{0,78})$")
 _LIST = re.compile(r"^[ \t]*(?:[-*+]|\d+[.)])[ \t]+(.*)$")
 _SITE_LINE = re.compile(r"^From [^.]{0,60}\b(?:Wikipedia|wiki|Wiki|encyclopedia)\b[^.]{0,60}\.?$")
+BR = re.compile(r"<br\s*/?>", re.I)
 _CONTENTS = re.compile(r"^(?:table of )?contents\s*(?:\[\s*(?:hide|show)\s*\])?$", re.I)
 _TOC_LINE = re.compile(r"^\d+(?:\.\d+)*\.?\s+\S")
 _FENCE = re.compile(r"^[ \t]*(```|~~~)")
@@ -134,7 +135,7 @@ def read_lines(path: Path, text: str, fmt: str) -> SourceDocument:
             if table_end != lineno - 1:
                 table_at, rows = lineno, []
                 tables.append((table_at, rows, all(s.level <= 1 for s in sections)))  # lead: under the title at most
-            rows.append([clean_inline(c) for c in stripped.strip("|").split("|")])
+            rows.append([cell(c) for c in stripped.strip("|").split("|")])
             table_end = lineno
         elif re.match(r"^\[\^[^\]]+\]:", stripped) or re.match(r"^\[[^\]]+\]:\s*\S+$", stripped):
             flush()  # a footnote or link definition
@@ -180,6 +181,11 @@ def _heading(line: str, nxt: str, fmt: str, in_paragraph: bool) -> tuple[int, st
     return None
 
 
+def cell(text: str) -> str:
+    """A table cell as plain prose, its entries split by ``<br>`` joined with "; ": ``Ann<br>Bo`` -> "Ann; Bo"."""
+    return "; ".join(part for part in map(clean_inline, BR.split(text)) if part)
+
+
 def clean_inline(text: str) -> str:
     """One line of Markdown as plain prose.
 
@@ -191,7 +197,7 @@ def clean_inline(text: str) -> str:
     text = re.sub(r"\[([^\]]+)\]\([^)]*\)", r"\1", text)  # inline links: their text
     text = re.sub(r"\[([^\]]+)\]\[[^\]]*\]", r"\1", text)  # reference links
     text = re.sub(r"\[\d+\]", "", text)  # numbered reference markers
-    text = re.sub(r"<br\s*/?>", " ", text, flags=re.I)  # a line break between words
+    text = BR.sub(" ", text)  # a line break between words
     text = re.sub(r"</?[A-Za-z][^>]*>", "", text)  # HTML tags
     text = re.sub(r"`([^`]*)`", r"\1", text)
     text = re.sub(r"(\*\*|__|~~)(.+?)\1", r"\2", text)
