@@ -205,9 +205,9 @@ def duplication_figure(freqs: pd.DataFrame, rates: pd.DataFrame, items: int, cha
 
 def personality_figure(per_dim: pd.DataFrame, types: pd.DataFrame, characters: int, label: str):
     """Tables 4-5 per dimension: the share of characters with the right letter by method, beside the paper's
-    AMADEUS (hatched); each title gives our share of undecided letters. For one character, whose shares are all 0
-    or 1, the letters themselves (:func:`letters_figure`)."""
-    if characters == 1:
+    AMADEUS (hatched); each title gives our share of undecided letters. For one character in one run, whose shares
+    are all 0 or 1, the letters themselves (:func:`letters_figure`)."""
+    if characters == 1 and not types.duplicated(["method", "questionnaire"]).any():  # several runs: shares
         return letters_figure(per_dim, types, label)
     fig, axes = plt.subplots(1, 2, figsize=(13, 4.2), gridspec_kw={"width_ratios": [4, 5]})
     colors = {**METHOD_COLORS, "paper AMADEUS (GPT-4.1)": "#ffffff"}

@@ -160,7 +160,7 @@ def test_a_long_run_caption_wraps_to_the_figures_width(tmp_path):
 
 def test_tables_4_5_for_one_character_show_its_letters_not_shares_of_0_or_1():
     """One character: each method's letter per dimension, coloured right, wrong or undecided; the paper's letter is
-    the one its accuracy implies. Two characters: shares with their intervals, as before."""
+    the one its accuracy implies. Two characters, or one in several runs: shares with their intervals."""
     from rpa_lib.plots import personality_figure
 
     dims = {"mbti": ["E/I", "S/N", "T/F", "J/P"], "bigfive": ["S/R", "L/C", "O/U", "A/E", "I/N"]}
@@ -186,6 +186,7 @@ def test_tables_4_5_for_one_character_show_its_letters_not_shares_of_0_or_1():
     assert [t.get_text() for t in mbti.get_xticklabels()] == ["E/I\n(is I)", "S/N\n(is N)", "T/F\n(is T)", "J/P\n(is P)"]
     assert [t.get_text() for t in bigfive.get_yticklabels()] == ["", "", ""]  # the same rows as the left panel
     plt.close(fig)
-    shares = personality_figure(per_dim, types, 2, "fake run")
-    assert len(shares.axes[0].patches) == 12 and "our undecided letters: 12%" in shares.axes[0].get_title()  # bars
-    plt.close(shares)
+    for shares in (personality_figure(per_dim, types, 2, "fake run"),  # two characters, or one in two runs
+                   personality_figure(per_dim, pd.concat([types, types]), 1, "fake run")):
+        assert len(shares.axes[0].patches) == 12 and "our undecided letters: 12%" in shares.axes[0].get_title()  # bars
+        plt.close(shares)
