@@ -304,7 +304,9 @@ def test_a_round_stopped_and_run_again_in_the_same_process_holds_its_running_bat
         client = client_for(server)
         with pytest.raises(Killed):  # an interrupt or a transport fault while its batch runs; the session goes on
             run(lines, tmp_path, KilledAt(client, "poll"), progress=False, budget=budget)
-        run(lines, tmp_path, client, progress=False, budget=budget)  # resumed: held again, then booked
+        with pytest.raises(BudgetExceeded):  # the batch still runs, and will be paid for: its hold stays
+            budget.hold(0.2, "the next call")
+        run(lines, tmp_path, client, progress=False, budget=budget)  # resumed: its hold taken over, then booked
         assert server.created == 1
     budget.settle(budget.hold(0.2, "the next call"), None)  # the collected batch holds nothing any more
     assert json.loads((tmp_path / "budget.json").read_text())["held"] == {}

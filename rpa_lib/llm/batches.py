@@ -11,6 +11,7 @@ import itertools
 import json
 import sys
 import time
+import weakref
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -127,7 +128,7 @@ def run_round(lines: list[dict], *, mode: str, folder: Path, client: Any = None,
         raise ValueError(f"custom ids must be unique in a round; repeated: {repeated[:5]}")
     ledger = Ledger(Path(folder))
     model = str(lines[0]["body"].get("model", ""))
-    engine = _OpenAI(client, model, budget) if mode == "openai" else _Files(model)
+    engine = _OpenAI(client, model, budget, Path(folder)) if mode == "openai" else _Files(model)
     try:
         round_n = ledger.open_round(round_key(ids, mode), mode)
         try:
@@ -142,7 +143,6 @@ def run_round(lines: list[dict], *, mode: str, folder: Path, client: Any = None,
             return results
         raise failure  # outside the handler: the client's exception, which holds the request's headers, is not chained
     finally:
-        engine.release()  # a batch left running is held again by the run that resumes it, as after a restart
         ledger.close()
 
 
@@ -209,12 +209,19 @@ def _answer(lines: list[dict], ledger: Ledger, round_n: int, engine: _OpenAI | _
         engine.finish(pending, ledger, setup)
 
 
+# What running batches hold, per budget and batch folder, for as long as the budget lives: a round stopped while its
+# batches run (an interrupt, a transport fault) leaves them held, and running it again in this process takes those
+# holds over instead of holding the batches twice. Only collecting a batch settles its hold.
+_RUNNING: weakref.WeakKeyDictionary[Budget, dict[str, dict[tuple[int, int], float]]] = weakref.WeakKeyDictionary()
+
+
 class _OpenAI:
     """The OpenAI Batch API through the ``openai`` package: ``finish`` returns when each part is collected."""
 
-    def __init__(self, client: Any, model: str, budget: Budget | None):
+    def __init__(self, client: Any, model: str, budget: Budget | None, folder: Path):
         self._client, self.model, self.budget = client, model, budget
-        self._holds: dict[tuple[int, int], float] = {}  # (round, part) -> the estimate its batch holds here
+        # (round, part) -> the estimate its batch holds in this process
+        self._holds = {} if budget is None else _RUNNING.setdefault(budget, {}).setdefault(str(folder.resolve()), {})
 
     def failure(self, exc: Exception) -> Exception | None:
         """An error of the ``openai`` package as LLMFatalError, without the client's key or credentials (a server
@@ -285,11 +292,6 @@ class _OpenAI:
             raise
         self._holds[part.round, part.n] = held
         return batch
-
-    def release(self) -> None:
-        """Release what the batches this engine did not collect hold (none once a round is answered)."""
-        while self._holds:
-            self.budget.settle(self._holds.popitem()[1], None)
 
     def _collect(self, client: Any, part: Part, batch: Any, ledger: Ledger, setup: _Setup) -> None:
         """Keep the ended batch's output and error files beside the request file, store its results (every line of
@@ -375,9 +377,6 @@ class _Files:
     def failure(self, exc: Exception) -> Exception | None:
         """None: no client, so nothing of the ``openai`` package to scrub."""
         return None
-
-    def release(self) -> None:
-        """Nothing: request files hold nothing."""
 
     def finish(self, parts: list[Part], ledger: Ledger, setup: _Setup) -> None:
         folder = setup.round_dir(parts[0].round)
