@@ -355,3 +355,32 @@ def test_file_category_and_language_links_inside_templates_leave_no_text(tmp_pat
         assert gone not in text, gone
     report = (tmp_path / "d" / "characters" / "oriel" / "IMPORT.md").read_text(encoding="utf-8")
     assert "infobox field 'image'" in report  # a File link is no text, but it was dropped
+
+
+def test_definition_lists_quotes_and_infobox_entries_read_as_a_person_would_read_them():
+    """What a reader of the page sees: a term with its definitions, a quote as said and by whom, entries of a field
+    apart; the importer's own markers never taken from a page's text."""
+    from rpa_lib.authoring.sources import cell
+    from rpa_lib.authoring.wikitext import parse_wikitext
+
+    def lead(wikitext: str) -> str:
+        return " ".join(parse_wikitext(wikitext + "\n== Story ==\nShe left.\n", title="Ann").sections[0].paragraphs)
+
+    assert lead(";Likes\n:tea\n:cake\n;Dislikes\n:coffee") == "Likes: tea; cake. Dislikes: coffee."
+    assert lead(";Likes\n;Dislikes\n:coffee") == "Likes. Dislikes: coffee."  # a term with no definition
+    assert lead(";\u5acc\u3044\u306a\u3082\u306e\uff1a\n:\u9759\u5bc2") == "\u5acc\u3044\u306a\u3082\u306e: \u9759\u5bc2."
+    assert lead(":An indented line.\n* a bullet") == "An indented line. a bullet."
+    assert lead("\u2023 Tea\n\u2023 Cake") == "\u2023 Tea \u2023 Cake"  # page text, not a marker
+    assert lead('{{Quote|"I will go."|Ann}}') == '"I will go." (Ann)'  # not quoted twice
+    assert lead("{{Quote|I will go.||Chapter 3}}") == '"I will go."'  # the source is no speaker
+    assert lead("{{Quote|text=I will go.|author=Ann}}") == '"I will go." (Ann)'
+    assert lead("{{Quote||Ann}} Ann is tall.") == "Ann is tall."  # no words: no quote
+    box = parse_wikitext("{{Infobox character|name=Ann|family=A (father),<br>B (mother)|relatives=\n* C (aunt)\n"
+                         "* D (uncle)\n|title color=#ffcc00|photo caption=Ann in uniform|alt text=A girl|signature "
+                         "move=Lantern Kick|image song=Light|favorite colour=blue|hair color=black|Bild=Ann.jpg|"
+                         "Bildunterschrift=Ann im Hafen|textcolor=red}}\n== Story ==\nShe left.\n", title="Ann")
+    assert [(field, value) for _, field, value in box.facts] == [
+        ("name", "Ann"), ("family", "A (father); B (mother)"), ("relatives", "C (aunt); D (uncle)"),
+        ("signature move", "Lantern Kick"), ("image song", "Light"), ("favorite colour", "blue"),
+        ("hair color", "black")]
+    assert (cell("[Ann<br>Bo](http://x)"), cell("A (father),<br/>B (mother)")) == ("Ann; Bo", "A (father); B (mother)")

@@ -70,5 +70,6 @@ def test_a_german_page_keeps_its_age_field_drops_its_image_and_maps_its_headings
     text, report = imported(tmp_path, "ilse-brandauer.wiki", "ilse", "--name", "Ilse Brandauer", *maps)
     assert "Geschlecht: weiblich. Alter: 34. Herkunft: Kellmar." in text  # "Alter" (age) is no image's alt text
     assert "jpg" not in text and "- line 1: infobox field 'Bild'" in report  # a bare file name is an image
+    assert "Bildunterschrift" not in text and "infobox field 'Bildunterschrift'" in report  # and its caption
     assert "Jorgen Brandauer: Ihr jüngerer Bruder" in section(text, "Social Relationships")
     assert "Wetterkunde." in section(text, "Skill and Expertise") and "Kategorie" not in text

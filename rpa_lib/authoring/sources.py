@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 
 from rpa_lib.authoring.document import SourceDocument, SourceSection, sentence, tidy
-from rpa_lib.authoring.wikitext import parse_wikitext, read_mediawiki
+from rpa_lib.authoring.wikitext import BREAK, parse_wikitext, read_mediawiki
 from rpa_lib.errors import DataError
 from rpa_lib.persona import HEADING_LINE
 
@@ -71,7 +71,7 @@ _UNDERLINE = {"=": 1, "-": 2, "~": 3}
 _NUMBERED = re.compile(r"^(\d+(?:\.\d+)*)[ \t]+([A-Z][^.!?]{0,78})$")
 _LIST = re.compile(r"^[ \t]*(?:[-*+]|\d+[.)])[ \t]+(.*)$")
 _SITE_LINE = re.compile(r"^From [^.]{0,60}\b(?:Wikipedia|wiki|Wiki|encyclopedia)\b[^.]{0,60}\.?$")
-BR = re.compile(r"<br\s*/?>", re.I)
+_BR = re.compile(r"<br\s*/?>", re.I)
 _CONTENTS = re.compile(r"^(?:table of )?contents\s*(?:\[\s*(?:hide|show)\s*\])?$", re.I)
 _TOC_LINE = re.compile(r"^\d+(?:\.\d+)*\.?\s+\S")
 _FENCE = re.compile(r"^[ \t]*(```|~~~)")
@@ -182,8 +182,9 @@ def _heading(line: str, nxt: str, fmt: str, in_paragraph: bool) -> tuple[int, st
 
 
 def cell(text: str) -> str:
-    """A table cell as plain prose, its entries split by ``<br>`` joined with "; ": ``Ann<br>Bo`` -> "Ann; Bo"."""
-    return "; ".join(part for part in map(clean_inline, BR.split(text)) if part)
+    """A table cell as plain prose, its entries split by ``<br>`` joined with "; ": ``Ann,<br>Bo`` -> "Ann; Bo"."""
+    entries = clean_inline(_BR.sub(BREAK, text)).split(BREAK)  # split after the links are read: [A<br>B](url)
+    return "; ".join(part for part in (tidy(e).rstrip(",;") for e in entries) if part)
 
 
 def clean_inline(text: str) -> str:
@@ -197,7 +198,7 @@ def clean_inline(text: str) -> str:
     text = re.sub(r"\[([^\]]+)\]\([^)]*\)", r"\1", text)  # inline links: their text
     text = re.sub(r"\[([^\]]+)\]\[[^\]]*\]", r"\1", text)  # reference links
     text = re.sub(r"\[\d+\]", "", text)  # numbered reference markers
-    text = BR.sub(" ", text)  # a line break between words
+    text = _BR.sub(" ", text)  # a line break between words
     text = re.sub(r"</?[A-Za-z][^>]*>", "", text)  # HTML tags
     text = re.sub(r"`([^`]*)`", r"\1", text)
     text = re.sub(r"(\*\*|__|~~)(.+?)\1", r"\2", text)

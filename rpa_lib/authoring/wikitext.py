@@ -21,8 +21,9 @@ TABBER = re.compile(r"<tabber[^>]*>(.*?)</tabber>", re.I | re.S)  # Fandom's tab
 TABBER_LABEL = re.compile(r"(?:^|\|-\|)(\s*)(?:\|-\|)?(\s*)[^=\n|\[\]{}<>]{1,60}=")
 LIST_TAGS = {"li", "dd", "dt"}
 ITEM = "\u2022"  # marks a list item in the stripped text until paragraphs are made
-BREAK = "\u2424"  # marks a <br> in a template's argument or an infobox field until it is joined
-TERM = "\u2023"  # marks a definition list's term (";Likes"), which its definition follows after a colon
+# private-use code points, which no page's text holds, mark until they are joined: a <br> in a template's argument or
+# an infobox field, a definition list's term (";Likes") and its definitions (":tea")
+BREAK, TERM, DEFINITION = "\ue000", "\ue001", "\ue002"
 MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
           "November", "December")
 DATES = {"date", "birth date", "death date", "start date", "end date", "birth date and age", "death date and age",
@@ -39,8 +40,10 @@ CHARACTERS = {"ndash": "\u2013", "nd": "\u2013", "mdash": "\u2014", "md": "\u201
 PAGE_NAMES = {"pagename", "basepagename", "fullpagename", "subpagename", "pagenamee"}
 RENDERED = DATES | WRAPPERS | LINKS | set(CHARACTERS) | PAGE_NAMES | {"convert", "cvt", "val", "age"}
 INFOBOX_FIELDS = 3  # named fields that make a template at the top of a page an infobox
-IMAGE_FIELDS = re.compile(r"(?:image|img|caption|signature|logo|embed)\w*(?: .*)?|upright|footnotes|module\d*|alt|"
-                          r"size|(?:bg|box |header )?colou?r")  # the whole field: "hair color", "alter ego" are facts
+PICTURE_WORDS = {"image", "img", "picture", "photo", "caption", "alt", "text", "size", "upright", "width", "logo",
+                 "embed", "signature", "module", "footnotes", "file"}  # an infobox field named with these only
+STYLE_FIELD = re.compile(r"(?:bg|background|border|box|header|title|text|tab|theme|accent|font|label)? ?colou?r")
+CSS_COLOUR = re.compile(r"#[0-9a-f]{3,8}|rgba?\(.*\)", re.I)
 IMAGE_FILE = re.compile(r"[^\n]*\.(?:png|jpe?g|gif|svg|webp)", re.I)  # "Bild = Ilse.jpg": a bare file name
 
 
@@ -186,12 +189,19 @@ def render_template(node, title: str = "") -> str | None:
     if name in ("hlist", "flatlist", "plainlist", "ubl", "unbulleted list"):
         return ", ".join(args)
     if name in ("quote", "blockquote"):  # {{Quote|words|speaker|source}}: said, and by whom, not narration
-        return (f'"{args[0]}"' + (f" ({args[1]})" if len(args) > 1 else "")) if args else ""
+        words, who = (_argument(node, names, title) for names in (("1", "text", "quote"), ("2", "author", "sign")))
+        return (words if words[:1] in ('"', "\u201c", "\u300c") else f'"{words}"') + (f" ({who})" if who else "") \
+            if words else ""
     if name in ("circa", "c."):
         return f"c. {args[0]}" if args else "c."
     if name in ("floruit", "fl."):
         return f"fl. {args[0]}" if args else ""
     return args[0] if args else ""
+
+
+def _argument(node, names: tuple[str, ...], title: str) -> str:
+    """The first of a template's arguments ``names`` (positional ones by number) that has text, as plain text."""
+    return next((text for n in names if node.has(n) and (text := _plain(node.get(n).value, title))), "")
 
 
 def _date(args: list[str]) -> str:
@@ -219,13 +229,25 @@ def _convert(args: list[str]) -> str:
 
 def _plain(code, title: str = "", br: str = " ") -> str:
     """Wikicode as one line of plain text, as :func:`_strip` makes it but recording nothing and with no list bullets:
-    a template's argument or an infobox field. ``title``: the page's, for ``{{PAGENAME}}``; ``br``: what a line
-    break between entries becomes."""
+    a template's argument or an infobox field. ``title``: the page's, for ``{{PAGENAME}}``; ``br``: what separates
+    entries (split by ``<br>``, or list items when it is not a space)."""
     import mwparserfromhell
 
     doc = SourceDocument(Path(), "mediawiki", title, [])
-    text = _strip(mwparserfromhell.parse(str(code)), 0, doc, item="", br=BREAK)
-    return br.join(part for part in (tidy(t) for t in text.split(BREAK)) if part)
+    text = _strip(mwparserfromhell.parse(str(code)), 0, doc, item="" if br == " " else BREAK, br=BREAK)
+    return br.join(part for part in (tidy(t).rstrip(",;") for t in text.split(BREAK)) if part)
+
+
+def picture_field(field: str, value: str, pictures: set[str] = frozenset()) -> bool:
+    """Is an infobox field about the box's picture or style rather than the character? Named with picture words
+    only ("image", "photo caption", "alt text"), a style colour ("title color") or holding one ("#ffcc00"), holding
+    a bare image file ("Bild = Ilse.jpg"), or named after a field in ``pictures`` ("Bildunterschrift" after "Bild").
+    "hair color", "favorite colour", "signature move" and "image song" are facts."""
+    name = re.sub(r"\d+", "", field.lower()).strip()
+    words = name.split()
+    return (set(words) <= PICTURE_WORDS and words not in ([], ["text"]) or bool(STYLE_FIELD.fullmatch(name))
+            or bool(CSS_COLOUR.fullmatch(value)) or bool(IMAGE_FILE.fullmatch(value))
+            or " " not in name and any(name.startswith(p) for p in pictures))
 
 
 def _top_templates(code) -> list:
@@ -279,12 +301,15 @@ def _strip(code, line: int, doc: SourceDocument, top: bool = False, item: str = 
                             doc.removed.append((where, f"template {{{{{inner_name}}}}}"))
                         else:
                             doc.rendered.append((where, f"{{{{{inner_name}}}}} -> {shown!r} (infobox)"))
+                    pictures: set[str] = set()  # fields that held an image file: "Bild" (its caption "Bildunterschrift")
                     for p in node.params:
                         field = str(p.name).strip().replace("_", " ")
                         value = _plain(p.value, doc.title or "", br="; ")  # "[[A]]<br>[[B]]": two entries
-                        if IMAGE_FIELDS.fullmatch(field.lower()) or IMAGE_FILE.fullmatch(value):
+                        if picture_field(field, value, pictures):
                             if value or p.value.filter_wikilinks():  # [[File:...]]: no text, but dropped
                                 doc.removed.append((where, f"infobox field {field!r}"))
+                            if IMAGE_FILE.fullmatch(value):
+                                pictures.add(field.lower())
                         elif value:
                             doc.facts.append((where, field, value))
                     code.remove(node)
@@ -304,7 +329,8 @@ def _strip(code, line: int, doc: SourceDocument, top: bool = False, item: str = 
                     str(node.title).strip()) and node.text is None):  # [[wp:X|text]] keeps its text
                 code.remove(node)
             elif isinstance(node, Tag) and str(node.tag).strip().lower() in LIST_TAGS:
-                code.replace(node, TERM if item and str(node.tag).strip().lower() == "dt" else item)
+                tag = str(node.tag).strip().lower()
+                code.replace(node, {"dt": TERM, "dd": DEFINITION}.get(tag, item) if item else item)
             elif isinstance(node, Tag) and str(node.tag).strip().lower() == "br":
                 code.replace(node, br)
         except ValueError:  # already gone with an enclosing node that was removed
@@ -313,23 +339,34 @@ def _strip(code, line: int, doc: SourceDocument, top: bool = False, item: str = 
 
 
 def _paragraphs(text: str) -> list[str]:
-    """Blank-line separated blocks as one-line paragraphs; list items (``ITEM`` lines) as sentences, a definition
-    list's term (``TERM``) as "Likes: tea"."""
+    """Blank-line separated blocks as one-line paragraphs; list items (``ITEM`` lines) as sentences; a definition
+    list's term (``TERM``) with the definitions (``DEFINITION``) after it as one: "Likes: tea; cake."."""
     out = []
     for block in text.split("\n\n"):
-        prose, items = [], []
+        prose, items, term = [], [], None  # term: (its item's index, its name, its definitions) while one is open
         for raw in block.split("\n"):
             raw = raw.strip()
-            if raw.startswith(TERM):  # ";Likes" or ";Likes : tea" (its definition on the line, after an ITEM)
-                term, _, definition = (tidy(t) for t in raw.lstrip(TERM + " ").partition(ITEM))
-                if term:
-                    items.append(sentence(f"{term}{'' if term[-1] in '.!?:;' else ':'} {definition}".strip()))
-            elif raw.startswith(ITEM):
-                items.append(sentence(tidy(raw.lstrip(ITEM + "*#:; "))))
+            if raw.startswith(TERM):  # ";Likes", or ";Likes : tea" with its definition on the line
+                name, _, definition = (tidy(t) for t in raw.lstrip(TERM + " ").partition(DEFINITION))
+                term = (len(items), name.rstrip(":;\uff1a "), [definition] if definition else []) if name else None
+                items.append("")
+            elif raw.startswith(DEFINITION) and term is not None:
+                term[2].append(tidy(raw.lstrip(DEFINITION + " ")))
+            elif raw.startswith((ITEM, DEFINITION)):  # a bullet, or an indented line (":") under no term
+                items.append(sentence(tidy(raw.lstrip(ITEM + DEFINITION + "*#:; "))))
+                term = None
+            elif items and raw and term is not None:  # the line goes on the last definition, or the term
+                if term[2]:
+                    term[2][-1] = tidy(f"{term[2][-1]} {raw}")
+                else:
+                    term = (term[0], tidy(f"{term[1]} {raw}"), [])
             elif items and raw:
                 items[-1] = sentence(tidy(items[-1] + " " + raw))
             elif raw:
                 prose.append(raw)
+            if term is not None:
+                i, name, definitions = term
+                items[i] = sentence(f"{name}: {'; '.join(d.rstrip('.;') for d in definitions)}" if definitions else name)
         joined = " ".join(p for p in [tidy(" ".join(prose)), *items] if p)
         if joined:
             out.append(joined)
