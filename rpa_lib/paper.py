@@ -235,7 +235,8 @@ def _pooled(frame: pd.DataFrame, position: int) -> dict:
 def per_dimension_accuracy(types: pd.DataFrame, questionnaires: list[Questionnaire], dataset: Dataset,
                            characters: list[str], methods: list[str]) -> pd.DataFrame:
     """Per questionnaire, dimension and method (ours and the paper's AMADEUS): the right-letter share with its 95%
-    interval (Clopper-Pearson; with several runs, :func:`letter_interval`) and the dimension's F1."""
+    interval (Clopper-Pearson; with several runs, :func:`letter_interval`), the dimension's F1 and the letters given
+    (one per character and run, in order)."""
     names = dataset.names()
     out = []
     for q in questionnaires:
@@ -251,7 +252,9 @@ def per_dimension_accuracy(types: pd.DataFrame, questionnaires: list[Questionnai
             n = frame.index.nunique()
             scores = zip(dims, got["accuracy_per_position"], got["f1_per_position"], strict=True)
             out += [{"questionnaire": q.name, "dimension": d, "method": label, "accuracy": a, "f1": f, "characters": n,
-                     **(_exact(a, n) if n == len(frame) else _pooled(frame, i))} for i, (d, a, f) in enumerate(scores)]
+                     **(_exact(a, n) if n == len(frame) else _pooled(frame, i)),
+                     "letters": "".join(p[i] if i < len(p) else "-" for p in frame.predicted)}
+                    for i, (d, a, f) in enumerate(scores)]
     return pd.DataFrame(out)
 
 

@@ -234,8 +234,8 @@ def personality_figure(per_dim: pd.DataFrame, types: pd.DataFrame, characters: i
 
 
 def letters_figure(per_dim: pd.DataFrame, types: pd.DataFrame, label: str):
-    """Tables 4-5 for one character: the letter each method gave on each dimension, green where it is the
-    character's, red where it is not, grey where undecided. The paper's letter is the one its accuracy implies."""
+    """Tables 4-5 for one character: the letter each method gave on each dimension (``per_dim.letters``), green
+    where it is the character's, red where it is not, grey where undecided."""
     fig, axes = plt.subplots(1, 2, figsize=(11, 0.45 * per_dim.method.nunique() + 1.6),
                              gridspec_kw={"width_ratios": [4, 5]})
     shades = {1: "#9fd89f", 0: "#f2a7a7", -1: "#e0e0e0"}  # right, wrong, undecided
@@ -243,12 +243,9 @@ def letters_figure(per_dim: pd.DataFrame, types: pd.DataFrame, label: str):
     for ax, (qname, title) in zip(axes, [("mbti", "MBTI (Table 4)"), ("bigfive", "Big Five SLOAN (Table 5)")]):
         d = per_dim[per_dim.questionnaire == qname]
         dims, shown = list(dict.fromkeys(d.dimension)), list(dict.fromkeys(d.method))
-        given = types[types.questionnaire == qname].set_index("method")
-        truth = given.truth.iloc[0]
+        truth = types[types.questionnaire == qname].truth.iloc[0]
         for row, m in enumerate(shown):
-            for col, (dim, right) in enumerate(zip(dims, d[d.method == m].accuracy)):
-                letter = given.predicted[m][col] if m in given.index else (
-                    truth[col] if right == 1 else dim.replace(truth[col], "").strip("/"))
+            for col, (letter, right) in enumerate(zip(d[d.method == m].letters, d[d.method == m].accuracy)):
                 ax.add_patch(plt.Rectangle((col - 0.5, row - 0.5), 1, 1, edgecolor="white",
                                            facecolor=shades[int(right) if letter.isalpha() else -1]))
                 ax.text(col, row, letter, ha="center", va="center", fontsize=11)

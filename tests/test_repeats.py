@@ -129,6 +129,7 @@ def test_tables_4_5_list_each_run_and_pool_them(fixture_data):
     assert per_dim.characters.tolist() == [2] * 4 and per_dim.accuracy.tolist() == [1.0, 1.0, 0.75, 0.5]
     # T/F: Ada right in 1 of 2 runs, Bram in 2 of 2: the cluster bootstrap of two characters runs from 0.5 to 1
     assert per_dim.accuracy_low.tolist()[2:] == [0.5, 0.0] and per_dim.accuracy_high.tolist()[2:] == [1.0, 1.0]
+    assert per_dim.letters.tolist() == ["IIEE", "SSSS", "TFFF", "JJJJ"]  # Ada's two runs, then Bram's
 
 
 def test_judge_agreement_of_two_runs_pairs_each_replys_mean():

@@ -159,8 +159,8 @@ def test_a_long_run_caption_wraps_to_the_figures_width(tmp_path):
 
 
 def test_tables_4_5_for_one_character_show_its_letters_not_shares_of_0_or_1():
-    """One character: each method's letter per dimension, coloured right, wrong or undecided; the paper's letter is
-    the one its accuracy implies. Two characters, or one in several runs: shares with their intervals."""
+    """One character: each method's letter per dimension, coloured right, wrong or undecided. Two characters, or one
+    in several runs: shares with their intervals."""
     from rpa_lib.plots import personality_figure
 
     dims = {"mbti": ["E/I", "S/N", "T/F", "J/P"], "bigfive": ["S/R", "L/C", "O/U", "A/E", "I/N"]}
@@ -169,16 +169,14 @@ def test_tables_4_5_for_one_character_show_its_letters_not_shares_of_0_or_1():
     truth = {"mbti": "INTP", "bigfive": "RCUEI"}
     types = pd.DataFrame([{"method": m, "questionnaire": q, "predicted": p, "truth": truth[q]}
                           for (m, q), p in given.items()])
-    paper = {"mbti": [1, 0, 1, 1], "bigfive": [1, 1, 1, 0, 1]}
+    given.update({("paper AMADEUS (GPT-4.1)", "mbti"): "ISTP", ("paper AMADEUS (GPT-4.1)", "bigfive"): "RCUAI"})
     rows = [{"questionnaire": q, "dimension": d, "method": m, "accuracy": float(given[m, q][i] == truth[q][i]),
-             "accuracy_low": 0.0, "accuracy_high": 1.0} for q in dims for m in ("no_rag", "amadeus")
-            for i, d in enumerate(dims[q])]
-    rows += [{"questionnaire": q, "dimension": d, "method": "paper AMADEUS (GPT-4.1)", "accuracy": float(a),
-              "accuracy_low": 0.0, "accuracy_high": 1.0} for q in dims for d, a in zip(dims[q], paper[q])]
+             "accuracy_low": 0.0, "accuracy_high": 1.0, "letters": given[m, q][i]} for q in dims
+            for m in ("no_rag", "amadeus", "paper AMADEUS (GPT-4.1)") for i, d in enumerate(dims[q])]
     per_dim = pd.DataFrame(rows)
     fig = personality_figure(per_dim, types, 1, "fake run")
     mbti, bigfive = fig.axes
-    assert [t.get_text() for t in mbti.texts] == list("ENF-" "INTJ" "ISTP")  # the paper: wrong on S/N, so S
+    assert [t.get_text() for t in mbti.texts] == list("ENF-" "INTJ" "ISTP")
     assert [t.get_text() for t in bigfive.texts][-5:] == list("RCUAI")
     colours = [matplotlib.colors.to_hex(p.get_facecolor()) for p in mbti.patches]
     right, wrong, undecided = "#9fd89f", "#f2a7a7", "#e0e0e0"
