@@ -138,6 +138,8 @@ LONGEST_FIRST = ("test_server_llamacpp.py", "test_notebooks.py", "test_plan_budg
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The files of :data:`LONGEST_FIRST` first, then the others by test count. pytest-xdist keeps this order only
+    with ``--no-loadscope-reorder`` (``make test`` passes it); without it, it orders the files by test count."""
     counts: dict[str, int] = {}
     for item in items:
         counts[item.path.name] = counts.get(item.path.name, 0) + 1
