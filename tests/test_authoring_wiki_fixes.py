@@ -378,9 +378,10 @@ def test_definition_lists_quotes_and_infobox_entries_read_as_a_person_would_read
     box = parse_wikitext("{{Infobox character|name=Ann|family=A (father),<br>B (mother)|relatives=\n* C (aunt)\n"
                          "* D (uncle)\n|title color=#ffcc00|photo caption=Ann in uniform|alt text=A girl|signature "
                          "move=Lantern Kick|image song=Light|favorite colour=blue|hair color=black|Bild=Ann.jpg|"
-                         "Bildunterschrift=Ann im Hafen|textcolor=red}}\n== Story ==\nShe left.\n", title="Ann")
+                         "Bildunterschrift=Ann im Hafen|textcolor=red|likes=\n;Food\n:tea\n|motto={{lang|fr|Allez,}} go}}"
+                         "\n== Story ==\nShe left.\n", title="Ann")
     assert [(field, value) for _, field, value in box.facts] == [
         ("name", "Ann"), ("family", "A (father); B (mother)"), ("relatives", "C (aunt); D (uncle)"),
         ("signature move", "Lantern Kick"), ("image song", "Light"), ("favorite colour", "blue"),
-        ("hair color", "black")]
+        ("hair color", "black"), ("likes", "Food; tea"), ("motto", "Allez, go")]
     assert (cell("[Ann<br>Bo](http://x)"), cell("A (father),<br/>B (mother)")) == ("Ann; Bo", "A (father); B (mother)")

@@ -235,7 +235,8 @@ def _plain(code, title: str = "", br: str = " ") -> str:
 
     doc = SourceDocument(Path(), "mediawiki", title, [])
     text = _strip(mwparserfromhell.parse(str(code)), 0, doc, item="" if br == " " else BREAK, br=BREAK)
-    return br.join(part for part in (tidy(t).rstrip(",;") for t in text.split(BREAK)) if part)
+    parts = [tidy(t) for t in text.split(BREAK)]
+    return br.join(p.rstrip(",;") if br != " " else p for p in parts if p)  # entries: "A,<br>B" is "A; B"
 
 
 def picture_field(field: str, value: str, pictures: set[str] = frozenset()) -> bool:
@@ -330,7 +331,7 @@ def _strip(code, line: int, doc: SourceDocument, top: bool = False, item: str = 
                 code.remove(node)
             elif isinstance(node, Tag) and str(node.tag).strip().lower() in LIST_TAGS:
                 tag = str(node.tag).strip().lower()
-                code.replace(node, {"dt": TERM, "dd": DEFINITION}.get(tag, item) if item else item)
+                code.replace(node, {"dt": TERM, "dd": DEFINITION}.get(tag, item) if item == ITEM else item)
             elif isinstance(node, Tag) and str(node.tag).strip().lower() == "br":
                 code.replace(node, br)
         except ValueError:  # already gone with an enclosing node that was removed
