@@ -245,7 +245,8 @@ def letters_figure(per_dim: pd.DataFrame, types: pd.DataFrame, label: str):
         dims, shown = list(dict.fromkeys(d.dimension)), list(dict.fromkeys(d.method))
         truth = types[types.questionnaire == qname].truth.iloc[0]
         for row, m in enumerate(shown):
-            for col, (letter, right) in enumerate(zip(d[d.method == m].letters, d[d.method == m].accuracy)):
+            given = d[d.method == m]
+            for col, (letter, right) in enumerate(zip(given.letters, given.accuracy)):
                 ax.add_patch(plt.Rectangle((col - 0.5, row - 0.5), 1, 1, edgecolor="white",
                                            facecolor=shades[int(right) if letter.isalpha() else -1]))
                 ax.text(col, row, letter, ha="center", va="center", fontsize=11)

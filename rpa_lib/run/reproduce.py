@@ -289,15 +289,16 @@ def _run(profile_name: str, setup: Setup, output_dir: Path | None, force: bool, 
             before = _snapshot(watch)
             print(f"[{i}/{len(setup)}] {nb.stem}: ", end="", flush=True)  # one line per notebook, ended below
             start = time.perf_counter()
-            if failure := _papermill(nb, executed, params):
-                kept = sorted(p.name for p, t in _snapshot(watch).items() if before.get(p) != t)
-                print(f"FAILED after {time.perf_counter() - start:.1f} s", flush=True)
+            failure = _papermill(nb, executed, params)
+            seconds = time.perf_counter() - start
+            changed = [p for p, t in _snapshot(watch).items() if before.get(p) != t]
+            if failure:
+                kept = sorted(p.name for p in changed)
+                print(f"FAILED after {seconds:.1f} s", flush=True)
                 print(f"{nb.name}: {failure}\n"
                       + (f"(what it saved before it stopped: {', '.join(kept)})\n" if kept else "")
                       + f"(executed copy with the traceback: {executed})", file=sys.stderr)
                 raise SystemExit(1)
-            seconds = time.perf_counter() - start
-            changed = [p for p, t in _snapshot(watch).items() if before.get(p) != t]
             stamps.write(executed, inputs, changed, seconds)
             written = sorted(str(p.relative_to(paths.ROOT) if p.is_relative_to(paths.ROOT) else p) for p in changed)
             print(f"ok in {seconds:.1f} s, {len(written)} file(s) written", flush=True)
