@@ -8,15 +8,20 @@ method's settings follow what the engine can do. It records no results.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import difflib
+import os
 import sys
 import textwrap
 import warnings
+from pathlib import Path
 
 from rpa_lib.data import Dataset, user_dataset
 from rpa_lib.display import details_lines
+from rpa_lib.embeddings import get_embedder
 from rpa_lib.errors import DataError
 from rpa_lib.explore import empty_attributes_note, method_settings, warning_notes
-from rpa_lib.llm import get_llm
+from rpa_lib.llm import LLMError, get_llm
 from rpa_lib.methods import METHODS, build_method
 from rpa_lib.methods.registry import method_label
 from rpa_lib.paths import user_data_dir
@@ -48,11 +53,16 @@ def dataset_for(character: str, data_dir: str | None):
 def _ask() -> str:
     try:
         return input("you> ").strip()
-    except EOFError:
+    except (EOFError, KeyboardInterrupt):  # Ctrl-D or Ctrl-C at the prompt: the end of the chat
+        print()
         return ""
 
 
 def chat(args) -> int:
+    if args.question is not None and not args.question.strip():
+        raise ValueError("--question is empty: ask something, or leave --question out to chat")
+    if args.data_dir and not Path(args.data_dir).is_dir():
+        raise DataError(args.data_dir, None, "--data-dir: no such folder")
     dataset = dataset_for(args.character, args.data_dir)
     try:
         dataset.characters([args.character])  # a clear error for an unknown slug
@@ -66,22 +76,36 @@ def chat(args) -> int:
     llm = get_llm(args.llm)
     settings = method_settings(args.method, llm, embedder=args.embedder, k=args.k)
     method = build_method(args.method, llm=llm, dataset=dataset, max_tokens=args.max_tokens, **settings)
+    if getattr(method.settings, "embedder", "tfidf") != "tfidf":
+        get_embedder(method.settings.embedder)  # a mistyped embedder fails now, not after the first question
+    if hasattr(llm, "openai_client"):
+        llm.openai_client()  # so does a missing API key
     print(f"{method_label(args.method)} · {llm.label} · {dataset.describe()} · {method.settings}. "
           "Empty line or Ctrl-D to quit.")
     note = empty_attributes_note(dataset, args.character)
     if note:
         print(f"note: {note}")
-    if args.question:
+    if args.question is not None:
         print(f"you> {args.question}")
-    for question in [args.question] if args.question else iter(_ask, ""):
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            response = method.respond(args.character, question)
-        show(response)
-        for line in warning_notes(caught):
-            print(f"  {line}")
-    print(f"\n{llm.usage.summary()}")
+    try:
+        for question in [args.question.strip()] if args.question is not None else iter(_ask, ""):
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                response = method.respond(args.character, question)
+            show(response)
+            for line in warning_notes(caught):
+                print(f"  {line}")
+    finally:  # also after Ctrl-C or a failed call: what was spent so far
+        print(f"\n{llm.usage.summary()}")
     return 0
+
+
+def _hint(spec: str | None) -> str:
+    """" (did you mean --llm fake?)" for a bare model name a letter or two from a backend's name."""
+    if not spec or ":" in spec:
+        return ""
+    close = difflib.get_close_matches(spec, ("fake", "local", "llamacpp"), 1, 0.7)
+    return f" (did you mean --llm {close[0]}?)" if close else ""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -100,9 +124,19 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return chat(args)
-    except (DataError, ValueError) as e:
-        print(e, file=sys.stderr)
+    except (DataError, ValueError) as e:  # bad input
+        print(f"error: {e}", file=sys.stderr)
         return 2
+    except LLMError as e:  # a call that failed: no key, no server, no valid answer
+        print(f"error: {e}{_hint(args.llm)}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("\ninterrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # the reader went away (| head): nothing more to say, nor to flush at exit
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
 
 
 if __name__ == "__main__":

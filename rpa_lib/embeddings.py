@@ -6,6 +6,7 @@ a Hugging Face id or a folder), ``tfidf`` (fitted on the texts given), ``hash`` 
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import importlib.util
 import sqlite3
@@ -142,6 +143,7 @@ class StandInEmbedder(HashEmbedder):
 
 
 STAND_IN_PREFIX = "stand-in:"
+EMBEDDER_NAMES = ("minilm", "tfidf", "hash-N", *KNOWN_MODELS)  # short names; any sentence-transformers id or folder too
 
 
 def stand_in_name(name: str) -> str:
@@ -175,20 +177,29 @@ def get_embedder(name: str = "minilm", corpus: list[str] | None = None) -> Embed
         if corpus is None:
             raise ValueError("the tfidf embedder needs corpus=[...] to fit its vocabulary")
         return TfidfEmbedder(corpus)
-    if name.startswith("hash"):
-        return HashEmbedder(int(name.split("-")[1]) if "-" in name else 64)
+    if name == "hash" or name.startswith("hash-"):
+        dim = name.removeprefix("hash").removeprefix("-") or "64"
+        if not dim.isdigit() or int(dim) < 1:
+            raise ValueError(f"embedder {name!r}: the hashing embedder takes a positive dimension, e.g. hash-64")
+        return HashEmbedder(int(dim))
     if name.startswith(STAND_IN_PREFIX):
         return StandInEmbedder(name.removeprefix(STAND_IN_PREFIX))
     with _EMBEDDERS_LOCK:
         if name not in _EMBEDDERS:
             if name == "minilm":
-                _EMBEDDERS[name] = SentenceTransformerEmbedder(str(minilm_path()), label="all-MiniLM-L6-v2")
+                embedder = SentenceTransformerEmbedder(str(minilm_path()), label="all-MiniLM-L6-v2")
             elif name in KNOWN_MODELS:
                 model, query_prefix, doc_prefix = KNOWN_MODELS[name]
-                _EMBEDDERS[name] = SentenceTransformerEmbedder(model, query_prefix, doc_prefix,
-                                                               label=model.split("/")[-1])
-            else:
-                _EMBEDDERS[name] = SentenceTransformerEmbedder(name)
+                embedder = SentenceTransformerEmbedder(model, query_prefix, doc_prefix, label=model.split("/")[-1])
+            else:  # a Hugging Face id or a folder: looked up now, so that a mistyped short name fails here
+                try:
+                    model_folder(name)
+                except RuntimeError as e:
+                    close = difflib.get_close_matches(name, EMBEDDER_NAMES, 1)
+                    raise ValueError(f"unknown embedder {name!r}" + (f" (did you mean {close[0]!r}?)" if close else "")
+                                     + f": not a short name ({', '.join(EMBEDDER_NAMES)}), and {e}") from None
+                embedder = SentenceTransformerEmbedder(name)
+            _EMBEDDERS[name] = embedder
         return _EMBEDDERS[name]
 
 

@@ -120,10 +120,13 @@ def ask(character: str, question: str, methods=DEFAULT_METHODS, llm="fake", data
     ``progress(method, state)`` hears ``"running"``, ``"done"``, ``"failed"``; ``settings`` go to the methods."""
     dataset = as_dataset(dataset)
     dataset.characters([character])  # an unknown slug is a clear error
+    if not isinstance(question, str) or not question.strip():
+        raise ValueError(f"question must be a non-empty string, not {question!r}")
+    methods = chosen_methods(methods)
+    stray = sorted(set(settings) - {n for m in METHODS for n in setting_names(m)})
+    if stray:
+        raise ValueError(f"no method has the setting(s) {', '.join(map(repr, stray))}")
     llm = get_llm(llm) if isinstance(llm, str) else llm
-    methods = list(methods)
-    if not methods:
-        raise ValueError("no method selected: choose one or more methods")
     progress = progress or (lambda method, state: None)
 
     def one(name: str) -> Answer:
@@ -149,6 +152,16 @@ def ask(character: str, question: str, methods=DEFAULT_METHODS, llm="fake", data
         return [one(name) for name in methods]
     with ThreadPoolExecutor(workers) as pool:
         return list(pool.map(one, methods))
+
+
+def chosen_methods(methods) -> list[str]:
+    """``methods`` (one name or several) as a list; ValueError for none or an unknown name."""
+    methods = [methods] if isinstance(methods, str) else list(methods)
+    if not methods:
+        raise ValueError("no method selected: choose one or more methods")
+    if unknown := [m for m in methods if m not in METHODS]:
+        raise ValueError(f"unknown method(s) {', '.join(map(repr, unknown))}; known: {', '.join(METHODS)}")
+    return methods
 
 
 def compare_html(answers: list[Answer], price=None, free: bool = False) -> str:
@@ -179,16 +192,18 @@ def explorer(dataset: Dataset | None = None, character: str | None = None, metho
 
     dataset = as_dataset(dataset)
     slugs = dataset.characters()
+    character = dataset.characters([character])[0] if character else slugs[0]  # an unknown slug is an error
     names = dataset.names()
     wide = {"description_width": "initial"}
     caption = w.HTML(f'<div class="rpa-muted">Dataset: {display.esc(dataset.describe())}</div>')
     pick = w.Dropdown(options=[(names.get(s, s), s) for s in slugs], description="character", style=wide,
-                      value=character if character in slugs else slugs[0], layout={"width": "340px"})
+                      value=character, layout={"width": "340px"})
     chosen = w.SelectMultiple(options=[(method_label(m), m) for m in METHODS],
-                              value=tuple(m for m in methods if m in METHODS), rows=6, description="methods")
+                              value=tuple(chosen_methods(methods)), rows=6, description="methods")
     choices = llm_choices()
     llm = llm or setting("RPA_LLM_MODEL") or "local"  # None: the configured LLM (environment, .env), else embedded
-    model = w.Dropdown(options=[(v, k) for k, v in choices.items()], value=llm if llm in choices else "local",
+    choices.setdefault(llm, f"given: {llm}")  # a spec passed in, e.g. "openai:gpt-4.1"
+    model = w.Dropdown(options=[(v, k) for k, v in choices.items()], value=llm,
                        description="LLM", style=wide, layout={"width": "max-content", "min_width": "340px"})
     knobs = {k: w.BoundedIntText(value=v, min=0 if k == "k" else 1, max=4096, description=k, layout={"width": "170px"})
              for k, v in SETTINGS.items()}
@@ -250,7 +265,8 @@ def persona_browser(dataset: Dataset | None = None, character: str | None = None
 
     dataset = as_dataset(dataset)
     slugs = dataset.characters()
-    pick = w.Dropdown(options=slugs, value=character if character in slugs else slugs[0], description="character")
+    pick = w.Dropdown(options=slugs, value=dataset.characters([character])[0] if character else slugs[0],
+                      description="character")
     splitter = w.ToggleButtons(options=[(SPLITTER_NAMES[s], s) for s in SPLITTERS], value="acts")
     out = w.HTML()
 

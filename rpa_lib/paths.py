@@ -23,7 +23,10 @@ SCRATCH_DIR = RESULTS_DIR / "scratch"  # interactive runs' figures and tables (g
 
 def _folder(name: str, default: Path) -> Path:
     value = setting(name)
-    return ROOT / Path(value).expanduser() if value else default  # an absolute value replaces ROOT
+    folder = ROOT / Path(value).expanduser() if value else default  # an absolute value replaces ROOT
+    if folder.exists() and not folder.is_dir():
+        raise ValueError(f"{folder} ({name}{'=' + value if value else ' unset'}) is a file, where a folder belongs")
+    return folder
 
 
 def cache_dir() -> Path:

@@ -75,6 +75,10 @@ def main(argv: list[str] | None = None) -> int:
                    help="print the unreviewed flags as id,word,reason rows (reason empty)")
     args = parser.parse_args(argv)
     try:
+        if args.data_dir and not args.data_dir.is_dir():
+            raise DataError(args.data_dir, None, "--data-dir: no such folder")
+        if args.character:
+            Dataset(args.data_dir).characters(args.character)  # an unknown slug is bad input, not a failed check
         return _grounding(args) if args.command == "grounding" else _validate(args)
     except (DataError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)

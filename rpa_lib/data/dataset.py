@@ -61,6 +61,8 @@ class Dataset:
 
     def characters(self, only: list[str] | None = None) -> list[str]:
         """``only`` checked against the dataset (None: every character); DataError for a string or unknown slug."""
+        if not self.root.is_dir():
+            raise DataError(self.root, None, "no such dataset folder")
         known = self.slugs()
         if only is None:
             if not known:

@@ -6,10 +6,11 @@ included. Building a method from its settings is :func:`rpa_lib.methods.build_me
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Callable, Iterable
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from dataclasses import dataclass, field, fields
+from typing import Any, ClassVar, get_args, get_type_hints
 
 from rpa_lib.data import Dataset
 from rpa_lib.display import response_html
@@ -79,11 +80,21 @@ class Response:
         return response_html(self)
 
 
+NUMBERS = {int: numbers.Integral, float: numbers.Real}  # a setting typed int takes numpy's integers too
+
+
 @dataclass(frozen=True)
 class AnswerSettings:
     max_tokens: int = 160  # longest reply, in tokens
 
     def __post_init__(self):
+        hints = get_type_hints(type(self))
+        for f in fields(self):  # a setting of the wrong type is named here, not met as a TypeError deep in a method
+            allowed, value = get_args(hints[f.name]) or (hints[f.name],), getattr(self, f.name)
+            if not isinstance(value, tuple(NUMBERS.get(a, a) for a in allowed)) or (
+                    isinstance(value, bool) and bool not in allowed):
+                kinds = " or ".join("None" if a is type(None) else a.__name__ for a in allowed)
+                raise ValueError(f"setting {f.name} must be {kinds}, not {type(value).__name__} {value!r}")
         if self.max_tokens < 1:
             raise ValueError(f"max_tokens must be at least 1, not {self.max_tokens}")
 
