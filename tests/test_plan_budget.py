@@ -269,6 +269,24 @@ def test_processes_sharing_a_ledger_count_each_others_holds_and_a_dead_one_holds
     assert here.spent == pytest.approx(0.1) and json.loads(ledger.read_text())["held"] == {}
 
 
+def test_an_interrupt_while_the_ledger_is_written_keeps_what_it_booked_before(tmp_path, monkeypatch):
+    import rpa_lib.llm.budget as budget_module
+
+    ledger = tmp_path / "budget.json"
+    budget = Budget(1.0, ledger)
+    budget.settle(budget.hold(0.3, "a call"), 0.25)
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(budget_module.json, "dumps", interrupted)  # Ctrl-C while the new ledger is being written
+    with pytest.raises(KeyboardInterrupt):
+        budget.hold(0.3, "the next call")
+    monkeypatch.undo()
+    assert json.loads(ledger.read_text())["spent"] == pytest.approx(0.25)
+    assert Budget(1.0, ledger).spent == pytest.approx(0.25)
+
+
 def test_a_model_with_no_price_is_refused_under_a_budget_and_free_backends_are_not_limited(tmp_path, monkeypatch):
     mode = budgeted(tmp_path, 1.0, "ledger.json")
     with pytest.raises(LLMFatalError, match=r"price of model 'qwen3-32b' is unknown: set RPA_PRICE_IN and RPA_PRICE_OUT"):

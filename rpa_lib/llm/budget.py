@@ -133,17 +133,16 @@ class Budget:
                 change(self._local)
             return dict(self._local)
         self.ledger.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.ledger, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(self.ledger.with_name(f"{self.ledger.name}.lock"), os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
-            with os.fdopen(os.dup(fd), "r+", encoding="utf-8") as f:
-                text = f.read()
-                state = json.loads(text) if text.strip() else {"spent": 0.0, "calls": 0}
-                if change is not None:
-                    change(state)
-                    f.seek(0)
-                    f.truncate()
-                    f.write(json.dumps({**state, "limit": self.limit}) + "\n")
+            text = self.ledger.read_text(encoding="utf-8") if self.ledger.exists() else ""
+            state = json.loads(text) if text.strip() else {"spent": 0.0, "calls": 0}
+            if change is not None:
+                change(state)
+                new = self.ledger.with_name(f"{self.ledger.name}.new")  # replaced whole: an interrupt keeps the old
+                new.write_text(json.dumps({**state, "limit": self.limit}) + "\n", encoding="utf-8")
+                os.replace(new, self.ledger)
             return state
         finally:
             os.close(fd)  # releases the lock
