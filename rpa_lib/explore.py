@@ -63,6 +63,11 @@ def llm_choices() -> dict[str, str]:
     return choices
 
 
+def chosen_llm(llm: str | None) -> str:
+    """``llm``, else the configured LLM (``RPA_LLM_MODEL``, from the environment or ``.env``), else the embedded one."""
+    return llm or setting("RPA_LLM_MODEL") or "local"
+
+
 def is_local(llm) -> bool:
     """True for an in-process engine (a spec or an LLM): free text only, one call at a time."""
     backend = llm.partition(":")[0] if isinstance(llm, str) else getattr(llm, "backend", "")
@@ -116,7 +121,8 @@ def retrieved(method, character: str, question: str) -> list:
 def ask(character: str, question: str, methods=DEFAULT_METHODS, llm="fake", dataset: Dataset | None = None,
         embedder: str | None = None, progress=None, **settings) -> list[Answer]:
     """Each method's answer to ``question`` as ``character`` (a failure an :class:`Answer` with its error), side by
-    side unless the engine is in-process. ``llm``: a spec (``"fake"``, ``"openai:gpt-4.1"``) or an LLM;
+    side unless the engine is in-process. ``llm``: a spec (``"fake"``, ``"openai:gpt-4.1"``; None:
+    :func:`chosen_llm`) or an LLM;
     ``progress(method, state)`` hears ``"running"``, ``"done"``, ``"failed"``; ``settings`` go to the methods."""
     dataset = as_dataset(dataset)
     dataset.characters([character])  # an unknown slug is a clear error
@@ -126,7 +132,7 @@ def ask(character: str, question: str, methods=DEFAULT_METHODS, llm="fake", data
     stray = sorted(set(settings) - {n for m in METHODS for n in setting_names(m)})
     if stray:
         raise ValueError(f"no method has the setting(s) {', '.join(map(repr, stray))}")
-    llm = get_llm(llm) if isinstance(llm, str) else llm
+    llm = get_llm(chosen_llm(llm)) if llm is None or isinstance(llm, str) else llm
     progress = progress or (lambda method, state: None)
 
     def one(name: str) -> Answer:
@@ -201,7 +207,7 @@ def explorer(dataset: Dataset | None = None, character: str | None = None, metho
     chosen = w.SelectMultiple(options=[(method_label(m), m) for m in METHODS],
                               value=tuple(chosen_methods(methods)), rows=6, description="methods")
     choices = llm_choices()
-    llm = llm or setting("RPA_LLM_MODEL") or "local"  # None: the configured LLM (environment, .env), else embedded
+    llm = chosen_llm(llm)
     choices.setdefault(llm, f"given: {llm}")  # a spec passed in, e.g. "openai:gpt-4.1"
     model = w.Dropdown(options=[(v, k) for k, v in choices.items()], value=llm,
                        description="LLM", style=wide, layout={"width": "max-content", "min_width": "340px"})

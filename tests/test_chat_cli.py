@@ -132,3 +132,14 @@ def test_a_cache_setting_naming_a_file_is_named(fixture_data, capsys, monkeypatc
     assert rpa_main(chat(fixture_data, "--question", QUESTION)) == 2
     assert f"error: {tmp_path / 'cache'} (RPA_CACHE_DIR={tmp_path / 'cache'}) is a file, where a folder belongs" in \
         capsys.readouterr().err
+
+
+def test_ask_without_an_llm_uses_the_configured_one_as_the_explorer_does(fixture_data, monkeypatch):
+    import rpa_lib.explore as explore
+
+    built = []
+    monkeypatch.setattr(explore, "get_llm", lambda spec: built.append(spec) or FakeLLM(label=spec))
+    monkeypatch.setenv("RPA_LLM_MODEL", "fake:configured")
+    ask("ada-lindqvist", QUESTION, "no_rag", None, Dataset(fixture_data))
+    app = explorer(Dataset(fixture_data), "ada-lindqvist", ["no_rag"])
+    assert built == ["fake:configured"] and app.children[1].children[0].children[1].value == "fake:configured"
