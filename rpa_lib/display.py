@@ -94,13 +94,16 @@ def walk_html(walk: Sequence[tuple], speculative: Sequence = ()) -> str:
                   for i, (hit, verdict) in enumerate(steps, start=1)])
 
 
+FREE = "no API cost (runs in this process)"  # what an in-process engine's calls cost, in every summary
+
+
 def calls_line(calls: Sequence, price=None, free: bool = False) -> str:
     """"5 calls (2 from cache) · 812 + 40 tokens · 3.1 s · $0.0001" (cost only when the model has a price, ``free``:
     it runs in this process; ", 1 coerced" after the cache count when choices were coerced from logprobs)."""
     cached, coerced = sum(c.cached for c in calls), sum(c.coerced for c in calls)
     prompt, completion = sum(c.prompt_tokens for c in calls), sum(c.completion_tokens for c in calls)
     cost = (f"${price.cost(prompt, completion):.4f}" if price is not None
-            else "no API cost (runs in this process)" if free else "cost unknown (no price for this model)")
+            else FREE if free else "cost unknown (no price for this model)")
     coerced_note = f", {coerced} coerced" if coerced else ""
     return " · ".join([f"{len(calls)} call{'s' * (len(calls) != 1)} ({cached} from cache{coerced_note})",
                        f"{prompt} + {completion} tokens", f"{sum(c.seconds for c in calls):.1f} s", cost])

@@ -14,6 +14,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from rpa_lib.display import FREE
+
 PRICES_AS_OF = "2025-04-14"  # openai.com/api/pricing on the day gpt-4.1 was released
 FREE_BACKENDS = ("local", "llamacpp", "fake")  # run in this process: no dollars
 
@@ -141,7 +143,7 @@ class Usage:
         """One line, e.g. ``gpt-4.1 (openai): 120 calls (80 cached, 0 failed), 12,345 + 2,345 tokens, ...``"""
         d = self.to_dict()
         cost = (f"~${d['cost_usd']:.4f} (prices of {PRICES_AS_OF})" if d["cost_usd"] is not None
-                else "no API cost (runs in this process)" if self.free else "cost unknown")
+                else FREE if self.free else "cost unknown")
         return (f"{d['label'] or d['model']}: {d['calls']} calls ({d['cache_hits']} cached, {d['errors']} failed), "
                 f"{d['prompt_tokens']:,} prompt + {d['completion_tokens']:,} completion tokens, "
                 f"{d['retries']} retries, {d['reasks']} re-asks, "
