@@ -170,6 +170,14 @@ def chosen_methods(methods) -> list[str]:
     return methods
 
 
+def first_pick(slugs: list[str], character: str | None) -> tuple[str, str]:
+    """The character an app shows first, and a note when the one asked for is not in the dataset (the app still
+    opens, on the first character: a parameter left at ``frieren`` for another dataset)."""
+    if character is None or character in slugs:
+        return character or slugs[0], ""
+    return slugs[0], display.esc(f" · {character!r} is not in this dataset: showing {slugs[0]} first")
+
+
 def compare_html(answers: list[Answer], price=None, free: bool = False) -> str:
     cols = []
     for a in answers:
@@ -198,10 +206,10 @@ def explorer(dataset: Dataset | None = None, character: str | None = None, metho
 
     dataset = as_dataset(dataset)
     slugs = dataset.characters()
-    character = dataset.characters([character])[0] if character else slugs[0]  # an unknown slug is an error
+    character, missing = first_pick(slugs, character)
     names = dataset.names()
     wide = {"description_width": "initial"}
-    caption = w.HTML(f'<div class="rpa-muted">Dataset: {display.esc(dataset.describe())}</div>')
+    caption = w.HTML(f'<div class="rpa-muted">Dataset: {display.esc(dataset.describe())}{missing}</div>')
     pick = w.Dropdown(options=[(names.get(s, s), s) for s in slugs], description="character", style=wide,
                       value=character, layout={"width": "340px"})
     chosen = w.SelectMultiple(options=[(method_label(m), m) for m in METHODS],
@@ -271,13 +279,14 @@ def persona_browser(dataset: Dataset | None = None, character: str | None = None
 
     dataset = as_dataset(dataset)
     slugs = dataset.characters()
-    pick = w.Dropdown(options=slugs, value=dataset.characters([character])[0] if character else slugs[0],
-                      description="character")
+    character, missing = first_pick(slugs, character)
+    pick = w.Dropdown(options=slugs, value=character, description="character")
     splitter = w.ToggleButtons(options=[(SPLITTER_NAMES[s], s) for s in SPLITTERS], value="acts")
     out = w.HTML()
 
     def show(_=None) -> None:
-        out.value = persona_html(pick.value, splitter.value, dataset, limit=limit)
+        out.value = (f'<div class="rpa-muted">{missing.lstrip(" ·")}</div>' if missing else "") + \
+            persona_html(pick.value, splitter.value, dataset, limit=limit)
 
     pick.observe(show, "value")
     splitter.observe(show, "value")

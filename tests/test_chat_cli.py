@@ -8,7 +8,7 @@ import pytest
 
 from rpa_lib.__main__ import main as rpa_main
 from rpa_lib.data import Dataset
-from rpa_lib.explore import ask, explorer
+from rpa_lib.explore import ask, explorer, persona_browser
 from rpa_lib.llm import FakeLLM
 from rpa_lib.methods import build_method
 
@@ -115,13 +115,17 @@ def test_a_setting_of_the_wrong_type_is_named_when_the_method_is_built(fixture_d
     assert build_method("crag", FakeLLM(), dataset=fixture_data, k=np.int64(2), upper=1).settings.k == 2
 
 
-def test_the_explorer_offers_the_llm_it_is_given_and_refuses_an_unknown_character_or_method(fixture_data):
+def test_the_explorer_offers_the_llm_it_is_given_names_a_character_it_lacks_and_refuses_an_unknown_method(
+        fixture_data):
     dataset = Dataset(fixture_data)
     app = explorer(dataset, "ada-lindqvist", ["naive_rag"], "openai:my-served-model", embedder="hash-64")
     model = app.children[1].children[0].children[1]
     assert model.value == "openai:my-served-model" and "given: openai:my-served-model" in model.options[-1][0]
-    with pytest.raises(ValueError, match="unknown character"):
-        explorer(dataset, "ada-lindqvst", ["naive_rag"], "fake")
+    other = explorer(dataset, "frieren", ["naive_rag"], "fake")  # notebook 00's default, on another dataset
+    assert other.children[1].children[0].children[0].value == "ada-lindqvist"
+    assert "&#x27;frieren&#x27; is not in this dataset: showing ada-lindqvist first" in other.children[0].value
+    browser = persona_browser(dataset, "frieren")
+    assert "is not in this dataset: showing ada-lindqvist first" in browser.children[1].value
     with pytest.raises(ValueError, match="unknown method"):
         explorer(dataset, "ada-lindqvist", ["amadeuss"], "fake")
 
