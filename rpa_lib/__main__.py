@@ -8,9 +8,7 @@ method's settings follow what the engine can do. It records no results.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import difflib
-import os
 import sys
 import textwrap
 import warnings
@@ -19,7 +17,7 @@ from pathlib import Path
 from rpa_lib.data import Dataset, user_dataset
 from rpa_lib.display import details_lines
 from rpa_lib.embeddings import get_embedder
-from rpa_lib.errors import DataError
+from rpa_lib.errors import DataError, closed_pipe
 from rpa_lib.explore import empty_attributes_note, method_settings, warning_notes
 from rpa_lib.llm import LLMError, get_llm
 from rpa_lib.methods import METHODS, build_method
@@ -133,10 +131,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("\ninterrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:  # the reader went away (| head): nothing more to say, nor to flush at exit
-        with contextlib.suppress(OSError, ValueError):
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 1
+    except BrokenPipeError:  # the reader went away (| head)
+        return closed_pipe()
 
 
 if __name__ == "__main__":

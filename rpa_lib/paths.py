@@ -6,6 +6,7 @@ call :func:`ensure` before writing."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from rpa_lib.settings import setting
@@ -53,3 +54,15 @@ def ensure(path: Path) -> Path:
     """Create ``path`` (a folder) if needed and return it. ``ensure(FIGURES_DIR)``"""
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def check_writable(folder: Path, what: str) -> None:
+    """ValueError, before anything is written, when ``folder`` (``what``: "output folder", ...) could not be made or
+    written: its nearest existing folder is a file or not writable. Nothing is created."""
+    existing = folder
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    why = (f"{existing} is not a folder" if not existing.is_dir() else
+           f"{existing} is not writable" if not os.access(existing, os.W_OK | os.X_OK) else None)
+    if why:
+        raise ValueError(f"{what} {folder}: cannot write there ({why})")
