@@ -4,6 +4,7 @@ anything runs, and the list of numbered notebooks. This module runs nothing (:mo
 
 from __future__ import annotations
 
+import difflib
 import math
 from pathlib import Path
 
@@ -47,7 +48,9 @@ def load_profile(name: str) -> dict:
         known = ", ".join(sorted(p.stem for p in paths.PROFILES_DIR.glob("*.yaml")))
         raise SystemExit(f"unknown profile {name!r} ({path} not found); known: {known}")
     try:
-        profile = yaml.load(path.read_text(), Loader=_UniqueKeys) or {}  # a SafeLoader
+        profile = yaml.load(path.read_text(encoding="utf-8"), Loader=_UniqueKeys) or {}  # a SafeLoader
+    except UnicodeDecodeError as e:
+        raise SystemExit(f"{path}: not UTF-8 text (byte {e.start}): a profile is a YAML file") from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"line {mark.line + 1}: " if mark else ""
@@ -55,7 +58,8 @@ def load_profile(name: str) -> dict:
     if not isinstance(profile, dict):
         raise SystemExit(f"{path}: a profile is a mapping with {', '.join(TOP_LEVEL[:-1])} and {TOP_LEVEL[-1]}")
     if unknown := set(profile) - set(TOP_LEVEL):
-        raise SystemExit(f"{path}: unknown top-level key(s) {', '.join(sorted(unknown))}")
+        raise SystemExit(f"{path}: unknown top-level key(s) {', '.join(map(str, sorted(unknown, key=str)))}; "
+                         f"keys: {', '.join(TOP_LEVEL)}{_meant(unknown, TOP_LEVEL)}")
     budget = profile.get("budget_usd")
     if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int | float)
                                or not 0 <= budget < math.inf):  # NaN fails the comparison too
@@ -68,6 +72,8 @@ def load_profile(name: str) -> dict:
         if not isinstance(value or {}, dict):
             raise SystemExit(f"{path}: {section}: expected a mapping of name: value, got {value!r}")
     for key, value in (profile.get("env") or {}).items():
+        if not isinstance(key, str) or not key:
+            raise SystemExit(f"{path}: env: {key!r} is no variable name (a string, such as RPA_LLM_MODEL)")
         if isinstance(value, bool) or not isinstance(value, str | int | float):  # null would be set as "None"
             raise SystemExit(f"{path}: env.{key}: expected a string or a number, got {value!r}")
     check_profile(path, profile)
@@ -83,7 +89,8 @@ def check_profile(path: Path, profile: dict) -> None:
     for section, values in sections.items():  # mappings, as load_profile checked
         stem = section.removeprefix("notebooks.")
         if section != "defaults" and stem not in declared:
-            raise SystemExit(f"{path}: {section}: no such notebook; notebooks: {', '.join(declared)}")
+            raise SystemExit(f"{path}: {section}: no such notebook; notebooks: {', '.join(declared)}"
+                             + _meant([stem], declared))
         scope = {stem: declared[stem]} if section != "defaults" else declared
         for key, value in values.items():
             if key in RUNNER_ONLY:
@@ -93,12 +100,20 @@ def check_profile(path: Path, profile: dict) -> None:
             if not owners:
                 valid = sorted({p for params in scope.values() for p in params})
                 raise SystemExit(f"{path}: {section}.{key}: not a parameter of "
-                                 f"{stem if section != 'defaults' else 'any notebook'}; parameters: {', '.join(valid)}")
+                                 f"{stem if section != 'defaults' else 'any notebook'}; parameters: "
+                                 f"{', '.join(valid)}{_meant([key], valid)}")
             for param in owners:
                 try:
                     check_value(key, value, param)
                 except ValueError as e:
                     raise SystemExit(f"{path}: {section}.{e}") from None
+
+
+def _meant(given, valid) -> str:
+    """`` (did you mean 'embedder'?)`` for a misspelt key, else ``""``: ``_meant(["embeder"], ["embedder"])``; it
+    ends the message, after the list of valid ones."""
+    close = [m for g in given for m in difflib.get_close_matches(str(g), list(valid), 1)]
+    return f" (did you mean {', '.join(map(repr, close))}?)" if close else ""
 
 
 def notebooks(only: list[str] | None = None) -> list[Path]:

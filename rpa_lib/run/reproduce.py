@@ -4,6 +4,8 @@ Each notebook gets the parameters of its profile (:mod:`rpa_lib.run.profiles`) a
 (``--plan``, :mod:`rpa_lib.run.plan`), the budget (``RPA_BUDGET_USD`` or ``budget_usd``; this module is the only
 reader of that variable) or the batch rounds (``--batch``, :mod:`rpa_lib.run.rounds`). A notebook that is up to date
 (:mod:`rpa_lib.run.stamps`) is not run again unless ``--force``. Design notes: ``docs/design/run.md``.
+A mistyped option exits 2; a bad profile or folder, a failed notebook or check exits 1 with one line naming it;
+Ctrl-C exits 130 (finished notebooks kept), output cut short by a closed pipe (``| head``) 141, without a traceback.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from pathlib import Path
 from rpa_lib import paths
 from rpa_lib.data import Dataset
 from rpa_lib.embeddings import STAND_IN_PREFIX, stand_in_name
+from rpa_lib.errors import DataError, closed_pipe
 from rpa_lib.llm import LLMError, get_llm, judge_llm
 from rpa_lib.llm.answers import without_iri_grammars
 from rpa_lib.llm.budget import Budget, BudgetExceeded, dollars, shared_budget, usd
@@ -174,6 +177,22 @@ def check_models(setup: Setup) -> None:
         raise SystemExit(str(e)) from None
 
 
+def check_data(setup: Setup) -> None:
+    """A one-line SystemExit before anything runs when a ``data_dir`` the profile gives a notebook is no folder, or a
+    ``characters`` (``character``) it gives is not in the notebook's dataset: a mistyped slug or folder would stop the
+    run only at that notebook, after those before it ran. A notebook's own defaults are its own to check."""
+    for nb, (declared, params) in setup.items():
+        dataset = Dataset(_value(params, declared, "data_dir"))
+        if "data_dir" in params and not dataset.root.is_dir():
+            raise SystemExit(f"{nb.stem}: data_dir: {dataset.root}: no such folder")
+        for key in ("characters", "character"):
+            if (value := params.get(key)) is not None:
+                try:
+                    dataset.characters([value] if key == "character" and isinstance(value, str) else value)
+                except DataError as e:
+                    raise SystemExit(f"{nb.stem}: {key}: {e}") from None
+
+
 def pending(setup: Setup, output_dir: Path | None, library: str) -> tuple[Setup, dict[Path, tuple]]:
     """The notebooks of ``setup`` from the first one that is not up to date (a run skips those before it), and what
     it found of each notebook it looked at: (inputs digest, up-to-date stamp or None)."""
@@ -201,6 +220,7 @@ def run(profile_name: str = "quick", only: list[str] | None = None, output_dir: 
     output_dir = output_dir and Path(os.path.abspath(output_dir))  # kernels start elsewhere (notebooks/)
     writable(output_dir or paths.RESULTS_DIR)
     with profile_environment(profile):
+        cache_folders()
         setup = each_notebook(notebooks(only), profile, output_dir)
         limit = budget_of(profile)
         batch = batch or profile.get("batch")
@@ -211,6 +231,7 @@ def run(profile_name: str = "quick", only: list[str] | None = None, output_dir: 
             check_prices(setup, mode)
         library = stamps.library_digest()
         todo, known = (setup, {}) if force else pending(setup, output_dir, library)
+        check_data(todo)
         check_models(todo)
         if limit is not None:
             print(f"budget: {usd(limit)} for the uncached LLM calls of this run (ledger {ledger})", flush=True)
@@ -226,16 +247,23 @@ def run(profile_name: str = "quick", only: list[str] | None = None, output_dir: 
                 print(f"budget: ${budget.spent:.4f} of {usd(limit)} spent", flush=True)
 
 
-def writable(folder: Path) -> None:
-    """A one-line SystemExit, before anything runs, when ``folder`` (the output folder) could not be made or written:
-    its nearest existing folder is a file or not writable. Nothing is created."""
-    existing = folder
-    while not existing.exists() and existing != existing.parent:
-        existing = existing.parent
-    why = (f"{existing} is not a folder" if not existing.is_dir() else
-           f"{existing} is not writable" if not os.access(existing, os.W_OK | os.X_OK) else None)
-    if why:
-        raise SystemExit(f"output folder {folder}: cannot write there ({why})")
+def writable(folder: Path, what: str = "output folder") -> None:
+    """:func:`rpa_lib.paths.check_writable` as a one-line SystemExit, before anything runs."""
+    try:
+        paths.check_writable(folder, what)
+    except ValueError as e:
+        raise SystemExit(str(e)) from None
+
+
+def cache_folders() -> None:
+    """:func:`writable` for the cache and index folders (``RPA_CACHE_DIR``, ``RPA_INDEX_DIR``: the environment, ``.env``
+    or the profile's ``env``), which every notebook and dry run writes: a one-line SystemExit before anything runs."""
+    try:
+        folders = [(paths.cache_dir(), "cache folder (RPA_CACHE_DIR)"), (paths.index_dir(), "index folder (RPA_INDEX_DIR)")]
+    except ValueError as e:  # a setting that names a file
+        raise SystemExit(str(e)) from None
+    for folder, what in folders:
+        writable(folder, what)
 
 
 def batch_rounds(profile: dict, todo: Setup, batch: str, mode: dict, budget: Budget | None) -> dict:
@@ -355,11 +383,13 @@ def plan(profile_name: str = "quick", only: list[str] | None = None, workers: in
 
     profile = load_profile(profile_name)
     with profile_environment(profile):
+        cache_folders()  # a dry run reads and fills the reply cache
         books = notebooks(only)
         limit = budget_of(profile)
         workers = workers or max(1, min(os.cpu_count() or 1, 4))
         print(f"plan: profile {profile_name!r}, {len(books)} notebook(s); a dry run, no model is called", flush=True)
         setup = each_notebook(books, profile, None)
+        check_data(setup)
         skipped = {nb.stem: "no LLM calls" for nb, (declared, _) in setup.items() if not uses_llm(nb, declared)}
         planned = [nb for nb in books if nb.stem not in skipped]
         start_all = time.perf_counter()
@@ -467,9 +497,14 @@ def main(argv: list[str] | None = None) -> int:
         else:
             run(args.profile, only, args.output_dir, args.force, args.batch)
     except KeyboardInterrupt:
-        print("\ninterrupted: the notebooks that finished are kept, and the LLM replies received are cached; the "
-              "same command resumes", file=sys.stderr)
+        resume = ("the same command without --force resumes (with it, every notebook runs again)" if args.force else
+                  "the same command resumes")
+        print("\ninterrupted: no plan printed (a dry run keeps nothing); the same command makes it" if args.plan else
+              f"\ninterrupted: the notebooks that finished are kept, and the LLM replies received are cached; {resume}",
+              file=sys.stderr)
         return 130
+    except BrokenPipeError:  # a finished notebook's stamp is written before its line
+        return closed_pipe()
     return 0
 
 
