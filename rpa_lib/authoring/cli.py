@@ -1,6 +1,7 @@
 """``python -m rpa_lib.authoring COMMAND``: ``new-character``, ``qa-scaffold``, ``qa-promote``, ``add-paragraph``
 and ``delete-paragraph`` on one's own character, in the user's data folder unless ``--data-dir`` names another. Bad
-input exits 2 with the error on stderr; Ctrl-C exits 130 (``qa-scaffold`` keeps the pairs made so far)."""
+input exits 2 with the error on stderr; Ctrl-C exits 130 (``qa-scaffold`` keeps the pairs made so far); output cut
+short by a closed pipe (``| head``) exits 141 without a traceback."""
 
 from __future__ import annotations
 
@@ -8,14 +9,37 @@ import argparse
 import sys
 from pathlib import Path
 
+from rpa_lib import paths
 from rpa_lib.authoring import edit
 from rpa_lib.authoring.importer import ContentPlacer, new_character, parse_mapping, slugify
 from rpa_lib.authoring.scaffold import promote, qa_scaffold
 from rpa_lib.authoring.sources import read_text_source
 from rpa_lib.authoring.wikitext import export_pages
 from rpa_lib.data.dataset import user_dataset
-from rpa_lib.errors import DataError
+from rpa_lib.embeddings import KNOWN_MODELS, get_embedder, is_local
+from rpa_lib.errors import DataError, closed_pipe
 from rpa_lib.llm import get_llm
+
+
+def _embedder(name: str) -> None:
+    """ValueError, before anything is written, when ``--embedder`` names no embedder or one whose weights are not on
+    this machine (the cache of vectors must be writable too); ``none`` and ``tfidf`` need nothing."""
+    if name in ("none", "tfidf"):
+        return
+    get_embedder(name)  # an unknown name or a bad hash-N: ValueError
+    if not is_local(name):
+        model = KNOWN_MODELS[name][0] if name in KNOWN_MODELS else name
+        raise ValueError(f"--embedder {name}: the weights of {model} are not on this machine; download them once "
+                         f"with network access (`hf download {model}`), or use --embedder minilm (installed) or none")
+    paths.check_writable(paths.cache_dir(), "cache folder (RPA_CACHE_DIR)")
+    paths.check_writable(paths.index_dir(), "index folder (RPA_INDEX_DIR)")
+
+
+def _positive(text: str) -> int:
+    """An argparse type: a whole number of at least 1."""
+    if not text.strip().isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, not {text!r}")
+    return int(text)
 
 
 def _new_character(args) -> int:
@@ -35,8 +59,9 @@ def _new_character(args) -> int:
     jobs = [(slugify(p.title), p.title, p.title) for p in pages] if args.each_page else [(args.slug, args.name, args.page)]
     if not args.each_page and not args.slug:
         raise ValueError("give the new character's SLUG (or --each-page for every page of an export)")
-    if not args.work:
+    if not (args.work or "").strip():  # a blank one would be a labels.csv row the dataset's validation refuses
         raise ValueError("give the work the character is from: --work TITLE")
+    _embedder(args.embedder)
     llm = None
     if args.classify_with_llm:
         llm = get_llm(None if args.classify_with_llm == "default" else args.classify_with_llm)
@@ -92,6 +117,7 @@ def _qa_promote(args) -> int:
 
 def _edit(args) -> int:
     ds = user_dataset(args.data_dir)
+    _embedder(args.embedder)  # before the edit: a later failure would leave it made, and a retry would make it twice
     if args.command == "add-paragraph":
         done = edit.add_paragraph(args.slug, args.under, args.text, position=args.position, data=ds)
     else:
@@ -136,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     s = command("qa-scaffold", _qa_scaffold, "propose QA pairs for review (qa_review.csv)")
     s.add_argument("slug")
     s.add_argument("--llm", help="e.g. local, openai:gpt-4.1, fake (default: environment, else local)")
-    s.add_argument("--per-attribute", type=int, default=5)
+    s.add_argument("--per-attribute", type=_positive, default=5, help="pairs per attribute at most (default 5)")
     command("qa-promote", _qa_promote, "write the reviewed rows of qa_review.csv to qa.jsonl").add_argument("slug")
     for name, help in (("add-paragraph", "add a paragraph under a heading path"),
                        ("delete-paragraph", "delete a paragraph under a heading path")):
@@ -152,6 +178,9 @@ def main(argv: list[str] | None = None) -> int:
             e.add_argument("--containing", help="text that only the paragraph to delete contains")
     args = parser.parse_args(argv)
     try:
+        if not getattr(args, "list_pages", False):  # every other command writes there
+            paths.check_writable(args.data_dir or paths.user_data_dir(),
+                                 "data folder" + ("" if args.data_dir else " (RPA_USER_DATA_DIR)"))
         return commands[args.command](args)
     except (DataError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
@@ -159,3 +188,5 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:  # one line, not a traceback into torch; qa-scaffold keeps its pairs on its own
         print("interrupted: nothing more was written", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # what was written stays
+        return closed_pipe()

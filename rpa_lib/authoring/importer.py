@@ -390,7 +390,9 @@ def new_character(slug: str, source: str | Path, *, name: str | None = None, wor
         raise DataError(ds.labels_path, None, f"labels.csv already has a row for {slug!r}")
     for kind, value in (("mbti", mbti), ("sloan", sloan)):
         if value and not TYPE_PATTERNS[kind].match(value):
-            raise DataError(ds.labels_path, None, f"{kind} {value!r} is not a valid type")
+            raise DataError(ds.labels_path, None, f"--{kind} {value!r} is not a valid type: expected "
+                                                  + ("four capitals such as INTJ" if kind == "mbti" else
+                                                     "five capitals such as RCOAI (S/R, L/C, O/U, A/E, I/N)"))
     doc = read_source(source, page)
     name = (name or doc.title or "").strip()
     if not name or "\n" in name:

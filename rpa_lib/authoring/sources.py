@@ -17,12 +17,19 @@ from rpa_lib.persona import HEADING_LINE
 
 FORMATS = {".md": "markdown", ".markdown": "markdown", ".txt": "text", ".xml": "mediawiki", ".wiki": "wikitext",
            ".wikitext": "wikitext"}
+URL = re.compile(r"^(?:https?|ftp)://?[^/]", re.I)  # "https:/" too: a Path made of a web address keeps one slash
 WIKI_HEADING = re.compile(r"^(={2,6})[ \t]*[^=\n].*?[ \t]*\1[ \t]*$", re.M)  # "== History ==": wikitext's
 
 
 def read_text_source(path: str | Path) -> tuple[Path, str, str]:
     """``(path, format, text)`` of a source file; DataError when it is no text to import."""
+    if URL.match(str(path)):  # Path("https://x") is "https:/x": read the text as given
+        raise DataError(path, None, "a web address, not a file: the importer reads files only and fetches nothing "
+                                    "(it works offline); save the page as a file (a wiki's Special:Export gives "
+                                    "MediaWiki XML) and give its path")
     path = Path(path)
+    if path.is_dir():
+        raise DataError(path, None, "a folder, not a file: give the document itself")
     if not path.is_file():
         raise DataError(path, None, "file not found")
     fmt = FORMATS.get(path.suffix.lower())
