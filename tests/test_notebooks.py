@@ -112,8 +112,8 @@ def test_unknown_profile_and_notebook_selection():
     assert [p.stem for p in reproduce.notebooks(["01_dataset"])] == ["01_dataset"]
     with pytest.raises(SystemExit, match="no notebook matches --only 99"):
         reproduce.notebooks(["99"])
-    with pytest.raises(SystemExit, match="no notebook matches --only 5; notebooks: 00_explore, "):
-        reproduce.notebooks(["04", "5"])  # 04 alone would run
+    with pytest.raises(SystemExit, match="no notebook matches --only 55; notebooks: 00_explore, "):
+        reproduce.notebooks(["04", "55"])  # 04 alone would run
     for only in ("", "02,"):  # an empty entry selected every notebook, or matched none with a puzzling message
         with pytest.raises(SystemExit) as info:
             reproduce.main(["--only", only, "--plan"])

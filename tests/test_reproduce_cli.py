@@ -115,3 +115,13 @@ def test_output_piped_to_head_ends_quietly():
     proc.stdout.close()
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=30) == 141 and "Traceback" not in err and "BrokenPipe" not in err, err
+
+
+def test_only_takes_a_notebooks_number_or_name_with_or_without_the_other():
+    from rpa_lib.run.profiles import notebooks
+
+    for given in (["2"], ["02"], ["similarity_scores"], ["02_similarity_scores"], ["02_similarity"]):
+        assert [p.stem for p in notebooks(given)] == ["02_similarity_scores"], given
+    assert [p.stem for p in notebooks(["0", "8"])] == ["00_explore", "08_claims"]
+    with pytest.raises(SystemExit, match="no notebook matches --only similarity; notebooks: 00_explore"):
+        notebooks(["similarity"])

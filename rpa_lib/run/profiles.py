@@ -117,12 +117,13 @@ def _meant(given, valid) -> str:
 
 
 def notebooks(only: list[str] | None = None) -> list[Path]:
-    """The numbered notebooks (``NN_name.ipynb``) in order; ``only`` keeps those whose number or name match, each
-    entry at least one."""
+    """The numbered notebooks (``NN_name.ipynb``) in order; ``only`` keeps those whose number (``02`` or ``2``) or
+    name (``02_similarity_scores`` or ``similarity_scores``) match, each entry at least one."""
     found = sorted(paths.NOTEBOOKS_DIR.glob("[0-9][0-9]_*.ipynb"))
     if only:
         def matches(p: Path, o: str) -> bool:
-            return p.stem == o or p.stem.startswith(f"{o}_") or p.stem[:2] == o
+            return (o in (p.stem, p.stem[:2], p.stem[3:]) or p.stem.startswith(f"{o}_")
+                    or (o.isdigit() and int(o) == int(p.stem[:2])))
 
         if unmatched := [o for o in only if not any(matches(p, o) for p in found)]:
             raise SystemExit(f"no notebook matches --only {','.join(unmatched)}; notebooks: "
