@@ -2,7 +2,9 @@
 
 Each answer is followed by what reached the LLM (context items by role, with their persona chunk ids), the method's
 details and the LLM calls. The character comes from ``data/``, else the user's data folder (or ``--data-dir``); the
-method's settings follow what the engine can do. It records no results.
+method's settings follow what the engine can do. It records no results. Bad input (an unknown character, method or
+embedder, an empty question, a missing folder) exits 2 before any call; a failed call (no key, no server) 1; Ctrl-C
+during an answer 130; a closed pipe 141; each with one line and the usage so far.
 """
 
 from __future__ import annotations
