@@ -4,7 +4,7 @@ Each answer is followed by what reached the LLM (context items by role, with the
 details and the LLM calls. The character comes from ``data/``, else the user's data folder (or ``--data-dir``); the
 method's settings follow what the engine can do. It records no results. Bad input (an unknown character, method or
 embedder, an empty question, a missing folder) exits 2 before any call; a failed call (no key, no server) 1; Ctrl-C
-during an answer 130; a closed pipe 141; each with one line and the usage so far.
+during an answer 130; a closed pipe 141; each says why in one line (after the usage so far, once the chat began).
 """
 
 from __future__ import annotations
