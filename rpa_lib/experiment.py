@@ -14,11 +14,14 @@ from typing import Any
 
 import pandas as pd
 
+from rpa_lib import paths
 from rpa_lib.data import Dataset
 from rpa_lib.evaluation.runner import PendingItems, check_failures, pending_mask
 from rpa_lib.evaluation.uncertainty import interval_caption
 from rpa_lib.llm import LLM, RunMode, get_llm, judge_llm
 from rpa_lib.llm.rounds import rounds_record
+from rpa_lib.methods.registry import method_class
+from rpa_lib.notebook_params import check_injected, check_value, parameters
 from rpa_lib.report import Written, notebook_parameters, output_dirs, run_label, save_figure, save_run_record
 from rpa_lib.retrieval import persona_embedder
 
@@ -30,14 +33,15 @@ class Experiment:
         self.notebook = notebook
         self.parameters = notebook_parameters(notebook, dict(namespace))
         get = self.parameters.get
+        n = get("repeats", 1)
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise ValueError(f"{notebook}: repeats is the number of runs, 1 or more: {n!r}")
+        _check(notebook, namespace)
         self.figures, self.results = output_dirs(namespace.get("figures_dir"), namespace.get("results_dir"))
         self.mode = RunMode.of(get("run_mode"))
         self.dataset = Dataset(get("data_dir"))
         self.characters = self.dataset.characters(get("characters")) if "characters" in self.parameters else []
         self.max_failed_share = float(get("max_failed_share") or 0.0)
-        n = get("repeats", 1)
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise ValueError(f"{notebook}: repeats is the number of runs, 1 or more: {n!r}")
         self.repeats = [Repeat(self, r) for r in range(n)]
         self._handed: dict[str, LLM] = {}
         self.pending: dict[str, int] = {}  # batch rounds: what -> items waiting for a round
@@ -75,7 +79,8 @@ class Experiment:
     def embedder(self) -> str:
         """The retrieval embedder's label (``embedder``), as every CSV names it."""
         name = self.parameters.get("embedder", "minilm")
-        return persona_embedder(self.dataset.persona(self.characters[0]), name).label
+        first = (self.characters or self.dataset.characters())[0]  # no characters given (from Python): the dataset's
+        return persona_embedder(self.dataset.persona(first), name).label
 
     def models(self, *, judged: bool = False) -> dict[str, str]:
         """The label columns of a CSV: the role-play LLM (and GS's own), the embedder, and the judge when ``judged``."""
@@ -144,6 +149,31 @@ class Experiment:
                 self.pending[what] = int(waiting.sum())
                 rows = rows[~waiting]
         check_failures(rows, what, self.max_failed_share)
+
+
+def _check(notebook: str, namespace: Mapping[str, Any]) -> None:
+    """Every parameter of ``namespace`` the notebook declares (output folders too) against its declaration
+    (:func:`~rpa_lib.notebook_params.check_value`), no undeclared one injected by papermill, ``methods`` registered
+    and ``method_settings`` a dict per method: one ValueError naming the notebook, the parameter and the problem."""
+    declared = parameters(paths.NOTEBOOKS_DIR / f"{notebook}.ipynb")
+    try:
+        check_injected(namespace, declared)
+        for name, param in declared.items():
+            if name in namespace:
+                check_value(name, namespace[name], param)
+        methods = namespace.get("methods") if "methods" in declared else None
+        for name in methods or []:
+            try:
+                method_class(name)
+            except ValueError as e:
+                raise ValueError(f"methods: {e}") from None
+        settings = namespace.get("method_settings") if "method_settings" in declared else None
+        for name, given in (settings or {}).items():
+            if not isinstance(given, dict):
+                raise ValueError(f"method_settings: {name!r}: expected a dict of settings, e.g. {{'k': 3}}, got "
+                                 f"{type(given).__name__} {given!r}")
+    except ValueError as e:
+        raise ValueError(f"{notebook}: {e}") from None
 
 
 class Repeat:

@@ -91,10 +91,12 @@ class VectorIndex:
         """Top-k ids and similarities for each query row, best first, ``k`` capped at the index size; ValueError
         (never a call into hnswlib) when the queries' dimension is not the index's."""
         queries = np.asarray(queries, np.float32)
-        k = min(k, self.live)
-        if k == 0:
+        if queries.ndim != 2:
+            raise ValueError(f"query vectors of shape {queries.shape}: expected a 2-d array, one row per query")
+        k = min(check_k(k), self.live)
+        if k == 0 or not len(queries):
             return [[] for _ in queries], np.zeros((len(queries), 0), np.float32)
-        if queries.ndim != 2 or queries.shape[1] != self.dim:
+        if queries.shape[1] != self.dim:
             raise ValueError(f"query vectors of shape {queries.shape} for an index of {self.dim}-d vectors: the index "
                              "was built by another embedder; rebuild it (build_or_load(..., dim=...) does)")
         self._index.set_ef(max(self.params.ef, k))
@@ -132,10 +134,20 @@ class VectorIndex:
         return index
 
 
+def check_k(k) -> int:
+    """``k``, the number of nearest neighbours, as an int; TypeError or ValueError naming it when it is not a whole
+    number of 0 or more (a negative ``k`` would cut a ranking from its end). ``check_k(3) == 3``"""
+    if isinstance(k, bool) or not isinstance(k, int | np.integer):
+        raise TypeError(f"k must be an int, not {type(k).__name__} {k!r}")
+    if k < 0:
+        raise ValueError(f"k must be 0 or more, not {k}")
+    return int(k)
+
+
 def exact_search(matrix: np.ndarray, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """Brute-force top-k by cosine similarity (rows normalized): (row indices, similarities), best first."""
     sims = np.asarray(queries, np.float32) @ np.asarray(matrix, np.float32).T
-    k = min(k, sims.shape[1])
+    k = min(check_k(k), sims.shape[1])
     part = np.argpartition(-sims, k - 1, axis=1)[:, :k] if k else np.zeros((len(sims), 0), int)
     order = np.take_along_axis(sims, part, axis=1).argsort(axis=1)[:, ::-1]
     top = np.take_along_axis(part, order, axis=1)
@@ -160,6 +172,10 @@ def build_or_load(folder: Path, vectors_fn, ids: list[str], texts: list[str], mo
     ``dim``), else one built from ``vectors_fn()``. With ``embed_fn(texts) -> vectors``, an index whose texts differ
     but whose ``settings`` (the split's) do not is updated in place when at most ``max_changed`` of the chunks are
     new. ``index.change`` says what happened."""
+    if len(ids) != len(texts):
+        raise ValueError(f"{len(ids)} ids but {len(texts)} texts")
+    if len(set(ids)) != len(ids):
+        raise ValueError(f"ids must be distinct; repeated: {sorted({i for i in ids if ids.count(i) > 1})[:5]}")
     meta = {"model_id": model_id, "params": asdict(params), "content_hash": content_hash(ids, texts),
             "count": len(ids)}
     if settings is not None:
@@ -193,7 +209,9 @@ def build_or_load(folder: Path, vectors_fn, ids: list[str], texts: list[str], mo
         except (ValueError, KeyError, TypeError, RuntimeError) as e:  # JSON, header or hnswlib errors
             reason = f"the saved one is unreadable ({e})"
         log.warning("rebuilding index %s: %s", folder, reason)
-    vectors = vectors_fn()
+    vectors = np.asarray(vectors_fn(), np.float32)
+    if vectors.ndim != 2 and len(ids):
+        raise ValueError(f"vectors_fn gave an array of shape {vectors.shape}, expected one row per id")
     if dim is not None and len(ids) and vectors.shape[1] != dim:
         raise ValueError(f"vectors_fn gave {vectors.shape[1]}-d vectors, expected {dim}")
     index = VectorIndex(vectors.shape[1], params).build(vectors, ids)

@@ -20,7 +20,7 @@ import numpy as np
 from rpa_lib.data import as_dataset
 from rpa_lib.display import hits_html
 from rpa_lib.embeddings import Embedder, embed, get_embedder
-from rpa_lib.index import VectorIndex, build_or_load
+from rpa_lib.index import VectorIndex, build_or_load, check_k
 from rpa_lib.paths import index_dir
 from rpa_lib.persona import Persona, load_persona
 from rpa_lib.splitters import Chunk, settings_for, split
@@ -59,6 +59,9 @@ class Retriever:
     @classmethod
     def for_character(cls, slug: str, splitter: str = "acts", embedder: str | Embedder = "minilm", *,
                       characters_dir: Path | None = None, index_root: Path | None = None) -> Retriever:
+        if not isinstance(embedder, str) and not hasattr(embedder, "model_id"):
+            raise TypeError(f"embedder must be a name ('minilm', 'hash-64', ...) or an Embedder, not "
+                            f"{type(embedder).__name__} {embedder!r}")
         persona = load_persona(slug, characters_dir)
         chunks = split(persona, splitter)
         if isinstance(embedder, str):
@@ -74,16 +77,21 @@ class Retriever:
 
     def search(self, query: str, k: int = 5) -> list[Hit]:
         """The ``k`` chunks most similar to ``query``, best first."""
+        if not isinstance(query, str):
+            raise TypeError(f"query must be a str (search_many takes a list), not {type(query).__name__} {query!r}")
         return self.search_many([query], k)[0]
 
     def search_many(self, queries: list[str], k: int = 5) -> list[list[Hit]]:
-        return self.search_vectors(embed(self.embedder, queries, kind="query"), k)
+        if isinstance(queries, str) or not all(isinstance(q, str) for q in queries):
+            raise TypeError(f"queries must be a list of str (search takes one), not {queries!r}")
+        check_k(k)  # before the queries are embedded
+        return self.search_vectors(embed(self.embedder, list(queries), kind="query"), k)
 
     def search_vectors(self, vectors: np.ndarray, k: int = 5) -> list[list[Hit]]:
         """The ``k`` chunks nearest each query vector, equal scores in document order (so a ranking does not depend
         on how the index was built or updated); an all-zero vector (TF-IDF: no word of the query is known) gets the
         first ``k`` chunks in document order, score 0."""
-        ids, scores = self.index.search(vectors, k + TIE_MARGIN)  # a tie across the k-th place is settled below
+        ids, scores = self.index.search(vectors, check_k(k) + TIE_MARGIN)  # a tie across the k-th place: below
         first = [c.id for c in self.chunks[:k]]
         out = []
         for row, srow, vector in zip(ids, scores, vectors, strict=True):

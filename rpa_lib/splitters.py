@@ -58,11 +58,18 @@ class SplitSettings:
 def settings_for(persona: Persona, splitter: str, length: int | None = None, overlap: int | None = None,
                  length_function: Callable[[str], int] = len) -> SplitSettings:
     """The (length, overlap) a splitter uses for this persona. ``settings_for(p, "ats").overlap == l_max // 2``"""
+    if not isinstance(persona, Persona):
+        raise TypeError(f"persona must be a Persona (load_persona(slug)), not {type(persona).__name__} {persona!r}")
     if splitter not in SPLITTERS:
         raise ValueError(f"unknown splitter {splitter!r}; choose one of {', '.join(SPLITTERS)}")
+    for name, value in (("length", length), ("overlap", overlap)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            raise TypeError(f"{name} must be an int, not {type(value).__name__} {value!r}")
     if splitter in ("vanilla", "vanilla-section"):
-        length = length or VANILLA_LENGTH
+        length = VANILLA_LENGTH if length is None else length  # 0 is an error below, not the default
         overlap = VANILLA_OVERLAP if overlap is None else overlap
+        if length < 1:
+            raise ValueError(f"length must be at least 1, not {length}")
     else:
         if length is not None or overlap is not None:
             raise ValueError(f"{splitter} derives its length from the persona; pass length/overlap only to Vanilla")

@@ -42,6 +42,8 @@ class Job:
 def spread(items: list, key, n: int | None) -> list:
     """``n`` items taken in turn from each ``key`` group, so a subset covers every group (None: all).
     ``spread([1, 2, 3, 4], lambda i: i % 2, 2) == [1, 2]``"""
+    if n is not None and n < 0:
+        raise ValueError(f"n must be None (all) or 0 or more, not {n!r}")  # items[:-1] would drop the last
     if n is None or n >= len(items):
         return list(items)
     groups: dict = {}
@@ -56,6 +58,10 @@ def qa_items(dataset: Dataset, characters: list[str], per_character: int | None 
              set: str = "paper") -> list[tuple[str, QA]]:
     """``(character, QA)`` of each character's pairs in one question set (:meth:`~rpa_lib.data.Dataset.qa`), all or
     ``per_character`` of them spread over the six attributes; each QA file is read once."""
+    _check_characters(characters)
+    if per_character is not None and (isinstance(per_character, bool) or not isinstance(per_character, int)
+                                      or per_character < 0):
+        raise ValueError(f"per_character must be None (all) or an int of 0 or more, not {per_character!r}")
     return [(c, q) for c in characters for q in spread(dataset.qa(c, set), lambda q: q.attribute, per_character)]
 
 
@@ -71,8 +77,30 @@ QUESTIONNAIRE_TASKS = {"mbti": "MBTI", "bigfive": "BFI"}  # questionnaire -> its
 
 def questionnaire_jobs(questionnaire: Questionnaire, characters: list[str]) -> list[Job]:
     """Every item's interview question for every character."""
+    _check_characters(characters)
     return [Job(c, i.id, i.question, {"questionnaire": questionnaire.name, "dimension": i.dimension, "keyed": i.keyed})
             for c in characters for i in questionnaire.items]
+
+
+def _check_characters(characters) -> None:
+    if isinstance(characters, str):
+        raise TypeError(f"characters must be a list of slugs, e.g. [{characters!r}], not str {characters!r}")
+
+
+def _check_jobs(jobs: list) -> None:
+    """TypeError or ValueError naming the first job that is not a :class:`Job` of text, or whose ``meta`` would
+    replace a column of its row."""
+    for n, job in enumerate(jobs):
+        if not isinstance(job, Job):
+            raise TypeError(f"jobs[{n}]: expected a Job(character, id, question), not {type(job).__name__} {job!r}")
+        if not isinstance(job.character, str) or not isinstance(job.question, str):
+            raise TypeError(f"jobs[{n}]: character and question must be str, got {job.character!r}, {job.question!r}")
+        if not isinstance(job.meta, dict):
+            raise TypeError(f"jobs[{n}]: meta must be a dict, not {type(job.meta).__name__} {job.meta!r}")
+        taken = [k for k in job.meta if k in COLUMNS or k == "pending"]
+        if taken:
+            raise ValueError(f"jobs[{n}]: meta key(s) {', '.join(map(repr, taken))} would replace the row's own "
+                             f"column(s); rename them")
 
 
 def run_jobs(method, jobs: Iterable[Job], *, step: str = "respond", llm=None, desc: str | None = None,
@@ -80,7 +108,13 @@ def run_jobs(method, jobs: Iterable[Job], *, step: str = "respond", llm=None, de
     """One row per job (:data:`COLUMNS`, the jobs' ``meta``); ``step="context"`` stops before the reply."""
     if step not in ("respond", "context"):
         raise ValueError(f"step must be 'respond' or 'context', not {step!r}")
+    if not hasattr(method, step) or not hasattr(method, "name"):
+        raise TypeError(f"method must be a method object (build_method(name)), not {type(method).__name__} "
+                        f"{method!r}")
+    if isinstance(jobs, Job):
+        raise TypeError("jobs must be a list of Job, not one Job: pass [job]")
     jobs = list(jobs)
+    _check_jobs(jobs)
     fn = method.respond if step == "respond" else method.context
     rows = [{"method": method.name, "character": job.character, "question_id": job.id, "question": job.question,
              **job.meta, **dict.fromkeys(RESULT_COLUMNS)} for job in jobs]
