@@ -16,10 +16,15 @@ import pandas as pd
 
 from rpa_lib import paths
 from rpa_lib.data import Dataset
+from rpa_lib.evaluation.chunk_usage import COMPARISONS
+from rpa_lib.evaluation.human_prompts import RATER_PERSONAS
+from rpa_lib.evaluation.keypoints import KEYPOINT_FORMATS
+from rpa_lib.evaluation.personality import SCORINGS
 from rpa_lib.evaluation.runner import PendingItems, check_failures, pending_mask
 from rpa_lib.evaluation.uncertainty import interval_caption
 from rpa_lib.llm import LLM, RunMode, get_llm, judge_llm
 from rpa_lib.llm.rounds import rounds_record
+from rpa_lib.methods.amadeus import EXTRACT_FORMATS
 from rpa_lib.methods.registry import method_class
 from rpa_lib.notebook_params import check_injected, check_value, parameters
 from rpa_lib.report import Written, notebook_parameters, output_dirs, run_label, save_figure, save_run_record
@@ -151,16 +156,27 @@ class Experiment:
         check_failures(rows, what, self.max_failed_share)
 
 
+# parameters with a fixed set of values (each item of a list one of them): a typo would fail only after the answers
+CHOICES = {"comparison": tuple(COMPARISONS), "scoring": SCORINGS, "keypoint_format": KEYPOINT_FORMATS,
+           "extract_format": EXTRACT_FORMATS, "raters": tuple(RATER_PERSONAS)}
+
+
 def _check(notebook: str, namespace: Mapping[str, Any]) -> None:
     """Every parameter of ``namespace`` the notebook declares (output folders too) against its declaration
-    (:func:`~rpa_lib.notebook_params.check_value`), no undeclared one injected by papermill, ``methods`` registered
-    and ``method_settings`` a dict per method: one ValueError naming the notebook, the parameter and the problem."""
+    (:func:`~rpa_lib.notebook_params.check_value`), no undeclared one injected by papermill, ``methods`` registered,
+    ``method_settings`` a dict per method and :data:`CHOICES` among theirs: one ValueError naming the notebook, the
+    parameter and the problem."""
     declared = parameters(paths.NOTEBOOKS_DIR / f"{notebook}.ipynb")
     try:
         check_injected(namespace, declared)
         for name, param in declared.items():
             if name in namespace:
                 check_value(name, namespace[name], param)
+        for name, allowed in CHOICES.items():
+            given = namespace.get(name) if name in declared else None
+            given = given if isinstance(given, list) else [given]
+            if unknown := [v for v in given if v is not None and v not in allowed]:
+                raise ValueError(f"{name}: {', '.join(map(repr, unknown))} is not one of {', '.join(allowed)}")
         methods = namespace.get("methods") if "methods" in declared else None
         for name in methods or []:
             try:

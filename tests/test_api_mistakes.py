@@ -60,6 +60,12 @@ def experiment(fixture_data, tmp_path):
     ("05_qa_evaluation", {"gs_llm": ""}, "gs_llm: expected str | None, got an empty string"),  # the embedded model
     ("05_qa_evaluation", {"run_mode": "plan"}, "run_mode: expected dict, got str"),
     ("05_qa_evaluation", {"results_dir": 5}, "results_dir: expected str | None, got int 5"),
+    # values from a fixed set: each typo failed only after the answers (or as a KeyError)
+    ("05_qa_evaluation", {"keypoint_format": "jsn"}, "keypoint_format: 'jsn' is not one of json, lines"),
+    ("04_personality", {"scoring": "experts"}, "scoring: 'experts' is not one of option, expert"),
+    ("03_chunk_usage", {"comparison": "equall"}, "comparison: 'equall' is not one of equal, paper-like"),
+    ("06_human_evaluation", {"extract_format": "txt"}, "extract_format: 'txt' is not one of json, text"),
+    ("06_human_evaluation", {"raters": ["psychologistt", "fact-checker"]}, "raters: 'psychologistt' is not one of"),
 ])
 def test_a_wrong_parameter_is_one_error_naming_it(experiment, notebook, parameters, message):
     with pytest.raises(ValueError) as info:

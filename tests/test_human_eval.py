@@ -139,6 +139,8 @@ def test_panel_needs_distinct_known_personas():
         llm_panel(["psychologist", "psychologist"], [FakeLLM()])
     with pytest.raises(ValueError, match="distinct names"):
         llm_panel(["psychologist", "astrologer"], [FakeLLM()])
+    with pytest.raises(ValueError, match=r"distinct names of .*; got \['psychologistt'\]"):  # the typo, not "at least 2"
+        llm_panel(["psychologistt"], [FakeLLM()])
     mixed = llm_panel(["psychologist", "skeptic", "fact-checker"], [FakeLLM(label="a"), FakeLLM(label="b")])
     assert [r.name for r in mixed] == ["llm-psychologist-fake-a", "llm-skeptic-fake-b", "llm-fact-checker-fake-a"]
 

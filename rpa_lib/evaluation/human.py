@@ -119,11 +119,12 @@ class LLMRater:
 
 def llm_panel(personas: Sequence[str], llms: Sequence[Any]) -> list[LLMRater]:
     """A rater per persona, the LLMs taken in turn; named ``llm-<persona>`` (plus the model id if models mix)."""
-    if isinstance(personas, str) or len(personas) < 2:
+    if isinstance(personas, str) or any(p not in RATER_PERSONAS for p in personas) or \
+            len(set(personas)) != len(personas):
+        raise ValueError(f"personas must be a list of distinct names of {', '.join(RATER_PERSONAS)}; got "
+                         f"{personas!r}")
+    if len(personas) < 2:
         raise ValueError("the panel needs a list of at least 2 rater personas (alpha compares raters)")
-    unknown = [p for p in personas if p not in RATER_PERSONAS]
-    if unknown or len(set(personas)) != len(personas):
-        raise ValueError(f"personas must be distinct names of {', '.join(RATER_PERSONAS)}; got {list(personas)}")
     if not llms:
         raise ValueError("the panel needs at least one LLM")
     mixed = len({judge_id(m) for m in llms}) > 1

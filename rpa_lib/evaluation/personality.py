@@ -21,6 +21,7 @@ from rpa_lib.evaluation.personality_prompts import expert_messages, expert_schem
 from rpa_lib.evaluation.runner import answer_tasks, chunk_ids, questionnaire_jobs, run_jobs, run_verdicts
 
 KEYS = ["method", "questionnaire", "character"]
+SCORINGS = ("option", "expert")  # one scale point per reply, or a dimension rated from batches of replies
 RATING_COLUMNS = [*KEYS, "dimension", "unit", "item_ids", "answer", "rating", "analysis", "error"]
 _RATED_COLUMNS = [*RATING_COLUMNS[:-4], "value", "error"]  # what run_verdicts gives, before the rating is made
 CANNED_REPLIES = {"yes": "Yes, absolutely. That is exactly how I am, every single time.",
@@ -241,7 +242,7 @@ def score_all(replies: pd.DataFrame, questionnaires: dict[str, tuple[Questionnai
               batch_size: int = 4) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """Score every questionnaire's replies (name -> (questionnaire, {slug: true type})): the ratings, dimension
     scores, predicted types with truth and misses, and one timing row per questionnaire."""
-    if scoring not in ("option", "expert"):
+    if scoring not in SCORINGS:
         raise ValueError(f"scoring must be 'option' or 'expert', not {scoring!r}")
     ratings, scores, types, timing = [], [], [], []
     for qname, (q, truth) in questionnaires.items():

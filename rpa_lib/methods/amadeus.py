@@ -31,6 +31,8 @@ from rpa_lib.methods.prompts import (
 )
 from rpa_lib.methods.registry import register
 
+EXTRACT_FORMATS = ("json", "text")  # AE: structured output, or one free-text call per attribute
+
 
 @dataclass(frozen=True)
 class AmadeusSettings(RetrievalSettings):
@@ -47,7 +49,7 @@ class AmadeusSettings(RetrievalSettings):
 
     def __post_init__(self):
         super().__post_init__()
-        if self.extract_format not in ("json", "text"):
+        if self.extract_format not in EXTRACT_FORMATS:
             raise ValueError(f"extract_format must be 'json' or 'text', not {self.extract_format!r}")
         if self.max_iterations < 0 or self.slot_size < 1:
             raise ValueError(f"need max_iterations >= 0 and slot_size >= 1 (got {self.max_iterations}, {self.slot_size})")
