@@ -118,6 +118,13 @@ def test_a_paper_embedder_without_its_weights_is_named_before_the_import(tmp_pat
     assert not (tmp_path / "d" / "characters").exists()
 
 
+def test_tfidf_cannot_place_an_imported_page_and_says_so(tmp_path, source, capsys):
+    assert main(["new-character", "ada", "--work", "W", "--from", str(source), "--data-dir", str(tmp_path / "d"),
+                 "--embedder", "tfidf"]) == 2
+    assert "--embedder tfidf cannot place a page's headings by content" in errors(capsys)
+    assert not (tmp_path / "d" / "characters").exists()
+
+
 def test_list_pages_piped_to_head_ends_quietly(tmp_path):
     """``new-character --from export.xml --list-pages | head -1``: status 141, no BrokenPipeError traceback."""
     pages = "".join(f"<page><title>Page {i}</title><ns>0</ns><revision><text>== History ==\nText {i}.</text>"

@@ -61,6 +61,9 @@ def _new_character(args) -> int:
         raise ValueError("give the new character's SLUG (or --each-page for every page of an export)")
     if not (args.work or "").strip():  # a blank one would be a labels.csv row the dataset's validation refuses
         raise ValueError("give the work the character is from: --work TITLE")
+    if args.embedder == "tfidf":  # fitted on one persona's own text, it has no vectors for a page's headings
+        raise ValueError("--embedder tfidf cannot place a page's headings by content; use minilm (installed), a "
+                         "paper model, hash-N or none")
     _embedder(args.embedder)
     llm = None
     if args.classify_with_llm:
