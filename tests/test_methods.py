@@ -202,6 +202,8 @@ def test_build_methods_routes_shared_settings_and_rejects_strays():
         build_methods(["no_rag", "naive_rag"], FakeLLM(), max_iterations=4)
     with pytest.raises(ValueError, match="methods must be a list"):
         build_methods("amadeus", FakeLLM())
+    with pytest.raises(ValueError, match="unknown method 'amadeuss'; registered: "):  # not "settings given for ..."
+        build_methods(["amadeuss"], FakeLLM(), per_method={"amadeus": {"k": 2}})
 
 
 def test_build_methods_per_method_settings_override_the_shared_ones_for_that_method_only():

@@ -100,6 +100,8 @@ def build_methods(names: list[str], llm=None, *, dataset=None, per_method: dict[
     (``{"lightrag": {"max_gleaning": 0}}``)."""
     if isinstance(names, str):
         raise ValueError(f"methods must be a list of names, e.g. [{names!r}]")
+    for name in names:
+        method_class(name)  # an unknown name first: it would read as settings given for a method not run
     per_method = per_method or {}
     foreign = sorted(set(per_method) - set(names))
     if foreign:
