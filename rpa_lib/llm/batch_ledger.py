@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sqlite3
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rpa_lib.llm.reply import LLMFatalError
 from rpa_lib.sqlite_store import connect
 
 _SCHEMA = ("CREATE TABLE IF NOT EXISTS rounds (n INTEGER PRIMARY KEY, key TEXT, mode TEXT, done INTEGER, "
@@ -55,10 +57,15 @@ class Ledger:
 
     def __init__(self, folder: Path):
         self.path = Path(folder) / "ledger.sqlite"
-        self._conn = connect(self.path, _SCHEMA)
-        with self._conn:
-            for statement in _TABLES:
-                self._conn.execute(statement)
+        try:
+            self._conn = connect(self.path, _SCHEMA)
+            with self._conn:
+                for statement in _TABLES:
+                    self._conn.execute(statement)
+        except sqlite3.DatabaseError as exc:  # not a database, or one cut short
+            raise LLMFatalError(f"{self.path}: cannot read the batch ledger ({exc}). It records the batches started "
+                                "from this folder: move it aside only once none of them runs (a new ledger would "
+                                "submit their requests again, paid twice)") from None
 
     def __repr__(self) -> str:
         return f"Ledger({str(self.path)!r})"
@@ -86,6 +93,12 @@ class Ledger:
                                   "FROM parts WHERE round = ? ORDER BY n", (round_n,)).fetchall()
         return [Part(r[0], r[1], json.loads(r[2]), r[3], r[4], r[5], json.loads(r[6] or "{}"), r[7], r[8])
                 for r in rows]
+
+    def started_elsewhere(self, round_n: int) -> list[Part]:
+        """The live parts whose batch was started, of the unfinished rounds other than ``round_n`` (a run stopped
+        while they ran, then started with other requests)."""
+        rows = self._conn.execute("SELECT n FROM rounds WHERE done = 0 AND n != ? ORDER BY n", (round_n,)).fetchall()
+        return [part for (n,) in rows for part in self.parts(n) if part.live and part.batch_id is not None]
 
     def add_part(self, round_n: int, custom_ids: list[str]) -> Part:
         """A new part of round ``round_n`` holding ``custom_ids``, numbered after the round's last part."""

@@ -7,8 +7,10 @@ stores no answer in the reply cache, does not choose a round's requests and does
 
 from __future__ import annotations
 
+import fcntl
 import itertools
 import json
+import os
 import sys
 import time
 import weakref
@@ -20,7 +22,7 @@ from typing import Any
 
 from rpa_lib.llm.batch_ledger import Ledger, Part, round_key
 from rpa_lib.llm.budget import Budget, body_tokens, model_price
-from rpa_lib.llm.openai_backend import OpenAILLM, retried, scrub
+from rpa_lib.llm.openai_backend import OpenAILLM, public_url, retried, scrub
 from rpa_lib.llm.reply import LLMFatalError
 from rpa_lib.llm.retry import RetryPolicy
 from rpa_lib.llm.usage import Price
@@ -78,23 +80,50 @@ def split_lines(lines: list[dict], limits: Limits = Limits()) -> list[list[dict]
     return files
 
 
-def parse_results(text: str) -> dict[str, dict | None]:
+def parse_results(text: str, where: str = "results") -> dict[str, dict | None]:
     """A batch output or error file (OpenAI's or ``vllm run-batch``'s) by custom id: ``{"status_code", "body"}``,
-    ``{"error": {"code"?, "message", "status_code"?}}``, or None for a line never run; ValueError on a cut line."""
-    return {obj["custom_id"]: _result(obj) for obj in map(json.loads, filter(str.strip, text.splitlines()))}
+    ``{"error": {"code"?, "message", "status_code"?}}``, or None for a line never run; ValueError naming the line
+    (``where`` line N) for one that is cut, is not a result line or repeats a custom id."""
+    out: dict[str, dict | None] = {}
+    for n, raw in enumerate(text.splitlines(), start=1):
+        if not raw.strip():
+            continue
+        at = f"{where} line {n}"
+        try:
+            obj = json.loads(raw)
+        except ValueError as exc:
+            raise ValueError(f"{at}: not a JSON line ({exc})") from None
+        cid = obj.get("custom_id") if isinstance(obj, dict) else None
+        if not isinstance(cid, str):
+            raise ValueError(f"{at}: no custom_id; a result line is {{\"custom_id\", \"response\": {{\"status_code\", "
+                             "\"body\"}, \"error\"}")
+        if cid in out:
+            raise ValueError(f"{at}: custom_id {cid!r} again; a results file holds one line per request")
+        out[cid] = _result(obj, at)
+    return out
 
 
-def _result(obj: dict) -> dict | None:
-    response, error = obj.get("response") or {}, obj.get("error")
-    status = int(response.get("status_code") or 0)
+def _result(obj: dict, at: str) -> dict | None:
+    response, error = obj.get("response"), obj.get("error")
+    if response is None and error is None:
+        raise ValueError(f"{at}: neither a response nor an error (a request line, not its result?)")
+    if not isinstance(response, dict | None):
+        raise ValueError(f"{at}: response is {type(response).__name__}, not an object")
+    response = response or {}
+    try:
+        status = int(response.get("status_code") or 0)
+    except (TypeError, ValueError):
+        raise ValueError(f"{at}: response.status_code {response.get('status_code')!r} is not a number") from None
     body = response.get("body")
-    if 200 <= status < 300 and isinstance(body, dict) and not error:
+    completion = isinstance(body, dict) and isinstance(body.get("choices"), list)
+    if 200 <= status < 300 and completion and not error:
         return {"status_code": status, "body": body}
     if isinstance(error, dict) and error.get("code") in UNANSWERED:
         return None
-    detail = error if isinstance(error, dict) else (body or {}).get("error") if isinstance(body, dict) else None
-    detail = detail if isinstance(detail, dict) else {"message": error if isinstance(error, str) else None}
-    out = {"message": str(detail.get("message") or (f"HTTP {status}" if status else "no response"))}
+    detail = error if error is not None else body.get("error") if isinstance(body, dict) else None
+    detail = detail if isinstance(detail, dict) else {"message": detail if isinstance(detail, str) else None}
+    no_answer = f"HTTP {status} without a completion" if 200 <= status < 300 else f"HTTP {status}"
+    out = {"message": str(detail.get("message") or (no_answer if status else "no response"))}
     if detail.get("code"):
         out["code"] = str(detail["code"])
     if status:
@@ -126,24 +155,46 @@ def run_round(lines: list[dict], *, mode: str, folder: Path, client: Any = None,
     repeated = [cid for cid, n in Counter(ids).items() if n > 1]
     if repeated:
         raise ValueError(f"custom ids must be unique in a round; repeated: {repeated[:5]}")
-    ledger = Ledger(Path(folder))
-    model = str(lines[0]["body"].get("model", ""))
-    engine = _OpenAI(client, model, budget, Path(folder)) if mode == "openai" else _Files(model)
+    lock = _lock(Path(folder))
     try:
-        round_n = ledger.open_round(round_key(ids, mode), mode)
+        ledger = Ledger(Path(folder))
+        model = str(lines[0]["body"].get("model", ""))
+        engine = _OpenAI(client, model, budget, Path(folder)) if mode == "openai" else _Files(model)
         try:
-            _answer(lines, ledger, round_n, engine, _Setup(Path(folder), progress, poll_seconds, limits))
-        except Exception as exc:
-            failure = engine.failure(exc)
-            if failure is None:
-                raise
-        else:
-            results = ledger.results(round_n, ids)
-            ledger.finish_round(round_n)
-            return results
-        raise failure  # outside the handler: the client's exception, which holds the request's headers, is not chained
+            round_n = ledger.open_round(round_key(ids, mode), mode)
+            try:
+                _answer(lines, ledger, round_n, engine, _Setup(Path(folder), progress, poll_seconds, limits))
+            except Exception as exc:
+                failure = engine.failure(exc)
+                if failure is None:
+                    raise
+            else:
+                results = ledger.results(round_n, ids)
+                ledger.finish_round(round_n)
+                return results
+            raise failure  # outside the handler: the client's exception, which holds the request's headers, is not chained
+        finally:
+            ledger.close()
     finally:
-        ledger.close()
+        os.close(lock)  # and with it the lock
+
+
+def _lock(folder: Path) -> int:
+    """A descriptor holding ``folder``'s lock: one round at a time answers a batch folder (two would submit the same
+    requests twice, each paid); LLMFatalError naming the process that holds it."""
+    folder.mkdir(parents=True, exist_ok=True)
+    fd = os.open(folder / "lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.read(fd, 32).decode(errors="replace").strip() or "?"
+        os.close(fd)
+        raise LLMFatalError(f"{folder}: another run (process {holder}) is answering these batches now; a second one "
+                            "would submit its requests again, paid twice. Let it end, then run the same command "
+                            "again: every answer is kept") from None
+    os.ftruncate(fd, 0)
+    os.write(fd, str(os.getpid()).encode())
+    return fd
 
 
 @dataclass
@@ -187,16 +238,23 @@ def _answer(lines: list[dict], ledger: Ledger, round_n: int, engine: _OpenAI | _
     """Write the lines without an answer into new parts and have the live parts answered, again for the lines a
     batch never ran, until every line has a result or was submitted :data:`MAX_SUBMISSIONS` times."""
     by_id = {line["custom_id"]: line for line in lines}
+    # batches an earlier run started for some of these lines, then stopped and asked for other lines: collected, not
+    # submitted again (each would be paid twice)
+    elsewhere = [part for part in ledger.started_elsewhere(round_n) if by_id.keys() & set(part.custom_ids)
+                 and setup.file(part, "requests").is_file()] if isinstance(engine, _OpenAI) else []
+    for part in elsewhere:
+        setup.say(f"round {part.round} batch {part.n} ({part.batch_id}), started by an earlier run, holds "
+                  f"{len(by_id.keys() & set(part.custom_ids))} of these requests: collected, not submitted again")
     while True:
         parts = ledger.parts(round_n)
         known = ledger.results(round_n, list(by_id))
-        live = {cid for part in parts if part.live for cid in part.custom_ids}
+        live = {cid for part in parts + elsewhere if part.live for cid in part.custom_ids}
         tries = Counter(cid for part in parts for cid in part.custom_ids)
         todo = [line for cid, line in by_id.items()
                 if cid not in known and cid not in live and tries[cid] < MAX_SUBMISSIONS]
         for chunk in split_lines(todo, setup.limits):
             ledger.add_part(round_n, [line["custom_id"] for line in chunk])
-        pending = [part for part in ledger.parts(round_n) if part.live]
+        pending = [part for part in [*elsewhere, *ledger.parts(round_n)] if part.live]
         if not pending:
             return
         for part in pending:  # a run killed between the ledger's part and its file leaves no file: written here
@@ -233,6 +291,10 @@ class _OpenAI:
         auth = str((getattr(self._client, "default_headers", None) or {}).get("Authorization", ""))
         secrets = [getattr(self._client, "api_key", None), auth, auth.partition(" ")[2]]
         text = scrub(f"{type(exc).__name__}: {exc}", [x for x in secrets if x and len(x) > 3])  # as OpenAILLM: no 3-letter placeholder
+        if isinstance(exc, openai.NotFoundError):  # vLLM, llama.cpp's server: no /v1/files nor /v1/batches
+            server = public_url(str(getattr(self._client, "base_url", "")))
+            return LLMFatalError(f"batch transport: {text}; the server at {server} has no Batch API, or does not know "
+                                 "this batch (vLLM and llama.cpp's server have none: use --batch files)")
         return LLMFatalError(f"batch transport: {text}; the round's progress is in its ledger: run again to resume")
 
     def finish(self, parts: list[Part], ledger: Ledger, setup: _Setup) -> None:
@@ -300,8 +362,12 @@ class _OpenAI:
         for name, file_id in (("results", batch.output_file_id), ("errors", batch.error_file_id)):
             if file_id:
                 text = client.files.content(file_id, timeout=TRANSFER_TIMEOUT).text
-                setup.file(part, name).write_text(text, encoding="utf-8")
-                results.update(parse_results(text))
+                path = setup.file(part, name)
+                path.write_text(text, encoding="utf-8")
+                try:
+                    results.update(parse_results(text, f"{path} (file {file_id} of {batch.id})"))
+                except ValueError as exc:
+                    raise LLMFatalError(f"batch transport: {exc}") from None
         if batch.status == "failed":
             results.update(_validation_errors(part, batch))
         kept = {cid: r for cid, r in results.items() if r is not None and cid in part.custom_ids}
@@ -389,8 +455,8 @@ class _Files:
             "Waiting for every results-N.jsonl (docs/batch.md says how to run them elsewhere and copy them back).")
 
         def look(part: Part) -> None:
-            results = _read_results(setup.file(part, "results"))
-            have = sum(cid in results for cid in part.custom_ids)
+            results = _read_results(setup.file(part, "results"), setup.file(part, "requests"), part)
+            have = len(results)
             setup.show(f"round {part.round} results-{part.n}.jsonl", f"{have}/{len(part.custom_ids)} lines",
                        part.created)
             if have == len(part.custom_ids):
@@ -400,12 +466,28 @@ class _Files:
         setup.poll(parts, look)
 
 
-def _read_results(path: Path) -> dict[str, dict | None]:
-    """The results in ``path``: empty while it is missing or cut short (still being written or copied)."""
+def _read_results(path: Path, requests: Path, part: Part) -> dict[str, dict | None]:
+    """The results in ``path`` so far (none while it is missing; a last line cut short is still being written or
+    copied); LLMFatalError naming the file and line for a line that is no result or answers no request of ``part``."""
     try:
-        return parse_results(path.read_text(encoding="utf-8"))
-    except (FileNotFoundError, ValueError, KeyError):
+        text = path.read_bytes().decode("utf-8", errors="replace")  # a cut may split a character
+    except FileNotFoundError:
         return {}
+    head, _, last = text.rpartition("\n")
+    try:
+        json.loads(last or "null")
+    except ValueError:
+        text = head  # the last line, not complete yet
+    try:
+        results = parse_results(text, str(path))
+    except ValueError as exc:
+        raise LLMFatalError(f"{exc}; correct or remove {path.name}, then run the same command again") from None
+    asked = set(part.custom_ids)
+    if foreign := [cid for cid in results if cid not in asked]:
+        raise LLMFatalError(f"{path}: {len(foreign)} line(s) answer requests that {requests.name} does not hold "
+                            f"(custom_id {', '.join(map(repr, foreign[:3]))}): the results of another file? Remove "
+                            "it, then run the same command again")
+    return results
 
 
 def summary(folder: Path) -> dict:

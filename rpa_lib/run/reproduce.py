@@ -25,7 +25,7 @@ from rpa_lib import paths
 from rpa_lib.data import Dataset
 from rpa_lib.embeddings import STAND_IN_PREFIX, stand_in_name
 from rpa_lib.errors import DataError, closed_pipe
-from rpa_lib.llm import LLMError, get_llm, judge_llm
+from rpa_lib.llm import LLMError, LLMFatalError, get_llm, judge_llm
 from rpa_lib.llm.answers import without_iri_grammars
 from rpa_lib.llm.budget import Budget, BudgetExceeded, dollars, shared_budget, usd
 from rpa_lib.model_files import require_models
@@ -273,6 +273,7 @@ def batch_rounds(profile: dict, todo: Setup, batch: str, mode: dict, budget: Bud
     if batch not in BATCH_MODES:
         raise SystemExit(f"--batch must be one of {', '.join(BATCH_MODES)}, not {batch!r}")
     store = paths.cache_dir() / "batch"
+    writable(store, "batch folder")
     run_dir = store / "runs" / _run_id()
     by_stem = {nb.stem: (nb, declared) for nb, (declared, _) in todo.items() if uses_llm(nb, declared)}
     print(f"batch: {batch} rounds for {', '.join(by_stem) or 'no notebook'}; results in {store}, rounds in {run_dir}",
@@ -285,8 +286,11 @@ def batch_rounds(profile: dict, todo: Setup, batch: str, mode: dict, budget: Bud
         with environment(RPA_OUTPUT_DIR=str(scratch)):
             return _attempt(nb, executed, with_mode(params, declared, {**mode, **round_mode}))[0]
 
-    run_rounds(list(by_stem), collect, mode=batch, store=store, run_dir=run_dir, budget=budget,
-               build=lambda spec: get_llm(spec, cache=False))
+    try:
+        run_rounds(list(by_stem), collect, mode=batch, store=store, run_dir=run_dir, budget=budget,
+                   build=lambda spec: get_llm(spec, cache=False))
+    except LLMFatalError as e:  # no key, a server without a Batch API, a bad results file: the run's one line
+        raise SystemExit(str(e)) from None
     return batch_mode(store, run_dir / "final.misses.jsonl", run_dir / "rounds.json")
 
 
