@@ -10,7 +10,6 @@ during an answer 130; a closed pipe 141; each says why in one line (after the us
 from __future__ import annotations
 
 import argparse
-import difflib
 import sys
 import textwrap
 import warnings
@@ -100,14 +99,6 @@ def chat(args) -> int:
     return 0
 
 
-def _hint(spec: str | None) -> str:
-    """" (did you mean --llm fake?)" for a bare model name a letter or two from a backend's name."""
-    if not spec or ":" in spec:
-        return ""
-    close = difflib.get_close_matches(spec, ("fake", "local", "llamacpp"), 1, 0.7)
-    return f" (did you mean --llm {close[0]}?)" if close else ""
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m rpa_lib", description="Retrieval-augmented role-playing agents.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -128,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except LLMError as e:  # a call that failed: no key, no server, no valid answer
-        print(f"error: {e}{_hint(args.llm)}", file=sys.stderr)
+        print(f"error: {e}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("\ninterrupted", file=sys.stderr)

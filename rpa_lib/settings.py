@@ -5,6 +5,7 @@ LLM layer's settings are looked up here alike."""
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 DOTENV = Path(__file__).resolve().parent.parent / ".env"
@@ -15,17 +16,14 @@ def read_dotenv(path: Path) -> dict[str, str]:
     values: dict[str, str] = {}
     if not path.is_file():
         return values
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for line in path.read_text(encoding="utf-8-sig").splitlines():  # -sig: a byte order mark is no part of a name
         line = line.strip()
         if not line or line.startswith("#") or "=" not in line:
             continue
-        name, value = line.removeprefix("export ").split("=", 1)
+        name, value = re.sub(r"^export\s+", "", line).split("=", 1)
         value = value.strip()
-        if value[:1] in "\"'" and value[-1:] == value[:1] and len(value) > 1:
-            value = value[1:-1]
-        else:
-            value = value.split(" #", 1)[0].strip()
-        values[name.strip()] = value
+        quoted = re.fullmatch(r"""(["'])(.*?)\1(\s+#.*)?""", value)  # "value", 'value', either with a # comment
+        values[name.strip()] = quoted[2] if quoted else re.split(r"\s#", value, maxsplit=1)[0].strip()
     return values
 
 

@@ -50,16 +50,16 @@ def test_bad_input_is_one_line_and_exit_2_before_any_call(fixture_data, capsys, 
     assert calls == [] and "you>" not in out
 
 
-def test_a_mistyped_backend_fails_before_the_first_question_and_names_the_backend_meant(fixture_data, capsys,
-                                                                                          monkeypatch):
+def test_a_mistyped_backend_or_a_missing_key_fails_before_the_first_question(fixture_data, capsys, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("RPA_LLM_BASE_URL", raising=False)
     monkeypatch.setattr("builtins.input", lambda prompt: pytest.fail("asked for a question"))
-    assert rpa_main([*chat(fixture_data)[:-1], "fak"]) == 1
-    err = capsys.readouterr().err
-    assert err.splitlines() == [
-        "error: no OpenAI API key for model 'fak' at https://api.openai.com/v1: set OPENAI_API_KEY (environment or "
-        ".env) or pass api_key= (did you mean --llm fake?)"]
+    assert rpa_main([*chat(fixture_data)[:-1], "fak"]) == 2  # bad input: the backend meant is named
+    assert capsys.readouterr().err.startswith("error: spec 'fak': did you mean 'fake'?")
+    assert rpa_main([*chat(fixture_data)[:-1], "gpt-4.1"]) == 1  # a call that cannot be made, named before any
+    assert capsys.readouterr().err.splitlines() == [
+        "error: no OpenAI API key for model 'gpt-4.1' at https://api.openai.com/v1: set OPENAI_API_KEY (environment "
+        "or .env) or pass api_key="]
 
 
 def test_ctrl_c_at_the_prompt_ends_the_chat_and_during_an_answer_exits_130(fixture_data, capsys, monkeypatch):

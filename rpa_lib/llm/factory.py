@@ -6,6 +6,9 @@ loads no model and reads no mode from the environment.
 
 from __future__ import annotations
 
+import difflib
+import operator
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -17,9 +20,20 @@ from rpa_lib.llm.local import LocalLLM
 from rpa_lib.llm.openai_backend import OPENAI_URL, OpenAILLM
 from rpa_lib.llm.plan import PlanLLM
 from rpa_lib.llm.rounds import BatchLLM
-from rpa_lib.settings import setting
+from rpa_lib.settings import setting, settings
 
 ROLES = ("llm", "judge", "gs")
+KINDS = ("local", "llamacpp", "openai", "fake")  # what a spec starts with; anything else is an OpenAI model name
+SETTINGS = ("RPA_LLM_MODEL", "RPA_LLM_BASE_URL", "RPA_LLM_TIMEOUT", "RPA_LLM_CHOOSE_MODE", "RPA_LLM_STRUCTURED_MODE",
+            "RPA_JUDGE_MODEL", "RPA_JUDGE_BASE_URL", "RPA_JUDGE_API_KEY", "RPA_JUDGE_CHOOSE_MODE",
+            "RPA_JUDGE_STRUCTURED_MODE", "RPA_GS_BASE_URL", "RPA_GS_API_KEY", "RPA_GS_CHOOSE_MODE",
+            "RPA_GS_STRUCTURED_MODE", "RPA_PRICE_IN", "RPA_PRICE_OUT", "RPA_BUDGET_USD")  # every one read
+_PREFIXES = ("RPA_LLM", "RPA_JUDGE", "RPA_GS", "RPA_PRICE", "RPA_BUDGET")  # a name so begun must be one of SETTINGS
+_INSTEAD = {"RPA_LLM_API_KEY": "the role-play LLM's key is OPENAI_API_KEY",
+            "RPA_GS_MODEL": "GS's model is the gs_llm parameter of a notebook or profile",
+            "RPA_JUDGE_TIMEOUT": "RPA_LLM_TIMEOUT holds for every role",
+            "RPA_GS_TIMEOUT": "RPA_LLM_TIMEOUT holds for every role",
+            "RPA_LLM_MAX_WORKERS": "the calls sent at once are get_llm's max_workers="}
 
 
 @dataclass(frozen=True)
@@ -40,6 +54,9 @@ class RunMode:
         """A RunMode from a notebook's ``run_mode`` parameter; ValueError naming an unknown key or a bad amount."""
         if isinstance(value, RunMode):
             return value
+        if value is not None and not isinstance(value, Mapping):
+            raise ValueError(f"run_mode must be a dict such as {{'budget_usd': 5}}, got {type(value).__name__} "
+                             f"{value!r}")
         value = dict(value or {})
         known = [f.name for f in fields(cls)]
         unknown = sorted(set(value) - set(known))
@@ -71,8 +88,9 @@ def get_llm(spec: str | None = None, *, role: str = "llm", default: str | None =
     if role not in ROLES:
         raise ValueError(f"role must be one of {sorted(ROLES)}, got {role!r}")
     mode = RunMode.of(mode)
+    check_setting_names()
     if max_workers is not None:
-        options["max_workers"] = max_workers
+        options["max_workers"] = _workers(max_workers)
     common = {"cache": cache, **options}
     if role == "judge" and not spec:
         model, url = setting("RPA_JUDGE_MODEL"), setting("RPA_JUDGE_BASE_URL", base_url)
@@ -92,6 +110,29 @@ def get_llm(spec: str | None = None, *, role: str = "llm", default: str | None =
             raise ValueError("RPA_LLM_BASE_URL is set but not the model: set RPA_LLM_MODEL to the served model name")
         spec = "openai:gpt-4.1" if setting("OPENAI_API_KEY", api_key) else "local"
     return mode.wrap(_build(spec, "RPA_LLM", url, key, common))
+
+
+def check_setting_names() -> None:
+    """ValueError naming a setting (environment or ``.env``) that begins as the LLM layer's do but that nothing reads:
+    a typo such as ``RPA_LLM_BASEURL`` would otherwise run another model, or ``RPA_BUDGET_US`` run without a limit."""
+    unknown = sorted(n for n in settings() if n.startswith(_PREFIXES) and n not in SETTINGS)
+    if unknown:
+        name = unknown[0]
+        close = difflib.get_close_matches(name, SETTINGS, n=1, cutoff=0.75)
+        hint = _INSTEAD.get(name) or (f"did you mean {close[0]}?" if close else "")
+        raise ValueError(f"{', '.join(unknown)} (environment or .env) is not a setting{f' ({hint})' if hint else ''};"
+                         f" the LLM settings are {', '.join(SETTINGS)}")
+
+
+def _workers(value: Any) -> int:
+    """``value`` as a number of concurrent calls; ValueError unless a whole number of 1 or more."""
+    try:
+        workers = operator.index(value) if not isinstance(value, bool) else 0
+    except TypeError:
+        workers = 0
+    if workers < 1:
+        raise ValueError(f"max_workers must be a whole number of 1 or more, got {value!r}")
+    return workers
 
 
 def judge_llm(spec: str | None = None, *, default: str | None = None, **options: Any):
@@ -119,7 +160,11 @@ def role_backend(prefix: str, model: str, server: str, **options: Any) -> OpenAI
 
 
 def _build(spec: str, prefix: str, base_url: str | None, api_key: str | None, options: dict):
+    spec = spec.strip()
     kind, _, rest = spec.partition(":")
+    if base_url is None and kind not in KINDS and (close := difflib.get_close_matches(kind.lower(), KINDS, 1, 0.8)):
+        raise ValueError(f"spec {spec!r}: did you mean {close[0]!r}? As written it names a model of OpenAI's API; a "
+                         "spec is local, local:PATH, llamacpp, llamacpp:PATH, openai:MODEL, a model name or fake")
     if kind == "fake":
         return FakeLLM(label=rest or "fake", **options)
     if kind in ("local", "llamacpp"):

@@ -26,12 +26,17 @@ class Rejected(Exception):
     """The server cannot serve the mode asked for (its message, scrubbed)."""
 
 
-def checked(kind: str, mode: str | None) -> str:
-    """``mode`` (None: ``"auto"``), or ValueError naming the setting and the allowed values."""
+def _setting(kind: str, role: str | None) -> str:
+    """The setting of ``kind``'s mode for ``role`` (``RPA_GS``), or for either usual role when None."""
+    return f"{role}_{SETTINGS[kind]}" if role else f"RPA_LLM_{SETTINGS[kind]} (or RPA_JUDGE_{SETTINGS[kind]})"
+
+
+def checked(kind: str, mode: str | None, role: str | None = None) -> str:
+    """``mode`` (None: ``"auto"``), or ValueError naming the setting of ``role`` and the allowed values."""
     mode = mode or "auto"
     if mode != "auto" and mode not in CHAINS[kind]:
-        raise ValueError(f"{kind}_mode (RPA_LLM_{SETTINGS[kind]} / RPA_JUDGE_{SETTINGS[kind]}) must be auto or one "
-                         f"of {', '.join(CHAINS[kind])}; got {mode!r}")
+        raise ValueError(f"{kind}_mode ({_setting(kind, role)} or {kind}_mode=) must be auto or one of "
+                         f"{', '.join(CHAINS[kind])}; got {mode!r}")
     return mode
 
 
@@ -56,13 +61,14 @@ def current(server: str, model: str, kind: str, configured: str) -> str:
         return _NEGOTIATED.get((server, model, kind), CHAINS[kind][0])
 
 
-def fall_back(server: str, model: str, kind: str, configured: str, rejected: str, why: str) -> None:
+def fall_back(server: str, model: str, kind: str, configured: str, rejected: str, why: str,
+              role: str | None = None) -> None:
     """Move past the rejected mode (once, however many calls were rejected in it); LLMFatalError for an explicit
-    mode or the chain's last."""
+    mode (naming the setting of ``role``) or the chain's last."""
     chain = CHAINS[kind]
     if configured != "auto":
         raise LLMFatalError(f"{why} -- this server does not support {kind}_mode {configured!r}; set "
-                            f"RPA_LLM_{SETTINGS[kind]} (or RPA_JUDGE_{SETTINGS[kind]}) to auto or another of "
+                            f"{_setting(kind, role)} to auto or another of "
                             f"{', '.join(chain)} (model {model!r} at {server})")
     key = (server, model, kind)
     with _LOCK:

@@ -66,8 +66,52 @@ def public_url(url: str) -> str:
     parts = urlsplit(url)
     host = parts.hostname or ""
     host = f"[{host}]" if ":" in host else host  # IPv6
-    netloc = f"{host}:{parts.port}" if parts.port else host
+    port = _port(parts)
+    netloc = f"{host}:{port}" if port else host
     return urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
+
+
+def _port(parts: Any) -> int | None:
+    """``parts.port``; ValueError that does not show it (a password written without its ``@`` is read as the port)."""
+    try:
+        return parts.port
+    except ValueError:
+        raise ValueError("a URL's port is not a number from 0 to 65535 (a user:password before the host needs an "
+                         "@ after it: http://user:password@host:8000/v1)") from None
+
+
+def _url_setting(role: str) -> str:
+    """The settings a base URL of ``role`` comes from, for messages. ``_url_setting("RPA_GS")``"""
+    fallback = ", else RPA_LLM_BASE_URL," if role == "RPA_JUDGE" else ""
+    return f"the base URL ({role}_BASE_URL{fallback} or base_url=)"
+
+
+def checked_urls(base_url: str, role: str = "RPA_LLM") -> list[str]:
+    """The URLs of ``base_url`` (replicas, comma-separated), each an http(s) URL with a host; ValueError naming the
+    setting of ``role`` otherwise, never showing a credential. ``checked_urls("http://a/v1, http://b/v1")``"""
+    name = _url_setting(role)
+    urls = split_urls(base_url)
+    if not urls:
+        raise ValueError(f"{name} names no URL: e.g. http://127.0.0.1:8000/v1")
+    for url in urls:
+        parts, bare = urlsplit(url), re.sub(r"//[^/]*@", "//", url, count=1)  # bare: without user:password@
+        if re.search(r"\s|;", bare) or bare.count("://") > 1:
+            raise ValueError(f"{name} holds several URLs not separated by commas: separate replicas with commas, "
+                             "e.g. http://10.0.0.1:8000/v1,http://10.0.0.2:8000/v1")
+        if parts.scheme not in ("http", "https") or not url.lower().startswith(f"{parts.scheme}://"):
+            starts = ("" if "@" in url else f"; it starts with {parts.scheme + ':'!r}" if parts.scheme  # no user shown
+                      else "; it has none")
+            raise ValueError(f"{name} must start with http:// or https://, e.g. http://127.0.0.1:8000/v1{starts}")
+        try:
+            _port(parts)
+        except ValueError as exc:
+            raise ValueError(f"{name}: {exc}") from None
+        if not parts.hostname:
+            raise ValueError(f"{name} names no host: e.g. http://127.0.0.1:8000/v1")
+        if parts.path.rstrip("/").endswith("/chat/completions"):
+            base = public_url(url).removesuffix("/chat/completions")
+            raise ValueError(f"{name} is the endpoint {public_url(url)}: give the server's base URL, {base}")
+    return urls
 
 
 def scrub(text: str, secrets) -> str:
@@ -129,10 +173,10 @@ class OpenAILLM(LLM):
                  cache: Any = True, max_workers: int = 8, retry=None, timeout: float | None = None,
                  choose_mode: str | None = None, structured_mode: str | None = None, role: str = "RPA_LLM"):
         self.role = role  # the prefix of the settings that gave its key: a batch round's client is built from them
-        self.choose_mode = modes.checked("choose", choose_mode)
-        self.structured_mode = modes.checked("structured", structured_mode)
+        self.choose_mode = modes.checked("choose", choose_mode, role)
+        self.structured_mode = modes.checked("structured", structured_mode, role)
         self.model, self.timeout = model, request_timeout(timeout)
-        urls = split_urls(base_url) if base_url else [OPENAI_URL]
+        urls = checked_urls(base_url, role) if base_url else [OPENAI_URL]
         servers = sorted({public_url(u) for u in urls})  # several: replicas of one model
         self.base_url = ",".join(servers)  # never holds a credential
         self._replicas = Replicas(servers) if len(servers) > 1 else None
@@ -147,6 +191,7 @@ class OpenAILLM(LLM):
         self._explicit_key = api_key
         self._secrets: list[str] = [s for u in urls for s in url_secrets(u)]
         self._self_hosted = base_url is not None
+        self._answered = False  # whether the server has answered a request of this backend (an error included)
         self._client: Any = None
         self._client_lock = threading.Lock()
         official = base_url is None or parts.hostname == "api.openai.com"
@@ -219,12 +264,12 @@ class OpenAILLM(LLM):
 
     def _check_served(self, client: Any) -> None:
         """LLMFatalError when a self-hosted server lists its models and ours is not among them (llama.cpp's server
-        answers any name with its one model); a server that lists none is not checked."""
+        answers any name with its one model); a server that lists none (or not as OpenAI's API does) is not checked."""
         import openai
 
         try:
             served = [m.id for m in client.models.list(timeout=min(self.timeout, 10.0)).data]
-        except (openai.OpenAIError, ValueError, AttributeError):
+        except (openai.OpenAIError, ValueError, AttributeError, TypeError):  # TypeError: a body without "data"
             return
         if served and not any(s == self.model or s.startswith(f"{self.model}:") for s in served):  # Ollama: "m:tag"
             raise LLMFatalError(f"model {self.model!r} is not served at {self.base_url}; it serves "
@@ -237,6 +282,8 @@ class OpenAILLM(LLM):
             return Exhausted(message, attempts)
         if status in _FATAL_STATUS or (status == 400 and _NO_MODEL.search(detail)):
             hint = _FATAL_STATUS.get(status, _FATAL_STATUS[404])
+            if status == 404 and not all(u.endswith("/v1") for u in self.base_url.split(",")):
+                hint += "; an OpenAI-compatible server's base URL usually ends in /v1"
             return LLMFatalError(f"{message} -- {hint} ({self._where()})")
         return RuntimeError(message)
 
@@ -244,22 +291,35 @@ class OpenAILLM(LLM):
         """The parsed completion of one request of ``body``, else Transient (a malformed body), Exhausted,
         LLMFatalError, RuntimeError or :class:`modes.Rejected`."""
         client = self.openai_client()
+        import httpx2
         import openai
 
         failure: Exception | None = None
         try:
             response = client.chat.completions.with_raw_response.create(**body)
+            self._answered = True
             self.usage.record_retry(response.retries_taken)
             completion = response.parse()
+            if isinstance(completion, str):  # not JSON: a web page, another kind of server
+                kind = response.headers.get("content-type", "no content type").split(";")[0]
+                failure = LLMFatalError(f"{self._where()} answered a chat completion request with {kind}, not "
+                                        f"JSON: is {_url_setting(self.role)} the URL of an OpenAI-compatible API?")
         except openai.APITimeoutError as exc:
             failure = Exhausted(f"timed out after {self.timeout:g} s (RPA_LLM_TIMEOUT); a call gives up after at "
                                 f"most {self.worst_case_seconds:g} s ({self.retry.attempts} attempts and backoff)",
                                 self._attempts(exc.request))
         except openai.APIConnectionError as exc:  # refused, reset, dropped mid-body
             cause = exc.__cause__ or exc
-            failure = Exhausted(self._scrub(f"connection failed: {type(cause).__name__}: {cause}"),
-                                self._attempts(exc.request))
+            message, attempts = self._scrub(f"connection failed: {type(cause).__name__}: {cause}"), self._attempts(
+                exc.request)
+            failure = Exhausted(message, attempts)
+            if not self._answered and isinstance(cause, httpx2.ConnectError):  # no server there: each call would wait
+                check = (f"is the server running, and is {_url_setting(self.role)} right?" if self._self_hosted
+                         else "is this machine online?")
+                failure = LLMFatalError(f"failed after {attempts} attempts: {message}; nothing has answered at "
+                                        f"{self.base_url} in this run: {check}")
         except openai.APIStatusError as exc:
+            self._answered = True
             attempts = self._attempts(exc.response.request)
             detail = _error_detail(exc.response)
             if modes.is_rejection(exc.status_code, detail, body):
@@ -354,7 +414,7 @@ class OpenAILLM(LLM):
             try:
                 raw = self._send(req, mode)
             except modes.Rejected as exc:
-                modes.fall_back(self.base_url, self.model, req.kind, configured, mode, str(exc))
+                modes.fall_back(self.base_url, self.model, req.kind, configured, mode, str(exc), self.role)
                 continue
             self.usage.record_mode(req.kind, mode)  # for the run record
             return raw
