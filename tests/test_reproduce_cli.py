@@ -63,6 +63,18 @@ def test_a_cache_folder_that_cannot_be_written_is_one_line_before_anything_runs(
             reproduce.plan(name)
 
 
+@pytest.mark.parametrize("command", ["run", "plan"])
+def test_a_misspelt_budget_setting_stops_before_the_budget_is_read(tmp_path, profile, monkeypatch, command):
+    monkeypatch.setenv("RPA_BUDGET_US", "5")  # read by nothing: the run would have had no limit
+    monkeypatch.setattr(reproduce, "notebooks", lambda *a: pytest.fail("went past the checks"))
+    with pytest.raises(SystemExit, match=r"^RPA_BUDGET_US \(environment or \.env\) is not a setting \(did you mean "
+                                         r"RPA_BUDGET_USD\?\)"):
+        if command == "run":
+            reproduce.run(profile("description: x\n"), output_dir=tmp_path / "out")
+        else:
+            reproduce.plan(profile("description: x\n"))
+
+
 @pytest.mark.parametrize("text, message", [
     ("notebooks:\n  04_personality: {characters: [ada-lindqvst]}\n",
      r"^04_personality: characters: .*unknown character\(s\) 'ada-lindqvst'; known: ada-lindqvist, bram-okafor$"),

@@ -28,6 +28,7 @@ from rpa_lib.errors import DataError, closed_pipe
 from rpa_lib.llm import LLMError, LLMFatalError, get_llm, judge_llm
 from rpa_lib.llm.answers import without_iri_grammars
 from rpa_lib.llm.budget import Budget, BudgetExceeded, dollars, shared_budget, usd
+from rpa_lib.llm.factory import check_setting_names
 from rpa_lib.model_files import require_models
 from rpa_lib.notebook_params import parameters
 from rpa_lib.run import stamps
@@ -220,7 +221,7 @@ def run(profile_name: str = "quick", only: list[str] | None = None, output_dir: 
     output_dir = output_dir and Path(os.path.abspath(output_dir))  # kernels start elsewhere (notebooks/)
     writable(output_dir or paths.RESULTS_DIR)
     with profile_environment(profile):
-        cache_folders()
+        check_settings()
         setup = each_notebook(notebooks(only), profile, output_dir)
         limit = budget_of(profile)
         batch = batch or profile.get("batch")
@@ -255,10 +256,12 @@ def writable(folder: Path, what: str = "output folder") -> None:
         raise SystemExit(str(e)) from None
 
 
-def cache_folders() -> None:
-    """:func:`writable` for the cache and index folders (``RPA_CACHE_DIR``, ``RPA_INDEX_DIR``: the environment, ``.env``
-    or the profile's ``env``), which every notebook and dry run writes: a one-line SystemExit before anything runs."""
+def check_settings() -> None:
+    """A one-line SystemExit before anything runs for a setting (the environment, ``.env`` or the profile's ``env``)
+    that would stop every notebook: an LLM setting's name that nothing reads (a misspelt budget would run without a
+    limit), or a cache or index folder (``RPA_CACHE_DIR``, ``RPA_INDEX_DIR``) that cannot be written."""
     try:
+        check_setting_names()
         folders = [(paths.cache_dir(), "cache folder (RPA_CACHE_DIR)"), (paths.index_dir(), "index folder (RPA_INDEX_DIR)")]
     except ValueError as e:  # a setting that names a file
         raise SystemExit(str(e)) from None
@@ -387,7 +390,7 @@ def plan(profile_name: str = "quick", only: list[str] | None = None, workers: in
 
     profile = load_profile(profile_name)
     with profile_environment(profile):
-        cache_folders()  # a dry run reads and fills the reply cache
+        check_settings()  # a dry run reads and fills the reply cache
         books = notebooks(only)
         limit = budget_of(profile)
         workers = workers or max(1, min(os.cpu_count() or 1, 4))
