@@ -7,6 +7,11 @@ PROFILE ?= quick
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
+# Every process writes the bytecode of what it imports, once, even where the environment says not to: the suite's
+# workers and notebook kernels would otherwise each compile anew every module they import (the venv and the
+# git-ignored __pycache__ folders are ours). So the install compiles nothing ahead, a fresh clone's first run
+# compiles only what it imports, and pytest keeps its rewritten tests.
+unexport PYTHONDONTWRITEBYTECODE
 
 .DEFAULT_GOAL := help
 .PHONY: help setup setup-server reproduce test lab browser git-filter bench validate clean
@@ -26,11 +31,11 @@ help: ## list the targets
 
 # The requirements are installed with uv (pinned here), which fetches and unpacks in parallel. uv does not read
 # pip's configuration: it is handed the folder of local wheels that pip is set to look in (where this machine keeps
-# torch's CPU build). Like pip it compiles the bytecode at install, which every process of the suite (workers,
-# notebook kernels) would otherwise compile anew where PYTHONDONTWRITEBYTECODE is set.
+# torch's CPU build). It compiles no bytecode: of about 21,700 modules, the first run imports a few thousand
+# (30 s on 2 cores to compile them all).
 UV_VERSION := 0.13.9
 UV_INSTALL = UV_FIND_LINKS="$${UV_FIND_LINKS:-$${PIP_FIND_LINKS:-$$($(PY) -m pip config get global.find-links 2>/dev/null)}}" \
-	$(VENV)/bin/uv pip install --quiet --compile-bytecode --python $(PY)
+	$(VENV)/bin/uv pip install --quiet --python $(PY)
 
 $(STAMP): requirements.txt requirements-models.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -65,21 +70,13 @@ git-filter: ## git strips outputs, execution counts and widget state from notebo
 	  git config filter.nbstripout.smudge cat && \
 	  echo "git filter nbstripout set: notebooks are committed without outputs"; fi
 
-# The library's own bytecode, compiled once (0.3 s) before the many processes that import it: where
-# PYTHONDONTWRITEBYTECODE is set, each notebook kernel would otherwise compile it anew, about 0.12 s of CPU per
-# kernel that imports the evaluations (python -m benchmarks kernel_imports; docs/benchmarks.md). Checked by the
-# source's hash, not its time, so an edit never meets stale bytecode; a folder it cannot write only loses the gain.
-COMPILE_LIB := $(PY) -m compileall -q --invalidation-mode checked-hash rpa_lib
-
 reproduce: $(STAMP) ## run every numbered notebook headlessly (figures/, results/)
-	-@$(COMPILE_LIB)
 	$(PY) -m rpa_lib.reproduce --profile $(PROFILE) $(if $(FORCE),--force) $(if $(BATCH),--batch $(BATCH))
 
 # two worker processes, each taking a whole test file at a time (a module's fixtures are built once)
 test: $(STAMP) ## lint, check the import layers (pyproject.toml) and run the offline test suite
 	$(PY) -m ruff check rpa_lib tests notebooks benchmarks
 	$(VENV)/bin/lint-imports
-	-@$(COMPILE_LIB)
 	$(PY) -m pytest -n 2 --dist loadfile --no-loadscope-reorder
 
 lab: $(STAMP) git-filter ## JupyterLab on the repository, at notebooks/ (figures and tables go to results/scratch/)
