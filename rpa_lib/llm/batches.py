@@ -172,7 +172,7 @@ def run_round(lines: list[dict], *, mode: str, folder: Path, client: Any = None,
                 results = ledger.results(round_n, ids)
                 ledger.finish_round(round_n)
                 return results
-            raise failure  # outside the handler: the client's exception, which holds the request's headers, is not chained
+            raise failure  # outside the handler: not chained to the client's exception (it holds the headers)
         finally:
             ledger.close()
     finally:
