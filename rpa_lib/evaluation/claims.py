@@ -78,10 +78,10 @@ CLAIMS = [
 
 def verdict(p: float, favours: bool, n_characters: int) -> str:
     """Supported, contradicted, noise or not testable, from the p of the test at the character level."""
-    if n_characters <= 1:
-        return "not testable with this run: 1 character"
-    if pd.isna(p):
+    if pd.isna(p) or n_characters < 1:
         return "not testable: no paired outcome"
+    if n_characters == 1:
+        return "not testable with this run: 1 character"
     if p < ALPHA:
         return SUPPORTED if favours else CONTRADICTED
     if n_characters < 6:

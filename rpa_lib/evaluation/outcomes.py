@@ -37,12 +37,25 @@ CHARACTER_TEST = "sign test (per-character mean differences)"
 RETRIEVAL_IDS = ["task", "method", "character", "item", "embedder"]  # the columns a retrieval table's outcomes keep
 # 0/1 outcomes (exact McNemar, Clopper-Pearson) where every value is 0 or 1 (:func:`is_binary`)
 BINARY = {"acc", "dimension_correct", "gs_failed", "all_found"}
+_WORDS = {"true": 1.0, "false": 0.0, "": np.nan, "nan": np.nan}  # text an outcome value may be written as
+
+
+def _numeric(values: pd.Series) -> pd.Series:
+    """Outcome values as floats: booleans (also written "True"/"false") as 1/0, empty as NaN; ValueError for other
+    text, which would otherwise pass for a failed item. ``_numeric(pd.Series([True, "0", None]))`` -> 1, 0, NaN"""
+    words = values.map(lambda v: _WORDS.get(v.strip().lower(), v) if isinstance(v, str) else v)
+    out = pd.to_numeric(words, errors="coerce").astype(float)
+    bad = words[out.isna() & words.notna()]
+    if len(bad):
+        raise ValueError(f"outcome values are numbers, booleans or empty; got {len(bad)} other: "
+                         f"{', '.join(map(repr, list(dict.fromkeys(bad))[:5]))}")
+    return out
 
 
 def _frame(rows: pd.DataFrame, **fixed) -> pd.DataFrame:
     out = rows.assign(**fixed)
     out = out.assign(**{c: 0 if c == "repeat" else np.nan for c in COLUMNS if c not in out})  # no runs: one run
-    out["value"] = pd.to_numeric(out["value"], errors="coerce").astype(float)
+    out["value"] = _numeric(out["value"])
     return out[COLUMNS].reset_index(drop=True)
 
 
@@ -179,7 +192,7 @@ def load_outcomes(results_dir: Path, labels: pd.DataFrame | None = None) -> pd.D
 
 
 def _keys(df: pd.DataFrame) -> list[str]:
-    return ["table", "task", "outcome", *[c for c in LABELS if df[c].notna().any()]]
+    return ["table", "task", "outcome", *[c for c in LABELS if c in df and df[c].notna().any()]]
 
 
 def is_binary(outcome: str, *values: pd.Series) -> bool:
@@ -194,6 +207,7 @@ def summarize(outcomes: pd.DataFrame) -> pd.DataFrame:
     item's mean over its runs, so one run each) also Clopper-Pearson's ``exact_low``/``exact_high`` (items as
     independent; repeated runs of an item are not further items)."""
     rows, keys = [], [*_keys(outcomes), "method"]
+    outcomes = outcomes.assign(value=_numeric(outcomes.value))
     for key, g in outcomes.groupby(keys, sort=False, dropna=False):
         ci = cluster_bootstrap(g.value, g.character)
         per_item = g.groupby(["character", "item"], sort=False).value.mean().dropna()
@@ -215,9 +229,21 @@ def default_pairs(table: str, methods: list[str]) -> list[tuple[str, str]]:
     return pairs + [(m, r) for m, r in EXTRA_PAIRS if m in methods and r in methods]
 
 
+def _unpaired(a: pd.DataFrame, b: pd.DataFrame, both: pd.DataFrame) -> str:
+    """What the pairs of ``both`` leave out: items with a value on one side only (failed, or not run, on the other),
+    and the characters that lose every pair. "" when nothing is left out."""
+    n_a, n_b = int(a.value.notna().sum()) - len(both), int(b.value.notna().sum()) - len(both)
+    if not n_a and not n_b:
+        return ""
+    lost = sorted({*a.character[a.value.notna()], *b.character[b.value.notna()]} - set(both.character), key=str)
+    return (f"left out, without a pair: {n_a} item(s) of the method, {n_b} of the reference (no value for the other)"
+            + (f"; no pair at all for character(s) {', '.join(map(str, lost))}" if lost else ""))
+
+
 def paired_difference(a: pd.DataFrame, b: pd.DataFrame, binary: bool) -> dict:
     """``a`` minus ``b`` on the same (character, item)s: the difference with its interval, an item-level test
-    (McNemar for ``binary`` outcomes, else Wilcoxon) and the character-level sign test."""
+    (McNemar for ``binary`` outcomes, else Wilcoxon) and the character-level sign test; ``note`` says what has no
+    pair and is left out."""
     if a.duplicated(["character", "item"]).any() or b.duplicated(["character", "item"]).any():
         # several runs: each item's mean over its runs, so run-to-run noise is in the pairs (no longer 0/1)
         a, b = (d.groupby(["character", "item"], sort=False, as_index=False).value.mean() for d in (a, b))
@@ -227,8 +253,10 @@ def paired_difference(a: pd.DataFrame, b: pd.DataFrame, binary: bool) -> dict:
     ci = cluster_bootstrap(diff, both.character)
     per_char = diff.groupby(both.character).mean()
     better, worse, p_char = sign_test(per_char)
+    reason = "no paired item" if both.empty else ci.reason
+    note = "; ".join(n for n in (reason, _unpaired(a, b, both)) if n)
     out = {"score_method": both.value_a.mean(), "score_reference": both.value_b.mean(), "difference": ci.estimate,
-           "diff_low": ci.low, "diff_high": ci.high, "note": ci.reason, "n_pairs": len(both),
+           "diff_low": ci.low, "diff_high": ci.high, "note": note, "n_pairs": len(both),
            "n_characters": ci.n_clusters, "characters_better": better, "characters_worse": worse,
            "p_character": p_char if len(both) else np.nan, "test_character": CHARACTER_TEST}
     only_a, only_b = int((diff > 0).sum()), int((diff < 0).sum())  # on 0/1 values: McNemar's discordant pairs
@@ -243,6 +271,7 @@ def compare(outcomes: pd.DataFrame, pairs: dict[str, list[tuple[str, str]]] | No
     """Each pair of :func:`default_pairs` (or ``pairs[table]``) per table, task, outcome and labels, with
     :func:`paired_difference`'s columns and Holm's adjustment within each table (each test family apart)."""
     rows, keys = [], _keys(outcomes)
+    outcomes = outcomes.assign(value=_numeric(outcomes.value))
     for key, g in outcomes.groupby(keys, sort=False, dropna=False):
         table = key[0]
         for method, ref in (pairs or {}).get(table, default_pairs(table, list(dict.fromkeys(g.method)))):

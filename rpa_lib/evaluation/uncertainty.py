@@ -37,6 +37,9 @@ def interval_columns(rows: pd.DataFrame, keys: list[str], columns: list[str], sc
         if "repeat" in g:
             row["n_runs"] = int(g["repeat"].nunique())
         out.append(row)
+    if not out:  # no rows: the columns all the same, for merge_intervals
+        return pd.DataFrame(columns=[*keys, *(f"{c}_{end}" for c in columns for end in ("low", "high")),
+                                     "n_characters", "interval_note"])
     return pd.DataFrame(out)
 
 
@@ -48,13 +51,16 @@ def merge_intervals(table: pd.DataFrame, intervals: pd.DataFrame, keys: list[str
 
 def interval_caption(n_characters, runs: int = 1) -> str:
     """The sentence a caption adds about the intervals. ``interval_caption(1)`` ends with "1 character: no cluster
-    interval (NaN)"; ``interval_caption(5, runs=2)`` names "2 runs"."""
+    interval (NaN)"; ``interval_caption(5, runs=2)`` names "2 runs"; with no character (none, or only NaN), "no
+    character: no interval"."""
     values = pd.to_numeric(pd.Series(np.atleast_1d(n_characters)), errors="coerce").dropna()
     n = int(values.max()) if len(values) else 0
     text = f"95% intervals (_low, _high): {BOOTSTRAP}"
     if runs > 1:
         text += (f"; {runs} runs (a seed each): scores are means over the runs, each character resampled with all its "
                  "runs, so run-to-run variance is in the interval")
+    if n == 0:
+        return text + "; no character: no interval"
     if n <= 1:
         return text + "; 1 character: no cluster interval (NaN)"
     if n < 10:
@@ -86,6 +92,10 @@ def save_paired(outcomes: pd.DataFrame, results_dir: Path, models: dict | None =
         runs = int(rows.repeat.nunique())
         pooled = f" {PAIRED_RUNS}" if runs > 1 else ""
         caption = f"{PAIRED_CAPTION}{pooled} {interval_caption(paired.n_characters, runs=runs)}. {note}".strip()
+        if paired.empty:  # no intervals nor tests to describe
+            caption = (f"No paired comparison: no method ran beside its reference (methods run: "
+                       f"{', '.join(map(str, dict.fromkeys(rows.method)))}){f'; {runs} runs' if runs > 1 else ''}. "
+                       f"{note}").strip()
         written[table] = save_table(paired, f"{table}_paired", results_dir, caption=caption,
                                     models={k: v for k, v in (models or {}).items() if k in LABELS} or None)
     return written

@@ -91,12 +91,21 @@ def cronbach_alpha(table, *, nan_policy: str = "pairwise", ci: float = 0.95) -> 
 
 def krippendorff_alpha(table, level: str = "ordinal", *, value_domain=None) -> float:
     """Krippendorff's alpha of ``table`` by the ``krippendorff`` package (``value_domain``: the ordered possible
-    values, by default those that occur)."""
+    values, by default those that occur); NaN with a warning when undefined: no sample rated twice, or one value for
+    every rating of the samples rated twice (no disagreement expected, so none to measure against)."""
     import krippendorff
 
     _check_choice("level", level, KRIPPENDORFF_LEVELS)
     frame = _ratings(table)
     _check_shape(frame, "Krippendorff's alpha")
+    pairable = frame[frame.notna().sum(axis=1) >= 2]
+    values = pd.unique(pairable.to_numpy().ravel())
+    values = values[~np.isnan(values)]
+    if len(values) < 2:
+        why = ("no sample has ratings from 2 raters" if pairable.empty else
+               f"every rating of the {len(pairable)} samples rated twice or more is {values[0]:g}")
+        warnings.warn(f"Krippendorff's alpha is undefined: {why}; returning NaN", RuntimeWarning, stacklevel=2)
+        return float("nan")
     return float(krippendorff.alpha(reliability_data=frame.to_numpy().T, level_of_measurement=level,
                                     value_domain=value_domain))
 

@@ -121,13 +121,13 @@ def _signed_rank_sign_flips(d: np.ndarray) -> float:
 
 def paired_permutation_test(x, y, n_resamples: int = 9999, seed: int = SEED) -> float:
     """Two-sided p of the mean paired difference under random sign flips within pairs (exact when 2^n <=
-    ``n_resamples``; 1.0 when every difference is zero, NaN with no pair)."""
+    ``n_resamples``; 1.0 when every difference is zero or with one pair, NaN with no pair)."""
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     keep = ~(np.isnan(x) | np.isnan(y))
     x, y = x[keep], y[keep]
     if len(x) == 0:
         return math.nan
-    if np.all(x == y):
+    if np.all(x == y) or len(x) == 1:  # one pair: its two sign flips are as extreme as each other
         return 1.0
     res = stats.permutation_test((x, y), lambda a, b, axis=-1: np.mean(a - b, axis=axis), permutation_type="samples",
                                  vectorized=True, n_resamples=n_resamples, rng=np.random.default_rng(seed))
@@ -147,7 +147,10 @@ def holm(pvalues) -> np.ndarray:
 
 
 def two_proportion_test(k1: int, n1: int, k2: int, n2: int) -> float:
-    """Two-sided p of the unpaired pooled two-proportion z test (what printed proportions allow without the pairs)."""
+    """Two-sided p of the unpaired pooled two-proportion z test (what printed proportions allow without the pairs);
+    NaN when a group is empty."""
+    if n1 == 0 or n2 == 0:
+        return math.nan
     p1, p2, pooled = k1 / n1, k2 / n2, (k1 + k2) / (n1 + n2)
     se = math.sqrt(pooled * (1 - pooled) * (1 / n1 + 1 / n2))
     return 1.0 if se == 0 else float(2 * stats.norm.sf(abs(p1 - p2) / se))
