@@ -175,7 +175,7 @@ def first_pick(slugs: list[str], character: str | None) -> tuple[str, str]:
     opens, on the first character: a parameter left at ``frieren`` for another dataset)."""
     if character is None or character in slugs:
         return character or slugs[0], ""
-    return slugs[0], display.esc(f" · {character!r} is not in this dataset: showing {slugs[0]} first")
+    return slugs[0], f"{character!r} is not in this dataset: showing {slugs[0]} first"
 
 
 def compare_html(answers: list[Answer], price=None, free: bool = False) -> str:
@@ -209,7 +209,8 @@ def explorer(dataset: Dataset | None = None, character: str | None = None, metho
     character, missing = first_pick(slugs, character)
     names = dataset.names()
     wide = {"description_width": "initial"}
-    caption = w.HTML(f'<div class="rpa-muted">Dataset: {display.esc(dataset.describe())}{missing}</div>')
+    caption = w.HTML(f'<div class="rpa-muted">Dataset: {display.esc(dataset.describe())}'
+                     f'{display.esc(" · " + missing) if missing else ""}</div>')
     pick = w.Dropdown(options=[(names.get(s, s), s) for s in slugs], description="character", style=wide,
                       value=character, layout={"width": "340px"})
     chosen = w.SelectMultiple(options=[(method_label(m), m) for m in METHODS],
@@ -285,7 +286,7 @@ def persona_browser(dataset: Dataset | None = None, character: str | None = None
     out = w.HTML()
 
     def show(_=None) -> None:
-        out.value = (f'<div class="rpa-muted">{missing.lstrip(" ·")}</div>' if missing else "") + \
+        out.value = (f'<div class="rpa-muted">{display.esc(missing)}</div>' if missing else "") + \
             persona_html(pick.value, splitter.value, dataset, limit=limit)
 
     pick.observe(show, "value")

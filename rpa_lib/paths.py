@@ -66,3 +66,10 @@ def check_writable(folder: Path, what: str) -> None:
            f"{existing} is not writable" if not os.access(existing, os.W_OK | os.X_OK) else None)
     if why:
         raise ValueError(f"{what} {folder}: cannot write there ({why})")
+
+
+def check_cache_folders() -> None:
+    """:func:`check_writable` for the cache and index folders (``RPA_CACHE_DIR``, ``RPA_INDEX_DIR``), which every run
+    writes; ValueError also when a setting names a file."""
+    check_writable(cache_dir(), "cache folder (RPA_CACHE_DIR)")
+    check_writable(index_dir(), "index folder (RPA_INDEX_DIR)")

@@ -23,6 +23,12 @@ def source(tmp_path):
     return path
 
 
+def new_ada(source, data, *, work: str = "W", embedder: str = "none", extra: tuple[str, ...] = ()) -> int:
+    """``new-character ada`` from ``source`` into ``data``: its exit status."""
+    return main(["new-character", "ada", "--work", work, "--from", str(source), "--data-dir", str(data),
+                 "--embedder", embedder, *extra])
+
+
 def errors(capsys) -> str:
     err = capsys.readouterr().err
     assert "Traceback" not in err, err
@@ -36,16 +42,14 @@ def errors(capsys) -> str:
     ("{tmp}", "a folder, not a file: give the document itself"),
 ])
 def test_a_url_or_a_folder_as_the_source_says_what_it_is(tmp_path, capsys, given, problem):
-    code = main(["new-character", "ada", "--work", "W", "--from", given.format(tmp=tmp_path),
-                 "--data-dir", str(tmp_path / "d"), "--embedder", "none"])
+    code = new_ada(given.format(tmp=tmp_path), tmp_path / "d")
     assert code == 2 and problem in errors(capsys)
     assert not (tmp_path / "d" / "characters").exists()
 
 
 def test_a_blank_work_is_refused_not_written_as_an_empty_labels_row(tmp_path, source, capsys):
     """The row used to be written; the dataset then refused every command ("field 'work' is empty")."""
-    assert main(["new-character", "ada", "--work", "  ", "--from", str(source), "--data-dir", str(tmp_path / "d"),
-                 "--embedder", "none"]) == 2
+    assert new_ada(source, tmp_path / "d", work="  ") == 2
     assert "give the work the character is from: --work TITLE" in errors(capsys)
     assert not (tmp_path / "d" / "labels.csv").exists()
 
@@ -53,14 +57,12 @@ def test_a_blank_work_is_refused_not_written_as_an_empty_labels_row(tmp_path, so
 def test_a_data_folder_that_is_a_file_is_named(tmp_path, source, capsys):
     a_file = tmp_path / "a-file"
     a_file.write_text("")
-    assert main(["new-character", "ada", "--work", "W", "--from", str(source), "--data-dir", str(a_file),
-                 "--embedder", "none"]) == 2  # was NotADirectoryError, status 1
+    assert new_ada(source, a_file) == 2  # was NotADirectoryError, status 1
     assert f"error: data folder {a_file}: cannot write there ({a_file} is not a folder)" in errors(capsys)
 
 
 def test_a_type_in_lowercase_says_what_a_valid_one_is(tmp_path, source, capsys):
-    assert main(["new-character", "ada", "--work", "W", "--from", str(source), "--data-dir", str(tmp_path / "d"),
-                 "--embedder", "none", "--mbti", "intj"]) == 2
+    assert new_ada(source, tmp_path / "d", extra=("--mbti", "intj")) == 2
     assert "--mbti 'intj' is not a valid type: expected four capitals such as INTJ" in errors(capsys)
 
 
@@ -76,8 +78,7 @@ def test_qa_scaffold_refuses_a_count_below_one(tmp_path, capsys, value):
 @pytest.fixture
 def imported(tmp_path, source):
     data = tmp_path / "d"
-    assert main(["new-character", "ada", "--work", "W", "--from", str(source), "--data-dir", str(data),
-                 "--embedder", "none"]) == 0
+    assert new_ada(source, data) == 0
     return data
 
 
@@ -112,15 +113,13 @@ def test_a_paper_embedder_without_its_weights_is_named_before_the_import(tmp_pat
         raise RuntimeError(f"{name} is not in the Hugging Face cache")
 
     monkeypatch.setattr("rpa_lib.model_files.model_folder", missing)  # as on a machine without the weights
-    assert main(["new-character", "ada", "--work", "W", "--from", str(source), "--data-dir", str(tmp_path / "d"),
-                 "--embedder", "bge-m3"]) == 2
+    assert new_ada(source, tmp_path / "d", embedder="bge-m3") == 2
     assert "--embedder bge-m3: the weights of BAAI/bge-m3 are not on this machine" in errors(capsys)
     assert not (tmp_path / "d" / "characters").exists()
 
 
 def test_tfidf_cannot_place_an_imported_page_and_says_so(tmp_path, source, capsys):
-    assert main(["new-character", "ada", "--work", "W", "--from", str(source), "--data-dir", str(tmp_path / "d"),
-                 "--embedder", "tfidf"]) == 2
+    assert new_ada(source, tmp_path / "d", embedder="tfidf") == 2
     assert "--embedder tfidf cannot place a page's headings by content" in errors(capsys)
     assert not (tmp_path / "d" / "characters").exists()
 

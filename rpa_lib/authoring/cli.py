@@ -31,8 +31,7 @@ def _embedder(name: str) -> None:
         model = KNOWN_MODELS[name][0] if name in KNOWN_MODELS else name
         raise ValueError(f"--embedder {name}: the weights of {model} are not on this machine; download them once "
                          f"with network access (`hf download {model}`), or use --embedder minilm (installed) or none")
-    paths.check_writable(paths.cache_dir(), "cache folder (RPA_CACHE_DIR)")
-    paths.check_writable(paths.index_dir(), "index folder (RPA_INDEX_DIR)")
+    paths.check_cache_folders()
 
 
 def _positive(text: str) -> int:

@@ -43,6 +43,8 @@ _WORDS = {"true": 1.0, "false": 0.0, "": np.nan, "nan": np.nan}  # text an outco
 def _numeric(values: pd.Series) -> pd.Series:
     """Outcome values as floats: booleans (also written "True"/"false") as 1/0, empty as NaN; ValueError for other
     text, which would otherwise pass for a failed item. ``_numeric(pd.Series([True, "0", None]))`` -> 1, 0, NaN"""
+    if pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values):
+        return values.astype(float)  # already numbers (read by _frame, or from a CSV): nothing to read row by row
     words = values.map(lambda v: _WORDS.get(v.strip().lower(), v) if isinstance(v, str) else v)
     out = pd.to_numeric(words, errors="coerce").astype(float)
     bad = words[out.isna() & words.notna()]

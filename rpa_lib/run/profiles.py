@@ -122,7 +122,7 @@ def notebooks(only: list[str] | None = None) -> list[Path]:
     found = sorted(paths.NOTEBOOKS_DIR.glob("[0-9][0-9]_*.ipynb"))
     if only:
         def matches(p: Path, o: str) -> bool:
-            return (o in (p.stem, p.stem[:2], p.stem[3:]) or p.stem.startswith(f"{o}_")
+            return (o in (p.stem, p.stem[3:]) or p.stem.startswith(f"{o}_")
                     or (o.isdigit() and int(o) == int(p.stem[:2])))
 
         if unmatched := [o for o in only if not any(matches(p, o) for p in found)]:

@@ -262,12 +262,9 @@ def check_settings() -> None:
     limit), or a cache or index folder (``RPA_CACHE_DIR``, ``RPA_INDEX_DIR``) that cannot be written."""
     try:
         check_setting_names()
-        folders = [(paths.cache_dir(), "cache folder (RPA_CACHE_DIR)"),
-                   (paths.index_dir(), "index folder (RPA_INDEX_DIR)")]
-    except ValueError as e:  # a setting that names a file
+        paths.check_cache_folders()
+    except ValueError as e:
         raise SystemExit(str(e)) from None
-    for folder, what in folders:
-        writable(folder, what)
 
 
 def batch_rounds(profile: dict, todo: Setup, batch: str, mode: dict, budget: Budget | None) -> dict:
