@@ -92,6 +92,37 @@ def _smoke(out: Path) -> list[dict]:
 
 
 @pytest.fixture
+def notebooks_in_this_process(monkeypatch) -> None:
+    """The runner executes notebooks in this process, not in a kernel, for the tests of what it decides and counts
+    (which notebooks run, the folders and parameters a notebook is given, a plan's counts): the cells run here with
+    IPython's ``display``, the parameters set after the parameters cell as papermill sets them, the executed copy
+    written, a failure reported as ``_papermill`` reports it. A kernel costs 2-4 s of CPU before the notebook's
+    first line; the kernel path itself is tested by the smoke run, the plan of the smoke profile, a failing and a
+    dying notebook and the kernel's folder."""
+    import nbformat
+    from IPython.display import display
+
+    from rpa_lib.run import reproduce
+
+    def run(nb: Path, executed: Path, params: dict) -> str | None:
+        book, scope, failure, count = nbformat.read(nb, as_version=4), {"display": display}, None, 0
+        for cell in [c for c in book.cells if c.cell_type == "code"]:
+            count += 1  # papermill's execution count: the injected parameters cell is one too
+            try:
+                exec(cell.source, scope)
+            except Exception as e:
+                failure = f"cell {count} raised {type(e).__name__}: {e}"
+                break
+            if "parameters" in cell.metadata.get("tags", []):
+                scope.update(params)
+                count += 1
+        nbformat.write(book, executed)
+        return failure
+
+    monkeypatch.setattr(reproduce, "_papermill", run)
+
+
+@pytest.fixture
 def fixture_data() -> Path:
     """The fixture dataset folder (``data_dir`` layout). Do not write into it; use ``data_copy``."""
     return FIXTURE_DATA
@@ -128,13 +159,13 @@ def write_persona(tmp_path):
 
 
 # The files that take longest, in seconds of one worker within make test on the idle 2-core machine: the llama.cpp
-# server's tests 125, the notebooks with their smoke run 72, plan and budget 27, the browser 11, then 5-7 each. The
-# workers take files in collection order, so these go first, longest first, and the short files fill in beside them
-# (the Makefile turns off pytest-xdist's own order, by test count, with --no-loadscope-reorder: in that order the
-# server's file started after a minute and the browser's one test came last, and one worker ran alone for the last
-# 13-18 s).
-LONGEST_FIRST = ("test_server_llamacpp.py", "test_notebooks.py", "test_plan_budget.py", "test_browser.py",
-                 "test_llm_local.py", "test_import_real_pages.py", "test_lightrag.py", "test_gs.py")
+# server's tests 99, the notebooks with their smoke run 66, the browser, the local model and plan and budget 12-13
+# each, then 7 or less. The workers take files in collection order, so these go first, longest first, and the short
+# files fill in beside them (the Makefile turns off pytest-xdist's own order, by test count, with
+# --no-loadscope-reorder: in that order the server's file started after a minute and the browser's one test came
+# last, and one worker ran alone for the last 13-18 s).
+LONGEST_FIRST = ("test_server_llamacpp.py", "test_notebooks.py", "test_browser.py", "test_llm_local.py",
+                 "test_plan_budget.py", "test_lightrag.py", "test_import_real_pages.py", "test_gs.py")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -7,6 +7,7 @@ functions count; importing ``a.b.c`` counts as importing the packages ``a.b`` an
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -44,11 +45,14 @@ def imports(name: str) -> set[str]:
     return found - ancestors - {name}  # a module's own packages are running already: no cycle through them
 
 
-GRAPH = {m: imports(m) for m in MODULES}
+@functools.cache
+def graph() -> dict[str, set[str]]:
+    """Each library module's imports (read once, by the tests that need them: not while pytest collects)."""
+    return {m: imports(m) for m in MODULES}
 
 
 def test_data_never_imports_authoring():
-    offenders = {m: sorted(i for i in GRAPH[m] if i.startswith("rpa_lib.authoring"))
+    offenders = {m: sorted(i for i in graph()[m] if i.startswith("rpa_lib.authoring"))
                  for m in MODULES if m == "rpa_lib.data" or m.startswith("rpa_lib.data.")}
     assert {m: i for m, i in offenders.items() if i} == {}
 
@@ -58,7 +62,7 @@ def cycle_through(start: str) -> list[str] | None:
     stack, seen = [(start, [start])], set()
     while stack:
         node, path = stack.pop()
-        for nxt in GRAPH.get(node, ()):
+        for nxt in graph().get(node, ()):
             if nxt == start:
                 return path + [start]
             if nxt not in seen and nxt != "rpa_lib":

@@ -247,7 +247,7 @@ def test_smoke_csvs_carry_their_model_labels(smoke):
 
 
 def test_the_plan_of_the_smoke_profile_counts_the_calls_its_run_made_then_finds_them_cached(smoke, capsys, monkeypatch,
-                                                                                           tmp_path):
+                                                                                           tmp_path, request):
     """Planned with an empty cache (this test's own), two notebooks at once: every call to pay. The smoke run (fake
     LLM) made exactly the planned calls, notebook by notebook; planned again against its cache: every call cached,
     nothing to pay. (How repeats are counted: tests/test_plan_budget.py.)"""
@@ -273,7 +273,8 @@ def test_the_plan_of_the_smoke_profile_counts_the_calls_its_run_made_then_finds_
 
     run_cache = shutil.copytree(out / "cache", tmp_path / "run-cache")  # a copy: the smoke run's folder is only read
     monkeypatch.setenv("RPA_CACHE_DIR", str(run_cache))
-    again = reproduce.plan("smoke", ["03", "05"], workers=2)
+    request.getfixturevalue("notebooks_in_this_process")  # the kernels' dry runs are above: these ask the cache
+    again = reproduce.plan("smoke", ["03", "05"], workers=1)
     assert [(r["calls"], r["cached"], r["repeats"], r["to_pay"]) for r in again] == [(r["calls"], r["calls"], 0, 0)
                                                                                       for r in rows]
     assert sum(r["in_tokens"] for r in again) == 0
@@ -380,13 +381,13 @@ def test_the_users_dotenv_wins_over_the_profiles_env(tmp_path, monkeypatch):
         assert os.environ["HF_HUB_OFFLINE"] == "1"
 
 
-def test_relative_folders_mean_the_same_to_the_runner_and_its_kernels(tmp_path, monkeypatch):
+def test_relative_folders_mean_the_same_to_the_runner_and_its_kernels(tmp_path, monkeypatch,
+                                                                      notebooks_in_this_process):
     """A relative folder setting (in the environment or in .env) names a folder under the repository, wherever the
     run started and wherever the kernel starts (notebooks/, or JupyterLab's); a relative --output-dir names one
     where the run started. The runner itself uses the same folders."""
     from rpa_lib import settings
 
-    monkeypatch.setattr(reproduce, "_papermill", run_in_this_process)  # what the kernel is given is what counts
     books, here, repository = tmp_path / "notebooks", tmp_path / "elsewhere", tmp_path / "repository"
     books.mkdir()
     here.mkdir()
@@ -417,31 +418,10 @@ COUNT = ("from pathlib import Path\nout = Path(results_dir); out.mkdir(parents=T
          "(out / '{0}.txt').write_text(Path(data_dir, 'input.txt').read_text() + str(len(runs.read_text())))")
 
 
-def run_in_this_process(nb: Path, executed: Path, params: dict) -> str | None:
-    """The runner's notebook execution without a kernel, for the tests of what the runner decides to run: the cells
-    run here, the parameters set after the parameters cell as papermill would, the executed copy written, a failure
-    reported as the runner's ``_papermill`` reports it. (The kernel path itself: the smoke run and the tests of a
-    failing notebook and of the kernel's folder.)"""
-    book, scope, failure, count = nbformat.read(nb, as_version=4), {}, None, 0
-    for cell in [c for c in book.cells if c.cell_type == "code"]:
-        count += 1  # papermill's execution count: the injected parameters cell is one too
-        try:
-            exec(cell.source, scope)
-        except Exception as e:
-            failure = f"cell {count} raised {type(e).__name__}: {e}"
-            break
-        if "parameters" in cell.metadata.get("tags", []):
-            scope.update(params)
-            count += 1
-    nbformat.write(book, executed)
-    return failure
-
-
 @pytest.fixture
-def counting(tmp_path, monkeypatch):
+def counting(tmp_path, monkeypatch, notebooks_in_this_process):
     """Two fixture notebooks that count their runs (``NN.runs``) and copy data/input.txt, run in this process (the
     runner's decisions do not depend on the kernel); returns (run, out)."""
-    monkeypatch.setattr(reproduce, "_papermill", run_in_this_process)
     books, data = tmp_path / "notebooks", tmp_path / "data"
     books.mkdir()
     data.mkdir()

@@ -144,14 +144,15 @@ def test_a_failure_cached_after_fewer_attempts_is_planned_as_paid(tmp_path):
 # ---------------------------------------------------------------- the plan of a profile, end to end
 
 
-def test_a_fast_plan_is_within_5_percent_of_the_exact_plan(capsys):
+def test_a_fast_plan_is_within_5_percent_of_the_exact_plan(capsys, notebooks_in_this_process):
     """The fast plan dry-runs the notebooks whose calls are a sum over characters on 3 of the 15 characters (spread
     over the persona sizes) and scales by 5; the exact plan dry-runs all 15. Calls, calls to pay and tokens agree
-    within 5% for every notebook and model."""
+    within 5% for every notebook and model. (The dry runs run one at a time in this process: their counts are the
+    kernels', and a kernel's own cost is not what is measured.)"""
     profile = str(Path(__file__).parent / "fixtures" / "profiles" / "plan_sample.yaml")
     books = ["03", "04", "05", "07"]
-    exact = reproduce.plan(profile, books, exact=True)
-    fast = reproduce.plan(profile, books)
+    exact = reproduce.plan(profile, books, workers=1, exact=True)
+    fast = reproduce.plan(profile, books, workers=1)
     printed = capsys.readouterr().out
     assert ("A fast plan: 03_chunk_usage, 04_personality, 05_qa_evaluation, 07_judge_agreement dry-run on 3 "
             "characters (anya-forger, nina-iseri, edward-elric;") in printed and "on 3 of 15 characters" in printed
