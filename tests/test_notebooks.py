@@ -318,6 +318,15 @@ def test_failing_notebook_stops_the_run(tmp_path, monkeypatch, capsys):
     assert not (out / "notebooks" / "03_after.ipynb").exists()
 
 
+def test_notebook_08_names_a_data_dir_that_is_no_dataset(tmp_path, notebooks_in_this_process):
+    """Notebook 08 reads only the files earlier notebooks wrote, but re-tests the paper's tables on the dataset's
+    characters: a folder without characters stops it at once, named, before it reads or writes anything."""
+    empty = tmp_path / "no-dataset"
+    (empty / "characters").mkdir(parents=True)
+    params = {"data_dir": str(empty), "figures_dir": str(tmp_path / "figures"), "results_dir": str(tmp_path / "r")}
+    failure = reproduce._papermill(paths.NOTEBOOKS_DIR / "08_claims.ipynb", tmp_path / "08.ipynb", params)
+    assert failure == f"cell 3 raised DataError: {empty / 'characters'}: no character folders"
+    assert not list(tmp_path.glob("r/*"))
 
 
 def test_a_dead_kernel_is_reported_like_a_failing_notebook(tmp_path, monkeypatch, capsys):
