@@ -8,9 +8,8 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 # Every process writes the bytecode of what it imports, once, even where the environment says not to: the suite's
-# workers and notebook kernels would otherwise each compile anew every module they import (the venv and the
-# git-ignored __pycache__ folders are ours). So the install compiles nothing ahead, a fresh clone's first run
-# compiles only what it imports, and pytest keeps its rewritten tests.
+# workers and notebook kernels would otherwise each compile anew every module of the library and the tests they
+# import (the git-ignored __pycache__ folders are ours), and pytest keeps its rewritten tests.
 unexport PYTHONDONTWRITEBYTECODE
 
 .DEFAULT_GOAL := help
@@ -31,11 +30,11 @@ help: ## list the targets
 
 # The requirements are installed with uv (pinned here), which fetches and unpacks in parallel. uv does not read
 # pip's configuration: it is handed the folder of local wheels that pip is set to look in (where this machine keeps
-# torch's CPU build). It compiles no bytecode: of about 21,700 modules, the first run imports a few thousand
-# (30 s on 2 cores to compile them all).
+# torch's CPU build). It compiles the bytecode of what it installs, as pip does (about 22 s on 2 cores), so no
+# process of a fresh clone's first make test compiles the venv's modules (docs/benchmarks.md).
 UV_VERSION := 0.13.9
 UV_INSTALL = UV_FIND_LINKS="$${UV_FIND_LINKS:-$${PIP_FIND_LINKS:-$$($(PY) -m pip config get global.find-links 2>/dev/null)}}" \
-	$(VENV)/bin/uv pip install --quiet --python $(PY)
+	$(VENV)/bin/uv pip install --quiet --compile-bytecode --python $(PY)
 
 $(STAMP): requirements.txt requirements-models.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
