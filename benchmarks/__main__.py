@@ -9,7 +9,8 @@ import importlib
 import sys
 
 # each is benchmarks/<name>.py
-BENCHMARKS = ("index", "llm", "gs", "methods", "update", "engines", "shared_cache", "kernel_exit", "kernel_imports")
+BENCHMARKS = ("index", "llm", "gs", "methods", "update", "engines", "shared_cache", "kernel_exit", "kernel_imports",
+              "cpu_probe")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -24,6 +24,8 @@ import pytest
 
 pytest.importorskip("llama_cpp.server", reason="llama-cpp-python[server] is not installed: make setup-server")
 
+from benchmarks import cpu_probe  # noqa: E402
+from benchmarks.cpu_probe import prompt_speed, requantized  # noqa: E402
 from rpa_lib.llm import (  # noqa: E402
     Budget,
     BudgetExceeded,
@@ -54,22 +56,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def requantized(source: Path, to: Path) -> Path:
-    """The package's SmolLM2 (Q4_1) stored as Q8_0: each weight rounded to 8 bits, an error far below Q4_1's own,
-    which llama.cpp reads 1.4 times as fast here: 145 prompt tokens a second on one core of this machine instead of
-    103 (``Llama.eval`` of a 400-token prompt, logits of every token kept, best of 3). The tests' prompts are most
-    of the server's time."""
-    import ctypes
-
-    import llama_cpp
-
-    params = llama_cpp.llama_model_quantize_default_params()
-    params.ftype, params.allow_requantize = llama_cpp.LLAMA_FTYPE_MOSTLY_Q8_0, True
-    if llama_cpp.llama_model_quantize(str(source).encode(), str(to).encode(), ctypes.byref(params)) != 0:
-        raise RuntimeError(f"llama.cpp could not requantize {source} to Q8_0")
-    return to
 
 
 class Server:
@@ -120,6 +106,9 @@ class Server:
 
 @pytest.fixture(scope="module")
 def served_model(tmp_path_factory):
+    """The package's SmolLM2 (Q4_1) stored as Q8_0, which llama.cpp reads 1.4 times as fast on this machine (145
+    prompt tokens a second on one core instead of 103-107: ``python -m benchmarks cpu_probe``); the tests' prompts
+    are most of the server's time."""
     model = requantized(smollm2_path(), tmp_path_factory.mktemp("gguf") / "SmolLM2-135M-Instruct.Q8_0.gguf")
     yield model
     model.unlink()  # 145 MB: not kept with the test folders of the last runs
@@ -352,3 +341,11 @@ def test_the_in_process_llamacpp_engine_constrains_choice_and_structure():
     assert set(model.structured(user("Ada is 36."), SCHEMA, max_tokens=40).data) >= {"name", "age"}
     assert model.usage.reasks == 0  # grammar-constrained: right the first time
     assert model.usage.to_dict()["replies"]["choose"] == {"replies": 3, "invalid": 0, "valid_share": 1.0, "coerced": 0}
+
+
+def test_the_cpu_probe_runs_on_the_served_copy(served_model, capsys):
+    """``python -m benchmarks cpu_probe``, short (its figures are in docs/benchmarks.md, not asserted here)."""
+    assert prompt_speed(served_model, tokens=16, runs=1) > 0
+    with pytest.raises(SystemExit):
+        cpu_probe.main(["--tokens", "0"])
+    assert "--tokens must be 1 to 1,000" in capsys.readouterr().err
