@@ -25,7 +25,6 @@ import pytest
 pytest.importorskip("llama_cpp.server", reason="llama-cpp-python[server] is not installed: make setup-server")
 
 from benchmarks import cpu_probe  # noqa: E402
-from benchmarks.cpu_probe import prompt_speed, requantized  # noqa: E402
 from rpa_lib.llm import (  # noqa: E402
     Budget,
     BudgetExceeded,
@@ -109,7 +108,7 @@ def served_model(tmp_path_factory):
     """The package's SmolLM2 (Q4_1) stored as Q8_0, which llama.cpp reads 1.4 times as fast on this machine (145
     prompt tokens a second on one core instead of 103-107: ``python -m benchmarks cpu_probe``); the tests' prompts
     are most of the server's time."""
-    model = requantized(smollm2_path(), tmp_path_factory.mktemp("gguf") / "SmolLM2-135M-Instruct.Q8_0.gguf")
+    model = cpu_probe.requantized(smollm2_path(), tmp_path_factory.mktemp("gguf") / "SmolLM2-135M-Instruct.Q8_0.gguf")
     yield model
     model.unlink()  # 145 MB: not kept with the test folders of the last runs
 
@@ -345,7 +344,7 @@ def test_the_in_process_llamacpp_engine_constrains_choice_and_structure():
 
 def test_the_cpu_probe_runs_on_the_served_copy(served_model, capsys):
     """``python -m benchmarks cpu_probe``, short (its figures are in docs/benchmarks.md, not asserted here)."""
-    assert prompt_speed(served_model, tokens=16, runs=1) > 0
+    assert cpu_probe.prompt_speed(served_model, tokens=16, runs=1) > 0
     with pytest.raises(SystemExit):
         cpu_probe.main(["--tokens", "0"])
     assert "--tokens must be 1 to 1,000" in capsys.readouterr().err
