@@ -62,16 +62,14 @@ class _NumpyReadingWhole:
     SmolLM2's 98,000 vocabulary entries and merges item by item, slower on a memmap (each slice a new memmap
     object). The first call in a process takes a quarter less time, same weights (docs/benchmarks.md)."""
 
+    def __init__(self, numpy: Any) -> None:
+        self._numpy = numpy
+
     def __getattr__(self, name: str) -> Any:
-        import numpy
+        return getattr(self._numpy, name)
 
-        return getattr(numpy, name)
-
-    @staticmethod
-    def memmap(path, mode: str = "r", **_) -> Any:
-        import numpy
-
-        return numpy.fromfile(path, dtype=numpy.uint8)
+    def memmap(self, path, mode: str = "r", **_) -> Any:
+        return self._numpy.fromfile(path, dtype=self._numpy.uint8)
 
 
 @contextlib.contextmanager
@@ -91,7 +89,7 @@ def _gguf_parsed_once():
         return readers[key]
 
     gguf.GGUFReader, gguf.get_tensor_name_map = read_once, functools.lru_cache(maxsize=None)(name_map)
-    gguf_reader.np = _NumpyReadingWhole()
+    gguf_reader.np = _NumpyReadingWhole(numpy)
     try:
         yield
     finally:
