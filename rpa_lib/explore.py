@@ -16,7 +16,7 @@ from rpa_lib import display
 from rpa_lib.data import Dataset, as_dataset
 from rpa_lib.llm import get_llm
 from rpa_lib.methods import METHODS, build_method, setting_names
-from rpa_lib.methods.registry import method_label
+from rpa_lib.methods.registry import VARIANTS, method_label
 from rpa_lib.settings import setting
 from rpa_lib.splitters import SPLITTER_NAMES, SPLITTERS, settings_for, split
 
@@ -160,13 +160,14 @@ def ask(character: str, question: str, methods=DEFAULT_METHODS, llm="fake", data
         return list(pool.map(one, methods))
 
 
-def chosen_methods(methods) -> list[str]:
-    """``methods`` (one name or several) as a list; ValueError for none or an unknown name."""
+def chosen_methods(methods, known=(*METHODS, *VARIANTS)) -> list[str]:
+    """``methods`` (one name or several) as a list; ValueError for none or a name not ``known`` (the registered
+    methods and their variants; the explorer offers the registered ones)."""
     methods = [methods] if isinstance(methods, str) else list(methods)
     if not methods:
         raise ValueError("no method selected: choose one or more methods")
-    if unknown := [m for m in methods if m not in METHODS]:
-        raise ValueError(f"unknown method(s) {', '.join(map(repr, unknown))}; known: {', '.join(METHODS)}")
+    if unknown := [m for m in methods if m not in known]:
+        raise ValueError(f"unknown method(s) {', '.join(map(repr, unknown))}; known: {', '.join(known)}")
     return methods
 
 
@@ -214,7 +215,7 @@ def explorer(dataset: Dataset | None = None, character: str | None = None, metho
     pick = w.Dropdown(options=[(names.get(s, s), s) for s in slugs], description="character", style=wide,
                       value=character, layout={"width": "340px"})
     chosen = w.SelectMultiple(options=[(method_label(m), m) for m in METHODS],
-                              value=tuple(chosen_methods(methods)), rows=6, description="methods")
+                              value=tuple(chosen_methods(methods, METHODS)), rows=6, description="methods")
     choices = llm_choices()
     llm = chosen_llm(llm)
     choices.setdefault(llm, f"given: {llm}")  # a spec passed in, e.g. "openai:gpt-4.1"

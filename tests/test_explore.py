@@ -58,6 +58,13 @@ def test_a_failing_method_shows_its_error_and_the_others_answer(dataset):
     assert 'class="rpa-error"' in compare_html(answers)
 
 
+def test_a_variant_of_a_method_answers_by_its_name(dataset):
+    """``ask`` builds what ``build_method`` builds: a registered method's variant too (the explorer's list offers
+    the registered methods)."""
+    (answer,) = ask("ada-lindqvist", QUESTION, ["naive_rag_vanilla"], "fake", dataset, embedder="hash-64", k=2)
+    assert answer.method == "naive_rag_vanilla" and answer.error is None and answer.response.reply
+
+
 def test_unknown_character_is_a_clear_error(dataset):
     with pytest.raises(Exception, match="nobody"):
         ask("nobody", QUESTION, ["no_rag"], "fake", dataset)
