@@ -14,6 +14,7 @@ import pytest
 from benchmarks.batch_server import BatchServer
 from benchmarks.mock_server import MockServer, chat_completion, default_answer
 from rpa_lib.llm import LLMFatalError
+from rpa_lib.llm.batch_ledger import Ledger
 from rpa_lib.llm.batches import parse_results, run_round
 from rpa_lib.run import reproduce
 
@@ -131,6 +132,15 @@ def test_a_second_run_on_the_same_batch_folder_stops_instead_of_submitting_again
     assert not other.is_alive(), "the second run waited on the first one's round"
     assert "another run (process " in second["error"] and "paid twice" in second["error"]
     assert sorted(first) == ["req-000", "req-001"] and len(list(tmp_path.glob("round-*/requests-*.jsonl"))) == 1
+
+
+def test_a_ledger_that_cannot_be_opened_is_not_called_corrupt(tmp_path):
+    """Not openable (here a folder where the file belongs; also a lock held for minutes): named, without the advice
+    to move a damaged ledger aside, which would submit its batches again."""
+    (tmp_path / "ledger.sqlite").mkdir()
+    with pytest.raises(LLMFatalError, match=r"ledger.sqlite: cannot open the batch ledger \(unable to open") as err:
+        Ledger(tmp_path)
+    assert "move it aside" not in str(err.value)
 
 
 def test_a_corrupt_ledger_is_one_error_naming_it(tmp_path):

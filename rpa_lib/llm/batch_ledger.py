@@ -62,6 +62,8 @@ class Ledger:
             with self._conn:
                 for statement in _TABLES:
                     self._conn.execute(statement)
+        except sqlite3.OperationalError as exc:  # locked for minutes, or not openable: the file may be sound
+            raise LLMFatalError(f"{self.path}: cannot open the batch ledger ({exc})") from None
         except sqlite3.DatabaseError as exc:  # not a database, or one cut short
             raise LLMFatalError(f"{self.path}: cannot read the batch ledger ({exc}). It records the batches started "
                                 "from this folder: move it aside only once none of them runs (a new ledger would "
