@@ -106,3 +106,12 @@ def test_smollm2_chat_and_choose(tmp_path):
     assert [k for k in local._LOADED if ".gguf@" in k] == [f"{local.smollm2_path().resolve()}@{other.weights}"]
     from gguf import gguf_reader  # its reader parsed the file from memory during the load, and only then
     assert gguf_reader.np is numpy
+
+
+def test_a_gguf_file_is_parsed_from_memory_only_below_the_size_limit(tmp_path, monkeypatch):
+    path = tmp_path / "model.gguf"
+    path.write_bytes(b"GGUF" * 4)
+    reading = local._NumpyReadingWhole(numpy)
+    assert type(reading.memmap(path)) is numpy.ndarray and reading.uint8 is numpy.uint8
+    monkeypatch.setattr(local, "READ_WHOLE_BELOW", 8)  # a large model: mapped, not read whole
+    assert isinstance(reading.memmap(path, mode="r"), numpy.memmap)

@@ -57,6 +57,9 @@ def _quiet_loading():
             hf_logging.enable_progress_bar()
 
 
+READ_WHOLE_BELOW = 1 << 30  # bytes: a GGUF file up to this size is parsed from memory (SmolLM2's is 98 MB)
+
+
 class _NumpyReadingWhole:
     """numpy as gguf's reader sees it, except that ``memmap`` reads the whole file into memory: the reader parses
     SmolLM2's 98,000 vocabulary entries and merges item by item, slower on a memmap (each slice a new memmap
@@ -68,7 +71,9 @@ class _NumpyReadingWhole:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._numpy, name)
 
-    def memmap(self, path, mode: str = "r", **_) -> Any:
+    def memmap(self, path, mode: str = "r", **kwargs) -> Any:
+        if Path(path).stat().st_size > READ_WHOLE_BELOW:  # a large model: not all of it in memory at once
+            return self._numpy.memmap(path, mode=mode, **kwargs)
         return self._numpy.fromfile(path, dtype=self._numpy.uint8)
 
 
