@@ -188,8 +188,11 @@ def test_a_misspelt_setting_in_dotenv_is_named_too(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("workers", ["8", 0, -2, 2.5, True])
 def test_max_workers_must_be_a_whole_number_of_one_or_more(workers):
+    """Checked where every backend takes it (``LLM.__init__``): through ``get_llm`` and a backend built directly."""
     with pytest.raises(ValueError, match=r"max_workers must be a whole number of 1 or more, got"):
         get_llm("fake", max_workers=workers)
+    with pytest.raises(ValueError, match=r"max_workers must be a whole number of 1 or more, got"):
+        FakeLLM(max_workers=workers)
     assert get_llm("fake", max_workers=3).max_workers == 3
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import logging
+import operator
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
@@ -76,6 +77,17 @@ class _Spent:
     completion_tokens: int = 0
 
 
+
+def _workers(value: Any) -> int:
+    """``value`` as a number of concurrent calls; ValueError unless a whole number of 1 or more."""
+    try:
+        workers = operator.index(value) if not isinstance(value, bool) else 0
+    except TypeError:
+        workers = 0
+    if workers < 1:
+        raise ValueError(f"max_workers must be a whole number of 1 or more, got {value!r}")
+    return workers
+
 class LLM:
     """The interface. Subclasses set ``backend``, ``label``, ``model_id`` (and ``price``) before ``__init__``."""
 
@@ -90,11 +102,11 @@ class LLM:
     _keep_causes = True  # chain backend exceptions to our errors (False where they may carry a request or key)
 
     def __init__(self, *, cache: Any = True, max_workers: int | None = None, retry: RetryPolicy | None = None):
+        if max_workers is not None:
+            self.max_workers = _workers(max_workers)
         self._cache = open_cache(cache)
         self._inflight = self._cache.inflight if self._cache is not None else None  # claims of cache misses
         self.retry = retry or RetryPolicy()
-        if max_workers is not None:
-            self.max_workers = max_workers
         self.price = price_override() or self.price  # RPA_PRICE_IN / RPA_PRICE_OUT
         self._budget: Budget | None = None  # with_budget
         self.usage = Usage(self.label, self.model_id, self.price, free=self.backend in FREE_BACKENDS)

@@ -7,7 +7,6 @@ loads no model and reads no mode from the environment.
 from __future__ import annotations
 
 import difflib
-import operator
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
@@ -90,7 +89,7 @@ def get_llm(spec: str | None = None, *, role: str = "llm", default: str | None =
     mode = RunMode.of(mode)
     check_setting_names()
     if max_workers is not None:
-        options["max_workers"] = _workers(max_workers)
+        options["max_workers"] = max_workers
     common = {"cache": cache, **options}
     if role == "judge" and not spec:
         model, url = setting("RPA_JUDGE_MODEL"), setting("RPA_JUDGE_BASE_URL", base_url)
@@ -122,17 +121,6 @@ def check_setting_names() -> None:
         hint = _INSTEAD.get(name) or (f"did you mean {close[0]}?" if close else "")
         raise ValueError(f"{', '.join(unknown)} (environment or .env) is not a setting{f' ({hint})' if hint else ''};"
                          f" the LLM settings are {', '.join(SETTINGS)}")
-
-
-def _workers(value: Any) -> int:
-    """``value`` as a number of concurrent calls; ValueError unless a whole number of 1 or more."""
-    try:
-        workers = operator.index(value) if not isinstance(value, bool) else 0
-    except TypeError:
-        workers = 0
-    if workers < 1:
-        raise ValueError(f"max_workers must be a whole number of 1 or more, got {value!r}")
-    return workers
 
 
 def judge_llm(spec: str | None = None, *, default: str | None = None, **options: Any):
