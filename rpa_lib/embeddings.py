@@ -6,7 +6,6 @@ a Hugging Face id or a folder), ``tfidf`` (fitted on the texts given), ``hash`` 
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import importlib.util
 import sqlite3
@@ -17,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from rpa_lib.errors import did_you_mean
 from rpa_lib.fingerprint import fingerprint
 from rpa_lib.model_files import KNOWN_MODELS, PAPER_EMBEDDERS, is_local, model_folder, require_models  # noqa: F401
 from rpa_lib.paths import cache_dir
@@ -195,9 +195,8 @@ def get_embedder(name: str = "minilm", corpus: list[str] | None = None) -> Embed
                 try:
                     model_folder(name)
                 except RuntimeError as e:
-                    close = difflib.get_close_matches(name, EMBEDDER_NAMES, 1)
-                    raise ValueError(f"unknown embedder {name!r}" + (f" (did you mean {close[0]!r}?)" if close else "")
-                                     + f": not a short name ({', '.join(EMBEDDER_NAMES)}), and {e}") from None
+                    raise ValueError(f"unknown embedder {name!r}{did_you_mean([name], EMBEDDER_NAMES)}: not a short "
+                                     f"name ({', '.join(EMBEDDER_NAMES)}), and {e}") from None
                 embedder = SentenceTransformerEmbedder(name)
             _EMBEDDERS[name] = embedder
         return _EMBEDDERS[name]

@@ -1,9 +1,11 @@
 """``DataError``, the root of every bad-input error: ``except DataError`` catches them all (``PersonaError`` and the
-loaders' errors derive from it), ``except ValueError`` still works. Imports nothing of the library."""
+loaders' errors derive from it), ``except ValueError`` still works; the "did you mean" of a misspelt name; the exit
+status of a closed pipe. Imports nothing of the library."""
 
 from __future__ import annotations
 
 import contextlib
+import difflib
 import os
 import sys
 from pathlib import Path
@@ -24,3 +26,10 @@ def closed_pipe() -> int:
     with contextlib.suppress(OSError, ValueError):  # a stdout with no descriptor (a test's capture) is quiet already
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 141
+
+
+def did_you_mean(given, valid) -> str:
+    """`` (did you mean 'embedder'?)`` for misspelt names, else ``""``: ``did_you_mean(["embeder"], ["embedder"])``;
+    it ends a message, after the list of valid ones."""
+    close = [m for g in given for m in difflib.get_close_matches(str(g), list(valid), 1)]
+    return f" (did you mean {', '.join(map(repr, close))}?)" if close else ""

@@ -14,13 +14,14 @@ ValueError: qa_questions: expected 1 or more (or None), got -1
 from __future__ import annotations
 
 import ast
-import difflib
 import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from rpa_lib.errors import did_you_mean
 
 # parameters that may be None ("all", "the environment") whatever their default, by the name every notebook uses
 NONE_DEFAULTS = {"characters": "list[str] | None", "data_dir": "str | None", "figures_dir": "str | None",
@@ -115,7 +116,5 @@ def check_injected(namespace: Mapping[str, Any], declared: dict[str, Parameter])
                      for t in node.targets if isinstance(t, ast.Name)]
             unknown = [n for n in names if n not in declared]
             if unknown:
-                close = [m for n in unknown for m in difflib.get_close_matches(n, list(declared), 1)]
-                meant = f" (did you mean {', '.join(map(repr, close))}?)" if close else ""
-                raise ValueError(f"no parameter(s) {', '.join(map(repr, unknown))}{meant}; parameters: "
-                                 f"{', '.join(declared)}")
+                raise ValueError(f"no parameter(s) {', '.join(map(repr, unknown))}{did_you_mean(unknown, declared)}; "
+                                 f"parameters: {', '.join(declared)}")

@@ -4,13 +4,13 @@ anything runs, and the list of numbered notebooks. This module runs nothing (:mo
 
 from __future__ import annotations
 
-import difflib
 import math
 from pathlib import Path
 
 import yaml
 
 from rpa_lib import paths
+from rpa_lib.errors import did_you_mean
 from rpa_lib.notebook_params import check_value, parameters
 
 TOP_LEVEL = ("description", "defaults", "notebooks", "env", "budget_usd", "batch")
@@ -59,7 +59,7 @@ def load_profile(name: str) -> dict:
         raise SystemExit(f"{path}: a profile is a mapping with {', '.join(TOP_LEVEL[:-1])} and {TOP_LEVEL[-1]}")
     if unknown := set(profile) - set(TOP_LEVEL):
         raise SystemExit(f"{path}: unknown top-level key(s) {', '.join(map(str, sorted(unknown, key=str)))}; "
-                         f"keys: {', '.join(TOP_LEVEL)}{_meant(unknown, TOP_LEVEL)}")
+                         f"keys: {', '.join(TOP_LEVEL)}{did_you_mean(unknown, TOP_LEVEL)}")
     budget = profile.get("budget_usd")
     if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int | float)
                                or not 0 <= budget < math.inf):  # NaN fails the comparison too
@@ -90,7 +90,7 @@ def check_profile(path: Path, profile: dict) -> None:
         stem = section.removeprefix("notebooks.")
         if section != "defaults" and stem not in declared:
             raise SystemExit(f"{path}: {section}: no such notebook; notebooks: {', '.join(declared)}"
-                             + _meant([stem], declared))
+                             + did_you_mean([stem], declared))
         scope = {stem: declared[stem]} if section != "defaults" else declared
         for key, value in values.items():
             if key in RUNNER_ONLY:
@@ -101,19 +101,12 @@ def check_profile(path: Path, profile: dict) -> None:
                 valid = sorted({p for params in scope.values() for p in params})
                 raise SystemExit(f"{path}: {section}.{key}: not a parameter of "
                                  f"{stem if section != 'defaults' else 'any notebook'}; parameters: "
-                                 f"{', '.join(valid)}{_meant([key], valid)}")
+                                 f"{', '.join(valid)}{did_you_mean([key], valid)}")
             for param in owners:
                 try:
                     check_value(key, value, param)
                 except ValueError as e:
                     raise SystemExit(f"{path}: {section}.{e}") from None
-
-
-def _meant(given, valid) -> str:
-    """`` (did you mean 'embedder'?)`` for a misspelt key, else ``""``: ``_meant(["embeder"], ["embedder"])``; it
-    ends the message, after the list of valid ones."""
-    close = [m for g in given for m in difflib.get_close_matches(str(g), list(valid), 1)]
-    return f" (did you mean {', '.join(map(repr, close))}?)" if close else ""
 
 
 def notebooks(only: list[str] | None = None) -> list[Path]:
