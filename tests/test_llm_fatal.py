@@ -23,7 +23,7 @@ def client(server: MockServer, model: str = "gpt-4.1-mini", **options):
 
 
 @pytest.mark.parametrize("status, hint", [("401", "refused the credentials"), ("403", "permission denied"),
-                                          ("404", "check the model name and the base URL")])
+                                          ("404", "check the model name (RPA_LLM_MODEL or the spec) and the base URL")])
 def test_fatal_statuses_are_not_retried_and_name_model_and_server(status, hint):
     with MockServer(script=[status] * 5) as server:
         llm = client(server)
@@ -35,6 +35,26 @@ def test_fatal_statuses_are_not_retried_and_name_model_and_server(status, hint):
         assert server.requests == 1 and llm.usage.retries == 0 and llm.usage.errors == 1
         assert isinstance(err.value, LLMError)  # callers catching LLMError still catch it
         assert err.value.__cause__ is None and err.value.__context__ is None
+
+
+@pytest.mark.parametrize("role, model, url, key", [
+    ("gs", "the gs_llm parameter", "RPA_GS_BASE_URL or", "RPA_GS_API_KEY, else OPENAI_API_KEY"),
+    ("judge", "RPA_JUDGE_MODEL", "RPA_JUDGE_BASE_URL, else RPA_LLM_BASE_URL,", "RPA_JUDGE_API_KEY, else OPENAI_API_KEY")])
+def test_a_fatal_status_names_the_settings_of_the_llms_own_role(role, model, url, key, monkeypatch):
+    with MockServer(script=["404", "401"], models=("served",), list_models=True) as server:
+        def build(name):  # GS from its parameter, the judge from RPA_JUDGE_MODEL: each on its role's settings
+            monkeypatch.setenv("RPA_JUDGE_MODEL", name)
+            monkeypatch.setenv(f"RPA_{role.upper()}_BASE_URL", server.base_url)
+            spec = f"openai:{name}" if role == "gs" else None
+            return get_llm(spec, role=role, api_key="sk-test", cache=False, retry=FAST)
+
+        for status, hint in (("404", f"check the model name ({model}) and the base URL ({url}"),
+                             ("401", f"check the API key ({key}, or api_key=)")):
+            with pytest.raises(LLMFatalError, match=f"HTTP {status}") as err:
+                build("served").chat(user("hi"))
+            assert hint in str(err.value) and "RPA_LLM_MODEL" not in str(err.value)
+        with pytest.raises(LLMFatalError, match=rf"is not served at .*: check the model name \({model}\)$"):
+            build("other").chat(user("hi"))
 
 
 def test_unknown_model_is_fatal():

@@ -18,15 +18,12 @@ from rpa_lib.llm.llamacpp import LlamaCppLLM
 from rpa_lib.llm.local import LocalLLM
 from rpa_lib.llm.openai_backend import OPENAI_URL, OpenAILLM
 from rpa_lib.llm.plan import PlanLLM
+from rpa_lib.llm.roles import SETTINGS, connection, mode_setting
 from rpa_lib.llm.rounds import BatchLLM
 from rpa_lib.settings import setting, settings
 
 ROLES = ("llm", "judge", "gs")
 KINDS = ("local", "llamacpp", "openai", "fake")  # what a spec starts with; anything else is an OpenAI model name
-SETTINGS = ("RPA_LLM_MODEL", "RPA_LLM_BASE_URL", "RPA_LLM_TIMEOUT", "RPA_LLM_CHOOSE_MODE", "RPA_LLM_STRUCTURED_MODE",
-            "RPA_JUDGE_MODEL", "RPA_JUDGE_BASE_URL", "RPA_JUDGE_API_KEY", "RPA_JUDGE_CHOOSE_MODE",
-            "RPA_JUDGE_STRUCTURED_MODE", "RPA_GS_BASE_URL", "RPA_GS_API_KEY", "RPA_GS_CHOOSE_MODE",
-            "RPA_GS_STRUCTURED_MODE", "RPA_PRICE_IN", "RPA_PRICE_OUT", "RPA_BUDGET_USD")  # every one read
 _PREFIXES = ("RPA_LLM", "RPA_JUDGE", "RPA_GS", "RPA_PRICE", "RPA_BUDGET")  # a name so begun must be one of SETTINGS
 _INSTEAD = {"RPA_LLM_API_KEY": "the role-play LLM's key is OPENAI_API_KEY",
             "RPA_GS_MODEL": "GS's model is the gs_llm parameter of a notebook or profile",
@@ -128,14 +125,6 @@ def judge_llm(spec: str | None = None, *, default: str | None = None, **options:
     return get_llm(spec, role="judge", default=default, **options)
 
 
-def connection(prefix: str, base_url: str | None = None, api_key: str | None = None) -> tuple[str | None, str | None]:
-    """(base URL, API key) of the backend built with settings ``prefix`` (``RPA_LLM``, ``RPA_JUDGE``, ``RPA_GS``):
-    each explicit, else ``{prefix}_BASE_URL`` and ``{prefix}_API_KEY``; the judge's URL falls back to the role-play
-    LLM's; a key left None is ``OPENAI_API_KEY``, which the backend looks up."""
-    url = setting(f"{prefix}_BASE_URL", base_url) or (setting("RPA_LLM_BASE_URL") if prefix == "RPA_JUDGE" else None)
-    return url, api_key if prefix == "RPA_LLM" else setting(f"{prefix}_API_KEY", api_key)
-
-
 def role_backend(prefix: str, model: str, server: str, **options: Any) -> OpenAILLM:
     """The backend of ``model`` at ``server`` (its URL without credentials, as a batch miss records it) with the key
     and URL credentials that settings ``prefix`` give, so a batch of that role's calls goes as its calls would; the
@@ -161,6 +150,6 @@ def _build(spec: str, prefix: str, base_url: str | None, api_key: str | None, op
         rest = spec  # a bare model name: "gpt-4.1"
     if not rest:
         raise ValueError(f"spec {spec!r} names no model: use e.g. 'openai:gpt-4.1'")
-    for name in ("choose_mode", "structured_mode"):
-        options.setdefault(name, setting(f"{prefix}_{name.upper()}"))
+    for kind in ("choose", "structured"):
+        options.setdefault(f"{kind}_mode", setting(mode_setting(prefix, kind)))
     return OpenAILLM(rest, base_url=base_url, api_key=api_key, role=prefix, **options)

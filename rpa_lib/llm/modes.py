@@ -10,12 +10,12 @@ import re
 import threading
 
 from rpa_lib.llm.reply import LLMFatalError
+from rpa_lib.llm.roles import mode_setting
 
 log = logging.getLogger("rpa_lib.llm")
 
 CHAINS = {"choose": ("json_schema", "logprobs", "text"),
           "structured": ("json_schema", "json_object_schema", "json_object", "text")}
-SETTINGS = {"choose": "CHOOSE_MODE", "structured": "STRUCTURED_MODE"}  # after RPA_LLM_ / RPA_JUDGE_
 _CAPABILITY = re.compile(r"response_format|json_schema|json_object|logprobs|grammar", re.I)
 _VALIDATION = re.compile(r"input should be|validation|not supported|unsupported|invalid|unknown|extra", re.I)
 _NEGOTIATED: dict[tuple[str, str, str], str] = {}  # (server, model, kind) -> the mode that server gets now
@@ -26,16 +26,11 @@ class Rejected(Exception):
     """The server cannot serve the mode asked for (its message, scrubbed)."""
 
 
-def _setting(kind: str, role: str | None) -> str:
-    """The setting of ``kind``'s mode for ``role`` (``RPA_GS``), or for either usual role when None."""
-    return f"{role}_{SETTINGS[kind]}" if role else f"RPA_LLM_{SETTINGS[kind]} (or RPA_JUDGE_{SETTINGS[kind]})"
-
-
-def checked(kind: str, mode: str | None, role: str | None = None) -> str:
+def checked(kind: str, mode: str | None, role: str = "RPA_LLM") -> str:
     """``mode`` (None: ``"auto"``), or ValueError naming the setting of ``role`` and the allowed values."""
     mode = mode or "auto"
     if mode != "auto" and mode not in CHAINS[kind]:
-        raise ValueError(f"{kind}_mode ({_setting(kind, role)} or {kind}_mode=) must be auto or one of "
+        raise ValueError(f"{kind}_mode ({mode_setting(role, kind)} or {kind}_mode=) must be auto or one of "
                          f"{', '.join(CHAINS[kind])}; got {mode!r}")
     return mode
 
@@ -62,13 +57,13 @@ def current(server: str, model: str, kind: str, configured: str) -> str:
 
 
 def fall_back(server: str, model: str, kind: str, configured: str, rejected: str, why: str,
-              role: str | None = None) -> None:
+              role: str = "RPA_LLM") -> None:
     """Move past the rejected mode (once, however many calls were rejected in it); LLMFatalError for an explicit
     mode (naming the setting of ``role``) or the chain's last."""
     chain = CHAINS[kind]
     if configured != "auto":
         raise LLMFatalError(f"{why} -- this server does not support {kind}_mode {configured!r}; set "
-                            f"{_setting(kind, role)} to auto or another of "
+                            f"{mode_setting(role, kind)} to auto or another of "
                             f"{', '.join(chain)} (model {model!r} at {server})")
     key = (server, model, kind)
     with _LOCK:

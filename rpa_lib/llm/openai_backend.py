@@ -23,6 +23,7 @@ from rpa_lib.llm.budget import body_tokens
 from rpa_lib.llm.replicas import Replicas, routing_transport, split_urls
 from rpa_lib.llm.reply import LLMFatalError, Raw
 from rpa_lib.llm.retry import Exhausted, RetryPolicy, Transient
+from rpa_lib.llm.roles import key_setting, model_setting, url_setting
 from rpa_lib.llm.usage import price_for
 from rpa_lib.settings import setting
 
@@ -53,10 +54,10 @@ def retried(status: int) -> bool:
     return status in RETRY_STATUS or status >= 500
 
 
-_FATAL_STATUS = {401: "the server refused the credentials: check OPENAI_API_KEY (or api_key=) or the base URL's "
+_FATAL_STATUS = {401: "the server refused the credentials: check {key} or the base URL's "
                       "user:password",
                  403: "permission denied: this key may not use this model or endpoint",
-                 404: "not found: check the model name and the base URL (RPA_LLM_MODEL, RPA_LLM_BASE_URL)"}
+                 404: "not found: check {model} and {url}"}
 _NO_MODEL = re.compile(r"model\b.*\b(does not exist|not found)|\b(unknown|invalid) model\b", re.I | re.S)
 
 
@@ -80,16 +81,10 @@ def _port(parts: Any) -> int | None:
                          "@ after it: http://user:password@host:8000/v1)") from None
 
 
-def _url_setting(role: str) -> str:
-    """The settings a base URL of ``role`` comes from, for messages. ``_url_setting("RPA_GS")``"""
-    fallback = ", else RPA_LLM_BASE_URL," if role == "RPA_JUDGE" else ""
-    return f"the base URL ({role}_BASE_URL{fallback} or base_url=)"
-
-
 def checked_urls(base_url: str, role: str = "RPA_LLM") -> list[str]:
     """The URLs of ``base_url`` (replicas, comma-separated), each an http(s) URL with a host; ValueError naming the
     setting of ``role`` otherwise, never showing a credential. ``checked_urls("http://a/v1, http://b/v1")``"""
-    name = _url_setting(role)
+    name = url_setting(role)
     urls = split_urls(base_url)
     if not urls:
         raise ValueError(f"{name} names no URL: e.g. http://127.0.0.1:8000/v1")
@@ -273,7 +268,7 @@ class OpenAILLM(LLM):
             return
         if served and not any(s == self.model or s.startswith(f"{self.model}:") for s in served):  # Ollama: "m:tag"
             raise LLMFatalError(f"model {self.model!r} is not served at {self.base_url}; it serves "
-                                f"{', '.join(map(repr, served[:10]))}: check RPA_LLM_MODEL (or RPA_JUDGE_MODEL)")
+                                f"{', '.join(map(repr, served[:10]))}: check {model_setting(self.role)}")
 
     def _status_failure(self, status: int, detail: str, attempts: int = 1) -> Exception:
         """Exhausted (a status the client retries), LLMFatalError or RuntimeError for an HTTP error, scrubbed."""
@@ -281,7 +276,8 @@ class OpenAILLM(LLM):
         if retried(status):
             return Exhausted(message, attempts)
         if status in _FATAL_STATUS or (status == 400 and _NO_MODEL.search(detail)):
-            hint = _FATAL_STATUS.get(status, _FATAL_STATUS[404])
+            hint = _FATAL_STATUS.get(status, _FATAL_STATUS[404]).format(
+                key=key_setting(self.role), model=model_setting(self.role), url=url_setting(self.role))
             if status == 404 and not all(u.endswith("/v1") for u in self.base_url.split(",")):
                 hint += "; an OpenAI-compatible server's base URL usually ends in /v1"
             return LLMFatalError(f"{message} -- {hint} ({self._where()})")
@@ -303,7 +299,7 @@ class OpenAILLM(LLM):
             if isinstance(completion, str):  # not JSON: a web page, another kind of server
                 kind = response.headers.get("content-type", "no content type").split(";")[0]
                 failure = LLMFatalError(f"{self._where()} answered a chat completion request with {kind}, not "
-                                        f"JSON: is {_url_setting(self.role)} the URL of an OpenAI-compatible API?")
+                                        f"JSON: is {url_setting(self.role)} the URL of an OpenAI-compatible API?")
         except openai.APITimeoutError as exc:
             failure = Exhausted(f"timed out after {self.timeout:g} s (RPA_LLM_TIMEOUT); a call gives up after at "
                                 f"most {self.worst_case_seconds:g} s ({self.retry.attempts} attempts and backoff)",
@@ -314,7 +310,7 @@ class OpenAILLM(LLM):
                 exc.request)
             failure = Exhausted(message, attempts)
             if not self._answered and isinstance(cause, httpx2.ConnectError):  # no server there: each call would wait
-                check = (f"is the server running, and is {_url_setting(self.role)} right?" if self._self_hosted
+                check = (f"is the server running, and is {url_setting(self.role)} right?" if self._self_hosted
                          else "is this machine online?")
                 failure = LLMFatalError(f"failed after {attempts} attempts: {message}; nothing has answered at "
                                         f"{self.base_url} in this run: {check}")
