@@ -163,33 +163,36 @@ CHOICES = {"comparison": tuple(COMPARISONS), "scoring": SCORINGS, "keypoint_form
 
 def _check(notebook: str, namespace: Mapping[str, Any]) -> None:
     """Every parameter of ``namespace`` the notebook declares (output folders too) against its declaration
-    (:func:`~rpa_lib.notebook_params.check_value`), no undeclared one injected by papermill, ``methods`` registered,
-    ``method_settings`` a dict per method and :data:`CHOICES` among theirs: one ValueError naming the notebook, the
-    parameter and the problem."""
+    (:func:`~rpa_lib.notebook_params.check_value`) and :func:`check_choice`, and no undeclared one injected by
+    papermill: one ValueError naming the notebook, the parameter and the problem."""
     declared = parameters(paths.NOTEBOOKS_DIR / f"{notebook}.ipynb")
     try:
         check_injected(namespace, declared)
         for name, param in declared.items():
             if name in namespace:
                 check_value(name, namespace[name], param)
-        for name, allowed in CHOICES.items():
-            given = namespace.get(name) if name in declared else None
-            given = given if isinstance(given, list) else [given]
-            if unknown := [v for v in given if v is not None and v not in allowed]:
-                raise ValueError(f"{name}: {', '.join(map(repr, unknown))} is not one of {', '.join(allowed)}")
-        methods = namespace.get("methods") if "methods" in declared else None
-        for name in methods or []:
-            try:
-                method_class(name)
-            except ValueError as e:
-                raise ValueError(f"methods: {e}") from None
-        settings = namespace.get("method_settings") if "method_settings" in declared else None
-        for name, given in (settings or {}).items():
-            if not isinstance(given, dict):
-                raise ValueError(f"method_settings: {name!r}: expected a dict of settings, e.g. {{'k': 3}}, got "
-                                 f"{type(given).__name__} {given!r}")
+                check_choice(name, namespace[name])
     except ValueError as e:
         raise ValueError(f"{notebook}: {e}") from None
+
+
+def check_choice(name: str, value: Any) -> None:
+    """ValueError when parameter ``name`` holds a value (or, for a list, an item) outside its :data:`CHOICES`,
+    ``methods`` an unregistered method, or ``method_settings`` anything but a dict per method. ``reproduce`` checks a
+    profile with it before the first notebook runs."""
+    if name in CHOICES:
+        given = value if isinstance(value, list) else [value]
+        if unknown := [v for v in given if v is not None and v not in CHOICES[name]]:
+            raise ValueError(f"{name}: {', '.join(map(repr, unknown))} is not one of {', '.join(CHOICES[name])}")
+    for method in (value or []) if name == "methods" else []:
+        try:
+            method_class(method)
+        except ValueError as e:
+            raise ValueError(f"methods: {e}") from None
+    for method, given in (value or {}).items() if name == "method_settings" else []:
+        if not isinstance(given, dict):
+            raise ValueError(f"method_settings: {method!r}: expected a dict of settings, e.g. {{'k': 3}}, got "
+                             f"{type(given).__name__} {given!r}")
 
 
 class Repeat:

@@ -38,6 +38,12 @@ def test_a_profile_that_is_not_text_is_one_line(profile):
     ("notebooks:\n  02_similarity: {k: 3}\n", "notebooks.02_similarity: no such notebook; .* \\(did you mean '02_similarity_scores'\\?\\)$"),
     ("1: x\n", "unknown top-level key\\(s\\) 1; keys: description"),  # was a TypeError sorting the keys
     ("env:\n  1: x\n", "env: 1 is no variable name"),  # was a TypeError when the run set the environment
+    # a value outside a parameter's choices stopped the run at its notebook, after the notebooks before it ran
+    ("defaults:\n  scoring: likret\n", "defaults.scoring: 'likret' is not one of "),
+    ("notebooks:\n  05_qa_evaluation: {methods: [amadeus, amadeuz]}\n",
+     "notebooks.05_qa_evaluation.methods: unknown method 'amadeuz'"),
+    ("notebooks:\n  04_personality: {method_settings: {naive_rag: 3}}\n",
+     "notebooks.04_personality.method_settings: 'naive_rag': expected a dict of settings"),
 ])
 def test_a_misspelt_or_odd_key_names_the_one_meant(profile, text, message):
     with pytest.raises(SystemExit, match=message):

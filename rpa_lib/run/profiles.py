@@ -11,6 +11,7 @@ import yaml
 
 from rpa_lib import paths
 from rpa_lib.errors import did_you_mean
+from rpa_lib.experiment import check_choice
 from rpa_lib.notebook_params import check_value, parameters
 
 TOP_LEVEL = ("description", "defaults", "notebooks", "env", "budget_usd", "batch")
@@ -82,7 +83,7 @@ def load_profile(name: str) -> dict:
 
 def check_profile(path: Path, profile: dict) -> None:
     """Every key of ``defaults`` declared by some notebook, of ``notebooks.<NN_name>`` by that notebook, every
-    value of the declared type."""
+    value of the declared type and among the parameter's choices (a method registered, a scoring known)."""
     declared = {nb.stem: parameters(nb) for nb in notebooks()}
     sections = {"defaults": profile.get("defaults") or {}, **{f"notebooks.{k}": v or {} for k, v in
                                                                (profile.get("notebooks") or {}).items()}}
@@ -105,6 +106,7 @@ def check_profile(path: Path, profile: dict) -> None:
             for param in owners:
                 try:
                     check_value(key, value, param)
+                    check_choice(key, value)
                 except ValueError as e:
                     raise SystemExit(f"{path}: {section}.{e}") from None
 
