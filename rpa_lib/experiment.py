@@ -37,17 +37,14 @@ class Experiment:
     def __init__(self, notebook: str, namespace: Mapping[str, Any]):
         self.notebook = notebook
         self.parameters = notebook_parameters(notebook, dict(namespace))
-        get = self.parameters.get
-        n = get("repeats", 1)
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise ValueError(f"{notebook}: repeats is the number of runs, 1 or more: {n!r}")
         _check(notebook, namespace)
+        get = self.parameters.get
         self.figures, self.results = output_dirs(namespace.get("figures_dir"), namespace.get("results_dir"))
         self.mode = RunMode.of(get("run_mode"))
         self.dataset = Dataset(get("data_dir"))
         self.characters = self.dataset.characters(get("characters")) if "characters" in self.parameters else []
         self.max_failed_share = float(get("max_failed_share") or 0.0)
-        self.repeats = [Repeat(self, r) for r in range(n)]
+        self.repeats = [Repeat(self, r) for r in range(get("repeats", 1))]
         self._handed: dict[str, LLM] = {}
         self.pending: dict[str, int] = {}  # batch rounds: what -> items waiting for a round
 

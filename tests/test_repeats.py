@@ -105,7 +105,7 @@ def test_a_table_of_two_runs_says_so(two_runs, tmp_path):
     one = Experiment("05_qa_evaluation", {"data_dir": ex.dataset.root, "llm": "fake"})
     assert len(one.repeats) == 1 and "runs" not in one.interval_caption(2)
     assert one.each(lambda r: pd.DataFrame({"x": [r.index]})).columns.tolist() == ["x"]  # one run: no repeat column
-    with pytest.raises(ValueError, match="repeats is the number of runs"):
+    with pytest.raises(ValueError, match="05_qa_evaluation: repeats: expected 1 or more, got 0"):
         Experiment("05_qa_evaluation", {"data_dir": ex.dataset.root, "llm": "fake", "repeats": 0})
 
 
