@@ -25,7 +25,7 @@ from rpa_lib.evaluation.uncertainty import interval_caption
 from rpa_lib.llm import LLM, RunMode, get_llm, judge_llm
 from rpa_lib.llm.rounds import rounds_record
 from rpa_lib.methods.amadeus import EXTRACT_FORMATS
-from rpa_lib.methods.registry import method_class
+from rpa_lib.methods.registry import method_class, method_settings
 from rpa_lib.notebook_params import check_injected, check_value, parameters
 from rpa_lib.report import Written, notebook_parameters, output_dirs, run_label, save_figure, save_run_record
 from rpa_lib.retrieval import persona_embedder
@@ -175,7 +175,8 @@ def _check(notebook: str, namespace: Mapping[str, Any]) -> None:
 
 def check_choice(name: str, value: Any) -> None:
     """ValueError when parameter ``name`` holds a value (or, for a list, an item) outside its :data:`CHOICES`,
-    ``methods`` an unregistered method, or ``method_settings`` anything but a dict per method. ``reproduce`` checks a
+    ``methods`` an unregistered method, or ``method_settings`` anything but a dict of a method's own settings with
+    values its ``Settings`` take. ``reproduce`` checks a
     profile with it before the first notebook runs."""
     if name in CHOICES:
         given = value if isinstance(value, list) else [value]
@@ -190,6 +191,10 @@ def check_choice(name: str, value: Any) -> None:
         if not isinstance(given, dict):
             raise ValueError(f"method_settings: {method!r}: expected a dict of settings, e.g. {{'k': 3}}, got "
                              f"{type(given).__name__} {given!r}")
+        try:
+            method_settings(method, given)
+        except (ValueError, TypeError) as e:  # TypeError: a setting of the wrong type compared with a number
+            raise ValueError(f"method_settings.{method}: {e}") from None
 
 
 class Repeat:

@@ -44,6 +44,9 @@ def test_a_profile_that_is_not_text_is_one_line(profile):
      "notebooks.05_qa_evaluation.methods: unknown method 'amadeuz'"),
     ("notebooks:\n  04_personality: {method_settings: {naive_rag: 3}}\n",
      "notebooks.04_personality.method_settings: 'naive_rag': expected a dict of settings"),
+    ("notebooks:\n  04_personality: {method_settings: {crag: {strip_sentence: 4}}}\n",
+     "notebooks.04_personality.method_settings.crag: method 'crag' has no setting 'strip_sentence'; its settings: "),
+    ("defaults:\n  method_settings: {naive_rag: {k: 0}}\n", "defaults.method_settings.naive_rag: k must be at least 1"),
 ])
 def test_a_misspelt_or_odd_key_names_the_one_meant(profile, text, message):
     with pytest.raises(SystemExit, match=message):

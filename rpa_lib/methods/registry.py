@@ -69,21 +69,25 @@ def setting_names(name: str) -> list[str]:
     return sorted(f.name for f in fields(method_class(name).Settings))
 
 
-def build_method(name: str, llm=None, *, dataset=None, gs_llm=None, **settings) -> Method:
-    """A registered method with its settings. ``llm`` defaults to ``get_llm()``, ``dataset`` (a Dataset or a folder)
-    to ``data/``; ``gs_llm`` runs Guided Selection and the Attribute Extractor (None: the role-play LLM)."""
-    cls = method_class(name)
+def method_settings(name: str, settings: dict):
+    """The ``Settings`` of method (or variant) ``name``: ``settings`` over a variant's fixed ones, over the defaults;
+    ValueError naming an unknown method or setting, or the Settings' own for a value out of range."""
     unknown = sorted(set(settings) - set(setting_names(name)))
     if unknown:
         raise ValueError(f"method {name!r} has no setting{'s' * (len(unknown) > 1)} {', '.join(map(repr, unknown))}; "
                          f"its settings: {', '.join(setting_names(name))}")
     variant = VARIANTS.get(name)
-    if variant:
-        missing = [k for k in variant.requires if settings.get(k) is None]
-        if missing:
-            raise ValueError(f"method {name!r} ({variant.label}) needs the setting(s) {', '.join(missing)}")
-        settings = {**dict(variant.settings), **settings}
-    method = cls(get_llm() if llm is None else llm, cls.Settings(**settings), as_dataset(dataset))
+    return method_class(name).Settings(**{**dict(variant.settings if variant else {}), **settings})
+
+
+def build_method(name: str, llm=None, *, dataset=None, gs_llm=None, **settings) -> Method:
+    """A registered method with its settings. ``llm`` defaults to ``get_llm()``, ``dataset`` (a Dataset or a folder)
+    to ``data/``; ``gs_llm`` runs Guided Selection and the Attribute Extractor (None: the role-play LLM)."""
+    checked = method_settings(name, settings)
+    variant = VARIANTS.get(name)
+    if variant and (missing := [k for k in variant.requires if settings.get(k) is None]):
+        raise ValueError(f"method {name!r} ({variant.label}) needs the setting(s) {', '.join(missing)}")
+    method = method_class(name)(get_llm() if llm is None else llm, checked, as_dataset(dataset))
     if gs_llm is not None:
         if not hasattr(method, "gs_llm"):
             raise ValueError(f"method {name!r} has no Guided Selection or Attribute Extractor to give gs_llm")
