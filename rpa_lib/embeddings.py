@@ -170,18 +170,36 @@ def clear_caches() -> None:
         _EMBEDDERS.clear()
 
 
+def check_embedder(name: str) -> None:
+    """ValueError unless ``name`` is a short name (:data:`EMBEDDER_NAMES`, ``hash-N``, ``stand-in:NAME``), a folder
+    or a model in the Hugging Face cache: a method's settings are checked with it before anything is embedded."""
+    if not isinstance(name, str):
+        raise ValueError(f"embedder must be a name ({', '.join(EMBEDDER_NAMES)}, a model id or folder), not "
+                         f"{type(name).__name__} {name!r}")
+    if name in ("minilm", "tfidf") or name in KNOWN_MODELS or name.startswith(STAND_IN_PREFIX):
+        return
+    if name == "hash" or name.startswith("hash-"):
+        dim = name.removeprefix("hash").removeprefix("-") or "64"
+        if not dim.isdigit() or int(dim) < 1:
+            raise ValueError(f"embedder {name!r}: the hashing embedder takes a positive dimension, e.g. hash-64")
+        return
+    try:  # a Hugging Face id or a folder: looked up now, so that a mistyped short name fails here
+        model_folder(name)
+    except RuntimeError as e:
+        raise ValueError(f"unknown embedder {name!r}{did_you_mean([name], EMBEDDER_NAMES)}: not a short name "
+                         f"({', '.join(EMBEDDER_NAMES)}), and {e}") from None
+
+
 def get_embedder(name: str = "minilm", corpus: list[str] | None = None) -> Embedder:
     """An embedder by short name (``minilm``, ``tfidf``, ``hash``, a key of ``KNOWN_MODELS``), Hugging Face id or
     folder; ``tfidf`` needs ``corpus`` (the texts to fit on). Model embedders are memoized per process."""
+    check_embedder(name)
     if name == "tfidf":
         if corpus is None:
             raise ValueError("the tfidf embedder needs corpus=[...] to fit its vocabulary")
         return TfidfEmbedder(corpus)
     if name == "hash" or name.startswith("hash-"):
-        dim = name.removeprefix("hash").removeprefix("-") or "64"
-        if not dim.isdigit() or int(dim) < 1:
-            raise ValueError(f"embedder {name!r}: the hashing embedder takes a positive dimension, e.g. hash-64")
-        return HashEmbedder(int(dim))
+        return HashEmbedder(int(name.removeprefix("hash").removeprefix("-") or "64"))
     if name.startswith(STAND_IN_PREFIX):
         return StandInEmbedder(name.removeprefix(STAND_IN_PREFIX))
     with _EMBEDDERS_LOCK:
@@ -191,12 +209,7 @@ def get_embedder(name: str = "minilm", corpus: list[str] | None = None) -> Embed
             elif name in KNOWN_MODELS:
                 model, query_prefix, doc_prefix = KNOWN_MODELS[name]
                 embedder = SentenceTransformerEmbedder(model, query_prefix, doc_prefix, label=model.split("/")[-1])
-            else:  # a Hugging Face id or a folder: looked up now, so that a mistyped short name fails here
-                try:
-                    model_folder(name)
-                except RuntimeError as e:
-                    raise ValueError(f"unknown embedder {name!r}{did_you_mean([name], EMBEDDER_NAMES)}: not a short "
-                                     f"name ({', '.join(EMBEDDER_NAMES)}), and {e}") from None
+            else:
                 embedder = SentenceTransformerEmbedder(name)
             _EMBEDDERS[name] = embedder
         return _EMBEDDERS[name]

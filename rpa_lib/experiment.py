@@ -16,6 +16,7 @@ import pandas as pd
 
 from rpa_lib import paths
 from rpa_lib.data import Dataset
+from rpa_lib.embeddings import check_embedder
 from rpa_lib.evaluation.chunk_usage import COMPARISONS
 from rpa_lib.evaluation.human_prompts import RATER_PERSONAS
 from rpa_lib.evaluation.keypoints import KEYPOINT_FORMATS
@@ -175,13 +176,18 @@ def _check(notebook: str, namespace: Mapping[str, Any]) -> None:
 
 def check_choice(name: str, value: Any) -> None:
     """ValueError when parameter ``name`` holds a value (or, for a list, an item) outside its :data:`CHOICES`,
-    ``methods`` an unregistered method, or ``method_settings`` anything but a dict of a method's own settings with
+    ``embedder`` an unknown embedder, ``methods`` an unregistered method, or ``method_settings`` anything but a dict of a method's own settings with
     values its ``Settings`` take. ``reproduce`` checks a
     profile with it before the first notebook runs."""
     if name in CHOICES:
         given = value if isinstance(value, list) else [value]
         if unknown := [v for v in given if v is not None and v not in CHOICES[name]]:
             raise ValueError(f"{name}: {', '.join(map(repr, unknown))} is not one of {', '.join(CHOICES[name])}")
+    if name == "embedder":
+        try:
+            check_embedder(value)
+        except ValueError as e:
+            raise ValueError(f"embedder: {e}") from None
     for method in (value or []) if name == "methods" else []:
         try:
             method_class(method)

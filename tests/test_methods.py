@@ -191,6 +191,10 @@ def test_build_method_takes_declared_settings_and_rejects_unknown_ones():
         make("naive_rag", FakeLLM(), splitter="fixed")
     with pytest.raises(ValueError, match="slot_size >= 1"):
         make("amadeus", FakeLLM(), slot_size=0)
+    # a misspelt embedder is named when the method is built, not as one failed row per question
+    with pytest.raises(ValueError, match=r"unknown embedder 'minlm' \(did you mean 'minilm'\?\)"):
+        make("crag", FakeLLM(), embedder="minlm")
+    assert make("naive_rag", FakeLLM(), embedder="hash-8").settings.embedder == "hash-8"
 
 
 def test_build_methods_routes_shared_settings_and_rejects_strays():

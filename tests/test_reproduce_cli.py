@@ -47,6 +47,7 @@ def test_a_profile_that_is_not_text_is_one_line(profile):
     ("notebooks:\n  04_personality: {method_settings: {crag: {strip_sentence: 4}}}\n",
      "notebooks.04_personality.method_settings.crag: method 'crag' has no setting 'strip_sentence'; its settings: "),
     ("defaults:\n  method_settings: {naive_rag: {k: 0}}\n", "defaults.method_settings.naive_rag: k must be at least 1"),
+    ("defaults:\n  embedder: minlm\n", "defaults.embedder: unknown embedder 'minlm' \\(did you mean 'minilm'\\?\\)"),
 ])
 def test_a_misspelt_or_odd_key_names_the_one_meant(profile, text, message):
     with pytest.raises(SystemExit, match=message):

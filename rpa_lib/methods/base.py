@@ -14,6 +14,7 @@ from typing import Any, ClassVar, get_args, get_type_hints
 
 from rpa_lib.data import Dataset
 from rpa_lib.display import response_html
+from rpa_lib.embeddings import check_embedder
 from rpa_lib.llm import LLMError, LLMNoValidAnswer
 from rpa_lib.methods.prompts import respond_messages
 from rpa_lib.retrieval import Retriever, retriever
@@ -110,6 +111,7 @@ class RetrievalSettings(AnswerSettings):
         super().__post_init__()
         if self.splitter not in SPLITTERS:
             raise ValueError(f"unknown splitter {self.splitter!r}; choose one of {', '.join(SPLITTERS)}")
+        check_embedder(self.embedder)
         if self.k < self.min_k:
             raise ValueError(f"k must be at least {self.min_k}, not {self.k}")
 
