@@ -104,6 +104,30 @@ def test_a_sign_test_whose_interval_includes_0_is_noise(tmp_path):
     assert by.ours_low["T6-acc-naive"] > 0 and by.ours_verdict["T6-acc-naive"].startswith(SUPPORTED)
 
 
+def test_a_claim_between_two_methods_no_table_pairs_is_tested(tmp_path):
+    # "LightRAG is the worst": CRAG against LightRAG, which the tables (each method against AMADEUS) never pair
+    rows = [{"method": m, "questionnaire": "mbti", "character": f"c{i}", "predicted": p, "truth": "INTP", "llm": "fake"}
+            for i in range(8) for m, p in (("amadeus", "INTP"), ("crag", "INTP"), ("lightrag", "ESFJ"))]
+    pd.DataFrame(rows).to_csv(tmp_path / "personality_types.csv", index=False)
+    claims, paired = claims_table(tmp_path)
+    by = claims.set_index("claim_id")
+    assert by.ours_verdict["T4-lightrag-worst"].startswith(SUPPORTED), by.ours_verdict["T4-lightrag-worst"]
+    assert by.ours_difference["T4-lightrag-worst"] == 1.0 and by.ours_n_characters["T4-lightrag-worst"] == 8
+    assert "crag - lightrag = +1 " in by.ours_evidence["T4-lightrag-worst"]
+    # the tables' comparisons (and their Holm families) are as published: no CRAG-LightRAG row among them
+    assert set(zip(paired.method, paired.reference)) == {("crag", "amadeus"), ("lightrag", "amadeus")}
+
+
+def test_a_claim_of_several_comparisons_names_the_one_its_numbers_are(tmp_path):
+    rows = [{"embedder": e, "splitter": s, "character": f"c{i}", "mu": mu + i / 100, "var": 0.1}
+            for e in ("MiniLM", "TF-IDF") for i in range(3) for s, mu in (("acts", 0.5), ("vanilla", 0.4))]
+    pd.DataFrame(rows).to_csv(tmp_path / "table1_similarity_per_character.csv", index=False)
+    by = claims_table(tmp_path)[0].set_index("claim_id")
+    assert by.ours_comparison["T1-mu"] == "MiniLM" and by.ours_evidence["T1-mu"].count("ACTS - Vanilla") == 2
+    fig = claims_figure(claims_table(tmp_path)[0], "label")
+    assert any("T1-mu" in t.get_text() and "(circle: MiniLM)" in t.get_text() for t in fig.axes[0].get_yticklabels())
+
+
 def test_verdicts_rest_on_p_adjusted_over_the_claims(tmp_path):
     split = [*[(f"c{i}", 4, (3, 2)) for i in range(9)], ("c9", 4, (1, 2))]  # 9 characters for, 1 against: p = 0.021
     alone = _verdicts(tmp_path, split)
