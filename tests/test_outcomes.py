@@ -45,6 +45,31 @@ def test_personality_outcomes_count_a_tie_as_a_miss():
     assert set(out.table) == {"table4_mbti"} and set(out.outcome) == {"dimension_correct"}
 
 
+def test_every_adapter_keeps_the_run_of_a_repeated_experiment():
+    from rpa_lib.evaluation.outcomes import keypoint_outcomes
+
+    # a second run of a questionnaire or a QA set is not further items: summaries count runs, pairs average them
+    types = pd.DataFrame([{"method": m, "questionnaire": "mbti", "character": "frieren", "predicted": p,
+                           "truth": "INTP", "repeat": r} for r, p in ((0, "INTP"), (1, "ESFJ")) for m in ("amadeus", "crag")])
+    out = personality_outcomes(types)
+    assert sorted(out.repeat.unique()) == [0, 1] and summarize(out).n_repeats.tolist() == [2, 2]
+    assert compare(out).test_item.iloc[0] == "Wilcoxon signed-rank (items)"  # means over runs are not 0/1
+    one_run = personality_outcomes(types.drop(columns="repeat").iloc[:2])
+    assert one_run.repeat.tolist() == [0] * 8 and summarize(one_run).n_repeats.tolist() == [1, 1]
+    per = pd.DataFrame({"method": "amadeus", "character": "a", "question_id": "q1", "judged": 1, "job_failed": False,
+                        "completeness": [1.0, 0.0], "hallucination": 0.0, "irrelevance": 0.0, "repeat": [0, 1]})
+    assert sorted(keypoint_outcomes(per).repeat.unique()) == [0, 1]
+
+
+def test_an_outcome_without_a_character_is_an_error_not_a_cluster_of_its_own():
+    from rpa_lib.evaluation.outcomes import human_outcomes
+
+    ratings = pd.DataFrame({"sample_id": ["s1", "s2"], "task": "GS", "rater": "llm-a", "rating": [4, 5]})
+    samples = pd.DataFrame({"sample_id": ["s1"], "slug": ["frieren"]})  # s2 is not in the samples file
+    with pytest.raises(ValueError, match="1 outcome row\\(s\\) of table2_human_eval have no character, e.g. item 's2'"):
+        human_outcomes(ratings, samples)
+
+
 def verdicts() -> pd.DataFrame:
     rows = []
     for method, right in (("amadeus", [1, 1, 1, 0]), ("naive_rag", [1, 0, 0, 0]), ("naive_rag_budget", [1, 0, 1, 0])):

@@ -55,9 +55,16 @@ def _numeric(values: pd.Series) -> pd.Series:
 
 
 def _frame(rows: pd.DataFrame, **fixed) -> pd.DataFrame:
+    """``rows`` with ``fixed`` columns in :data:`COLUMNS` order; ValueError for a row without a character (it would
+    be its own cluster in an interval and dropped by the sign test)."""
     out = rows.assign(**fixed)
-    out = out.assign(**{c: 0 if c == "repeat" else np.nan for c in COLUMNS if c not in out})  # no runs: one run
+    out = out.assign(**{c: np.nan for c in COLUMNS if c not in out})
+    out["repeat"] = out["repeat"].fillna(0)  # no runs: one run
     out["value"] = _numeric(out["value"])
+    if (missing := out.character.isna()).any():
+        where = out[missing]
+        raise ValueError(f"{int(missing.sum())} outcome row(s) of {', '.join(map(str, where.table.unique()))} have "
+                         f"no character, e.g. item {where.item.iloc[0]!r}: its samples or labels file lacks it")
     return out[COLUMNS].reset_index(drop=True)
 
 
@@ -88,7 +95,8 @@ def personality_outcomes(types: pd.DataFrame, labels: pd.DataFrame | None = None
         gt = r.get("truth") if isinstance(r.get("truth"), str) else truth.get((r.character, r.questionnaire))
         for dim, ok in zip(dims, _letters(r.predicted, gt, len(dims)), strict=True):
             rows.append({"table": table, "task": task, "method": r.method, "character": r.character, "item": dim,
-                         "outcome": "dimension_correct", "value": ok, **{k: r.get(k) for k in LABELS}})
+                         "repeat": r.get("repeat", 0), "outcome": "dimension_correct", "value": ok,
+                         **{k: r.get(k) for k in LABELS}})
     return _frame(pd.DataFrame(rows, columns=COLUMNS))
 
 
@@ -154,7 +162,7 @@ def keypoint_outcomes(per_response: pd.DataFrame) -> pd.DataFrame:
     """RAGEval's key-point scores per QA response (a response without a judged key point keeps NaN rows)."""
     d = per_response.assign(task="CharacterRAG", item=per_response.question_id)
     scored = ~d.job_failed.astype(bool) & (d.judged > 0)
-    long = d.melt(id_vars=["task", "method", "character", "item", *[c for c in LABELS if c in d]],
+    long = d.melt(id_vars=["task", "method", "character", "item", *[c for c in ("repeat", *LABELS) if c in d]],
                   value_vars=["completeness", "hallucination", "irrelevance"], var_name="outcome", value_name="value")
     long.loc[~np.tile(scored.to_numpy(), 3), "value"] = np.nan
     return _frame(long, table="qa_keypoints")
