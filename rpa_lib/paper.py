@@ -334,8 +334,10 @@ def table2_beside_paper(ours: pd.DataFrame, dataset: Dataset | None = None) -> p
 def kendall_beside_paper(ours: pd.DataFrame, source: str, dataset: Dataset | None = None) -> pd.DataFrame:
     """CharacterCraft Table 6 (Kendall's tau x 100, judge vs people) under our rows
     (:func:`rpa_lib.evaluation.charactercraft.kendall_table`), compared with ``source``."""
-    paper = paper_table("charactercraft_table6_kendall", dataset).assign(compared_with="human raters",
-                                                                         table="CharacterCraft paper")
+    # CharacterCraft averages all its dimensions (a "-" cell read as the with-reference row's tau); ours averages
+    # the dimensions with a tau (``defined``), so an avg over fewer is not the paper's
+    paper = paper_table("charactercraft_table6_kendall", dataset).assign(
+        compared_with="human raters", table="CharacterCraft paper", defined=len(DIMENSIONS))
     mine = ours.assign(compared_with=source, table="ours")
-    cols = ["table", "judge", "reference", "compared_with", "avg", *DIMENSIONS]
+    cols = ["table", "judge", "reference", "compared_with", "avg", "defined", *DIMENSIONS]
     return pd.concat([mine.reindex(columns=cols), paper.reindex(columns=cols)], ignore_index=True)

@@ -186,6 +186,8 @@ def test_a_constant_judge_has_undefined_tau_with_a_note(dataset, ladder):
     side = kendall_beside_paper(kendall_table(agree, "fake"), LADDER_SOURCE)
     assert side.table.tolist()[:2] == ["ours", "ours"] and (side.table == "CharacterCraft paper").sum() == 6
     assert side.compared_with.iloc[0] == LADDER_SOURCE
+    # the paper's avg is over all its dimensions; ours over those with a tau: how many is beside it
+    assert side.defined.tolist()[:2] == [0, 0] and (side.defined[side.table == "CharacterCraft paper"] == 8).all()
 
 
 def test_failed_judge_calls_are_rows_with_their_error(dataset, ladder):

@@ -70,8 +70,10 @@ def interval_caption(n_characters, runs: int = 1) -> str:
 
 PAIRED_CAPTION = ("Paired comparisons, each method minus its reference (AMADEUS; ACTS for splitters; Naive RAG "
                   "against its budget-matched control) on the same characters and items: difference with its 95% "
-                  "cluster bootstrap over characters; item-level exact McNemar (0/1) or Wilcoxon signed-rank "
-                  "(ratings); character-level sign test; Holm-adjusted within the table.")
+                  "cluster bootstrap over characters; item-level exact McNemar (0/1 outcomes of one run; only_method "
+                  "and only_reference: the discordant items) or Wilcoxon signed-rank (other outcomes, and means over "
+                  "runs; only_method and only_reference: the items scored higher and lower); character-level sign "
+                  "test; Holm-adjusted within the table.")
 
 
 PAIRED_RUNS = ("With several runs, the runs of two methods are not paired with each other: each item's mean over its "
