@@ -405,9 +405,11 @@ def claims_figure(claims: pd.DataFrame, label: str):
             ax.plot(di, yi + dy, marker=marker, ms=7, mfc=_verdict_color(v), mec="black", ls="none")
         shapes.append(Line2D([], [], marker=marker, mfc="#bbbbbb", mec="black", ls="none", label=who))
     ax.axvline(0, color="grey", lw=0.8, ls=":")
-    shown = claims.get("ours_comparison", pd.Series(index=claims.index, dtype=object))  # of several, the first
-    ax.set_yticks(y, [textwrap.fill(f"{r.claim_id}: {r.claim}" + (f" (circle: {c})" if isinstance(c, str) and c else ""),
-                                    55) for r, c in zip(claims.itertuples(), shown, strict=True)], fontsize=7)
+    def tick(r) -> str:  # a claim of several comparisons: which one the circle is
+        n = getattr(r, "ours_comparisons", 1)
+        return f"{r.claim_id}: {r.claim}" + (f" (circle: {r.ours_comparison}, first of {n:.0f})" if n > 1 else "")
+
+    ax.set_yticks(y, [textwrap.fill(tick(r), 55) for r in claims.itertuples()], fontsize=7)
     ax.set_xlabel("difference in the claim's favour (95% interval: characters resampled)", fontsize=8)
     # two legends, each with its title, so a shape (whose evidence) is never read as a fill (which verdict)
     fills = [Patch(facecolor=c, edgecolor="black", label=k) for k, c in VERDICT_COLORS.items()]

@@ -284,7 +284,8 @@ def _ours(claim: Claim, hits: dict[str, pd.DataFrame], summary: pd.DataFrame, ru
     else:
         used = [v for c in ("llm", "embedder") if c in hit for v in dict.fromkeys(hit[c].dropna().astype(str))]
         caveat = f" ({', '.join(used)})" if used else ""
-    return {"ours_evidence": "; ".join(rows), **first, "ours_verdict": v + caveat, **_labels(hit)}
+    return {"ours_evidence": "; ".join(rows), **first, "ours_comparisons": len(rows), "ours_verdict": v + caveat,
+            **_labels(hit)}
 
 
 def run_labels(outcomes: pd.DataFrame) -> dict:
@@ -318,7 +319,7 @@ def claims_table(results_dir: Path, dataset: Dataset | None = None) -> tuple[pd.
         rows.append(row)
     cols = ["claim_id", "source", "claim", "paper_evidence", "paper_verdict", "ours_evidence", "ours_verdict",
             "paper_difference", "paper_low", "paper_high", "paper_p_item", "paper_p_character", "paper_p_character_holm",
-            "ours_comparison", "ours_difference", "ours_low", "ours_high", "ours_p_item", "ours_p_character",
+            "ours_comparisons", "ours_comparison", "ours_difference", "ours_low", "ours_high", "ours_p_item", "ours_p_character",
             "ours_p_character_holm",
             "ours_n_characters", "direction", *LABELS]
     return pd.DataFrame(rows).reindex(columns=cols), paired
