@@ -75,8 +75,11 @@ class Experiment:
         return self.llm if spec is None else self._hand("gs_llm", get_llm(spec, role="gs", mode=self.mode))
 
     def rater(self, spec: str | None) -> LLM:
-        """A judge-role LLM for ``spec`` (None: :attr:`judge`), e.g. one of a rater panel."""
-        return self.judge if spec is None else self._hand(f"rater {spec}", judge_llm(spec, mode=self.mode))
+        """The judge-role LLM of ``spec`` (None: :attr:`judge`), e.g. one of a rater panel: one per spec, so a spec
+        named twice counts its calls once in the run record's usage."""
+        if spec is None:
+            return self.judge
+        return self._handed.get(f"rater {spec}") or self._hand(f"rater {spec}", judge_llm(spec, mode=self.mode))
 
     @cached_property
     def embedder(self) -> str:

@@ -321,3 +321,16 @@ def test_notebooks_make_no_table_figure_or_run_record_before_their_last_failure_
     last_check = code.rindex("ex.check(")
     outputs = [code.index(call) for call in ("save_table(", "save_figure(", "ex.record(", "save_paired(") if call in code]
     assert outputs and last_check < min(outputs), code[min(outputs) - 200:min(outputs) + 100]
+
+
+def test_a_rater_named_twice_in_a_panel_counts_every_call_in_the_run_record(tmp_path):
+    from rpa_lib.experiment import Experiment
+
+    ex = Experiment("06_human_evaluation", {"data_dir": str(FIXTURES), "llm": "fake", "results_dir": str(tmp_path),
+                                            "figures_dir": str(tmp_path)})
+    panel = [ex.rater(spec) for spec in ("fake:a", "fake:b", "fake:a")]
+    assert panel[0] is panel[2]  # one LLM per spec: a second one under the same name replaced the first's usage
+    for rater in panel:
+        rater.chat([{"role": "user", "content": "Rate this reply."}])
+    usage = json.loads(ex.record("probe").read_text())["usage_by_role"]
+    assert {role: u["calls"] for role, u in usage.items()} == {"rater fake:a": 2, "rater fake:b": 1}
