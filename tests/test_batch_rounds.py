@@ -22,14 +22,14 @@ from rpa_lib.evaluation.runner import (
     run_verdicts,
 )
 from rpa_lib.experiment import Experiment
-from rpa_lib.llm import Budget, FakeLLM, LLMError, RunMode, get_llm, judge_llm
+from rpa_lib.llm import Budget, BudgetExceeded, FakeLLM, LLMError, RunMode, get_llm, judge_llm
 from rpa_lib.llm.batches import run_round
 from rpa_lib.llm.openai_backend import OpenAILLM
 from rpa_lib.llm.reply import Pending
 from rpa_lib.llm.rounds import BatchLLM, answer_engine_lines, rounds_record, store_results
 from rpa_lib.run.plan import batch_rounds, batch_text, batch_total
 from rpa_lib.run.profiles import load_profile
-from rpa_lib.run.rounds import run_rounds
+from rpa_lib.run.rounds import engine_builder, run_rounds
 from rpa_lib.text import read_jsonl
 
 QUESTION = [{"role": "user", "content": "Who taught you magic?"}]
@@ -256,3 +256,33 @@ def test_each_roles_batch_goes_with_that_roles_credentials_and_no_file_holds_the
     assert [line["role"] for line in misses] == ["RPA_LLM", "RPA_GS", "RPA_JUDGE"]  # the role's name, not its key
     written = [p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()]
     assert not [s for s in [*secrets.values(), "pw-secret-0123456789"] if any(s.encode() in b for b in written)]
+
+
+def test_an_engine_given_a_price_is_held_by_the_budget_and_logged_at_its_price(tmp_path, monkeypatch):
+    # an in-process engine priced with RPA_PRICE_*: the rounds answered all 20 calls under a budget that stops a
+    # synchronous run after a few, booked none, and logged them at half price
+    monkeypatch.setenv("RPA_PRICE_IN", "2.0")
+    monkeypatch.setenv("RPA_PRICE_OUT", "8.0")
+    questions = [[{"role": "user", "content": f"Question {i}: " + "tell me about the lighthouse " * 20}] for i in range(20)]
+
+    def collect(notebook, mode, scratch):
+        llm, waiting = RunMode.of(mode).wrap(get_llm("fake", cache=tmp_path / "llm.sqlite")), None
+        for q in questions:
+            try:
+                llm.chat(q, max_tokens=10)
+            except Pending as exc:
+                waiting = str(exc)
+        return waiting
+
+    one = get_llm("fake", cache=False)
+    one.chat(questions[0], max_tokens=10)
+    price = one.usage.cost_usd  # one call's synchronous price
+    budget = Budget(price * 8)
+    with pytest.raises(BudgetExceeded):
+        run_rounds(["04_personality"], collect, mode="local", store=tmp_path / "s", run_dir=tmp_path / "r",
+                   build=engine_builder(budget), budget=budget, progress=False)
+    assert 0 < budget.spent <= budget.limit  # the calls made before the limit, booked (was $0: no budget held them)
+    # without a budget the round is logged at the engine's own price: there is no batch discount in this process
+    [entry] = run_rounds(["04_personality"], collect, mode="local", store=tmp_path / "s2", run_dir=tmp_path / "r2",
+                         build=engine_builder(None), progress=False)[:1]
+    assert entry["calls"] == 20 and entry["usd"] == pytest.approx(20 * price, rel=0.05)

@@ -96,15 +96,15 @@ def batch_rounds(max_iterations: int, lookahead: int = BATCH_LOOKAHEAD) -> int:
 
 
 def batch_total(rows: list[dict]) -> float | None:
-    """The calls to pay at batch rates, constrained choices counted :data:`GS_EXTRA_CALLS` more (an upper bound);
-    None when a model's price is unknown."""
+    """The calls to pay at batch rates (an in-process engine given a price: at that price), constrained choices
+    counted :data:`GS_EXTRA_CALLS` more (an upper bound); None when a model's price is unknown."""
     total = 0.0
     for r in rows:
         if r["free"] and r["price"] is None:
             continue
         if r["price"] is None:
             return None
-        price = batch_price(Price(*r["price"]))
+        price = Price(*r["price"]) if r["free"] else batch_price(Price(*r["price"]))  # an engine: its own price
         total += price.cost(r["in_tokens"], r["out_tokens"])
         total += GS_EXTRA_CALLS * price.cost(r["choose_in"], r["choose_out"])
     return total

@@ -34,7 +34,7 @@ from rpa_lib.notebook_params import parameters
 from rpa_lib.run import stamps
 from rpa_lib.run.plan import PER_CHARACTER, batch_text, character_sample, plan_rows, plan_table, plan_total
 from rpa_lib.run.profiles import BATCH_MODES, load_profile, notebooks
-from rpa_lib.run.rounds import batch_mode, run_rounds
+from rpa_lib.run.rounds import batch_mode, engine_builder, run_rounds
 from rpa_lib.settings import setting, settings
 from rpa_lib.text import read_jsonl
 
@@ -289,7 +289,7 @@ def batch_rounds(profile: dict, todo: Setup, batch: str, mode: dict, budget: Bud
 
     try:
         run_rounds(list(by_stem), collect, mode=batch, store=store, run_dir=run_dir, budget=budget,
-                   build=lambda spec: get_llm(spec, cache=False))
+                   build=engine_builder(budget))
     except LLMFatalError as e:  # no key, a server without a Batch API, a bad results file: the run's one line
         raise SystemExit(str(e)) from None
     return batch_mode(store, run_dir / "final.misses.jsonl", run_dir / "rounds.json")

@@ -13,7 +13,7 @@ from pathlib import Path
 from rpa_lib.llm.base import LLM
 from rpa_lib.llm.batches import batch_price, run_round, tokens_of
 from rpa_lib.llm.budget import Budget, usd
-from rpa_lib.llm.factory import role_backend
+from rpa_lib.llm.factory import get_llm, role_backend
 from rpa_lib.llm.rounds import answer_engine_lines, log_round, store_results
 from rpa_lib.llm.usage import Price
 from rpa_lib.run.profiles import BATCH_MODES
@@ -40,18 +40,28 @@ def unique_lines(lines_by_notebook: dict[str, list[dict]]) -> list[dict]:
 
 
 def cost(lines: list[dict], results: dict[str, dict]) -> float | None:
-    """Dollars the answered lines cost at batch rates, from the tokens each answer reports."""
+    """Dollars the answered lines cost, from the tokens each answer reports: a server's at batch rates, an in-process
+    engine's at the price it was given (``RPA_PRICE_IN`` / ``RPA_PRICE_OUT``; none: free), as in a run."""
     total = 0.0
     for line in lines:
         result = results.get(line["custom_id"]) or {}
-        price = None if line.get("price") is None else batch_price(Price(*line["price"]))
+        price = None if line.get("price") is None else Price(*line["price"])
         if "body" in result and price is None:
             return None
         if "body" in result:
-            total += price.cost(*tokens_of(result["body"]))
-        elif "raw" in result and price is not None:  # an engine given a price (RPA_PRICE_IN / RPA_PRICE_OUT)
+            total += batch_price(price).cost(*tokens_of(result["body"]))
+        elif "raw" in result and price is not None:
             total += price.cost(result["raw"]["prompt_tokens"], result["raw"]["completion_tokens"])
     return total
+
+
+def engine_builder(budget: Budget | None) -> Callable[[str], LLM]:
+    """How a round builds the in-process engine of a spec: uncached (the rounds store its answers), and held by
+    ``budget`` when given a price (``RPA_PRICE_IN`` / ``RPA_PRICE_OUT``), as in a run."""
+    def build(spec: str) -> LLM:
+        llm = get_llm(spec, cache=False)
+        return llm if budget is None else llm.with_budget(budget)
+    return build
 
 
 def answer_round(lines: list[dict], mode: str, folder: Path, build: Callable[[str], LLM], *,
