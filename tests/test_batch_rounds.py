@@ -29,7 +29,7 @@ from rpa_lib.llm.reply import Pending
 from rpa_lib.llm.rounds import BatchLLM, answer_engine_lines, rounds_record, store_results
 from rpa_lib.run.plan import batch_rounds, batch_text, batch_total
 from rpa_lib.run.profiles import load_profile
-from rpa_lib.run.rounds import engine_builder, run_rounds
+from rpa_lib.run.rounds import engine_builder, run_rounds, unfinished_run
 from rpa_lib.text import read_jsonl
 
 QUESTION = [{"role": "user", "content": "Who taught you magic?"}]
@@ -149,7 +149,7 @@ def test_rounds_end_when_a_round_has_no_miss_and_the_record_names_them(tmp_path)
     assert executed == ["05_qa_evaluation"] * 3  # the third round found every answer in
     record = rounds_record(run_dir / "rounds.json", "05_qa_evaluation")
     assert record == {"mode": "local", "rounds": 2, "calls_per_round": [1, 1], "all_calls_per_round": [1, 1],
-                      "usd_at_batch_rates": 0.0}
+                      "usd": 0.0, "run_usd": 0.0}
     assert json.loads((run_dir / "rounds.json").read_text())["rounds"][1]["by_notebook"] == {"05_qa_evaluation": 1}
 
 
@@ -286,3 +286,42 @@ def test_an_engine_given_a_price_is_held_by_the_budget_and_logged_at_its_price(t
     [entry] = run_rounds(["04_personality"], collect, mode="local", store=tmp_path / "s2", run_dir=tmp_path / "r2",
                          build=engine_builder(None), progress=False)[:1]
     assert entry["calls"] == 20 and entry["usd"] == pytest.approx(20 * price, rel=0.05)
+
+
+def test_a_stopped_batch_run_resumed_keeps_the_rounds_it_paid_and_splits_shared_calls(tmp_path, monkeypatch):
+    # two notebooks asking one shared question, each then one of its own; round 2 is interrupted, and the same
+    # command resumes: its record counts round 1's money too (a new run folder had counted round 2 only)
+    monkeypatch.setenv("RPA_PRICE_IN", "2.0")
+    monkeypatch.setenv("RPA_PRICE_OUT", "8.0")
+    runs, stop = tmp_path / "s" / "runs", {"round 2": True}
+
+    def collect(notebook, mode, scratch):
+        if stop["round 2"] and "round-02" in mode["batch_misses"]:
+            raise KeyboardInterrupt
+        llm = RunMode.of(mode).wrap(get_llm("fake", cache=tmp_path / "llm.sqlite"))
+        try:
+            first = llm.chat(QUESTION)
+            llm.chat([*QUESTION, {"role": "assistant", "content": first.text}, {"role": "user", "content": notebook}])
+        except Pending as exc:
+            return str(exc)
+        return None
+
+    def run(run_dir):
+        return run_rounds(["04_personality", "05_qa_evaluation"], collect, mode="local", store=tmp_path / "s",
+                          run_dir=run_dir, build=engine_builder(None), progress=False, key="k1")
+
+    with pytest.raises(KeyboardInterrupt):
+        run(runs / "run-1")
+    assert unfinished_run(runs, "k1") == runs / "run-1" and unfinished_run(runs, "other command") is None
+    stop["round 2"] = False
+    assert [e["round"] for e in run(unfinished_run(runs, "k1"))] == [2]
+    assert unfinished_run(runs, "k1") is None  # finished: the next run of the command starts its own folder
+    log = json.loads((runs / "run-1" / "rounds.json").read_text())
+    assert [r["calls"] for r in log["rounds"]] == [1, 2] and log["finished"]
+    first, second = log["rounds"]
+    assert first["usd_by_notebook"]["04_personality"] == pytest.approx(first["usd"] / 2)  # one call asked by both
+    records = [rounds_record(runs / "run-1" / "rounds.json", nb) for nb in ("04_personality", "05_qa_evaluation")]
+    assert [r["rounds"] for r in records] == [2, 2]
+    assert records[0]["run_usd"] == pytest.approx(first["usd"] + second["usd"], abs=1e-6)
+    assert records[0]["run_usd"] > first["usd"] > 0
+    assert sum(r["usd"] for r in records) == pytest.approx(records[0]["run_usd"], abs=1e-6)  # shares add up

@@ -160,22 +160,27 @@ def read_log(path: str | Path) -> dict:
     return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {"mode": None, "rounds": []}
 
 
-def log_round(path: str | Path, mode: str, entry: dict) -> None:
-    """Add ``entry`` (round, calls, by_notebook, answered, failed, seconds, usd) to the log at ``path``."""
+def log_round(path: str | Path, mode: str, entry: dict | None, **header: Any) -> None:
+    """Add ``entry`` (round, calls, by_notebook, answered, failed, seconds, usd, usd_by_notebook) to the log at
+    ``path`` (None: no round), with ``header`` (``key``, ``finished``)."""
     log = read_log(path)
-    log["mode"] = mode
-    log["rounds"].append(entry)
+    log.update(mode=mode, **header)
+    if entry is not None:
+        log["rounds"].append(entry)
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     Path(path).write_text(json.dumps(log, indent=1) + "\n", encoding="utf-8")
 
 
 def rounds_record(path: str | Path, notebook: str) -> dict:
-    """The rounds for a run record: number, mode, this notebook's and every notebook's calls per round, and the price
-    at batch rates (None when a model's price is unknown)."""
+    """The rounds for a run record: number, mode, this notebook's and every notebook's calls per round, and what
+    they cost (servers at batch rates): ``usd`` this notebook's share (a call several notebooks asked split among
+    them), ``run_usd`` every notebook's; None when a model's price is unknown."""
     log = read_log(path)
     rounds = log["rounds"]
+    mine = [None if r.get("usd_by_notebook") is None else r["usd_by_notebook"].get(notebook, 0.0) for r in rounds]
     costs = [r.get("usd") for r in rounds]
     return {"mode": log["mode"], "rounds": len(rounds),
             "calls_per_round": [r["by_notebook"].get(notebook, 0) for r in rounds],
             "all_calls_per_round": [r["calls"] for r in rounds],
-            "usd_at_batch_rates": None if any(c is None for c in costs) else round(sum(costs), 6)}
+            "usd": None if None in mine else round(sum(mine), 6),
+            "run_usd": None if None in costs else round(sum(costs), 6)}

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
 import json
 import os
 import re
@@ -34,7 +35,7 @@ from rpa_lib.notebook_params import parameters
 from rpa_lib.run import stamps
 from rpa_lib.run.plan import PER_CHARACTER, batch_text, character_sample, plan_rows, plan_table, plan_total
 from rpa_lib.run.profiles import BATCH_MODES, load_profile, notebooks
-from rpa_lib.run.rounds import batch_mode, engine_builder, run_rounds
+from rpa_lib.run.rounds import batch_mode, engine_builder, run_rounds, unfinished_run
 from rpa_lib.settings import setting, settings
 from rpa_lib.text import read_jsonl
 
@@ -275,10 +276,13 @@ def batch_rounds(profile: dict, todo: Setup, batch: str, mode: dict, budget: Bud
         raise SystemExit(f"--batch must be one of {', '.join(BATCH_MODES)}, not {batch!r}")
     store = paths.cache_dir() / "batch"
     writable(store, "batch folder")
-    run_dir = store / "runs" / _run_id()
     by_stem = {nb.stem: (nb, declared) for nb, (declared, _) in todo.items() if uses_llm(nb, declared)}
-    print(f"batch: {batch} rounds for {', '.join(by_stem) or 'no notebook'}; results in {store}, rounds in {run_dir}",
-          flush=True)
+    asked = {nb.stem: params for nb, (_, params) in todo.items() if nb.stem in by_stem}
+    key = hashlib.sha256(json.dumps([batch, asked], sort_keys=True, default=str).encode()).hexdigest()[:16]
+    resumed = unfinished_run(store / "runs", key)  # this command, stopped before its end: its rounds go on
+    run_dir = resumed or store / "runs" / _run_id()
+    print(f"batch: {batch} rounds for {', '.join(by_stem) or 'no notebook'}; results in {store}, rounds in {run_dir}"
+          + (" (resuming the rounds this command ran before it stopped)" if resumed else ""), flush=True)
 
     def collect(stem: str, round_mode: dict, scratch: Path) -> str | None:
         nb, declared = by_stem[stem]
@@ -289,7 +293,7 @@ def batch_rounds(profile: dict, todo: Setup, batch: str, mode: dict, budget: Bud
 
     try:
         run_rounds(list(by_stem), collect, mode=batch, store=store, run_dir=run_dir, budget=budget,
-                   build=engine_builder(budget))
+                   build=engine_builder(budget), key=key)
     except LLMFatalError as e:  # no key, a server without a Batch API, a bad results file: the run's one line
         raise SystemExit(str(e)) from None
     return batch_mode(store, run_dir / "final.misses.jsonl", run_dir / "rounds.json")

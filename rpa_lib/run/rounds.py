@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from rpa_lib.llm.base import LLM
 from rpa_lib.llm.batches import batch_price, run_round, tokens_of
 from rpa_lib.llm.budget import Budget, usd
 from rpa_lib.llm.factory import get_llm, role_backend
-from rpa_lib.llm.rounds import answer_engine_lines, log_round, store_results
+from rpa_lib.llm.rounds import answer_engine_lines, log_round, read_log, store_results
 from rpa_lib.llm.usage import Price
 from rpa_lib.run.profiles import BATCH_MODES
 from rpa_lib.text import read_jsonl
@@ -39,20 +40,41 @@ def unique_lines(lines_by_notebook: dict[str, list[dict]]) -> list[dict]:
     return list(seen.values())
 
 
-def cost(lines: list[dict], results: dict[str, dict]) -> float | None:
-    """Dollars the answered lines cost, from the tokens each answer reports: a server's at batch rates, an in-process
-    engine's at the price it was given (``RPA_PRICE_IN`` / ``RPA_PRICE_OUT``; none: free), as in a run."""
-    total = 0.0
+def line_costs(lines: list[dict], results: dict[str, dict]) -> dict[str, float] | None:
+    """Dollars each answered line cost, from the tokens its answer reports: a server's at batch rates, an in-process
+    engine's at the price it was given (``RPA_PRICE_IN`` / ``RPA_PRICE_OUT``; none: free), as in a run. None when a
+    server's price is unknown."""
+    out = {}
     for line in lines:
         result = results.get(line["custom_id"]) or {}
         price = None if line.get("price") is None else Price(*line["price"])
-        if "body" in result and price is None:
-            return None
         if "body" in result:
-            total += batch_price(price).cost(*tokens_of(result["body"]))
+            if price is None:
+                return None
+            out[line["custom_id"]] = batch_price(price).cost(*tokens_of(result["body"]))
         elif "raw" in result and price is not None:
-            total += price.cost(result["raw"]["prompt_tokens"], result["raw"]["completion_tokens"])
-    return total
+            out[line["custom_id"]] = price.cost(result["raw"]["prompt_tokens"], result["raw"]["completion_tokens"])
+    return out
+
+
+def notebook_costs(misses: dict[str, list[dict]], costs: dict[str, float] | None) -> dict[str, float] | None:
+    """Each notebook's share of a round's ``costs``: a line asked by several notebooks split among them, so the
+    shares add up to the round's cost."""
+    if costs is None:
+        return None
+    asked = {nb: {line["custom_id"] for line in m} for nb, m in misses.items() if m}
+    askers = Counter(cid for ids in asked.values() for cid in ids)
+    return {nb: round(sum(costs.get(cid, 0.0) / askers[cid] for cid in ids), 9) for nb, ids in asked.items()}
+
+
+def unfinished_run(runs: Path, key: str) -> Path | None:
+    """The newest run folder in ``runs`` whose rounds for ``key`` (the command's notebooks and parameters) stopped
+    before the end: the same command resumes it, so its record counts the rounds paid before the stop."""
+    for folder in sorted(runs.glob("run-*"), reverse=True):
+        log = read_log(folder / "rounds.json")
+        if log.get("key") == key and not log.get("finished"):
+            return folder
+    return None
 
 
 def engine_builder(budget: Budget | None) -> Callable[[str], LLM]:
@@ -89,21 +111,23 @@ def answer_round(lines: list[dict], mode: str, folder: Path, build: Callable[[st
 
 def run_rounds(notebooks: list[str], collect: Collect, *, mode: str, store: Path, run_dir: Path,
                build: Callable[[str], LLM], budget: Budget | None = None,
-               send: Callable[..., dict[str, dict]] = run_round, progress: bool = True) -> list[dict]:
+               send: Callable[..., dict[str, dict]] = run_round, progress: bool = True, key: str = "") -> list[dict]:
     """Rounds until one has no miss: ``collect(notebook, run_mode, scratch)`` executes a notebook and says why it
-    stopped (None: it ran to its end). Returns the log entries of ``run_dir / "rounds.json"``."""
+    stopped (None: it ran to its end). A ``run_dir`` whose log has rounds (a run stopped before its end) goes on
+    after them. Returns this call's entries of the log ``run_dir / "rounds.json"`` (which holds ``key``)."""
     if mode not in BATCH_MODES:
         raise ValueError(f"batch mode must be one of {', '.join(BATCH_MODES)}, not {mode!r}")
     log = run_dir / "rounds.json"
     waiting = list(notebooks)  # not yet run to their end without a miss
     entries: list[dict] = []
     start_all = time.monotonic()
-    for r in range(1, MAX_ROUNDS + 1):
+    for r in range(len(read_log(log)["rounds"]) + 1, MAX_ROUNDS + 1):  # a stopped run resumed: after its rounds
         round_dir = run_dir / f"round-{r:02d}"
         start = time.monotonic()
         misses: dict[str, list[dict]] = {}
         for nb in waiting:
             misses_file = round_dir / f"{nb}.misses.jsonl"
+            misses_file.unlink(missing_ok=True)  # of this round stopped midway: its calls are recorded again
             problem = collect(nb, batch_mode(store, misses_file, log), round_dir / "scratch")
             misses[nb] = read_jsonl(misses_file)
             if problem and not misses[nb]:
@@ -114,14 +138,16 @@ def run_rounds(notebooks: list[str], collect: Collect, *, mode: str, store: Path
         if not lines:
             print(f"batch: round {r} has no miss; every answer is in ({_elapsed(time.monotonic() - start_all)} in all)",
                   flush=True)
+            log_round(log, mode, None, key=key, finished=True)
             return entries
         results = answer_round(lines, mode, store, build, send=send, budget=budget, progress=progress)
-        spent = cost(lines, results)
+        costs = line_costs(lines, results)
         answered, failed = store_results(store, lines, results)
         entry = {"round": r, "calls": len(lines), "by_notebook": {nb: len({line["custom_id"] for line in m})
                                                                    for nb, m in misses.items() if m},
-                 "answered": answered, "failed": failed, "seconds": round(time.monotonic() - start, 1), "usd": spent}
-        log_round(log, mode, entry)
+                 "answered": answered, "failed": failed, "seconds": round(time.monotonic() - start, 1),
+                 "usd": None if costs is None else sum(costs.values()), "usd_by_notebook": notebook_costs(misses, costs)}
+        log_round(log, mode, entry, key=key)
         entries.append(entry)
         print(_progress_line(entry, time.monotonic() - start_all), flush=True)
         if not answered and not failed:
