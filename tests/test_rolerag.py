@@ -276,3 +276,12 @@ def test_index_costs_has_one_row_per_graph_method_and_character():
     assert list(costs.method) == ["rolerag", "rolerag"] and list(costs.character) == [ADA, BRAM]
     assert costs.entities.iloc[0] == graph.index_cost(ADA).entities and (costs.llm_calls > 0).all()
     assert index_costs([naive], [ADA]).empty
+
+
+def test_index_costs_say_whether_this_run_built_the_index_or_loaded_it(tmp_path, monkeypatch):
+    # a notebook that loads a graph another notebook built lists that build's calls: index says they are not its own
+    monkeypatch.setenv("RPA_CACHE_DIR", str(tmp_path / "cache"))
+    first = index_costs([make(graph_fake())], [ADA])
+    again = index_costs([make(graph_fake())], [ADA])
+    assert (first["index"].tolist(), again["index"].tolist()) == (["built"], ["disk"])
+    assert again.llm_calls.tolist() == first.llm_calls.tolist()  # what the build took, whoever paid it

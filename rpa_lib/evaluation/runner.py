@@ -277,6 +277,7 @@ def check_failures(rows: pd.DataFrame, what: str, max_share: float = 0.0) -> Non
 
 
 def index_costs(methods: Iterable, characters: list[str]) -> pd.DataFrame:
-    """What building each character's index took, for the methods with ``index_cost`` (built now if need be)."""
-    return pd.DataFrame([{"method": m.name, **m.index_cost(c).to_dict()}
+    """What building each character's index took, for the methods with ``index_cost`` (built now if need be);
+    ``index``: ``built`` in this process, or loaded from ``disk``, whose build calls an earlier run paid."""
+    return pd.DataFrame([{"method": m.name, "index": m.index(c).source, **m.index_cost(c).to_dict()}
                          for m in methods if hasattr(m, "index_cost") for c in characters])
