@@ -83,6 +83,13 @@ def _new_character(args) -> int:
             failed.append(page)
             print(f"skipped page {page!r}: {e}", file=sys.stderr)
             continue
+        except Exception as e:  # a bug on one page: the others are still imported, as for a page it refuses
+            if not args.each_page:
+                raise
+            failed.append(page)
+            print(f"skipped page {page!r}: unexpected error ({type(e).__name__}: {e}); nothing written for it. "
+                  f"This is a bug of the importer: please report it with the page", file=sys.stderr)
+            continue
         print(done.summary())
         placements = [line for line in done.report if line not in done.warnings]  # a near tie: once, as a warning
         for prefix, lines in (("read: ", done.notes), ("", placements), ("warning: ", done.warnings)):

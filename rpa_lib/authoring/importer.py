@@ -206,7 +206,7 @@ def plan(doc: SourceDocument, name: str, table: dict[str, str | None] = HEADING_
         found = by_map(s.title)
         if found:
             return found
-        is_top = s.level == top
+        is_top = s.level == top or not stack  # "=== X ===" before the page's first "== Y ==": no section above it
         if not is_top and inherited != UNKNOWN:
             return None
         found = lookup(s.title, table)

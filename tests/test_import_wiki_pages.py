@@ -1,0 +1,104 @@
+"""The wiki importer on article shapes a probe with realistic pages found it mishandling: a subsection heading
+before the page's first section, File/Category and interlanguage links in other languages, real-world sections,
+disambiguation, redirect and non-article pages, list templates in an infobox, apostrophe markup, UTF-16 files, the
+age/br/possessive templates, a pronunciation left in the lead and definition-list terms inside lists. Every page here
+is written for these tests, about invented characters, with the structure of the real ones."""
+
+from __future__ import annotations
+
+from xml.sax.saxutils import escape
+
+import pytest
+
+from rpa_lib.authoring import cli
+from rpa_lib.authoring.importer import new_character
+from rpa_lib.data import Dataset
+
+WORK = "The Salt Roads"
+
+
+def export(*pages: tuple[str, str], ns: tuple[int, ...] = (), siteinfo: str = "") -> str:
+    """A Special:Export file of ``(title, wikitext)`` pages, one revision each; ``ns``: each page's namespace."""
+    body = "".join(f"  <page>\n    <title>{escape(t)}</title>\n    <ns>{ns[n - 1] if ns else 0}</ns>\n"
+                   f"    <id>{n}</id>\n    <revision>\n      <id>{n}</id>\n"
+                   f"      <timestamp>2024-01-0{n}T00:00:00Z</timestamp>\n"
+                   f"      <text xml:space=\"preserve\">{escape(w)}</text>\n    </revision>\n  </page>\n"
+                   for n, (t, w) in enumerate(pages, start=1))
+    return ('<mediawiki xmlns="http://www.mediawiki.org/xml/export-0.11/" version="0.11" xml:lang="en">\n'
+            f"  <siteinfo><sitename>Salt Roads Wiki</sitename>{siteinfo}</siteinfo>\n{body}</mediawiki>\n")
+
+
+def wiki_persona(tmp_path, wikitext: str, name: str = "Corwen Ashlar", **kw) -> str:
+    """The persona imported from ``wikitext`` saved as a page's ``.wiki`` file (headings only, no model)."""
+    source = tmp_path / "page.wiki"
+    source.write_text(wikitext, encoding="utf-8")
+    new_character("corwen", source, name=name, work=WORK, data=tmp_path / "d", **kw)
+    return Dataset(tmp_path / "d").persona("corwen").source
+
+
+def each_page(tmp_path, source) -> tuple[int, str, str]:
+    """``new-character --each-page`` over ``source``: (status, stdout, stderr)."""
+    import contextlib
+    import io
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = cli.main(["new-character", "--each-page", "--work", WORK, "--from", str(source), "--embedder", "none",
+                         "--data-dir", str(tmp_path / "d")])
+    return code, out.getvalue(), err.getvalue()
+
+
+# A short article whose first heading is a level-3 one the heading table does not know: an editor's "===" where
+# "==" was meant, before the page's first level-2 heading (here References).
+SUBSECTION_FIRST = """'''Corwen Ashlar''' is a mapmaker in the novel ''The Salt Roads''.
+
+=== Personality ===
+Corwen is stubborn and curious, and slow to trust a stranger.
+
+=== The Lantern Incident ===
+In the winter of the great fog he lit every lantern of the harbour by himself.
+
+== References ==
+{{reflist}}
+"""
+
+
+def test_a_subsection_before_the_first_section_is_placed_as_a_section(tmp_path):
+    """It was an IndexError (no section above it to follow); now it is a section of its own, placed or reported."""
+    text = wiki_persona(tmp_path, SUBSECTION_FIRST)
+    assert "Corwen is stubborn and curious" in text and "lantern" not in text  # not placed: no table entry, no model
+    report = (tmp_path / "d" / "characters" / "corwen" / "IMPORT.md").read_text()
+    assert "'The Lantern Incident' not placed: heading not in the table" in report
+    assert "--map 'The Lantern Incident'=ATTRIBUTE" in report
+
+
+def test_each_page_reports_a_page_that_fails_unexpectedly_and_imports_the_others(tmp_path, monkeypatch):
+    """One page's bug stopped the whole batch with a traceback; now it is skipped like a page it refuses."""
+    source = tmp_path / "two.xml"
+    source.write_text(export(("Corwen Ashlar", SUBSECTION_FIRST), ("Elsa Rook", "== Personality ==\nShe is calm.\n")),
+                      encoding="utf-8")
+    real = cli.new_character
+
+    def failing(slug, *args, **kw):
+        if slug == "corwen-ashlar":
+            raise IndexError("list index out of range")
+        return real(slug, *args, **kw)
+
+    monkeypatch.setattr(cli, "new_character", failing)
+    code, out, err = each_page(tmp_path, source)
+    assert code == 1 and "Traceback" not in err
+    assert "skipped page 'Corwen Ashlar': unexpected error (IndexError: list index out of range)" in err
+    assert "1 of 2 page(s) not imported: Corwen Ashlar" in err
+    assert Dataset(tmp_path / "d").persona("elsa-rook").source.count("She is calm.") == 1
+    with pytest.raises(IndexError):  # one page, not --each-page: the error is not hidden
+        cli.main(["new-character", "corwen-ashlar", "--page", "Corwen Ashlar", "--work", WORK, "--from", str(source),
+                  "--embedder", "none", "--data-dir", str(tmp_path / "d2")])
+
+
+def test_each_page_imports_a_page_with_a_subsection_first(tmp_path):
+    source = tmp_path / "two.xml"
+    source.write_text(export(("Corwen Ashlar", SUBSECTION_FIRST), ("Elsa Rook", "== Personality ==\nShe is calm.\n")),
+                      encoding="utf-8")
+    code, out, err = each_page(tmp_path, source)
+    assert code == 0, err
+    assert "Corwen is stubborn" in Dataset(tmp_path / "d").persona("corwen-ashlar").source
