@@ -102,3 +102,76 @@ def test_each_page_imports_a_page_with_a_subsection_first(tmp_path):
     code, out, err = each_page(tmp_path, source)
     assert code == 0, err
     assert "Corwen is stubborn" in Dataset(tmp_path / "d").persona("corwen-ashlar").source
+
+
+# A German article: a picture with the German File name and its options (miniatur, links), categories, and links to
+# the same article in other languages, written as editors do (lowercase, uppercase, "simple").
+GERMAN = """[[Datei:Corwen im Hafen.jpg|miniatur|links|Corwen im Hafen von [[Port Vell]]]]
+'''Corwen Ashlar''' ist ein Kartenzeichner aus dem Roman ''Die Salzstraßen''.
+
+== Aussehen ==
+[[Bild:Corwen Mantel.png|mini|Sein grauer Mantel]]
+Corwen ist groß und trägt einen grauen Mantel.
+
+== Charakter ==
+Corwen ist stur und neugierig.
+
+[[Kategorie:Figur (Die Salzstraßen)]]
+[[kategorie:Fiktiver Kartograph]]
+[[en:Corwen Ashlar]]
+[[DE:Corwen Ashlar]]
+[[simple:Corwen Ashlar]]
+[[zh-min-nan:Corwen Ashlar]]
+"""
+GERMAN_MAP = ["Aussehen=Demographic Information", "Charakter=Psychological Traits"]
+
+
+def test_file_category_and_language_links_of_other_languages_leave_no_text(tmp_path):
+    from rpa_lib.authoring.importer import parse_mapping
+
+    text = wiki_persona(tmp_path, GERMAN, mapping=parse_mapping(GERMAN_MAP))
+    assert "Corwen Ashlar ist ein Kartenzeichner" in text and "Corwen ist groß und trägt" in text
+    assert "Corwen ist stur und neugierig." in text
+    for leak in ("miniatur", "mini", "links|", "Mantel.png", "Sein grauer Mantel", "Kategorie", "Figur", "en:", "DE:",
+                 "simple:", "zh-min-nan"):
+        assert leak not in text, leak
+    report = (tmp_path / "d" / "characters" / "corwen" / "IMPORT.md").read_text()
+    assert "file link 'Corwen im Hafen.jpg' (Datei:)" in report and "file link 'Corwen Mantel.png' (Bild:)" in report
+    assert "category link 'Fiktiver Kartograph' (kategorie:)" in report
+    from rpa_lib.authoring.wikitext import parse_wikitext  # a title with a colon is no language's code
+
+    kept = parse_wikitext("== Hobbies ==\nHe watches [[Re:Zero]] and [[Ran: The Film]].[[FR:Corwen]]\n")
+    assert kept.sections[1].paragraphs == ["He watches Re:Zero and Ran: The Film."]
+
+
+@pytest.mark.parametrize("picture, category", [
+    ("[[Файл:Корвен.jpg|мини|слева|Корвен в гавани]]", "[[Категория:Персонажи]]"),  # Russian
+    ("[[Fichier:Corwen.jpg|vignette|gauche|Corwen au port]]", "[[Catégorie:Personnage de roman]]"),  # French
+    ("[[Archivo:Corwen.jpg|miniaturadeimagen|Corwen en el puerto]]", "[[Categoría:Personajes]]"),  # Spanish
+    ("[[Immagine:Corwen.jpg|thumb|Corwen al porto]]", "[[Categoria:Personaggi]]"),  # Italian
+    ("[[Ficheiro:Corwen.jpg|miniaturadaimagem|Corwen no porto]]", "[[Categoria:Personagens]]"),  # Portuguese
+    ("[[Plik:Corwen.jpg|mały|Corwen w porcie]]", "[[Kategoria:Postacie]]"),  # Polish
+    ("[[ファイル:Corwen.jpg|サムネイル|港のコーウェン]]", "[[カテゴリ:登場人物]]"),  # Japanese
+    ("[[文件:Corwen.jpg|thumb|港口的科温]]", "[[分类:虚构人物]]"),  # Chinese
+])
+def test_pictures_and_categories_are_dropped_in_each_common_language(tmp_path, picture, category):
+    text = wiki_persona(tmp_path, f"{picture}\n'''Corwen''' is a mapmaker.\n\n== Personality ==\nHe is stubborn.\n\n"
+                                  f"{category}\n")
+    overview = text.split("### Overview")[1].split("##")[0]
+    assert overview.strip() == "Corwen is a mapmaker." and "He is stubborn." in text
+    assert category.strip("[]").split(":")[1] not in text
+
+
+def test_an_exports_own_namespace_names_are_dropped_too(tmp_path):
+    """A Croatian wiki's "Datoteka" and "Kategorija" are in no built-in list: the export's <siteinfo> names them."""
+    siteinfo = ('<namespaces><namespace key="-2" case="first-letter">Mediji</namespace>'
+                '<namespace key="0" case="first-letter" />'
+                '<namespace key="6" case="first-letter">Datoteka</namespace>'
+                '<namespace key="14" case="first-letter">Kategorija</namespace></namespaces>')
+    page = ("[[Datoteka:Corwen.jpg|mini|lijevo|Corwen u luci]]\n'''Corwen''' je kartograf.\n\n== Personality ==\n"
+            "He is stubborn.\n\n[[kategorija:Likovi]]\n")
+    source = tmp_path / "hr.xml"
+    source.write_text(export(("Corwen", page), siteinfo=siteinfo), encoding="utf-8")
+    new_character("corwen", source, work=WORK, data=tmp_path / "d")
+    text = Dataset(tmp_path / "d").persona("corwen").source
+    assert "Corwen je kartograf." in text and "lijevo" not in text and "Likovi" not in text

@@ -7,15 +7,33 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
-from dataclasses import dataclass
+from collections.abc import Mapping
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 
 from rpa_lib.authoring.document import SourceDocument, SourceSection, sentence, tidy
 from rpa_lib.errors import DataError
 
 DROPPED_TAGS = {"ref", "references", "table", "gallery", "math", "syntaxhighlight", "source", "score", "timeline"}
-DROPPED_LINKS = ("file:", "image:", "category:", "media:")
-INTERLANGUAGE = re.compile(r"[a-z]{2,3}(?:-[a-z]{2,8})*:")  # [[es:Himmel]]: a link to another language's page
+# namespaces of a link that shows no text in the article, by their names casefolded: a picture ("file": File, 6, and
+# Media, -2) or the page's category (14); the English names and common local ones (German, French, Spanish, Italian,
+# Portuguese, Russian, Polish, Japanese, Chinese, Dutch, Swedish, Czech, Turkish, Ukrainian, Korean, Arabic, Hebrew),
+# with those an export's <siteinfo> names added while it is read (:data:`_SITE_NAMESPACES`: name -> kind)
+LINK_NAMESPACES = {
+    **dict.fromkeys("file image media datei bild medium fichier média archivo imagen medio immagine arquivo ficheiro "
+                    "imagem файл изображение медиа plik grafika ファイル 画像 メディア 文件 檔案 档案 图像 圖像 媒体 媒體 "
+                    "bestand afbeelding fil soubor dosya зображення 파일 ملف קובץ".split(), "file"),
+    **dict.fromkeys("category kategorie catégorie categoría categoria категория kategoria カテゴリ 分类 分類 categorie "
+                    "kategori категорія 분류 تصنيف קטגוריה".split(), "category"),
+}
+ENGLISH_LINKS = {"file", "image", "media", "category"}  # reported by their own name ("image link 'A.png'")
+SITE_KINDS = {"6": "file", "-2": "file", "14": "category"}  # <namespace key=...> of an export's <siteinfo>
+_SITE_NAMESPACES: ContextVar[Mapping[str, str]] = ContextVar("site_namespaces", default=MappingProxyType({}))
+# [[es:Himmel]], [[DE:Himmel]], [[simple:Himmel]], [[zh-min-nan:Himmel]]: a link to another language's page, its
+# code in lower or upper case (:func:`_interlanguage`; "Re:Zero" and "Ran: The Film" are page titles)
+INTERLANGUAGE = re.compile(r"((?:[a-z]{2,3}(?:-[a-z]{2,8})*|simple)):(?!\s)", re.I)
 MAGIC_WORD = re.compile(r"__[A-Z]+__")  # __NOTOC__, __NOEDITSECTION__
 TABBER = re.compile(r"<tabber[^>]*>(.*?)</tabber>", re.I | re.S)  # Fandom's tabs: "|-|Anime=" opens each
 TABBER_LABEL = re.compile(r"(?:^|\|-\|)(\s*)(?:\|-\|)?(\s*)[^=\n|\[\]{}<>]{1,60}=")
@@ -51,6 +69,7 @@ IMAGE_FILE = re.compile(r"[^\n]*\.(?:png|jpe?g|gif|svg|webp)", re.I)  # "Bild = 
 class Page:
     title: str
     revisions: list[tuple[str, str, str]]  # (timestamp, id, wikitext), in file order
+    namespaces: dict[str, str] = field(default_factory=dict)  # the export's names of links shown as no text -> kind
 
 
 def _local(tag: str) -> str:
@@ -66,8 +85,12 @@ def export_pages(path: Path, text: str) -> list[Page]:
     if _local(root.tag) != "mediawiki":
         raise DataError(path, None,
                         f"not a MediaWiki export: the root element is <{_local(root.tag)}>, not <mediawiki>")
-    pages = []
+    pages, namespaces = [], {}
     for el in root:
+        if _local(el.tag) == "siteinfo":  # <namespaces><namespace key="6">Datei</namespace>: this wiki's names
+            for ns in (n for c in el if _local(c.tag) == "namespaces" for n in c):
+                if ns.get("key") in SITE_KINDS and (ns.text or "").strip():
+                    namespaces[_namespace_key(ns.text)] = SITE_KINDS[ns.get("key")]
         if _local(el.tag) != "page":
             continue
         title, revisions = "", []
@@ -78,7 +101,7 @@ def export_pages(path: Path, text: str) -> list[Page]:
                 fields = {_local(c.tag): (c.text or "") for c in child}
                 revisions.append((fields.get("timestamp", "").strip(), fields.get("id", "").strip(),
                                   fields.get("text", "")))
-        pages.append(Page(title, revisions))
+        pages.append(Page(title, revisions, namespaces))
     if not pages:
         raise DataError(path, None, "the export holds no <page>")
     return pages
@@ -105,7 +128,7 @@ def read_mediawiki(path: Path, text: str, page: str | None = None) -> SourceDocu
     if redirect:
         raise DataError(path, None, f"page {chosen.title!r} is a redirect to {redirect.group(1).strip()!r}: import "
                                     "that page")
-    doc = parse_wikitext(body, _text_line(text, chosen.title, newest), chosen.title)
+    doc = parse_wikitext(body, _text_line(text, chosen.title, newest), chosen.title, chosen.namespaces)
     doc.path = path
     n = len(chosen.revisions)
     doc.notes.append(f"page {chosen.title!r} of {len(pages)} in the export; revision {newest + 1} of {n}"
@@ -126,9 +149,41 @@ def _text_line(xml: str, title: str, revision: int = 0) -> int:
     return xml.count("\n", 0, xml.find(">", at) + 1) + 1
 
 
-def parse_wikitext(wikitext: str, first_line: int = 1, title: str | None = None) -> SourceDocument:
+def parse_wikitext(wikitext: str, first_line: int = 1, title: str | None = None,
+                   namespaces: Mapping[str, str] | None = None) -> SourceDocument:
     """Wikitext into sections (level = the number of ``=``), line numbers counted from ``first_line``; ``title``:
-    the page's, shown for ``{{PAGENAME}}``."""
+    the page's, shown for ``{{PAGENAME}}``; ``namespaces``: the wiki's own names of File and Category links
+    (:attr:`Page.namespaces`), dropped as :data:`LINK_NAMESPACES` are."""
+    token = _SITE_NAMESPACES.set(namespaces or {})
+    try:
+        return _parse_wikitext(wikitext, first_line, title)
+    finally:
+        _SITE_NAMESPACES.reset(token)
+
+
+def _namespace_key(name: str) -> str:
+    """A namespace name as :data:`LINK_NAMESPACES` holds it: ``" Datei_X "`` -> ``"datei x"``."""
+    return " ".join(name.replace("_", " ").split()).casefold()
+
+
+def _link_namespace(title: str) -> tuple[str, str, str] | None:
+    """``(kind, the name as written, target)`` of a File, Media or Category link in any language the importer
+    knows (``"Datei:A.jpg"`` -> ``("file", "Datei", "A.jpg")``); None for another link, or one with a leading colon
+    (``[[:Category:X]]`` shows its text)."""
+    prefix, colon, target = title.partition(":")
+    name = _namespace_key(prefix)
+    kind = (_SITE_NAMESPACES.get().get(name) or LINK_NAMESPACES.get(name)) if colon else None
+    return (kind, prefix.strip(), target.strip()) if kind else None
+
+
+def _interlanguage(title: str) -> bool:
+    """Is ``[[title]]`` a link to another language's page? ``"de:Corwen"``, ``"DE:Corwen"``, ``"simple:Corwen"``
+    are; ``"Re:Zero"`` (a code in mixed case) and ``"Ran: The Film"`` (a space after the colon) are not."""
+    m = INTERLANGUAGE.match(title.strip())
+    return bool(m) and (m.group(1).islower() or m.group(1).isupper())
+
+
+def _parse_wikitext(wikitext: str, first_line: int, title: str | None) -> SourceDocument:
     import mwparserfromhell
     from mwparserfromhell.nodes import Heading
 
@@ -322,12 +377,14 @@ def _strip(code, line: int, doc: SourceDocument, top: bool = False, item: str = 
                 else:
                     code.replace(node, shown)
                     doc.rendered.append((where, f"{{{{{name}}}}} -> {shown!r}"))
-            elif isinstance(node, Wikilink) and str(node.title).strip().lower().startswith(DROPPED_LINKS):
-                kind, _, target = str(node.title).strip().partition(":")
-                doc.removed.append((at(node), f"{kind.strip().lower()} link {target.strip()!r}"))
+            elif isinstance(node, Wikilink) and (link := _link_namespace(str(node.title).strip())):
+                kind, written, target = link
+                english = _namespace_key(written) in ENGLISH_LINKS  # "image link 'A.png'", "file link 'B.jpg' (Datei:)"
+                doc.removed.append((at(node), f"{_namespace_key(written) if english else kind} link {target!r}"
+                                              + ("" if english else f" ({written}:)")))
                 code.remove(node)
-            elif isinstance(node, Comment) or (isinstance(node, Wikilink) and INTERLANGUAGE.match(
-                    str(node.title).strip()) and node.text is None):  # [[wp:X|text]] keeps its text
+            elif isinstance(node, Comment) or (isinstance(node, Wikilink) and _interlanguage(str(node.title))
+                                               and node.text is None):  # [[wp:X|text]] keeps its text
                 code.remove(node)
             elif isinstance(node, Tag) and str(node.tag).strip().lower() in LIST_TAGS:
                 tag = str(node.tag).strip().lower()
