@@ -36,7 +36,7 @@ from rpa_lib.evaluation.keypoints import (
     prompt_id,
 )
 from rpa_lib.evaluation.known_quality import CHECKS, judge_check_cases
-from rpa_lib.llm import FakeLLM, LLMError, LLMFatalError, LLMNoValidAnswer
+from rpa_lib.llm import FakeLLM, LLMError, LLMFatalError, LLMNoValidAnswer, RetryPolicy
 from rpa_lib.text import read_jsonl
 
 
@@ -335,4 +335,26 @@ def test_the_verdict_runner_keeps_one_row_per_job_with_its_status():
     assert math.isnan(rows.value.iloc[1]) and "judge down" in rows.error.iloc[1]
     assert rows.problem.iloc[2] == "no allowed answer" and pd.isna(rows.error.iloc[2])
     empty = run_verdicts(FakeLLM(), [], verdict, lambda job: {"job": job}, columns=["job", "value", "status"])
-    assert empty.empty and list(empty.columns) == ["job", "value", "status"]
+    assert empty.empty and list(empty.columns) == ["job", "value", "status", "llm_calls", "cached_calls"]
+
+
+def test_a_verdict_row_holds_the_calls_its_verdict_made(tmp_path):
+    # a judge's calls are paid like a method's: each verdict row traces them, failed and cached ones too
+    from rpa_lib.evaluation.runner import run_verdicts
+
+    judge = FakeLLM(lambda kind, messages, spec: "yes", cache=tmp_path / "llm.sqlite",
+                    retry=RetryPolicy(attempts=1, base_delay=0, max_delay=0))
+    boom = FakeLLM(lambda kind, messages, spec: (_ for _ in ()).throw(RuntimeError("judge down")),
+                   retry=RetryPolicy(attempts=1, base_delay=0, max_delay=0))
+
+    def verdict(job):
+        for n in range(job):
+            judge.choose([{"role": "user", "content": f"{job} {n}"}], ["yes", "no"])
+        if job == 0:
+            boom.chat([{"role": "user", "content": "rate"}])
+        return 1
+
+    rows = run_verdicts(judge, [2, 0, 3, 2], verdict, lambda job: {"job": job}, workers=1, progress=False)
+    assert rows.llm_calls.tolist() == [2, 1, 3, 2] and rows.cached_calls.tolist() == [0, 0, 0, 2]  # 2 asked again
+    assert rows.status.tolist() == [OK, FAILED, OK, OK]
+    assert judge.usage.calls + boom.usage.calls == rows.llm_calls.sum()

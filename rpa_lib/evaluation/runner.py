@@ -21,10 +21,12 @@ import pandas as pd
 from rpa_lib.data import QA, Dataset, Questionnaire
 from rpa_lib.llm.plan import acting_for
 from rpa_lib.llm.reply import Pending
+from rpa_lib.llm.usage import item_calls
 from rpa_lib.methods.base import ContextItem, Response
 
 OK, UNPARSED, FAILED, PENDING = "ok", "unparsed", "failed", "pending"  # the status of a verdict row
 VERDICT_FIELDS = ["answer", "value", "status", "problem", "error", "coerced"]
+TRACE_COLUMNS = ["llm_calls", "cached_calls"]  # a verdict row's trace: the calls its verdict made
 JOB_COLUMNS = ["method", "character", "question_id", "question"]  # then the jobs' meta, then the results
 RESULT_COLUMNS = ["reply", "context", "chunk_ids", "details", "llm_calls", "cached_calls", "seconds", "coerced_calls",
                   "error"]
@@ -186,12 +188,23 @@ def answer_tasks(methods: Sequence, tasks: dict[str, list[Job]], *, llm=None, sk
 def run_verdicts(judge, jobs: Iterable, verdict: Callable[[Any], Any], describe: Callable[[Any], dict], *,
                  columns: Sequence[str] | None = None, desc: str = "judge", workers: int | None = None,
                  progress: bool = True) -> pd.DataFrame:
-    """``verdict(job)`` for every job through ``judge.map``: per job ``describe(job)`` and :data:`VERDICT_FIELDS`,
-    from a :class:`~rpa_lib.evaluation.judges.Verdict`, a plain value (:data:`OK`) or an error (:data:`FAILED`)."""
+    """``verdict(job)`` for every job through ``judge.map``: per job ``describe(job)``, :data:`VERDICT_FIELDS`, from
+    a :class:`~rpa_lib.evaluation.judges.Verdict`, a plain value (:data:`OK`) or an error (:data:`FAILED`), and the
+    calls it made (``llm_calls``, ``cached_calls``: the verdict's trace, failed calls included)."""
     jobs = list(jobs)
-    outcomes = judge.map(verdict, jobs, desc=desc, workers=workers, progress=progress) if jobs else []
+    traces: list[list[bool]] = [[] for _ in jobs]
+
+    def traced(numbered: tuple[int, Any]):
+        token = item_calls.set(traces[numbered[0]])
+        try:
+            return verdict(numbered[1])
+        finally:
+            item_calls.reset(token)
+
+    outcomes = judge.map(traced, list(enumerate(jobs)), desc=desc, workers=workers, progress=progress) if jobs else []
     rows = []
     for o in outcomes:
+        index, job = o.item
         v = o.value
         if not o.ok:
             fields = (None, math.nan, PENDING if o.pending else FAILED, None, o.error, False)
@@ -199,8 +212,9 @@ def run_verdicts(judge, jobs: Iterable, verdict: Callable[[Any], Any], describe:
             fields = (v.answer, v.value, v.status, v.problem, None, bool(getattr(v, "coerced", False)))
         else:
             fields = (None, v, OK, None, None, False)
-        rows.append({**describe(o.item), **dict(zip(VERDICT_FIELDS, fields, strict=True))})
-    return pd.DataFrame(rows, columns=list(columns) if columns else None)
+        rows.append({**describe(job), **dict(zip(VERDICT_FIELDS, fields, strict=True)),
+                     "llm_calls": len(traces[index]), "cached_calls": sum(traces[index])})
+    return pd.DataFrame(rows, columns=[*columns, *TRACE_COLUMNS] if columns else None)
 
 
 PENDING_ERROR = Pending.__name__  # an item's error that says its answer is not in yet, as LLM.map writes it

@@ -11,10 +11,15 @@ import json
 import re
 import threading
 import time
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 
 from rpa_lib.display import FREE
+
+# the calls of the one item a thread is answering (a judge's verdict: rpa_lib.evaluation.runner.run_verdicts), each
+# True when it came from the cache; None when no item is being traced
+item_calls: ContextVar[list[bool] | None] = ContextVar("rpa_item_calls", default=None)
 
 PRICES_AS_OF = "2025-04-14"  # openai.com/api/pricing on the day gpt-4.1 was released
 FREE_BACKENDS = ("local", "llamacpp", "fake")  # run in this process: no dollars
@@ -67,7 +72,11 @@ class Usage:
             self._last: float | None = None
 
     def record_call(self, start: float, end: float, *, cached: bool = False, error: bool = False) -> None:
-        """One public call that ran from ``start`` to ``end`` (``time.monotonic`` values)."""
+        """One public call that ran from ``start`` to ``end`` (``time.monotonic`` values), also in the trace of the
+        item being answered when there is one (:data:`item_calls`)."""
+        trace = item_calls.get()
+        if trace is not None:
+            trace.append(cached)
         with self._lock:
             self.calls += 1
             self.cache_hits += cached
