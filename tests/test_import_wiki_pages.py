@@ -175,3 +175,75 @@ def test_an_exports_own_namespace_names_are_dropped_too(tmp_path):
     new_character("corwen", source, work=WORK, data=tmp_path / "d")
     text = Dataset(tmp_path / "d").persona("corwen").source
     assert "Corwen je kartograf." in text and "lijevo" not in text and "Likovi" not in text
+
+
+# A Wikipedia article about a literary character: the story's sections, then the real world's, named as such
+# articles name them.
+REAL_WORLD = """{{Infobox character
+| name = Corwen Ashlar
+| occupation = Mapmaker
+| family = Elsa Rook (wife)
+}}
+'''Corwen Ashlar''' is the protagonist of the novel ''The Salt Roads''.
+
+== Fictional character biography ==
+Corwen was born in Port Vell and drew his first chart of the harbour at twelve.
+
+== Personality ==
+Corwen is stubborn and curious.
+
+== Publication history ==
+The character first appeared in a short story printed in a magazine in 1998.
+
+== Concept and design ==
+The author based the character on a surveyor she met while travelling.
+
+=== Character design ===
+The cover artist gave him a grey coat to set him apart from the sailors.
+
+== Casting ==
+Several actors auditioned for the role in the radio adaptation.
+
+== Voice acting ==
+In the audiobook he is voiced by a stage actor.
+
+== Themes ==
+Critics read the novel as a story about mapping as a form of power.
+
+== Analysis ==
+A literary scholar compared his journeys with the explorers' diaries.
+
+== Critical response ==
+Reviewers praised the character's dry humour.
+
+== Reception and legacy ==
+The novel sold well and the character became popular with readers.
+
+== In popular culture ==
+A board game about charting coastlines named its lead figure after him.
+
+== Development ==
+=== Early drafts ===
+The first drafts made him a sailor rather than a mapmaker.
+
+== References ==
+{{reflist}}
+"""
+REAL_SECTIONS = ("Publication history", "Concept and design", "Casting", "Voice acting", "Themes", "Analysis",
+                 "Critical response", "Reception and legacy", "In popular culture", "Development")
+
+
+def test_real_world_sections_are_dropped_by_the_heading_table(tmp_path):
+    text = wiki_persona(tmp_path, REAL_WORLD)
+    assert "drew his first chart" in text and "Corwen is stubborn and curious." in text
+    for leak in ("magazine", "surveyor", "cover artist", "auditioned", "audiobook", "Critics", "scholar",
+                 "Reviewers", "sold well", "board game", "first drafts"):
+        assert leak not in text, leak
+    report = (tmp_path / "d" / "characters" / "corwen" / "IMPORT.md").read_text()
+    for heading in REAL_SECTIONS:  # real world by its heading, not merely left unplaced
+        assert f"line {REAL_WORLD.split(f'== {heading} ==')[0].count(chr(10)) + 1}: {heading!r} dropped (heading " \
+               f"table:" in report, heading
+    assert "'Concept and design > Character design' dropped (with 'Concept and design')" in report
+    from rpa_lib.authoring.importer import lookup
+
+    assert lookup("Character design")[0] is None and lookup("Spell casting")[0] == "Skill and Expertise"

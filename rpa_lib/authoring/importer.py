@@ -40,7 +40,7 @@ _HEADINGS = {  # attribute -> normalized headings (lowercase, words only); None:
            "habits, fears, hobbies, quirks, emotions, character, characterization, characterisation, "
            "personality and traits",
     SKILL: "abilities, skills, powers, powers and abilities, techniques, expertise, talents, knowledge, magic, "
-           "equipment, weapons, spells, training, strengths and weaknesses, weaknesses",
+           "equipment, weapons, spells, spell casting, spellcasting, training, strengths and weaknesses, weaknesses",
     SOCIAL: "relationships, relations, family, friends, allies, enemies, rivals, companions, acquaintances, romance",
     # data/README.md: no trivia, speculation, reception or production facts
     None: "trivia, references, notes, footnotes, sources, external links, see also, gallery, reception, popularity, "
@@ -48,7 +48,11 @@ _HEADINGS = {  # attribute -> normalized headings (lowercase, words only); None:
           "merchandise, etymology, portrayal, portrayals, portrayal in adaptations, adaptations, in adaptations, "
           "portrayal in film, film adaptations, cultural impact, creation, conception, development, "
           "critical reception, further reading, appearances, bibliography, translations, names in other languages, "
-          "contents, table of contents",
+          "contents, table of contents, design, concept, concept art, character design, character creation, "
+          "character concept, casting, voice acting, voice actor, voice actress, voice cast, themes, theme, motifs, "
+          "symbolism, analysis, interpretation, interpretations, in popular culture, popular culture, "
+          "critical response, critical reaction, critical analysis, reviews, publication history, inspiration, "
+          "inspirations, awards and nominations, accolades, merchandising, cultural references",
 }
 HEADING_TABLE: dict[str, str | None] = {**{a.lower(): a for a in ATTRIBUTES},
                                         **{h: a for a, hs in _HEADINGS.items() for h in hs.split(", ")}}
