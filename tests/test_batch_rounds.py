@@ -315,9 +315,8 @@ def test_a_stopped_batch_run_resumed_keeps_the_rounds_it_paid_and_splits_shared_
     assert unfinished_run(runs, "k1") == runs / "run-1" and unfinished_run(runs, "other command") is None
     stop["round 2"] = False
     assert [e["round"] for e in run(unfinished_run(runs, "k1"))] == [2]
-    assert unfinished_run(runs, "k1") is None  # finished: the next run of the command starts its own folder
     log = json.loads((runs / "run-1" / "rounds.json").read_text())
-    assert [r["calls"] for r in log["rounds"]] == [1, 2] and log["finished"]
+    assert [r["calls"] for r in log["rounds"]] == [1, 2] and log["key"] == "k1"
     first, second = log["rounds"]
     assert first["usd_by_notebook"]["04_personality"] == pytest.approx(first["usd"] / 2)  # one call asked by both
     records = [rounds_record(runs / "run-1" / "rounds.json", nb) for nb in ("04_personality", "05_qa_evaluation")]

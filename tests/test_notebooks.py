@@ -516,25 +516,28 @@ def test_batch_rounds_run_only_the_notebooks_that_will_run(counting, monkeypatch
 
 
 def test_the_same_batch_command_resumes_its_unfinished_rounds(counting, monkeypatch):
-    """A run stopped mid-rounds and started again logs on in its folder, so its record counts what was paid before
-    the stop; a finished one, or another command, starts a folder of its own."""
+    """A run stopped mid-rounds and started again logs on in its folder, so its records count what was paid before
+    the stop; once a run has written its records, the next one starts a folder of its own."""
+    from rpa_lib.llm import LLMFatalError
     from rpa_lib.llm.rounds import log_round
 
     run, _ = counting
     write_notebook(paths.NOTEBOOKS_DIR / "01_one.ipynb", COUNT.format("01"), "from rpa_lib.llm import get_llm")
-    folders, finish = [], {"now": False}
+    folders = []
 
     def rounds(*args, run_dir, key, **kwargs):
         folders.append(run_dir)
-        log_round(run_dir / "rounds.json", "local", {"round": 1}, key=key, finished=finish["now"])
+        log_round(run_dir / "rounds.json", "local", {"round": len(folders)}, key=key)
+        if len(folders) == 1:
+            raise LLMFatalError("the server went away")  # a run stopped in its round 1
 
     monkeypatch.setattr(reproduce, "run_rounds", rounds)
-    run(batch="local")
-    run(batch="local", force=True)  # the first never finished: the same folder
-    finish["now"] = True
-    run(batch="local", force=True)
-    run(batch="local", force=True)  # that one finished: a new folder
-    assert folders[0] == folders[1] == folders[2] != folders[3]
+    with pytest.raises(SystemExit):
+        run(batch="local")
+    run(batch="local")  # the same command: on in the same folder, then the records
+    run(batch="local", force=True)  # that one wrote its records: a new folder
+    assert folders[0] == folders[1] != folders[2]
+    assert json.loads((folders[0] / "rounds.json").read_text())["finished"]
 
 
 def test_batch_rounds_under_a_budget_book_in_the_budget_the_notebooks_llms_share(counting, monkeypatch):

@@ -30,6 +30,7 @@ from rpa_lib.llm import LLMError, LLMFatalError, get_llm, judge_llm
 from rpa_lib.llm.answers import without_iri_grammars
 from rpa_lib.llm.budget import Budget, BudgetExceeded, dollars, shared_budget, usd
 from rpa_lib.llm.factory import check_setting_names
+from rpa_lib.llm.rounds import log_round
 from rpa_lib.model_files import require_models
 from rpa_lib.notebook_params import parameters
 from rpa_lib.run import stamps
@@ -239,9 +240,12 @@ def run(profile_name: str = "quick", only: list[str] | None = None, output_dir: 
             print(f"budget: {usd(limit)} for the uncached LLM calls of this run (ledger {ledger})", flush=True)
             budget = shared_budget(limit, ledger)  # the one the LLMs of this process book in
         try:
-            if batch:  # every answer in, then the run in batch mode
-                mode = {**mode, **batch_rounds(profile, todo, batch, mode, budget)}
-            return _run(profile_name, setup, output_dir, force, mode, library, known)
+            if not batch:
+                return _run(profile_name, setup, output_dir, force, mode, library, known)
+            mode = {**mode, **batch_rounds(profile, todo, batch, mode, budget)}  # every answer in, then the run
+            ran = _run(profile_name, setup, output_dir, force, mode, library, known)
+            log_round(mode["batch_log"], batch, None, finished=True)  # its records are written: the command is done
+            return ran
         except BudgetExceeded as e:  # a batch round held more than is left: the run's one line
             raise SystemExit(str(e)) from None
         finally:

@@ -68,8 +68,9 @@ def notebook_costs(misses: dict[str, list[dict]], costs: dict[str, float] | None
 
 
 def unfinished_run(runs: Path, key: str) -> Path | None:
-    """The newest run folder in ``runs`` whose rounds for ``key`` (the command's notebooks and parameters) stopped
-    before the end: the same command resumes it, so its record counts the rounds paid before the stop."""
+    """The newest run folder in ``runs`` of ``key`` (the command's notebooks, parameters and mode) that stopped before
+    its run records were written (in a round, or in the final pass): the same command goes on in it, so its records
+    count the rounds paid before the stop."""
     for folder in sorted(runs.glob("run-*"), reverse=True):
         log = read_log(folder / "rounds.json")
         if log.get("key") == key and not log.get("finished"):
@@ -138,7 +139,6 @@ def run_rounds(notebooks: list[str], collect: Collect, *, mode: str, store: Path
         if not lines:
             print(f"batch: round {r} has no miss; every answer is in ({_elapsed(time.monotonic() - start_all)} in all)",
                   flush=True)
-            log_round(log, mode, None, key=key, finished=True)
             return entries
         results = answer_round(lines, mode, store, build, send=send, budget=budget, progress=progress)
         costs = line_costs(lines, results)
