@@ -13,6 +13,7 @@ import pytest
 from rpa_lib.authoring import cli
 from rpa_lib.authoring.importer import new_character
 from rpa_lib.data import Dataset
+from rpa_lib.errors import DataError
 
 WORK = "The Salt Roads"
 
@@ -247,3 +248,78 @@ def test_real_world_sections_are_dropped_by_the_heading_table(tmp_path):
     from rpa_lib.authoring.importer import lookup
 
     assert lookup("Character design")[0] is None and lookup("Spell casting")[0] == "Skill and Expertise"
+
+
+# A disambiguation page as Wikipedia writes one: a lead that "may refer to:", lists of links, the template at the end.
+DISAMBIGUATION = """'''Corwen''' may refer to:
+
+== Characters ==
+* [[Corwen Ashlar]], the mapmaker of ''The Salt Roads''
+* [[Corwen Vale]], a knight in ''The Ashen Crown''
+
+== Places ==
+* [[Corwen (town)]], a harbour town
+
+== See also ==
+* [[Corwin (disambiguation)]]
+
+{{disambiguation|human name}}
+"""
+
+
+@pytest.mark.parametrize("page", [
+    DISAMBIGUATION,
+    DISAMBIGUATION.replace("may refer to:", "is a given name.").replace("{{disambiguation|human name}}", "{{dab}}"),
+    DISAMBIGUATION.replace("may refer to:", "is a given name.").replace("{{disambiguation|human name}}", "{{Disambig}}"),
+    DISAMBIGUATION.replace("{{disambiguation|human name}}", ""),  # the lead alone says it
+    DISAMBIGUATION.replace("may refer to:", "is a given name.").replace("{{disambiguation|human name}}",
+                                                                        "__DISAMBIG__"),
+])
+def test_a_disambiguation_page_is_named_as_one_not_imported(tmp_path, page):
+    with pytest.raises(DataError, match=r"page\.wiki: the page is a disambiguation page, not an article: it lists "
+                                        r"Corwen Ashlar; Corwen Vale; Corwen \(town\); Corwin \(disambiguation\)"):
+        wiki_persona(tmp_path, page)
+    assert not (tmp_path / "d" / "characters").exists()
+
+
+def test_an_article_that_mentions_disambiguation_is_still_imported(tmp_path):
+    text = wiki_persona(tmp_path, "{{About|the mapmaker|the town|Corwen (town)}}\n'''Corwen Ashlar''' is a mapmaker."
+                                  "{{Disambiguation needed|date=May 2024}}\n\n== Personality ==\nHe is stubborn.\n")
+    assert "Corwen Ashlar is a mapmaker." in text and "He is stubborn." in text
+
+
+@pytest.mark.parametrize("redirect", ["#REDIRECT [[Corwen Ashlar]]\n\n{{Redirect category shell|{{R from short name}}}}\n",
+                                      "#redirect[[Corwen Ashlar#Early life|Corwen]]\n",
+                                      "#WEITERLEITUNG [[Corwen Ashlar]]\n",
+                                      "#ПЕРЕНАПРАВЛЕНИЕ [[Corwen Ashlar]]\n"])
+def test_a_redirect_page_says_where_it_points(tmp_path, redirect):
+    """It was "no headings found", which said nothing of what the file holds."""
+    with pytest.raises(DataError, match=r"page\.wiki: the page is a redirect to 'Corwen Ashlar': import that page"):
+        wiki_persona(tmp_path, redirect)
+
+
+ARTICLE = "'''Elsa Rook''' is a harbour pilot.\n\n== Personality ==\nShe is calm and careful.\n"
+
+
+def test_each_page_skips_redirects_disambiguation_and_other_namespaces_saying_why(tmp_path):
+    source = tmp_path / "export.xml"
+    xml = export(("Elsa Rook", ARTICLE), ("Category:Salt Roads characters", "Characters of the novels.\n\n"
+                                                                             "== Personality ==\nx\n"),
+                 ("Template:Salt Roads", "{{Navbox\n| title = The Salt Roads\n}}\n== Personality ==\nx\n"),
+                 ("Corwen", DISAMBIGUATION), ("Корвен", "#ПЕРЕНАПРАВЛЕНИЕ [[Elsa Rook]]\n"),
+                 ("Corwen Ashlar (mapmaker)", "#OHJAUS [[Elsa Rook]]\n"), ns=(0, 14, 10, 0, 0, 0))
+    source.write_text(xml.replace("<title>Corwen Ashlar (mapmaker)</title>",  # the export names its target
+                                  '<title>Corwen Ashlar (mapmaker)</title>\n    <redirect title="Elsa Rook" />'),
+                      encoding="utf-8")
+    code, out, err = each_page(tmp_path, source)
+    assert code == 1 and "Traceback" not in err
+    for line in ("page 'Category:Salt Roads characters' is not an article: namespace 14 ('Category')",
+                 "page 'Template:Salt Roads' is not an article: namespace 10 ('Template')",
+                 "page 'Corwen' is a disambiguation page, not an article: it lists Corwen Ashlar;",
+                 "page 'Корвен' is a redirect to 'Elsa Rook': import that page",  # not "its title gives no slug"
+                 "page 'Corwen Ashlar (mapmaker)' is a redirect to 'Elsa Rook'"):
+        assert line in err, line
+    assert "5 of 6 page(s) not imported" in err
+    assert [p.name for p in (tmp_path / "d" / "characters").iterdir()] == ["elsa-rook"]
+    with pytest.raises(DataError, match="page 'Corwen Ashlar \\(mapmaker\\)' is a redirect to 'Elsa Rook'"):
+        new_character("corwen", source, work=WORK, data=tmp_path / "d", page="Corwen Ashlar (mapmaker)")

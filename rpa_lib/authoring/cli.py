@@ -55,7 +55,8 @@ def _new_character(args) -> int:
     if args.each_page and given:  # one value for every page: each would get it, or (SLUG, --name) it was ignored
         raise ValueError(f"--each-page names each character by its page's title: {', '.join(given)} would apply to "
                          "every page; import such a page alone with --page TITLE")
-    jobs = [(slugify(p.title), p.title, p.title) for p in pages] if args.each_page else [(args.slug, args.name, args.page)]
+    jobs = ([(slugify(p.title), p.title, p.title, p.not_an_article()) for p in pages] if args.each_page
+            else [(args.slug, args.name, args.page, None)])
     if not args.each_page and not args.slug:
         raise ValueError("give the new character's SLUG (or --each-page for every page of an export)")
     if not (args.work or "").strip():  # a blank one would be a labels.csv row the dataset's validation refuses
@@ -69,8 +70,10 @@ def _new_character(args) -> int:
         llm = get_llm(None if args.classify_with_llm == "default" else args.classify_with_llm)
     ds, mapping, failed = user_dataset(args.data_dir), parse_mapping(args.map), []
     placer = None if args.embedder == "none" else ContentPlacer(args.embedder)  # once for every page
-    for slug, name, page in jobs:
+    for slug, name, page, problem in jobs:
         try:
+            if problem:  # --each-page: a category, template or talk page, a redirect, a disambiguation page
+                raise DataError(path, None, f"page {page!r} {problem}")
             if not slug:
                 raise DataError(path, None, f"page {page!r}: its title gives no slug (no Latin letter or digit); "
                                             f"import it with --page {page!r} and a SLUG of your choice")

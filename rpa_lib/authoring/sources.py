@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 
 from rpa_lib.authoring.document import SourceDocument, SourceSection, sentence, tidy
-from rpa_lib.authoring.wikitext import BREAK, parse_wikitext, read_mediawiki
+from rpa_lib.authoring.wikitext import BREAK, not_an_article, parse_wikitext, read_mediawiki
 from rpa_lib.errors import DataError
 from rpa_lib.persona import HEADING_LINE
 
@@ -61,6 +61,9 @@ def read_source(path: str | Path, page: str | None = None) -> SourceDocument:
     if fmt == "mediawiki":
         doc = read_mediawiki(path, text, page)
     elif fmt == "wikitext":
+        problem = not_an_article(text)
+        if problem:  # "no headings found" said nothing of what the page is
+            raise DataError(path, None, f"the page {problem}")
         doc = parse_wikitext(text)
         doc.path = path
     else:

@@ -35,6 +35,16 @@ _SITE_NAMESPACES: ContextVar[Mapping[str, str]] = ContextVar("site_namespaces", 
 # code in lower or upper case (:func:`_interlanguage`; "Re:Zero" and "Ran: The Film" are page titles)
 INTERLANGUAGE = re.compile(r"((?:[a-z]{2,3}(?:-[a-z]{2,8})*|simple)):(?!\s)", re.I)
 MAGIC_WORD = re.compile(r"__[A-Z]+__")  # __NOTOC__, __NOEDITSECTION__
+# "#REDIRECT [[Target]]" as the page's first line, in English and the common languages' own words
+REDIRECT = re.compile(r"\s*#(?:redirect|weiterleitung|перенаправление|redirection|redirección|rinvia|"
+                      r"redirecionamento|przekieruj|patrz|転送|リダイレクト|重定向|doorverwijzing|omdirigering|"
+                      r"přesměruj|yönlendirme)\s*:?\s*\[\[([^\]|#]*)", re.I)
+# templates that mark a disambiguation page (and any "... disambiguation", e.g. {{Human name disambiguation}})
+DISAMBIGUATION = {"disambiguation", "disambig", "dab", "disamb", "hndis", "geodis", "begriffsklärung",
+                  "homonymie", "desambiguación", "desambiguacion", "disambigua", "desambiguação", "ujednoznacznienie",
+                  "неоднозначность", "многозначность", "曖昧さ回避", "aimai", "消歧义", "消歧義"}
+MAY_REFER_TO = re.compile(r"\b(?:may|can|might)\s+(?:also\s+)?refer\s+to(?:\s+(?:any|one)\s+of\s+the\s+following)?"
+                          r"\s*:", re.I)  # a disambiguation page's lead: "Corwen may refer to:"
 TABBER = re.compile(r"<tabber[^>]*>(.*?)</tabber>", re.I | re.S)  # Fandom's tabs: "|-|Anime=" opens each
 TABBER_LABEL = re.compile(r"(?:^|\|-\|)(\s*)(?:\|-\|)?(\s*)[^=\n|\[\]{}<>]{1,60}=")
 LIST_TAGS = {"li", "dd", "dt"}
@@ -70,6 +80,45 @@ class Page:
     title: str
     revisions: list[tuple[str, str, str]]  # (timestamp, id, wikitext), in file order
     namespaces: dict[str, str] = field(default_factory=dict)  # the export's names of links shown as no text -> kind
+    ns: str = ""  # its namespace's number, "0" for an article; "" when the export gives none
+    redirect: str = ""  # the page it redirects to (<redirect title="..."/>)
+
+    def newest(self) -> int:
+        """The index of the newest revision (by timestamp, the later in the file on a tie)."""
+        return max(range(len(self.revisions)), key=lambda i: (self.revisions[i][0], i))
+
+    def not_an_article(self) -> str | None:
+        """Why the page is no character's article (another namespace, a redirect, a disambiguation page), or None:
+        ``"is not an article: namespace 14 ('Category')"``."""
+        if self.ns not in ("", "0"):
+            prefix = self.title.partition(":")[0] if ":" in self.title else ""
+            return f"is not an article: namespace {self.ns}" + (f" ({prefix!r})" if prefix else "")
+        if self.redirect:
+            return f"is a redirect to {self.redirect!r}: import that page"
+        return not_an_article(self.revisions[self.newest()][2]) if self.revisions else None
+
+
+def not_an_article(wikitext: str) -> str | None:
+    """Why a page's wikitext is no article to import, or None: a redirect (``#REDIRECT [[Corwen Ashlar]]``, also in
+    other languages: ``#WEITERLEITUNG``) or a disambiguation page (``{{disambiguation}}``, ``{{dab}}``,
+    ``__DISAMBIG__``, or a lead that "may refer to:"), named with the pages it lists.
+
+    >>> not_an_article("#REDIRECT [[Corwen Ashlar]]"), not_an_article("== Personality ==\\nQuiet.") is None
+    ("is a redirect to 'Corwen Ashlar': import that page", True)
+    """
+    redirect = REDIRECT.match(wikitext)
+    if redirect:
+        return f"is a redirect to {redirect.group(1).strip()!r}: import that page"
+    names = {" ".join(n.replace("_", " ").split()).casefold()
+             for n in re.findall(r"\{\{\s*(?:template\s*:\s*)?([^{}|<>\n]+?)\s*(?=\||\}\})", wikitext, re.I)}
+    lead = re.split(r"^=+[^=\n].*=+[ \t]*$", wikitext, maxsplit=1, flags=re.M)[0]
+    if (names & DISAMBIGUATION or any(n.endswith(" disambiguation") for n in names) or "__DISAMBIG__" in wikitext
+            or MAY_REFER_TO.search(re.sub(r"<!--.*?-->", "", lead, flags=re.S))):
+        listed = list(dict.fromkeys(t.strip() for t in re.findall(r"^[*#]+[^\[\n]*\[\[([^\]|#]+)", wikitext, re.M)))
+        return ("is a disambiguation page, not an article" + (f": it lists {'; '.join(listed[:5])}"
+                                                              f"{'; ...' if len(listed) > 5 else ''}" if listed else "")
+                + "; import the article of the character you mean")
+    return None
 
 
 def _local(tag: str) -> str:
@@ -85,23 +134,31 @@ def export_pages(path: Path, text: str) -> list[Page]:
     if _local(root.tag) != "mediawiki":
         raise DataError(path, None,
                         f"not a MediaWiki export: the root element is <{_local(root.tag)}>, not <mediawiki>")
-    pages, namespaces = [], {}
+    pages, namespaces, numbers = [], {}, {}  # numbers: a namespace's name -> its number, for a page without <ns>
     for el in root:
         if _local(el.tag) == "siteinfo":  # <namespaces><namespace key="6">Datei</namespace>: this wiki's names
             for ns in (n for c in el if _local(c.tag) == "namespaces" for n in c):
                 if ns.get("key") in SITE_KINDS and (ns.text or "").strip():
                     namespaces[_namespace_key(ns.text)] = SITE_KINDS[ns.get("key")]
+                if (ns.text or "").strip():
+                    numbers[_namespace_key(ns.text)] = (ns.get("key") or "").strip()
         if _local(el.tag) != "page":
             continue
-        title, revisions = "", []
+        title, revisions, ns, redirect = "", [], "", ""
         for child in el:
             if _local(child.tag) == "title":
                 title = (child.text or "").strip()
+            elif _local(child.tag) == "ns":
+                ns = (child.text or "").strip()
+            elif _local(child.tag) == "redirect":
+                redirect = (child.get("title") or "").strip()
             elif _local(child.tag) == "revision":
                 fields = {_local(c.tag): (c.text or "") for c in child}
                 revisions.append((fields.get("timestamp", "").strip(), fields.get("id", "").strip(),
                                   fields.get("text", "")))
-        pages.append(Page(title, revisions, namespaces))
+        if not ns and ":" in title:  # an old export: the title's prefix, if the <siteinfo> names it
+            ns = numbers.get(_namespace_key(title.partition(":")[0]), "")
+        pages.append(Page(title, revisions, namespaces, ns, redirect))
     if not pages:
         raise DataError(path, None, "the export holds no <page>")
     return pages
@@ -120,14 +177,15 @@ def read_mediawiki(path: Path, text: str, page: str | None = None) -> SourceDocu
         raise DataError(path, None, f"no page titled {page!r}; pages: {'; '.join(titles)}")
     if not chosen.revisions:
         raise DataError(path, None, f"page {chosen.title!r} has no <revision>")
-    newest = max(range(len(chosen.revisions)), key=lambda i: (chosen.revisions[i][0], i))
+    newest = chosen.newest()
     stamp, rev_id, body = chosen.revisions[newest]
+    if chosen.redirect:  # <redirect title="..."/>, whatever the wiki's word for #REDIRECT
+        raise DataError(path, None, f"page {chosen.title!r} is a redirect to {chosen.redirect!r}: import that page")
     if not body.strip():
         raise DataError(path, None, f"page {chosen.title!r} has no wikitext (<revision><text> is missing or empty)")
-    redirect = re.match(r"\s*#redirect\s*:?\s*\[\[([^\]|#]*)", body, re.I)
-    if redirect:
-        raise DataError(path, None, f"page {chosen.title!r} is a redirect to {redirect.group(1).strip()!r}: import "
-                                    "that page")
+    problem = not_an_article(body)
+    if problem:
+        raise DataError(path, None, f"page {chosen.title!r} {problem}")
     doc = parse_wikitext(body, _text_line(text, chosen.title, newest), chosen.title, chosen.namespaces)
     doc.path = path
     n = len(chosen.revisions)
