@@ -323,3 +323,37 @@ def test_each_page_skips_redirects_disambiguation_and_other_namespaces_saying_wh
     assert [p.name for p in (tmp_path / "d" / "characters").iterdir()] == ["elsa-rook"]
     with pytest.raises(DataError, match="page 'Corwen Ashlar \\(mapmaker\\)' is a redirect to 'Elsa Rook'"):
         new_character("corwen", source, work=WORK, data=tmp_path / "d", page="Corwen Ashlar (mapmaker)")
+
+
+# A Wikipedia infobox whose multi-valued fields are bulleted lists in {{plainlist}} / {{flatlist}}, as the infobox
+# guidelines ask, next to {{ubl}} and <br>.
+LIST_INFOBOX = """{{Infobox character
+| name = Corwen Ashlar
+| family = {{plainlist|
+* [[Tobin Ashlar]] (father)
+* Maud Ashlar (mother)
+}}
+| occupation = {{flatlist|
+* Mapmaker
+* Harbour pilot
+}}
+| home = {{Plainlist|1=
+* Port Vell, Salt Coast
+* Harrowmere
+}}
+| aliases = {{ubl|The Lantern|Old Salt}}
+| spouse = Elsa Rook<br />(m. 1896)
+}}
+'''Corwen Ashlar''' is a mapmaker.
+
+== Personality ==
+He is stubborn.
+"""
+
+
+def test_list_templates_in_an_infobox_keep_their_entries_apart(tmp_path):
+    """The entries ran together ("Tobin Ashlar (father) Maud Ashlar (mother)"); now "; " separates them as <br>."""
+    text = wiki_persona(tmp_path, LIST_INFOBOX)
+    assert ("family: Tobin Ashlar (father); Maud Ashlar (mother). occupation: Mapmaker; Harbour pilot. "
+            "home: Port Vell, Salt Coast; Harrowmere. aliases: The Lantern; Old Salt. spouse: Elsa Rook; (m. 1896).") \
+        in text

@@ -60,6 +60,7 @@ WRAPPERS = {"nowrap", "nobr", "small", "big", "em", "strong", "sic", "abbr", "to
             "nihongo", "visible anchor", "smallcaps", "sc", "mono", "quote", "blockquote", "text", "linktext", "w",
             "wp", "ill", "as written", "ship", "hlist", "flatlist", "plainlist", "ubl", "unbulleted list", "circa",
             "c.", "floruit", "fl."}  # their first argument; {{anchor}} shows no text, so it is dropped
+LISTS = {"hlist", "flatlist", "plainlist", "ubl", "unbulleted list"}  # {{plainlist|\n* A\n* B}}: entries
 LINKS = {"link", "l", "wl", "wikilink", "main link", "color", "colour", "font color"}  # text: display or page
 CHARACTERS = {"ndash": "\u2013", "nd": "\u2013", "mdash": "\u2014", "md": "\u2014", "snd": " \u2013 ",
               "spnd": " \u2013 ", "spaced ndash": " \u2013 ", "spd": " \u2013 ", "smd": " \u2014 ",
@@ -299,8 +300,9 @@ def render_template(node, title: str = "") -> str | None:
         return f"{args[0]} {unit}".strip() if args else ""
     if name in ("lang", "transl", "ill"):
         return args[1] if len(args) > 1 and name != "ill" else (args[0] if args else "")
-    if name in ("hlist", "flatlist", "plainlist", "ubl", "unbulleted list"):
-        return ", ".join(args)
+    if name in LISTS:  # entries, as arguments or as a bulleted list in one: "A; B", as <br> separates them
+        return "; ".join(e for p in node.params if (not p.showkey or str(p.name).strip().isdigit())  # "|1=\n* A"
+                         and (e := _plain(p.value, title, br="; ")))
     if name in ("quote", "blockquote"):  # {{Quote|words|speaker|source}}: said, and by whom, not narration
         words, who = (_argument(node, names, title) for names in (("1", "text", "quote"), ("2", "author", "sign")))
         return (words if words[:1] in ('"', "\u201c", "\u300c") else f'"{words}"') + (f" ({who})" if who else "") \
