@@ -357,3 +357,27 @@ def test_list_templates_in_an_infobox_keep_their_entries_apart(tmp_path):
     assert ("family: Tobin Ashlar (father); Maud Ashlar (mother). occupation: Mapmaker; Harbour pilot. "
             "home: Port Vell, Salt Coast; Harrowmere. aliases: The Lantern; Old Salt. spouse: Elsa Rook; (m. 1896).") \
         in text
+
+
+# Bold and italic markup as editors leave it: a possessive right after an italic title, an italic title before a full
+# stop, and a bold name whose closing quotes were forgotten.
+APOSTROPHES = """'''Corwen Ashlar is a mapmaker in ''The Salt Roads''.
+
+== Biography ==
+After ''Dune'''s sequel came out he read nothing else for a year. He kept a copy of ''Maps''. The ''Grey Heron'''s
+crew took him to Harrowmere.
+"""
+
+
+def test_bold_and_italic_quotes_the_parser_leaves_do_not_reach_the_persona(tmp_path):
+    """They leaked as "Dune'''s", "Maps''" and a literal "'''"; a possessive keeps one apostrophe."""
+    text = wiki_persona(tmp_path, APOSTROPHES)  # the unclosed bold hid the heading below it: "no headings found"
+    assert "Corwen Ashlar is a mapmaker in The Salt Roads." in text and "## Activity\n\n### Biography\n" in text
+    assert "After Dune's sequel came out" in text and "a copy of Maps. The Grey Heron's crew" in text
+    assert "''" not in text
+    from rpa_lib.authoring.wikitext import parse_wikitext  # each leak alone, in a section of its own
+
+    doc = parse_wikitext("== Biography ==\nAfter ''Dune'''s sequel came out he kept a copy of ''Maps''.\n\n"
+                         "'''Corwen is tall.\n\nHis copy of l'''Odyssée'' lay open.\n\nThe letter ''s'' was his mark.\n")
+    assert doc.sections[1].paragraphs == ["After Dune's sequel came out he kept a copy of Maps.", "Corwen is tall.",
+                                          "His copy of l'Odyssée lay open.", "The letter s was his mark."]

@@ -247,6 +247,7 @@ def _parse_wikitext(wikitext: str, first_line: int, title: str | None) -> Source
     from mwparserfromhell.nodes import Heading
 
     wikitext = TABBER.sub(lambda m: TABBER_LABEL.sub(r"\1\2", m.group(1)), MAGIC_WORD.sub("", wikitext))  # same lines
+    wikitext = "\n".join(map(_quotes, wikitext.split("\n")))
     code = mwparserfromhell.parse(wikitext)
     doc = SourceDocument(Path(), "mediawiki", title, [])
     parts: list[tuple[int, str, int, list]] = [(0, "", first_line, [])]  # (level, title, line, nodes)
@@ -454,6 +455,44 @@ def _strip(code, line: int, doc: SourceDocument, top: bool = False, item: str = 
         except ValueError:  # already gone with an enclosing node that was removed
             continue
     return code.strip_code(normalize=True, collapse=False)
+
+
+def _quotes(line: str) -> str:
+    """One line with its bold and italic quotes removed, read as MediaWiki reads them (its ``doQuotes``) but for a
+    possessive: they never span lines (mwparserfromhell pairs them across lines, so an unclosed ``'''`` in the lead
+    hid every heading below it); a run right after a word and before an "s" is an apostrophe (``''Dune'''s``:
+    "Dune's", where MediaWiki shows "Dunes" when another bold is on the line); ``''''`` is an apostrophe and bold;
+    when both bold and italic are left open, one bold run is an apostrophe and italic (the first after a one-letter
+    word, else after a longer word, else after a space: ``l'''Odyssée''`` is "l'Odyssée").
+
+    >>> [_quotes(t) for t in ("''Dune'''s sequel", "'''Corwen is tall.", "''Heron''''s crew", "l'''Odyssée'' est")]
+    ["Dune's sequel", 'Corwen is tall.', "Heron's crew", "l'Odyssée est"]
+    """
+    if "''" not in line:
+        return line
+    arr = re.split(r"('{2,})", re.sub(r"(?<=\S)'{2,}(?=s\b)", "'", line))  # text, run, text, run, ..., text
+    italics = bold = 0
+    for i in range(1, len(arr), 2):
+        n = len(arr[i])
+        if n == 4 or n > 5:  # the extra quotes are apostrophes: "'" + bold, or the rest + bold italic
+            arr[i - 1] += "'" * (1 if n == 4 else n - 5)
+            arr[i] = "'''" if n == 4 else "'''''"
+        italics += len(arr[i]) in (2, 5)
+        bold += len(arr[i]) in (3, 5)
+    if italics % 2 and bold % 2:
+        single = multi = space = None
+        for i in range(1, len(arr), 2):
+            if len(arr[i]) == 3:
+                last, second = arr[i - 1][-1:], arr[i - 1][-2:-1] or arr[i - 1][:1]  # as PHP's substr gives them
+                if last == " ":
+                    space = i if space is None else space
+                elif second == " ":
+                    single = i
+                    break
+                elif multi is None:
+                    multi = i
+        arr[next(c for c in (single, multi, space) if c is not None) - 1] += "'"
+    return "".join(arr[::2])
 
 
 def _paragraphs(text: str) -> list[str]:
