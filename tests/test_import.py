@@ -105,7 +105,7 @@ def test_an_imported_character_answers_with_amadeus_on_the_fake_backend(data_cop
     (b"   \n\n", "blank.txt", "empty file"),
     (b"Just one paragraph of prose with no headings at all.\n", "flat.md", "no headings found"),
     (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "picture.md", "a binary file"),
-    (b"\xff\xfe# T\x00i\x00", "utf16.txt", "binary file"),
+    (b"\xff\xfe#\x00 \x00T", "utf16.txt", "not UTF-16 text though it starts as such"),  # cut in a character
     (b"# Tove\n\n## Personality\n\nKind.\n", "notes.docx", "unknown format '.docx'"),
     (b"<html><body>no</body></html>", "page.xml", "not a MediaWiki export"),
     (b"<mediawiki><page><title>A</title>", "broken.xml", "not well-formed XML"),

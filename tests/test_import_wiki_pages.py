@@ -381,3 +381,23 @@ def test_bold_and_italic_quotes_the_parser_leaves_do_not_reach_the_persona(tmp_p
                          "'''Corwen is tall.\n\nHis copy of l'''Odyssée'' lay open.\n\nThe letter ''s'' was his mark.\n")
     assert doc.sections[1].paragraphs == ["After Dune's sequel came out he kept a copy of Maps.", "Corwen is tall.",
                                           "His copy of l'Odyssée lay open.", "The letter s was his mark."]
+
+
+UTF16_PAGE = ("{{Infobox character\r\n| name = Corwen Ashlar\r\n| home = Port Vell\r\n}}\r\n"
+              "'''Corwen Ashlar''' is a mapmaker.\r\n\r\n== Personality ==\r\nCorwen is stubborn and curious.\r\n")
+
+
+@pytest.mark.parametrize("name, content", [
+    ("page.wiki", b"\xff\xfe" + UTF16_PAGE.encode("utf-16-le")),  # Notepad's "Unicode", PowerShell 5's Out-File
+    ("page.wiki", b"\xfe\xff" + UTF16_PAGE.encode("utf-16-be")),  # "Unicode big endian"
+    ("page.wiki", UTF16_PAGE.encode("utf-16-le")),  # no byte order mark
+    ("page.xml", ('<?xml version="1.0" encoding="UTF-16"?>\r\n' + export(("Corwen Ashlar", UTF16_PAGE.replace(
+        "\r\n", "\n")))).encode("utf-16")),  # an export re-saved as UTF-16, its declaration saying so
+])
+def test_a_utf16_file_is_read_as_text(tmp_path, name, content):
+    """It was "a binary file, not text"."""
+    source = tmp_path / name
+    source.write_bytes(content)
+    new_character("corwen", source, name="Corwen Ashlar", work=WORK, data=tmp_path / "d")
+    text = Dataset(tmp_path / "d").persona("corwen").source
+    assert "name: Corwen Ashlar. home: Port Vell." in text and "Corwen is stubborn and curious." in text

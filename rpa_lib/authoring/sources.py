@@ -18,6 +18,8 @@ from rpa_lib.persona import HEADING_LINE
 FORMATS = {".md": "markdown", ".markdown": "markdown", ".txt": "text", ".xml": "mediawiki", ".wiki": "wikitext",
            ".wikitext": "wikitext"}
 URL = re.compile(r"^(?:https?|ftp)://?[^/]", re.I)  # "https:/" too: a Path made of a web address keeps one slash
+BOMS = ((b"\xff\xfe\x00\x00", "utf-32"), (b"\x00\x00\xfe\xff", "utf-32"), (b"\xff\xfe", "utf-16"),
+        (b"\xfe\xff", "utf-16"))  # byte order marks: the codec reads the order from them (UTF-32's first)
 WIKI_HEADING = re.compile(r"^(={2,6})[ \t]*[^=\n].*?[ \t]*\1[ \t]*$", re.M)  # "== History ==": wikitext's
 
 
@@ -36,20 +38,38 @@ def read_text_source(path: str | Path) -> tuple[Path, str, str]:
     raw = path.read_bytes()
     if not raw.strip():
         raise DataError(path, None, "empty file: nothing to import")
-    if b"\0" in raw[:8192]:
+    bom = next((codec for mark, codec in BOMS if raw.startswith(mark)), None) or _utf16(raw)
+    if bom is None and b"\0" in raw[:8192]:
         raise DataError(path, None,
                         "a binary file, not text: export the document as Markdown, plain text or MediaWiki XML")
     try:
-        text = raw.decode("utf-8").lstrip("\ufeff").replace("\r\n", "\n")
+        text = raw.decode(bom or "utf-8").lstrip("\ufeff").replace("\r\n", "\n")
     except UnicodeDecodeError as e:
+        if bom:
+            raise DataError(path, None, f"not {bom.upper()} text though it starts as such (byte {e.start}): save it "
+                                        "as UTF-8") from None
         line = raw[: e.start].count(b"\n") + 1
         raise DataError(path, line,
                         f"not UTF-8 text (byte {e.start}): save it as UTF-8, or it is a binary file") from None
+    if not text.strip():  # a byte order mark alone
+        raise DataError(path, None, "empty file: nothing to import")
     if fmt is None:
         raise DataError(path, None, f"unknown format {path.suffix or '(no file name ending)'!r}: expected "
                                     f"{', '.join(FORMATS)} (Markdown, plain text, a MediaWiki XML export or a "
                                     "page's wikitext)")
     return path, fmt, text
+
+
+def _utf16(raw: bytes) -> str | None:
+    """``"utf-16-le"`` or ``"utf-16-be"`` for UTF-16 text without a byte order mark, told by its zero bytes: mostly
+    Latin text has one in every other byte, all on the same side; None for anything else."""
+    sample = raw[:8192]
+    if len(sample) < 4 or len(raw) % 2:
+        return None
+    even, odd = sample[0::2].count(0), sample[1::2].count(0)
+    if min(even, odd) == 0 and max(even, odd) >= len(sample) // 4:
+        return "utf-16-be" if even else "utf-16-le"
+    return None
 
 
 def read_source(path: str | Path, page: str | None = None) -> SourceDocument:
