@@ -401,3 +401,27 @@ def test_a_utf16_file_is_read_as_text(tmp_path, name, content):
     new_character("corwen", source, name="Corwen Ashlar", work=WORK, data=tmp_path / "d")
     text = Dataset(tmp_path / "d").persona("corwen").source
     assert "name: Corwen Ashlar. home: Port Vell." in text and "Corwen is stubborn and curious." in text
+
+
+# Templates of a Wikipedia biography's lead and infobox: an age between two dates, {{br}} between an infobox field's
+# entries and in text, and the apostrophe templates editors use after italics.
+TEMPLATES = """{{Infobox character
+| name = Corwen Ashlar
+| relatives = Tobin Ashlar (father){{br}}Maud Ashlar (mother)
+| age = {{age|1870|5|4}}
+}}
+'''Corwen Ashlar''' is a mapmaker in ''The Salt Roads''.
+
+== Biography ==
+Corwen left Port Vell in 1900, when he was {{age|1870|5|4|1900|1|1}} years old.{{br}}He sailed on the
+''Grey Heron''{{'}}s first voyage, and ''The Salt Roads''{{'s}} second part follows him north.
+"""
+
+
+def test_age_br_and_apostrophe_templates_render_as_text(tmp_path):
+    """{{age}} showed its first argument ("1870 years old"), {{br}} joined words, {{'}} and {{'s}} vanished."""
+    text = wiki_persona(tmp_path, TEMPLATES)
+    assert "when he was 29 years old. He sailed on the Grey Heron's first voyage, and The Salt Roads's second" in text
+    assert "relatives: Tobin Ashlar (father); Maud Ashlar (mother)." in text and "age:" not in text  # age "today"
+    report = (tmp_path / "d" / "characters" / "corwen" / "IMPORT.md").read_text()
+    assert "{{age}} -> '29'" in report and "template {{age}}" in report  # the one-date age is listed as dropped

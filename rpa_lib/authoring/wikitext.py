@@ -65,7 +65,8 @@ LINKS = {"link", "l", "wl", "wikilink", "main link", "color", "colour", "font co
 CHARACTERS = {"ndash": "\u2013", "nd": "\u2013", "mdash": "\u2014", "md": "\u2014", "snd": " \u2013 ",
               "spnd": " \u2013 ", "spaced ndash": " \u2013 ", "spd": " \u2013 ", "smd": " \u2014 ",
               "spaced mdash": " \u2014 ", "nbsp": " ", "space": " ", "sp": " ", "thinsp": " ", "!": "|", "=": "=",
-              "middot": " \u00b7 ", "dot": " \u00b7 ", "\u00b7": " \u00b7 ", "bull": " \u2022 "}
+              "middot": " \u00b7 ", "dot": " \u00b7 ", "\u00b7": " \u00b7 ", "bull": " \u2022 ", "'s": "'s",
+              "'": "'", "br": " ", "break": " "}  # {{br}}: as <br> (:func:`_strip`)
 PAGE_NAMES = {"pagename", "basepagename", "fullpagename", "subpagename", "pagenamee"}
 RENDERED = DATES | WRAPPERS | LINKS | set(CHARACTERS) | PAGE_NAMES | {"convert", "cvt", "val", "age"}
 INFOBOX_FIELDS = 3  # named fields that make a template at the top of a page an infobox
@@ -292,6 +293,8 @@ def render_template(node, title: str = "") -> str | None:
     if name in LINKS:
         return args[-1] if args and name in ("color", "colour", "font color") else args[1] if len(args) > 1 else \
             (args[0] if args else "")
+    if name == "age":  # {{age|1870|5|4|1900|1|1}}: years between two dates; one date alone is an age "today"
+        return _age(args)
     if name in DATES:
         return _date(args)
     if name in ("convert", "cvt"):
@@ -318,6 +321,22 @@ def render_template(node, title: str = "") -> str | None:
 def _argument(node, names: tuple[str, ...], title: str) -> str:
     """The first of a template's arguments ``names`` (positional ones by number) that has text, as plain text."""
     return next((text for n in names if node.has(n) and (text := _plain(node.get(n).value, title))), "")
+
+
+def _age(args: list[str]) -> str | None:
+    """Whole years from the first date to the second, ``["1870", "5", "4", "1900", "1", "1"]`` -> "29"; None (the
+    template is dropped) unless both dates are given in full: the age on the day a reader opens the page is no
+    fact of the character."""
+    import datetime
+
+    if len(args) != 6:
+        return None
+    try:
+        born, then = (datetime.date(*map(int, args[i:i + 3])) for i in (0, 3))
+    except ValueError:  # not numbers, or no such day
+        return None
+    years = then.year - born.year - ((then.month, then.day) < (born.month, born.day))
+    return str(years) if years >= 0 else None
 
 
 def _date(args: list[str]) -> str:
@@ -411,6 +430,9 @@ def _strip(code, line: int, doc: SourceDocument, top: bool = False, item: str = 
             elif isinstance(node, Template):
                 name = template_name(node)
                 where = at(node)
+                if name in ("br", "break"):  # a line break, as <br>: a space, or what separates a field's entries
+                    code.replace(node, br)
+                    continue
                 if name.startswith("infobox") or name.endswith("infobox") or any(node is b for b in boxes):
                     for inner in (t for p in node.params for t in p.value.filter_templates(recursive=True)):
                         shown, inner_name = render_template(inner, doc.title or ""), template_name(inner)
