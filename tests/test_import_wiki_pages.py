@@ -425,3 +425,20 @@ def test_age_br_and_apostrophe_templates_render_as_text(tmp_path):
     assert "relatives: Tobin Ashlar (father); Maud Ashlar (mother)." in text and "age:" not in text  # age "today"
     report = (tmp_path / "d" / "characters" / "corwen" / "IMPORT.md").read_text()
     assert "{{age}} -> '29'" in report and "template {{age}}" in report  # the one-date age is listed as dropped
+
+
+# A Wikipedia lead: a pronunciation template (not rendered, dropped) before the birth date in brackets, and a
+# footnote template after a name in another script.
+PRONUNCIATION = """'''Corwen Ashlar''' ({{IPAc-en|ˈ|k|ɔːr|w|ən|_|ˈ|æ|ʃ|l|ər}}; born {{birth date|1870|5|4}}) is a mapmaker
+in ''The Salt Roads''. His sister '''Sora''' ({{lang|ja|天川 空}}, {{efn|Her name is written with the sky's
+character.}}) keeps the lighthouse.
+
+== Personality ==
+He is stubborn.
+"""
+
+
+def test_a_dropped_pronunciation_leaves_no_separator_in_its_brackets(tmp_path):
+    """The lead read "Corwen Ashlar (; born 4 May 1870)"."""
+    text = wiki_persona(tmp_path, PRONUNCIATION)
+    assert "Corwen Ashlar (born 4 May 1870) is a mapmaker in The Salt Roads. His sister Sora (天川 空) keeps" in text

@@ -41,12 +41,14 @@ _QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": 
 
 
 def tidy(text: str) -> str:
-    """Straight quotes, single spaces, no space before punctuation, no empty brackets (left by removed markup).
+    """Straight quotes, single spaces, no space before punctuation, no empty brackets and no separator left at a
+    bracket's edge (by removed markup: a pronunciation, a footnote).
 
-    >>> tidy("a \u201cquoted\u201d word ( ) , here")
-    'a "quoted" word, here'
+    >>> tidy("a \u201cquoted\u201d word ( ) , here"), tidy("Corwen ( ; born 1870) and Sora (Sora, ) are")
+    ('a "quoted" word, here', 'Corwen (born 1870) and Sora (Sora) are')
     """
     text = text.translate(_QUOTES)
     text = re.sub(r"\(\s*[,;]?\s*\)", "", text)
+    text = re.sub(r"\(\s*[,;]\s*", "(", re.sub(r"\s*[,;]\s*\)", ")", text))  # "(; born 1870)", "(Sora, )"
     text = re.sub(r"\s+", " ", text).strip()
     return re.sub(r"\s+([,.;:!?])", r"\1", text)
