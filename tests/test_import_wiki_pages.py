@@ -442,3 +442,25 @@ def test_a_dropped_pronunciation_leaves_no_separator_in_its_brackets(tmp_path):
     """The lead read "Corwen Ashlar (; born 4 May 1870)"."""
     text = wiki_persona(tmp_path, PRONUNCIATION)
     assert "Corwen Ashlar (born 4 May 1870) is a mapmaker in The Salt Roads. His sister Sora (天川 空) keeps" in text
+
+
+# A Fandom personality section: definition-list terms indented (":;") and inside a bulleted list ("*;"), as editors
+# nest them.
+NESTED_TERMS = """== Personality ==
+Corwen is stubborn and curious.
+:; Temper
+:: Slow to anger, slower to forgive.
+* Hobbies
+*; Fishing
+*: He fishes at dawn from the harbour wall.
+*; Chess
+*: He plays against the lighthouse keeper.
+"""
+
+
+def test_a_term_inside_a_list_reads_as_a_term_and_leaves_no_marker(tmp_path):
+    """A private-use marker (U+E001) was left before each such term in persona.md."""
+    text = wiki_persona(tmp_path, NESTED_TERMS)
+    assert ("Corwen is stubborn and curious. Temper: Slow to anger, slower to forgive. Hobbies. Fishing: He fishes at "
+            "dawn from the harbour wall. Chess: He plays against the lighthouse keeper.") in text
+    assert not any("\ue000" <= c <= "\uf8ff" for c in text)

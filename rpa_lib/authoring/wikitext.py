@@ -522,31 +522,38 @@ def _paragraphs(text: str) -> list[str]:
     list's term (``TERM``) with the definitions (``DEFINITION``) after it as one: "Likes: tea; cake."."""
     out = []
     for block in text.split("\n\n"):
-        prose, items, term = [], [], None  # term: (its item's index, its name, its definitions) while one is open
+        prose, items = [], []
+        term = None  # (its item's index, its name, its definitions, the marks before it) while one is open
         for raw in block.split("\n"):
             raw = raw.strip()
-            if raw.startswith(TERM):  # ";Likes", or ";Likes : tea" with its definition on the line
-                name, _, definition = (tidy(t) for t in raw.lstrip(TERM + " ").partition(DEFINITION))
-                term = (len(items), name.rstrip(":;\uff1a "), [definition] if definition else []) if name else None
+            body = raw.lstrip(ITEM + DEFINITION + TERM + " ")
+            marks = raw[:len(raw) - len(body)].replace(" ", "")  # "*; Fishing": ITEM TERM, ":; Temper": DEFINITION TERM
+            if TERM in marks:  # ";Likes", ";Likes : tea" with its definition on the line, a term in a list
+                name, _, definition = (tidy(t) for t in body.partition(DEFINITION))
+                term = ((len(items), name.rstrip(":;\uff1a "), [definition] if definition else [],
+                         marks[:marks.index(TERM)]) if name else None)
                 items.append("")
-            elif raw.startswith(DEFINITION) and term is not None:
-                term[2].append(tidy(raw.lstrip(DEFINITION + " ")))
-            elif raw.startswith((ITEM, DEFINITION)):  # a bullet, or an indented line (":") under no term
-                items.append(sentence(tidy(raw.lstrip(ITEM + DEFINITION + "*#:; "))))
+            elif (term is not None and marks.endswith(DEFINITION) and marks[:-1].startswith(term[3])
+                  and not marks[len(term[3]):-1].strip(DEFINITION)):  # ":tea", "::more" under ";Likes"; "*:" under "*;"
+                term[2].append(tidy(body))
+            elif marks:  # a bullet, or an indented line (":") under no term
+                items.append(sentence(tidy(body.lstrip("*#:; "))))
                 term = None
             elif items and raw and term is not None:  # the line goes on the last definition, or the term
                 if term[2]:
                     term[2][-1] = tidy(f"{term[2][-1]} {raw}")
                 else:
-                    term = (term[0], tidy(f"{term[1]} {raw}"), [])
+                    term = (term[0], tidy(f"{term[1]} {raw}"), [], term[3])
             elif items and raw:
                 items[-1] = sentence(tidy(items[-1] + " " + raw))
             elif raw:
                 prose.append(raw)
             if term is not None:
-                i, name, definitions = term
+                i, name, definitions, _ = term
                 items[i] = sentence(f"{name}: {'; '.join(d.rstrip('.;') for d in definitions)}" if definitions else name)
         joined = " ".join(p for p in [tidy(" ".join(prose)), *items] if p)
+        if any(m in joined for m in (BREAK, TERM, DEFINITION)):  # a mark in a place not read above: never text
+            joined = tidy(re.sub(f"[{BREAK}{TERM}{DEFINITION}]", " ", joined))
         if joined:
             out.append(joined)
     return out
