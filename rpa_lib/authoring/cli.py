@@ -91,7 +91,7 @@ def _new_character(args) -> int:
                 raise
             failed.append(page)
             print(f"skipped page {page!r}: unexpected error ({type(e).__name__}: {e}); nothing written for it. "
-                  f"This is a bug of the importer: please report it with the page", file=sys.stderr)
+                  "This is a bug of the importer: please report it with the page", file=sys.stderr)
             continue
         print(done.summary())
         placements = [line for line in done.report if line not in done.warnings]  # a near tie: once, as a warning
