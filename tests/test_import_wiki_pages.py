@@ -464,3 +464,78 @@ def test_a_term_inside_a_list_reads_as_a_term_and_leaves_no_marker(tmp_path):
     assert ("Corwen is stubborn and curious. Temper: Slow to anger, slower to forgive. Hobbies. Fishing: He fishes at "
             "dawn from the harbour wall. Chess: He plays against the lighthouse keeper.") in text
     assert not any("\ue000" <= c <= "\uf8ff" for c in text)
+
+
+# A Fandom-style article: the lead, an "Overview" section that only gathers Appearance and Personality, a History with
+# subsections, and a second "History" section (with its own "Youth") that a later editor added after Relationships.
+OVERVIEW_AND_REPEATS = """{{Infobox character
+| name = Wren Hollis
+| occupation = Lamplighter
+| home = Harrowmere
+}}
+'''Wren Hollis''' is the lamplighter of Harrowmere in the novel ''The Salt Roads''.
+
+== Overview ==
+=== Appearance ===
+Wren is a wiry woman of forty with cropped grey hair and a burn scar on her left hand.
+
+=== Personality ===
+Wren is blunt and impatient, but she never leaves a lamp unlit.
+
+== History ==
+=== Youth ===
+Wren grew up above her father's chandlery and learned to trim wicks at six.
+
+=== The Long Dark ===
+When the oil ships stopped coming she kept the harbour lit with fish oil for a winter.
+
+== Relationships ==
+Wren's only friend is the ferryman Oskar Dunn.
+
+== History ==
+=== Youth ===
+At twelve she ran away to the lighthouse at Gull Point and was sent home a week later.
+"""
+
+
+def test_an_overview_with_subsections_and_a_repeated_section_import(tmp_path):
+    """Both failed validation ("heading path 'Demographic Information > Overview' repeats line 5"), naming a staged
+    file that was already deleted; now each Overview subsection is placed by its own heading, the lead and Overview
+    share one heading, and sections of one heading path are joined."""
+    text = wiki_persona(tmp_path, OVERVIEW_AND_REPEATS, name="Wren Hollis")
+    persona = Dataset(tmp_path / "d").persona("corwen")
+    paths = [path[1:] for _, path in persona.headings]
+    assert len(paths) == len(set(paths))
+    where = {p.text[:20]: p.headings[1:] for p in persona.paragraphs}
+    assert where["Wren Hollis is the l"] == ("Demographic Information", "Overview")
+    assert where["Wren is a wiry woman"] == ("Demographic Information", "Overview", "Appearance")
+    assert where["Wren is blunt and im"] == ("Psychological Traits", "Personality")
+    assert where["Wren grew up above h"] == where["At twelve she ran aw"] == ("Activity", "History", "Youth")
+    assert where["When the oil ships s"] == ("Activity", "History", "The Long Dark")
+    assert text.index("Wren grew up") < text.index("At twelve") < text.index("When the oil ships")
+    report = (tmp_path / "d" / "characters" / "corwen" / "IMPORT.md").read_text()
+    assert "line 12: 'Overview > Personality' -> Psychological Traits (heading table: heading 'personality')" in report
+
+
+def test_a_persona_that_does_not_validate_is_told_by_the_source_lines(tmp_path, monkeypatch):
+    """A validation problem named the staged persona (".import-corwen-.../persona.md:9"), deleted by the time the
+    user reads it; now it names the source's line and heading."""
+    from rpa_lib.authoring import importer
+
+    real = importer.validate
+
+    def failing(ds, slugs, full):  # as if the importer had written two sections of one heading path
+        persona = ds.persona_path(slugs[0])
+        at = {line: n for n, line in enumerate(persona.read_text().split("\n"), start=1)}
+        return [*real(ds, slugs, full=full), f"{persona}:{at['#### Youth']}: heading path 'Activity > History > Youth' "
+                f"repeats line {at['### Overview']}: merge the two or rename one"]
+
+    monkeypatch.setattr(importer, "validate", failing)
+    with pytest.raises(DataError) as caught:
+        wiki_persona(tmp_path, OVERVIEW_AND_REPEATS, name="Wren Hollis")
+    message = str(caught.value)
+    assert message.startswith(f"{tmp_path / 'page.wiki'}: the imported persona does not validate (nothing written)")
+    assert ("line 16 ('History > Youth'): heading path 'Activity > History > Youth' repeats line 1 (the text before "
+            "the first heading): merge the two or rename one") in message
+    assert ".import-" not in message and "persona.md" not in message
+    assert not (tmp_path / "d" / "characters" / "corwen").exists()

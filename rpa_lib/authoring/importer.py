@@ -57,11 +57,16 @@ _HEADINGS = {  # attribute -> normalized headings (lowercase, words only); None:
 HEADING_TABLE: dict[str, str | None] = {**{a.lower(): a for a in ATTRIBUTES},
                                         **{h: a for a, hs in _HEADINGS.items() for h in hs.split(", ")}}
 UNKNOWN = "?"
+FOLLOW = "with its section"  # a subsection the heading table places where its section is: it stays under it
 REAL_WORLD = "the real world"  # content placement's seventh option: dropped
 LETTERS = str.maketrans({"ß": "ss", "æ": "ae", "Æ": "Ae", "œ": "oe", "Œ": "Oe", "ø": "o", "Ø": "O", "ł": "l",
                         "Ł": "L", "đ": "d", "Đ": "D", "þ": "th", "Þ": "Th"})  # letters NFKD does not decompose
 SLUG = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 NEAR_MISS = 0.85  # difflib ratio for a heading to match a table or --map entry it misspells
+# a section that only gathers others ("== Overview ==" over "=== Appearance ===", "=== Personality ==="): each of its
+# subsections the heading table knows is placed by its own heading, the others go with it
+OVERVIEWS = {"overview", "character overview", "profile", "character profile", "introduction", "about",
+             "general information", "basic information", "personal information"}
 REAL_WORLD_FIELDS = re.compile(r"first appearance|last appearance|created by|creator|portrayed by|voiced by|"
                                r"played by|actor|debut|designer|appears in|publisher|based on|portrayer|voice|"
                                r"^(?:first|last)$", re.I)  # infobox fields left out ({{Infobox character}}'s too)
@@ -174,6 +179,7 @@ class Plan:
     dropped: list[tuple[int, str]]  # (line, what): sections, tables, templates, fields
     rendered: list[tuple[int, str]]
     ties: list[tuple[int, str]]  # (line, what): content placements left to the headings, runner-up within NEAR_TIE
+    origins: dict[int, tuple[int, str]] = field(default_factory=dict)  # persona line -> (source line or 0, where from)
 
 
 def _matcher(mapping: dict[str, str | None]):
@@ -197,23 +203,29 @@ def plan(doc: SourceDocument, name: str, table: dict[str, str | None] = HEADING_
     headed = [s for s in doc.sections if s.level > 0]
     skip_title = doc.format != "mediawiki" and doc.title is not None  # a wiki page's title is no heading
     top = min(s.level for s in headed if not (skip_title and s.level == 1)) if len(headed) > skip_title else 1
-    out: dict[str, list[tuple[int, str, list[str]]]] = {a: [] for a in ATTRIBUTES}  # (depth, title, paragraphs)
+    # attribute -> (path under the attribute, paragraphs, source line, where from: "'History > Youth'", "the infobox")
+    out: dict[str, list[tuple[tuple[str, ...], list[str], int, str]]] = {a: [] for a in ATTRIBUTES}
     report: list[tuple[int, str]] = []
     ties: list[tuple[int, str]] = []
     dropped: list[tuple[int, str]] = list(doc.removed)
     by_map, used = _matcher(mapping or {})
     overview: list[str] = []
-    stack: list[tuple[int, str | None, int, bool, str]] = []  # (level, attribute, base level, own name, title)
+    overview_line = None
+    stack: list[tuple[int, str | None, tuple[str, ...], str]] = []  # (level, attribute, path under it, title)
 
     def decide(s, inherited: str | None) -> tuple[str | None, str] | None:
-        """``(attribute, None or UNKNOWN, reason)``; None: a subsection that follows its section."""
+        """``(attribute, None or UNKNOWN, reason)``; None, or ``(FOLLOW, reason)`` when placed by its own heading
+        where its overview section is: a subsection that goes with its section."""
         found = by_map(s.title)
         if found:
             return found
         is_top = s.level == top or not stack  # "=== X ===" before the page's first "== Y ==": no section above it
-        if not is_top and inherited != UNKNOWN:
+        gathered = bool(stack) and inherited is not None and normalize(stack[-1][3]) in OVERVIEWS
+        if not is_top and inherited != UNKNOWN and not gathered:
             return None
         found = lookup(s.title, table)
+        if found and gathered and found[0] == inherited:  # "Overview > Appearance": placed by itself, kept under it
+            return FOLLOW, f"heading table: {found[1]}"
         if found:
             return found[0], f"heading table: {found[1]}"
         if not is_top:
@@ -231,6 +243,7 @@ def plan(doc: SourceDocument, name: str, table: dict[str, str | None] = HEADING_
         if s.level == 0 or s.level < top:  # text before the first heading, or under the document's own title
             if s.paragraphs:
                 overview += s.paragraphs
+                overview_line = s.line if overview_line is None else overview_line
                 report.append((s.line, f"text before the first heading -> {DEMO} > Overview"))
             continue
         while stack and stack[-1][0] >= s.level:
@@ -238,14 +251,16 @@ def plan(doc: SourceDocument, name: str, table: dict[str, str | None] = HEADING_
         inherited = stack[-1][1] if stack else UNKNOWN
         where = " > ".join([*(t for *_, t in stack), s.title])
         decided = decide(s, inherited)
-        if decided is not None:
+        if decided is not None and decided[0] is not FOLLOW:
             current, reason = decided
-            base_level = s.level
             own_name = current not in (None, UNKNOWN) and normalize(s.title) == normalize(current)
+            path = () if own_name else (s.title,)
         else:
-            current, base_level, own_name = inherited, stack[-1][2], stack[-1][3]
-            reason = f"with {stack[-1][4]!r}"
-        stack.append((s.level, current, base_level, own_name, s.title))
+            current, path = inherited, stack[-1][2] + (s.title,)
+            path = path if len(path) <= 4 else (*path[:3], s.title)  # "######" is the deepest heading
+            reason = decided[1] if decided else f"with {stack[-1][3]!r}"
+            decided = None
+        stack.append((s.level, current, path, s.title))
         if current is None:
             report.append((s.line, f"{where!r} dropped ({reason})"))
             if decided is not None:
@@ -258,11 +273,11 @@ def plan(doc: SourceDocument, name: str, table: dict[str, str | None] = HEADING_
             dropped.append((s.line, f"section {where!r}"))
             continue
         report.append((s.line, f"{where!r} -> {current} ({reason})"))
-        depth = min(6, s.level - base_level + (2 if own_name else 3))
         kept = list(s.paragraphs)
         if placer is not None and len(kept) > 1:
-            kept = _move_paragraphs(placer, s, current, kept, out, report, ties)
-        out[current].append((depth, s.title, kept))
+            kept = _move_paragraphs(placer, s, where, current, kept, out, report, ties)
+        if kept or normalize(s.title) not in OVERVIEWS:  # an overview heading stays only if something is under it
+            out[current].append((path, kept, s.line, repr(where)))
     unused = sorted(set(mapping or {}) - used)
     if unused:
         headings = "; ".join(s.title for s in headed)
@@ -273,44 +288,71 @@ def plan(doc: SourceDocument, name: str, table: dict[str, str | None] = HEADING_
     kept_facts = [(n, f, v) for n, f, v in doc.facts if not REAL_WORLD_FIELDS.search(f)]
     if kept_facts:
         facts = " ".join(f"{f}: {v.rstrip('.')}." for _, f, v in kept_facts)
-        out[DEMO].insert(0, (3, "Infobox", [facts]))
+        out[DEMO].insert(0, (("Infobox",), [facts], kept_facts[0][0], "the infobox"))
         report.append((kept_facts[0][0], f"infobox: {len(kept_facts)} field(s) -> {DEMO} > Infobox "
                                          f"({', '.join(f for _, f, _ in kept_facts)})"
                                          + (f"; {len(real)} real-world field(s) dropped" if real else "")))
     if overview:
-        out[DEMO].insert(0, (3, "Overview", overview))
+        out[DEMO].insert(0, (("Overview",), overview, overview_line, "the text before the first heading"))
     lines = [f"# {name}", ""]
+    origins: dict[int, tuple[int, str]] = {1: (0, "the persona's title, the character's name")}
     for attribute in ATTRIBUTES:
+        origins[len(lines) + 1] = (0, f"the persona's heading {attribute!r}")
         lines += [f"## {attribute}", ""]
-        depth_now = 2
-        for depth, title, paragraphs in _joined(out[attribute]):
-            depth = min(depth, depth_now + 1)  # never skip a level
+        for depth, title, paragraphs, origin in _joined(out[attribute]):
             if depth > 2:
+                origins[len(lines) + 1] = origin
                 lines += [f"{'#' * depth} {title}", ""]
-                depth_now = depth
-            for p in paragraphs:  # a source line that reads as a heading ("# note" in a .txt) stays prose
+            for p, origin in paragraphs:  # a source line that reads as a heading ("# note" in a .txt) stays prose
+                origins[len(lines) + 1] = origin
                 lines += ["\n".join(t.lstrip("#").lstrip() if HEADING_LINE.match(t) else t for t in p.split("\n")), ""]
-    placed = {a: sum(len(p) for _, _, p in out[a]) for a in ATTRIBUTES}
+    placed = {a: sum(len(p) for _, p, _, _ in out[a]) for a in ATTRIBUTES}
     empty = [a for a, n in placed.items() if not n]
     report.sort(key=lambda r: r[0])
     return Plan("\n".join(lines).rstrip("\n") + "\n", report, placed, empty, sorted(dropped), sorted(doc.rendered),
-                sorted(ties))
+                sorted(ties), origins)
 
 
-def _joined(entries: list[tuple[int, str, list[str]]]) -> list[tuple[int, str, list[str]]]:
-    """An attribute's sections, a top-level one without subsections joining the first of its title (paragraphs moved
-    one by one out of one section, or two sections of one name): a heading path may not repeat (rpa_lib.data)."""
-    joined: list[tuple[int, str, list[str]]] = []
-    first: dict[str, list[str]] = {}
-    for i, (depth, title, paragraphs) in enumerate(entries):
-        leaf = i + 1 == len(entries) or entries[i + 1][0] <= depth
-        if depth == 3 and leaf and title in first:
-            first[title].extend(paragraphs)
-            continue
-        joined.append((depth, title, list(paragraphs)))
-        if depth == 3:
-            first.setdefault(title, joined[-1][2])
-    return joined
+@dataclass
+class _Heading:
+    """A heading of the persona being written: its paragraphs (text, origin) and subsections by title."""
+
+    origin: tuple[int, str]  # (source line, the source's heading path) of its first section
+    paragraphs: list[tuple[str, tuple[int, str]]] = field(default_factory=list)
+    children: dict[str, _Heading] = field(default_factory=dict)
+    title: str = ""
+
+
+def _joined(entries: list[tuple[tuple[str, ...], list[str], int, str]]
+            ) -> list[tuple[int, str, list[tuple[str, tuple[int, str]]], tuple[int, str]]]:
+    """An attribute's sections, each given by its heading path under the attribute, as ``(depth, title,
+    [(paragraph, origin)], origin)`` in the order they first come, a subsection under its section, and sections of
+    one path joined into the first with their subsections (the lead and an "Overview" section, two "History"
+    sections, paragraphs moved one by one out of one section): a heading path may not repeat (rpa_lib.data).
+
+    >>> [(d, t, [p for p, _ in ps]) for d, t, ps, _ in _joined([(("Overview",), ["Lead."], 1, ""),
+    ...     (("History",), [], 2, ""), (("History", "Youth"), ["A."], 3, ""), (("Personality",), ["Shy."], 4, ""),
+    ...     (("History", "Youth"), ["B."], 5, ""), (("Overview",), ["More."], 6, "")])]
+    [(2, '', []), (3, 'Overview', ['Lead.', 'More.']), (3, 'History', []), (4, 'Youth', ['A.', 'B.']), \
+(3, 'Personality', ['Shy.'])]
+    """
+    root = _Heading((0, ""))
+    for path, paragraphs, line, where in entries:
+        node = root
+        for title in path:
+            parsed = HEADING_LINE.match(f"### {title}")
+            key = parsed.group(2).strip() if parsed else title  # as the persona's reader will read it
+            node = node.children.setdefault(key, _Heading((line, where), title=title))
+        node.paragraphs += [(p, (line, where)) for p in paragraphs]
+    out = []
+
+    def walk(node: _Heading, depth: int) -> None:
+        out.append((depth, node.title, node.paragraphs, node.origin))
+        for child in node.children.values():
+            walk(child, depth + 1)
+
+    walk(root, 2)
+    return out
 
 
 def _section_text(doc: SourceDocument, section) -> list[str]:
@@ -323,7 +365,7 @@ def _section_text(doc: SourceDocument, section) -> list[str]:
     return out
 
 
-def _move_paragraphs(placer, s, attribute, paragraphs, out, report, ties) -> list[str]:
+def _move_paragraphs(placer, s, where, attribute, paragraphs, out, report, ties) -> list[str]:
     """The paragraphs that stay; one clearly closer to another attribute (:data:`MOVE_MARGIN`) moves there, unless
     a third attribute is as close (:data:`NEAR_TIE`): then it stays, reported in ``report`` and ``ties``."""
     kept = []
@@ -332,7 +374,7 @@ def _move_paragraphs(placer, s, attribute, paragraphs, out, report, ties) -> lis
         clear = max(score[a] for a in ATTRIBUTES) - score[attribute] >= MOVE_MARGIN
         what = f"paragraph {n} of {s.title!r} ({p[:40]!r}...)"
         if clear and best:
-            out[best].append((3, s.title, [p]))
+            out[best].append(((s.title,), [p], s.line, repr(where)))
             report.append((s.line, f"{what} -> {best} (content: {score[best]:.2f} against {attribute} "
                                    f"{score[attribute]:.2f})"))
             continue
@@ -414,8 +456,9 @@ def new_character(slug: str, source: str | Path, *, name: str | None = None, wor
         (folder / "persona.md").write_text(done.text, encoding="utf-8")
         (folder / "IMPORT.md").write_text(report_file(source, doc, done), encoding="utf-8")
         problems = validate(Dataset(staging), [slug], full=False)
-        if problems:
-            raise DataError(source, None, "the imported persona does not validate:\n  " + "\n  ".join(problems))
+        if problems:  # named by the source's lines: the staged file is gone when the user reads this
+            raise DataError(source, None, "the imported persona does not validate (nothing written):\n  "
+                            + "\n  ".join(_in_source(p, folder / "persona.md", staging, done) for p in problems))
         row = io.StringIO()
         writer = csv.writer(row, lineterminator="\n")
         if not labels:
@@ -437,6 +480,28 @@ def new_character(slug: str, source: str | Path, *, name: str | None = None, wor
         "attributes" for a in done.empty]
     return Imported(slug, ds.persona_path(slug), [f"line {n}: {r}" for n, r in done.report], done.placed, warnings,
                     doc.notes)
+
+
+def _in_source(problem: str, persona: Path, staging: Path, done: Plan) -> str:
+    """A problem of the staged ``persona`` (``"<persona>:9: heading path ... repeats line 5: ..."``) told by the
+    source's lines and headings it came from, naming no staged file.
+
+    >>> done = Plan("", [], {}, [], [], [], [], {5: (1, "the text before the first heading"), 9: (2, "'Overview'")})
+    >>> _in_source("/s/persona.md:9: heading path 'X' repeats line 5: merge the two", Path("/s/persona.md"), Path("/s"),
+    ...            done)
+    "line 2 ('Overview'): heading path 'X' repeats line 1 (the text before the first heading): merge the two"
+    """
+
+    def source_line(n: str) -> str:  # line 0: a line the importer writes (the title, an attribute's heading)
+        line, where = done.origins.get(int(n), (None, ""))
+        return f"line {line} ({where})" if line else where or f"line {n} of the persona"
+
+    m = re.match(rf"{re.escape(str(persona))}(?::(\d+))?: (.*)", problem, re.S)
+    if m is None:
+        return problem.replace(str(staging), "(staged import)")
+    line, what = m.groups()
+    what = re.sub(r"\brepeats line (\d+)", lambda r: f"repeats {source_line(r.group(1))}", what)
+    return f"{source_line(line)}: {what}" if line else f"the persona: {what}"
 
 
 def report_file(source, doc: SourceDocument, done: Plan) -> str:
