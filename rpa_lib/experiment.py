@@ -179,9 +179,9 @@ def _check(notebook: str, namespace: Mapping[str, Any]) -> None:
 
 def check_choice(name: str, value: Any) -> None:
     """ValueError when parameter ``name`` holds a value (or, for a list, an item) outside its :data:`CHOICES`,
-    ``embedder`` an unknown embedder, ``methods`` an unregistered method, or ``method_settings`` anything but a dict of a method's own settings with
-    values its ``Settings`` take. ``reproduce`` checks a
-    profile with it before the first notebook runs."""
+    ``embedder`` an unknown embedder, ``methods`` an unregistered method, or ``method_settings`` anything but a dict
+    of a method's own settings with values its ``Settings`` take. ``reproduce`` checks a profile with it before the
+    first notebook runs."""
     if name in CHOICES:
         given = value if isinstance(value, list) else [value]
         if unknown := [v for v in given if v is not None and v not in CHOICES[name]]:
