@@ -539,3 +539,39 @@ def test_a_persona_that_does_not_validate_is_told_by_the_source_lines(tmp_path, 
             "the first heading): merge the two or rename one") in message
     assert ".import-" not in message and "persona.md" not in message
     assert not (tmp_path / "d" / "characters" / "corwen").exists()
+
+
+# A wiki page saved as Markdown by a browser extension: links to pages whose titles hold parentheses, with the link's
+# title in quotes, footnote links ("[[1]](#cite_note-1)", inside <sup> too), a picture whose file name has parentheses,
+# and each heading's "[edit]" link.
+MARKDOWN_COPY = """# Corwen Ashlar
+
+From the Salt Roads Wiki, the free encyclopedia
+
+**Corwen Ashlar** is a mapmaker who sailed on the [*Grey Heron*](https://saltroads.example.org/wiki/Grey_Heron_(ship) "Grey Heron (ship)").[[1]](#cite_note-1) He was born in [Port Vell](/wiki/Port_Vell "Port Vell").
+
+## Personality[[edit](/w/index.php?title=Corwen_Ashlar&action=edit&section=1 "Edit section: Personality")]
+
+![Corwen at the harbour of Port Vell](https://upload.example.org/wiki/Corwen_(2004).jpg)
+
+Corwen is stubborn.<sup>[[3]](https://saltroads.example.org/wiki/Corwen_Ashlar#cite_note-3)</sup> He dislikes [lies (see below)](#Lies_(note)) and keeps his maps in a [tin box](/wiki/Tin_box_(container)).
+
+## Early life[[edit](/w/index.php?title=Corwen_Ashlar&action=edit&section=2 "Edit section: Early life") | [edit source](/w/index.php?title=Corwen_Ashlar&action=edit&section=2)]
+
+He left home at fourteen.[[a]](#cite_note-a)
+"""
+
+
+def test_a_markdown_copy_keeps_no_link_markup(tmp_path):
+    """Links stopped at the first ")": 'the Grey Heron "Grey Heron (ship)").[](#cite_note-1)', a paragraph '.jpg)',
+    and headings 'Personality[edit]'."""
+    source = tmp_path / "corwen.md"
+    source.write_text(MARKDOWN_COPY, encoding="utf-8")
+    new_character("corwen", source, work=WORK, data=tmp_path / "d")
+    text = Dataset(tmp_path / "d").persona("corwen").source
+    assert "Corwen Ashlar is a mapmaker who sailed on the Grey Heron. He was born in Port Vell.\n" in text
+    assert ("### Personality\n\nCorwen is stubborn. He dislikes lies (see below) and keeps his maps in a tin box.\n"
+            in text)
+    assert "### Early life\n\nHe left home at fourteen.\n" in text
+    for leak in ("](", "[", ")", "cite_note", ".jpg", "edit", "http"):
+        assert leak not in text.replace("(see below)", ""), leak

@@ -105,6 +105,14 @@ _BR = re.compile(r"<br\s*/?>", re.I)
 _CONTENTS = re.compile(r"^(?:table of )?contents\s*(?:\[\s*(?:hide|show)\s*\])?$", re.I)
 _TOC_LINE = re.compile(r"^\d+(?:\.\d+)*\.?\s+\S")
 _FENCE = re.compile(r"^[ \t]*(```|~~~)")
+# an inline link or image, "[text](destination "title")": its text may hold brackets ("[[1]](#cite_note-1)"), its
+# destination balanced parentheses ("wiki/Grey_Heron_(ship)") or angle brackets, its title quotes or parentheses
+_LINK = re.compile(r"""(!?)\[((?:[^\[\]]|\[(?:[^\[\]]|\[[^\[\]]*\])*\])*)\]\(\s*
+    (<[^<>\n]*>|(?:[^\s()]|\((?:[^\s()]|\([^\s()]*\))*\))*)
+    (?:\s+(?:"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|\((?:[^()\\]|\\.)*\)))?\s*\)""", re.X)
+_NOTE = re.compile(r"\s*\[[^\[\]]*\]\s*")  # a footnote's link shows "[1]", "[a]", "[note 2]"
+_NOTE_TARGET = re.compile(r"#cite_(?:note|ref)\b")  # ... and goes to "#cite_note-1"
+_EDIT = re.compile(r"\\?\[\s*edit(?:\s*\|\s*edit source)?\s*\\?\]\s*$", re.I)  # a wiki's [edit] links after a heading
 
 
 def read_lines(path: Path, text: str, fmt: str) -> SourceDocument:
@@ -153,8 +161,8 @@ def read_lines(path: Path, text: str, fmt: str) -> SourceDocument:
         if heading:
             flush()
             level, title, underlined = heading
-            title = re.sub(r"\[\s*edit(?:\s*\|\s*edit source)?\s*\]\s*$", "", title)  # a wiki's [edit] links
-            sections.append(SourceSection(level, clean_inline(title), lineno))
+            title = _EDIT.sub("", clean_inline(_EDIT.sub("", title)))  # "[edit]", "[[edit](/w/index.php?...)]"
+            sections.append(SourceSection(level, tidy(title), lineno))
             i += underlined  # skip the underline
             continue
         stripped = line.strip()
@@ -217,15 +225,23 @@ def cell(text: str) -> str:
     return "; ".join(part for part in (tidy(e).rstrip(",;") for e in entries) if part)
 
 
+def _link_text(m: re.Match) -> str:
+    """What an inline link shows as prose: its text (an image in it gone); nothing for an image or a footnote's
+    link."""
+    image, label, destination = m.groups()
+    return "" if image or _NOTE.fullmatch(label) or _NOTE_TARGET.search(destination) else _LINK.sub(_link_text, label)
+
+
 def clean_inline(text: str) -> str:
     """One line of Markdown as plain prose.
 
     >>> clean_inline("I *love* [tea](http://x) and **cake**[^1].<br>")
     'I love tea and cake.'
+    >>> clean_inline('On the [*Heron*](/wiki/Heron_(ship) "Heron (ship)").[[1]](#cite_note-1) ![A](/A_(1).jpg)')
+    'On the Heron.'
     """
-    text = re.sub(r"!\[[^\]]*\]\([^)]*\)", "", text)  # images
+    text = _LINK.sub(_link_text, text)  # images go, links keep their text, a footnote's link goes
     text = re.sub(r"\[\^[^\]]+\]", "", text)  # footnote markers
-    text = re.sub(r"\[([^\]]+)\]\([^)]*\)", r"\1", text)  # inline links: their text
     text = re.sub(r"\[([^\]]+)\]\[[^\]]*\]", r"\1", text)  # reference links
     text = re.sub(r"\[\d+\]", "", text)  # numbered reference markers
     text = _BR.sub(" ", text)  # a line break between words
