@@ -575,3 +575,38 @@ def test_a_markdown_copy_keeps_no_link_markup(tmp_path):
     assert "### Early life\n\nHe left home at fourteen.\n" in text
     for leak in ("](", "[", ")", "cite_note", ".jpg", "edit", "http"):
         assert leak not in text.replace("(see below)", ""), leak
+
+
+# A page's wikitext copied with its title as a level-1 heading on top (as some wikis' "view source" and offline
+# copies show it), then the lead with a citation, then the sections.
+TITLED = """= Corwen Ashlar =
+'''Corwen Ashlar''' is a mapmaker and smuggler from [[Port Vell]].<ref>{{cite book|last=Marrow|title=The Salt Roads|year=2001}}</ref> He sailed on the ''Grey Heron'' for six years.
+
+== Early life ==
+Corwen was born in Port Vell in {{birth date|1870|5|4}}. At fourteen he left home and sailed north.
+
+== Personality ==
+Corwen is stubborn and curious, slow to anger but never forgetting an insult.
+
+== Abilities ==
+He can survey a coastline from a moving boat and reads the tides.
+"""
+
+
+def test_a_level1_title_atop_wikitext_is_the_pages_title(tmp_path):
+    """The title heading took every section under it (not placed: 'Corwen Ashlar > Personality' ...) and its lead was
+    lost; now it is the title, as "# Title" is in Markdown, and the name defaults to it."""
+    source = tmp_path / "corwen.wiki"
+    source.write_text(TITLED, encoding="utf-8")
+    new_character("corwen", source, work=WORK, data=tmp_path / "d")
+    persona = Dataset(tmp_path / "d").persona("corwen")
+    where = {p.text[:20]: p.headings for p in persona.paragraphs}
+    assert persona.name == "Corwen Ashlar"
+    assert where["Corwen Ashlar is a m"] == ("Corwen Ashlar", "Demographic Information", "Overview")
+    assert where["Corwen was born in P"] == ("Corwen Ashlar", "Activity", "Early life")
+    assert where["Corwen is stubborn a"] == ("Corwen Ashlar", "Psychological Traits", "Personality")
+    assert where["He can survey a coas"] == ("Corwen Ashlar", "Skill and Expertise", "Abilities")
+    xml = tmp_path / "export.xml"  # an export's page that repeats its title so
+    xml.write_text(export(("Corwen Ashlar", TITLED)), encoding="utf-8")
+    new_character("corwen-x", xml, work=WORK, data=tmp_path / "d")
+    assert Dataset(tmp_path / "d").persona("corwen-x").source == persona.source

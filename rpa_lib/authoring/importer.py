@@ -201,7 +201,11 @@ def plan(doc: SourceDocument, name: str, table: dict[str, str | None] = HEADING_
          mapping: dict[str, str | None] | None = None, placer: ContentPlacer | None = None) -> Plan:
     """Place a read document; nothing is written."""
     headed = [s for s in doc.sections if s.level > 0]
-    skip_title = doc.format != "mediawiki" and doc.title is not None  # a wiki page's title is no heading
+    # the document's title is no section: a level-1 heading that is the title (a wiki export's page title is none,
+    # unless the page repeats it as its only level-1 heading at the top)
+    skip_title = doc.title is not None and bool(headed) and headed[0].level == 1 and (
+        doc.format != "mediawiki" or normalize(headed[0].title) == normalize(doc.title)
+        and sum(s.level == 1 for s in headed) == 1)
     top = min(s.level for s in headed if not (skip_title and s.level == 1)) if len(headed) > skip_title else 1
     # attribute -> (path under the attribute, paragraphs, source line, where from: "'History > Youth'", "the infobox")
     out: dict[str, list[tuple[tuple[str, ...], list[str], int, str]]] = {a: [] for a in ATTRIBUTES}

@@ -85,7 +85,7 @@ def read_source(path: str | Path, page: str | None = None) -> SourceDocument:
         if problem:  # "no headings found" said nothing of what the page is
             raise DataError(path, None, f"the page {problem}")
         doc = parse_wikitext(text)
-        doc.path = path
+        doc.path, doc.title = path, title_heading(doc.sections)  # "= Corwen Ashlar =" atop the page
     else:
         doc = read_lines(path, text, fmt)
     if not any(s.level > 0 for s in doc.sections):
@@ -195,10 +195,14 @@ def read_lines(path: Path, text: str, fmt: str) -> SourceDocument:
             facts += [(at, k.rstrip(":"), v) for k, v in rows if k and v]
         else:
             removed.append((at, "table"))
-    title = None
-    if sum(s.level == 1 for s in sections) == 1 and sections[1].level == 1:
-        title = sections[1].title
-    return SourceDocument(path, fmt, title, sections, removed, facts=facts)
+    return SourceDocument(path, fmt, title_heading(sections), sections, removed, facts=facts)
+
+
+def title_heading(sections: list[SourceSection]) -> str | None:
+    """The document's title: its first heading when that is its only level-1 heading (``# Corwen Ashlar``,
+    ``= Corwen Ashlar =``), else None."""
+    headed = [s for s in sections if s.level > 0]
+    return headed[0].title if headed and headed[0].level == 1 and sum(s.level == 1 for s in headed) == 1 else None
 
 
 def _heading(line: str, nxt: str, fmt: str, in_paragraph: bool) -> tuple[int, str, int] | None:
