@@ -610,3 +610,31 @@ def test_a_level1_title_atop_wikitext_is_the_pages_title(tmp_path):
     xml.write_text(export(("Corwen Ashlar", TITLED)), encoding="utf-8")
     new_character("corwen-x", xml, work=WORK, data=tmp_path / "d")
     assert Dataset(tmp_path / "d").persona("corwen-x").source == persona.source
+
+
+def test_a_long_section_is_stripped_without_searching_the_tree_per_node(monkeypatch):
+    """Each footnote, template or picture removed searched the whole section again (mwparserfromhell's remove and
+    replace), so a section of thousands of footnotes took minutes; now each node is visited once and the node lists
+    rebuilt once. The text, the report's lines and what is rendered are as they were: a footnote inside a picture's
+    caption is listed, the templates inside a removed footnote or picture are not."""
+    import mwparserfromhell.wikicode as wikicode
+
+    from rpa_lib.authoring.wikitext import parse_wikitext
+
+    searches = []
+    search = wikicode.Wikicode._do_strong_search
+    monkeypatch.setattr(wikicode.Wikicode, "_do_strong_search",
+                        lambda self, *a, **kw: searches.append(a[0]) or search(self, *a, **kw))
+    n = 400
+    page = "== History ==\n" + "\n\n".join(
+        f"Corwen sailed to [[Port Vell|the port]] {i} and mapped the [[coast]] in {{{{date|{1600 + i}}}}}.<ref "
+        f'name="r{i}">{{{{cite web|title=T{i}|work={{{{lang|fy|W}}}}}}}}</ref>{{{{sfn|Marrow|2001|p={i}}}}}'
+        f"[[File:Map {i}.png|thumb|The port in {{{{date|{1600 + i}}}}}<ref>Marrow, p. {i}.</ref>]]" for i in range(n))
+    doc = parse_wikitext(page + "\n")
+    assert doc.sections[1].paragraphs == [f"Corwen sailed to the port {i} and mapped the coast in {1600 + i}."
+                                          for i in range(n)]
+    assert doc.removed == [r for i in range(n) for r in (
+        (2 + 2 * i, "<ref> footnote ({{cite web}}, {{lang}})"), (2 + 2 * i, "template {{sfn}}"),
+        (2 + 2 * i, f"file link 'Map {i}.png'"), (2 + 2 * i, "<ref> footnote"))]
+    assert doc.rendered == [(2 + 2 * i, f"{{{{date}}}} -> '{1600 + i}'") for i in range(n)]
+    assert searches == []

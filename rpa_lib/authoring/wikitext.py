@@ -404,19 +404,45 @@ def _top_templates(code) -> list:
 def _strip(code, line: int, doc: SourceDocument, top: bool = False, item: str = ITEM, br: str = " ") -> str:
     """Plain text of wikicode; infobox fields go to ``doc.facts``, what is removed or rendered to ``doc.removed`` or
     ``doc.rendered`` with its line. ``top``: the text before the first heading, where an infobox may have any name
-    (:func:`_top_templates`); ``item``: what a list item's bullet becomes, ``br``: what a ``<br>`` becomes."""
-    from mwparserfromhell.nodes import Comment, Tag, Template, Wikilink
+    (:func:`_top_templates`); ``item``: what a list item's bullet becomes, ``br``: what a ``<br>`` becomes.
 
-    text, cursor = str(code), [0]  # nodes come in document order: search from the last one found
+    Every node is visited once, in document order, a node before those inside it; what is removed or replaced is
+    noted and the node lists rebuilt once at the end (mwparserfromhell's ``remove`` searches the whole tree for each
+    node: a section with thousands of footnotes took minutes). A node inside one already removed or replaced is gone:
+    it is noted as before but neither removed nor replaced again."""
+    from mwparserfromhell.nodes import Comment, Tag, Template, Wikilink
+    from mwparserfromhell.utils import parse_anything
+
+    text, cursor, counted = str(code), [0], [0, 0]  # nodes come in document order: search from the last one found
 
     def at(node) -> int:
         offset = text.find(str(node), cursor[0])
         offset = text.find(str(node)) if offset < 0 else offset
         cursor[0] = max(offset, cursor[0])
-        return line + (text.count("\n", 0, offset) if offset >= 0 else 0)
+        if offset < 0:
+            return line
+        if offset < counted[0]:  # before the last one counted: count from the start
+            counted[:] = [0, 0]
+        counted[:] = [offset, counted[1] + text.count("\n", counted[0], offset)]
+        return line + counted[1]
+
+    changed: dict[int, list] = {}  # id(node) -> the nodes that take its place (none: removed)
+    contexts: dict[int, object] = {}  # id(Wikicode) -> the Wikicode whose nodes change
+    gone: set[int] = set()  # ids of the nodes inside a removed or replaced one
+
+    def remove(node, context) -> None:
+        replace(node, context, None)
+
+    def replace(node, context, value) -> None:
+        if id(node) in gone:  # as Wikicode.remove and .replace, which find no such node in the code any more
+            raise ValueError(node)
+        changed[id(node)] = [] if value is None else parse_anything(value).nodes
+        contexts[id(context)] = context
 
     boxes = _top_templates(code) if top else []
-    for node in code.filter(recursive=True):
+    for node, context, parent in _nodes(code):
+        if parent is not None and (id(parent) in gone or id(parent) in changed):
+            gone.add(id(node))
         try:
             if isinstance(node, Tag) and str(node.tag).strip().lower() in DROPPED_TAGS:
                 tag = str(node.tag).strip().lower()
@@ -426,12 +452,12 @@ def _strip(code, line: int, doc: SourceDocument, top: bool = False, item: str = 
                     inner = ([f"{{{{{template_name(t)}}}}}" for t in node.contents.filter_templates()]
                              if node.contents else [])
                     doc.removed.append((at(node), "<ref> footnote" + (f" ({', '.join(inner)})" if inner else "")))
-                code.remove(node)
+                remove(node, context)
             elif isinstance(node, Template):
                 name = template_name(node)
                 where = at(node)
                 if name in ("br", "break"):  # a line break, as <br>: a space, or what separates a field's entries
-                    code.replace(node, br)
+                    replace(node, context, br)
                     continue
                 if name.startswith("infobox") or name.endswith("infobox") or any(node is b for b in boxes):
                     for inner in (t for p in node.params for t in p.value.filter_templates(recursive=True)):
@@ -451,32 +477,48 @@ def _strip(code, line: int, doc: SourceDocument, top: bool = False, item: str = 
                                 pictures.add(field.lower())
                         elif value:
                             doc.facts.append((where, field, value))
-                    code.remove(node)
+                    remove(node, context)
                     continue
                 shown = render_template(node, doc.title or "")
                 if shown is None:
-                    code.remove(node)
+                    remove(node, context)
                     doc.removed.append((where, f"template {{{{{name}}}}}"))
                 else:
-                    code.replace(node, shown)
+                    replace(node, context, shown)
                     doc.rendered.append((where, f"{{{{{name}}}}} -> {shown!r}"))
             elif isinstance(node, Wikilink) and (link := _link_namespace(str(node.title).strip())):
                 kind, written, target = link
                 english = _namespace_key(written) in ENGLISH_LINKS  # "image link 'A.png'", "file link 'B.jpg' (Datei:)"
                 doc.removed.append((at(node), f"{_namespace_key(written) if english else kind} link {target!r}"
                                               + ("" if english else f" ({written}:)")))
-                code.remove(node)
+                remove(node, context)
             elif isinstance(node, Comment) or (isinstance(node, Wikilink) and _interlanguage(str(node.title))
                                                and node.text is None):  # [[wp:X|text]] keeps its text
-                code.remove(node)
+                remove(node, context)
             elif isinstance(node, Tag) and str(node.tag).strip().lower() in LIST_TAGS:
                 tag = str(node.tag).strip().lower()
-                code.replace(node, {"dt": TERM, "dd": DEFINITION}.get(tag, item) if item == ITEM else item)
+                replace(node, context, {"dt": TERM, "dd": DEFINITION}.get(tag, item) if item == ITEM else item)
             elif isinstance(node, Tag) and str(node.tag).strip().lower() == "br":
-                code.replace(node, br)
+                replace(node, context, br)
         except ValueError:  # already gone with an enclosing node that was removed
             continue
+    for context in contexts.values():  # each changed node list rebuilt once
+        context.nodes[:] = [new for node in context.nodes for new in changed.get(id(node), (node,))]
     return code.strip_code(normalize=True, collapse=False)
+
+
+def _nodes(code):
+    """``(node, the Wikicode holding it, the node holding that or None)`` for every node of ``code``, in document order,
+    a node before those inside it (as ``code.filter(recursive=True)`` lists them)."""
+    stack = [(iter(code.nodes), code, None)]
+    while stack:
+        nodes, context, parent = stack[-1]
+        node = next(nodes, None)
+        if node is None:
+            stack.pop()
+            continue
+        yield node, context, parent
+        stack += [(iter(inner.nodes), inner, node) for inner in reversed(list(node.__children__()))]
 
 
 def _quotes(line: str) -> str:
