@@ -171,23 +171,20 @@ def clear_caches() -> None:
 
 
 def check_embedder(name: str) -> None:
-    """ValueError unless ``name`` is a short name (:data:`EMBEDDER_NAMES`, ``hash-N``, ``stand-in:NAME``), a folder
-    or a model in the Hugging Face cache: a method's settings are checked with it before anything is embedded."""
+    """ValueError for a name that can be no embedder: not a string, ``hash-N`` without a positive N, or a near miss
+    of a short name that is no folder (``minlm``); a model id or folder is looked up when the embedder is made (a
+    relative folder is read where the process runs, the Hugging Face cache as its settings say)."""
     if not isinstance(name, str):
         raise ValueError(f"embedder must be a name ({', '.join(EMBEDDER_NAMES)}, a model id or folder), not "
                          f"{type(name).__name__} {name!r}")
-    if name in ("minilm", "tfidf") or name in KNOWN_MODELS or name.startswith(STAND_IN_PREFIX):
-        return
     if name == "hash" or name.startswith("hash-"):
         dim = name.removeprefix("hash").removeprefix("-") or "64"
         if not dim.isdigit() or int(dim) < 1:
             raise ValueError(f"embedder {name!r}: the hashing embedder takes a positive dimension, e.g. hash-64")
-        return
-    try:  # a Hugging Face id or a folder: looked up now, so that a mistyped short name fails here
-        model_folder(name)
-    except RuntimeError as e:
-        raise ValueError(f"unknown embedder {name!r}{did_you_mean([name], EMBEDDER_NAMES)}: not a short name "
-                         f"({', '.join(EMBEDDER_NAMES)}), and {e}") from None
+    elif name not in EMBEDDER_NAMES and not name.startswith(STAND_IN_PREFIX) and not Path(name).expanduser().exists() \
+            and (close := did_you_mean([name], EMBEDDER_NAMES)):
+        raise ValueError(f"unknown embedder {name!r}{close}: not a short name ({', '.join(EMBEDDER_NAMES)}), nor a "
+                         "folder")
 
 
 def get_embedder(name: str = "minilm", corpus: list[str] | None = None) -> Embedder:
@@ -209,7 +206,12 @@ def get_embedder(name: str = "minilm", corpus: list[str] | None = None) -> Embed
             elif name in KNOWN_MODELS:
                 model, query_prefix, doc_prefix = KNOWN_MODELS[name]
                 embedder = SentenceTransformerEmbedder(model, query_prefix, doc_prefix, label=model.split("/")[-1])
-            else:
+            else:  # a Hugging Face id or a folder: looked up now, so that a mistyped short name fails here
+                try:
+                    model_folder(name)
+                except RuntimeError as e:
+                    raise ValueError(f"unknown embedder {name!r}{did_you_mean([name], EMBEDDER_NAMES)}: not a short "
+                                     f"name ({', '.join(EMBEDDER_NAMES)}), and {e}") from None
                 embedder = SentenceTransformerEmbedder(name)
             _EMBEDDERS[name] = embedder
         return _EMBEDDERS[name]

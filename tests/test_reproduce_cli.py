@@ -147,3 +147,11 @@ def test_only_takes_a_notebooks_number_or_name_with_or_without_the_other():
     assert [p.stem for p in notebooks(["0", "8"])] == ["00_explore", "08_claims"]
     with pytest.raises(SystemExit, match="no notebook matches --only similarity; notebooks: 00_explore"):
         notebooks(["similarity"])
+
+
+@pytest.mark.parametrize("embedder", ["acme/tiny-embed", "../.venv/models/my-embedder", "hash-16", "bge-m3"])
+def test_a_profile_may_name_an_embedder_by_id_or_folder(profile, embedder):
+    # a model id or a folder is looked up when the run starts (relative to notebooks/, with the profile's env):
+    # only a near miss of a short name is refused at load
+    loaded = reproduce.load_profile(profile(f"defaults:\n  embedder: {embedder}\n"))
+    assert loaded["defaults"]["embedder"] == embedder
