@@ -540,6 +540,38 @@ def test_the_same_batch_command_resumes_its_unfinished_rounds(counting, monkeypa
     assert json.loads((folders[0] / "rounds.json").read_text())["finished"]
 
 
+def test_a_command_whose_final_pass_stopped_resumes_its_folder_and_only_that_command(counting, monkeypatch, tmp_path):
+    """The folder goes by the command (its notebooks, parameters and model settings), not by which notebooks are
+    left to run: 01 finished in a final pass that 02 then stopped, and the same command still resumes the folder; a
+    command on another model does not."""
+    from rpa_lib.llm.rounds import log_round
+
+    run, _ = counting
+    llm = "from rpa_lib.llm import get_llm\nget_llm('fake')"
+    stop = tmp_path / "stop"
+    write_notebook(paths.NOTEBOOKS_DIR / "01_one.ipynb", COUNT.format("01"), llm)
+    write_notebook(paths.NOTEBOOKS_DIR / "02_two.ipynb", COUNT.format("02"), llm,
+                   f"if Path('{stop}').exists():\n    raise RuntimeError('stopped in the final pass')")
+    folders = []
+
+    def rounds(notebooks, *args, run_dir, key, **kwargs):
+        folders.append((run_dir, tuple(notebooks)))
+        log_round(run_dir / "rounds.json", "local", {"round": len(folders)}, key=key)
+
+    monkeypatch.setattr(reproduce, "run_rounds", rounds)
+    stop.write_text("")
+    with pytest.raises(SystemExit):
+        run(batch="local")
+    stop.unlink()
+    run(batch="local")  # 01 is up to date now: 02 alone has rounds, in the same folder
+    assert folders[0][0] == folders[1][0] and [f[1] for f in folders] == [("01_one", "02_two"), ("02_two",)]
+    monkeypatch.setenv("RPA_LLM_MODEL", "fake:other")
+    stop.write_text("")
+    with pytest.raises(SystemExit):
+        run(batch="local", force=True)  # another model: a folder of its own
+    assert folders[2][0] != folders[0][0]
+
+
 def test_batch_rounds_under_a_budget_book_in_the_budget_the_notebooks_llms_share(counting, monkeypatch):
     """One Budget per ledger in a process: two would each write their holds under this process's key in the ledger,
     each overwriting the other's, and together pass the limit."""

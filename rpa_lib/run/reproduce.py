@@ -242,7 +242,7 @@ def run(profile_name: str = "quick", only: list[str] | None = None, output_dir: 
         try:
             if not batch:
                 return _run(profile_name, setup, output_dir, force, mode, library, known)
-            mode = {**mode, **batch_rounds(profile, todo, batch, mode, budget)}  # every answer in, then the run
+            mode = {**mode, **batch_rounds(profile, todo, batch, mode, budget, setup)}  # every answer in, then run
             ran = _run(profile_name, setup, output_dir, force, mode, library, known)
             log_round(mode["batch_log"], batch, None, finished=True)  # its records are written: the command is done
             return ran
@@ -272,17 +272,21 @@ def check_settings() -> None:
         raise SystemExit(str(e)) from None
 
 
-def batch_rounds(profile: dict, todo: Setup, batch: str, mode: dict, budget: Budget | None) -> dict:
+def batch_rounds(profile: dict, todo: Setup, batch: str, mode: dict, budget: Budget | None,
+                 setup: Setup | None = None) -> dict:
     """Batch rounds (:func:`rpa_lib.run.rounds.run_rounds`) of the notebooks of ``todo`` that use an LLM (one up to
     date would pay for answers no run reads); returns the run mode of batch mode, every answer in. Results in
-    ``<cache>/batch`` (a restart resumes), each run's rounds in its ``runs/`` folder."""
+    ``<cache>/batch`` (a restart resumes), each run's rounds in its ``runs/`` folder; the command (``setup``: every
+    notebook it runs, up to date or not, with the settings that pick models) stopped before its records were written
+    goes on in its folder."""
     if batch not in BATCH_MODES:
         raise SystemExit(f"--batch must be one of {', '.join(BATCH_MODES)}, not {batch!r}")
     store = paths.cache_dir() / "batch"
     writable(store, "batch folder")
     by_stem = {nb.stem: (nb, declared) for nb, (declared, _) in todo.items() if uses_llm(nb, declared)}
-    asked = {nb.stem: params for nb, (_, params) in todo.items() if nb.stem in by_stem}
-    key = hashlib.sha256(json.dumps([batch, asked], sort_keys=True, default=str).encode()).hexdigest()[:16]
+    command = {nb.stem: params for nb, (declared, params) in (setup or todo).items() if uses_llm(nb, declared)}
+    key = hashlib.sha256(json.dumps([batch, command, stamps.environment_settings()], sort_keys=True,
+                                    default=str).encode()).hexdigest()[:16]
     resumed = unfinished_run(store / "runs", key)  # this command, stopped before its end: its rounds go on
     run_dir = resumed or store / "runs" / _run_id()
     print(f"batch: {batch} rounds for {', '.join(by_stem) or 'no notebook'}; results in {store}, rounds in {run_dir}"
