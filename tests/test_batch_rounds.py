@@ -282,7 +282,14 @@ def test_an_engine_given_a_price_is_held_by_the_budget_and_logged_at_its_price(t
         run_rounds(["04_personality"], collect, mode="local", store=tmp_path / "s", run_dir=tmp_path / "r",
                    build=engine_builder(budget), budget=budget, progress=False)
     assert 0 < budget.spent <= budget.limit  # the calls made before the limit, booked (was $0: no budget held them)
+    # what they answered is kept and logged, so the same command resumes after them and its records count them
+    [stopped] = json.loads((tmp_path / "r" / "rounds.json").read_text())["rounds"]
+    assert 0 < stopped["answered"] < 20 and stopped["usd"] == pytest.approx(budget.spent, rel=0.05)
+    resumed = run_rounds(["04_personality"], collect, mode="local", store=tmp_path / "s", run_dir=tmp_path / "r",
+                         build=engine_builder(None), progress=False)
+    assert resumed[0]["round"] == 2 and resumed[0]["calls"] == 20 - stopped["answered"]
     # without a budget the round is logged at the engine's own price: there is no batch discount in this process
+    (tmp_path / "llm.sqlite").unlink()  # the replies the rounds above stored: asked afresh
     [entry] = run_rounds(["04_personality"], collect, mode="local", store=tmp_path / "s2", run_dir=tmp_path / "r2",
                          build=engine_builder(None), progress=False)[:1]
     assert entry["calls"] == 20 and entry["usd"] == pytest.approx(20 * price, rel=0.05)

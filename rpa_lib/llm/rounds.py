@@ -17,7 +17,7 @@ from typing import Any
 
 from rpa_lib.llm.base import LLM, Request
 from rpa_lib.llm.batches import ENDPOINT
-from rpa_lib.llm.budget import estimate_tokens
+from rpa_lib.llm.budget import BudgetExceeded, estimate_tokens
 from rpa_lib.llm.cache import Cache, request_key
 from rpa_lib.llm.openai_backend import OpenAILLM
 from rpa_lib.llm.reply import LLMError, Pending, Raw
@@ -113,20 +113,32 @@ class BatchLLM(LLM):
 
 def answer_engine_lines(lines: list[dict], build: Callable[[str], LLM], *, progress: bool = True) -> dict[str, dict]:
     """Each engine line's round trip on ``build(spec)`` (once per spec), with the engine's workers and retries:
-    ``{custom_id: {"raw": ...} or {"error": {"message": ...}}}``; an LLMFatalError stops the round."""
+    ``{custom_id: {"raw": ...} or {"error": {"message": ...}}}``; an LLMFatalError stops the round. A budget reached
+    is raised once every line in flight has ended, carrying the answers paid for as ``error.results``."""
     results: dict[str, dict] = {}
+    stopped: list[BudgetExceeded] = []
     by_spec: dict[str, list[dict]] = {}
     for line in lines:
         by_spec.setdefault(line["engine"]["spec"], []).append(line)
     for spec, group in by_spec.items():
         engine = build(spec)
 
-        def answer(line: dict, engine: LLM = engine) -> dict:
+        def answer(line: dict, engine: LLM = engine) -> dict | None:
             req = Request(**line["engine"]["request"])
-            return asdict(engine.round_trip(req, f"batch line {line['custom_id'][:12]}"))
+            try:
+                return asdict(engine.round_trip(req, f"batch line {line['custom_id'][:12]}"))
+            except BudgetExceeded as exc:  # no answer, nothing spent: the line waits for the next run
+                stopped.append(exc)
+                return None
 
-        for out in engine.map(answer, group, desc=f"batch · {spec}", progress=progress):
-            results[out.item["custom_id"]] = {"raw": out.value} if out.ok else {"error": {"message": out.error}}
+        for out in engine.map(answer, [] if stopped else group, desc=f"batch · {spec}", progress=progress):
+            if not out.ok:
+                results[out.item["custom_id"]] = {"error": {"message": out.error}}
+            elif out.value is not None:
+                results[out.item["custom_id"]] = {"raw": out.value}
+    if stopped:
+        stopped[0].results = results
+        raise stopped[0]
     return results
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from rpa_lib.llm.base import LLM
 from rpa_lib.llm.batches import batch_price, run_round, tokens_of
-from rpa_lib.llm.budget import Budget, usd
+from rpa_lib.llm.budget import Budget, BudgetExceeded, usd
 from rpa_lib.llm.factory import get_llm, role_backend
 from rpa_lib.llm.rounds import answer_engine_lines, log_round, read_log, store_results
 from rpa_lib.llm.usage import Price
@@ -105,8 +105,12 @@ def answer_round(lines: list[dict], mode: str, folder: Path, build: Callable[[st
         client = role_backend(role, model, server, cache=False).openai_client() if mode == "openai" else None
         # no role in the role-play LLM's folder name: a run stopped before misses named their role resumes there
         slug = hashlib.sha256(f"{'' if role == 'RPA_LLM' else role + ' '}{server} {model}".encode()).hexdigest()[:12]
-        results.update(send([{k: line[k] for k in LINE_KEYS} for line in group], mode=mode,
-                            folder=folder / "transport" / slug, client=client, budget=budget, progress=progress))
+        try:
+            results.update(send([{k: line[k] for k in LINE_KEYS} for line in group], mode=mode,
+                                folder=folder / "transport" / slug, client=client, budget=budget, progress=progress))
+        except BudgetExceeded as exc:  # the answers of the groups before it are kept all the same
+            exc.results = {**results, **getattr(exc, "results", {})}
+            raise
     return results
 
 
@@ -140,7 +144,11 @@ def run_rounds(notebooks: list[str], collect: Collect, *, mode: str, store: Path
             print(f"batch: round {r} has no miss; every answer is in ({_elapsed(time.monotonic() - start_all)} in all)",
                   flush=True)
             return entries
-        results = answer_round(lines, mode, store, build, send=send, budget=budget, progress=progress)
+        stop = None
+        try:
+            results = answer_round(lines, mode, store, build, send=send, budget=budget, progress=progress)
+        except BudgetExceeded as exc:  # in-process engines stopped by the budget: what they answered is kept, logged
+            results, stop = getattr(exc, "results", {}), exc
         costs = line_costs(lines, results)
         answered, failed = store_results(store, lines, results)
         entry = {"round": r, "calls": len(lines), "by_notebook": {nb: len({line["custom_id"] for line in m})
@@ -150,6 +158,8 @@ def run_rounds(notebooks: list[str], collect: Collect, *, mode: str, store: Path
         log_round(log, mode, entry, key=key)
         entries.append(entry)
         print(_progress_line(entry, time.monotonic() - start_all), flush=True)
+        if stop is not None:
+            raise stop
         if not answered and not failed:
             raise SystemExit(f"batch round {r}: none of its {len(lines)} calls was answered; run the same command "
                              "again to resume")
