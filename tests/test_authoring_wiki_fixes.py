@@ -5,25 +5,14 @@ Every page here is written for these tests, about invented characters, with the 
 
 from __future__ import annotations
 
-from xml.sax.saxutils import escape
-
 import pytest
 
 from rpa_lib.authoring.cli import main as authoring_cli
 from rpa_lib.authoring.importer import DESCRIPTIONS, ContentPlacer, new_character, normalize, parse_mapping, slugify
 from rpa_lib.data import Dataset
+from wiki_export import export
 
 WORK = "The Glass Meridian"
-
-
-def export(*pages: tuple[str, str]) -> str:
-    """A Special:Export file of ``(title, wikitext)`` pages, one revision each."""
-    body = "".join(f"  <page>\n    <title>{escape(t)}</title>\n    <ns>0</ns>\n    <revision>\n      <id>{n}</id>\n"
-                   f"      <timestamp>2024-01-0{n}T00:00:00Z</timestamp>\n"
-                   f"      <text xml:space=\"preserve\">{escape(w)}</text>\n    </revision>\n  </page>\n"
-                   for n, (t, w) in enumerate(pages, start=1))
-    return ('<mediawiki xmlns="http://www.mediawiki.org/xml/export-0.11/" version="0.11" xml:lang="en">\n'
-            f"  <siteinfo><sitename>Meridian Wiki</sitename></siteinfo>\n{body}</mediawiki>\n")
 
 
 def persona(tmp_path, wikitext: str, title: str = "Oriel Vask", **kw) -> str:

@@ -6,27 +6,15 @@ is written for these tests, about invented characters, with the structure of the
 
 from __future__ import annotations
 
-from xml.sax.saxutils import escape
-
 import pytest
 
 from rpa_lib.authoring import cli
 from rpa_lib.authoring.importer import new_character
 from rpa_lib.data import Dataset
 from rpa_lib.errors import DataError
+from wiki_export import export
 
 WORK = "The Salt Roads"
-
-
-def export(*pages: tuple[str, str], ns: tuple[int, ...] = (), siteinfo: str = "") -> str:
-    """A Special:Export file of ``(title, wikitext)`` pages, one revision each; ``ns``: each page's namespace."""
-    body = "".join(f"  <page>\n    <title>{escape(t)}</title>\n    <ns>{ns[n - 1] if ns else 0}</ns>\n"
-                   f"    <id>{n}</id>\n    <revision>\n      <id>{n}</id>\n"
-                   f"      <timestamp>2024-01-0{n}T00:00:00Z</timestamp>\n"
-                   f"      <text xml:space=\"preserve\">{escape(w)}</text>\n    </revision>\n  </page>\n"
-                   for n, (t, w) in enumerate(pages, start=1))
-    return ('<mediawiki xmlns="http://www.mediawiki.org/xml/export-0.11/" version="0.11" xml:lang="en">\n'
-            f"  <siteinfo><sitename>Salt Roads Wiki</sitename>{siteinfo}</siteinfo>\n{body}</mediawiki>\n")
 
 
 def wiki_persona(tmp_path, wikitext: str, name: str = "Corwen Ashlar", **kw) -> str:
