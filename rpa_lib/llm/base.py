@@ -77,7 +77,6 @@ class _Spent:
     completion_tokens: int = 0
 
 
-
 def _workers(value: Any) -> int:
     """``value`` as a number of concurrent calls; ValueError unless a whole number of 1 or more."""
     try:
@@ -87,6 +86,7 @@ def _workers(value: Any) -> int:
     if workers < 1:
         raise ValueError(f"max_workers must be a whole number of 1 or more, got {value!r}")
     return workers
+
 
 class LLM:
     """The interface. Subclasses set ``backend``, ``label``, ``model_id`` (and ``price``) before ``__init__``."""

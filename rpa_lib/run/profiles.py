@@ -103,12 +103,12 @@ def check_profile(path: Path, profile: dict) -> None:
                 raise SystemExit(f"{path}: {section}.{key}: not a parameter of "
                                  f"{stem if section != 'defaults' else 'any notebook'}; parameters: "
                                  f"{', '.join(valid)}{did_you_mean([key], valid)}")
-            for param in owners:
-                try:
+            try:
+                for param in owners:
                     check_value(key, value, param)
-                    check_choice(key, value)
-                except ValueError as e:
-                    raise SystemExit(f"{path}: {section}.{e}") from None
+                check_choice(key, value)  # once, whichever notebooks declare it
+            except ValueError as e:
+                raise SystemExit(f"{path}: {section}.{e}") from None
 
 
 def notebooks(only: list[str] | None = None) -> list[Path]:
