@@ -331,3 +331,28 @@ def test_a_stopped_batch_run_resumed_keeps_the_rounds_it_paid_and_splits_shared_
     assert records[0]["run_usd"] == pytest.approx(first["usd"] + second["usd"], abs=1e-6)
     assert records[0]["run_usd"] > first["usd"] > 0
     assert sum(r["usd"] for r in records) == pytest.approx(records[0]["run_usd"], abs=1e-6)  # shares add up
+
+
+def test_a_round_killed_after_its_answers_came_keeps_its_cost_in_the_log(tmp_path, monkeypatch):
+    # a kill right after a round's answers came back (before they are stored): the round it paid is in the log,
+    # and the same command asks its calls again in the next round, which is logged too
+    monkeypatch.setenv("RPA_PRICE_IN", "2.0")
+    monkeypatch.setenv("RPA_PRICE_OUT", "8.0")
+
+    def collect(notebook, mode, scratch):
+        return ask_why(RunMode.of(mode).wrap(get_llm("fake", cache=tmp_path / "llm.sqlite")))
+
+    def killed(*args):
+        raise KeyboardInterrupt
+
+    def run():
+        return run_rounds(["04_personality"], collect, mode="local", store=tmp_path / "s", run_dir=tmp_path / "r",
+                          build=engine_builder(None), progress=False)
+
+    monkeypatch.setattr("rpa_lib.run.rounds.store_results", killed)
+    with pytest.raises(KeyboardInterrupt):
+        run()
+    [paid] = json.loads((tmp_path / "r" / "rounds.json").read_text())["rounds"]
+    assert paid["round"] == 1 and paid["answered"] == 1 and paid["usd"] > 0
+    monkeypatch.undo()
+    assert [(e["round"], e["calls"]) for e in run()] == [(2, 1), (3, 1)]  # round 1's call asked again, then the next

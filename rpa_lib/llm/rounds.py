@@ -9,6 +9,7 @@ This module sends nothing: :mod:`rpa_lib.run.rounds` drives the rounds and :mod:
 from __future__ import annotations
 
 import json
+import os
 import threading
 from collections.abc import Callable
 from dataclasses import asdict
@@ -142,25 +143,28 @@ def answer_engine_lines(lines: list[dict], build: Callable[[str], LLM], *, progr
     return results
 
 
+def answered(result: dict) -> bool:
+    """Whether a round's ``result`` for a line is an answer (else a failure, asked again by a later round)."""
+    return "error" not in result and result.get("status_code", 200) == 200
+
+
 def store_results(store: str | Path, lines: list[dict], results: dict[str, Any]) -> tuple[int, int]:
     """Keep a round's ``results`` in the results store, a failure with how many times its line failed so far;
     (answered, failed). A line with no result is not stored: the next round asks it again."""
     store = results_store(store)
-    answered = failed = 0
     by_id = {line["custom_id"]: line for line in lines}
     for cid, result in results.items():
-        status = result.get("status_code", 200)
-        if "error" not in result and status == 200:
+        if answered(result):
             store.put(cid, by_id.get(cid, {}), {k: v for k, v in result.items() if k != "status_code"})
-            answered += 1
             continue
+        status = result.get("status_code", 200)
         error = result.get("error") or {"message": f"HTTP {status}: {json.dumps(result.get('body'))[:300]}"}
         before = store.get(cid)
         tries = before["tries"] + 1 if before is not None and "error" in before else 1
         store.put(cid, by_id.get(cid, {}), {"error": error, "tries": tries})
-        failed += 1
     store.close()
-    return answered, failed
+    n = sum(map(answered, results.values()))
+    return n, len(results) - n
 
 
 # ---- the rounds' log, for the run records ----------------------------------------------------------------------
@@ -179,8 +183,11 @@ def log_round(path: str | Path, mode: str, entry: dict | None, **header: Any) ->
     log.update(mode=mode, **header)
     if entry is not None:
         log["rounds"].append(entry)
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    Path(path).write_text(json.dumps(log, indent=1) + "\n", encoding="utf-8")
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    new = path.with_name(f"{path.name}.new")  # replaced whole: a kill while writing keeps the rounds logged before
+    new.write_text(json.dumps(log, indent=1) + "\n", encoding="utf-8")
+    os.replace(new, path)
 
 
 def rounds_record(path: str | Path, notebook: str) -> dict:

@@ -15,7 +15,7 @@ from rpa_lib.llm.base import LLM
 from rpa_lib.llm.batches import batch_price, run_round, tokens_of
 from rpa_lib.llm.budget import Budget, BudgetExceeded, usd
 from rpa_lib.llm.factory import get_llm, role_backend
-from rpa_lib.llm.rounds import answer_engine_lines, log_round, read_log, store_results
+from rpa_lib.llm.rounds import answer_engine_lines, answered, log_round, read_log, store_results
 from rpa_lib.llm.usage import Price
 from rpa_lib.run.profiles import BATCH_MODES
 from rpa_lib.text import read_jsonl
@@ -150,17 +150,19 @@ def run_rounds(notebooks: list[str], collect: Collect, *, mode: str, store: Path
         except BudgetExceeded as exc:  # in-process engines stopped by the budget: what they answered is kept, logged
             results, stop = getattr(exc, "results", {}), exc
         costs = line_costs(lines, results)
-        answered, failed = store_results(store, lines, results)
+        n_answered = sum(map(answered, results.values()))
         entry = {"round": r, "calls": len(lines), "by_notebook": {nb: len({line["custom_id"] for line in m})
                                                                    for nb, m in misses.items() if m},
-                 "answered": answered, "failed": failed, "seconds": round(time.monotonic() - start, 1),
+                 "answered": n_answered, "failed": len(results) - n_answered,
+                 "seconds": round(time.monotonic() - start, 1),
                  "usd": None if costs is None else sum(costs.values()), "usd_by_notebook": notebook_costs(misses, costs)}
-        log_round(log, mode, entry, key=key)
+        log_round(log, mode, entry, key=key)  # logged before stored: a kill between the two pays a line twice, and
+        store_results(store, lines, results)  # logs both; the other order would keep a paid round in no log
         entries.append(entry)
         print(_progress_line(entry, time.monotonic() - start_all), flush=True)
         if stop is not None:
             raise stop
-        if not answered and not failed:
+        if not entry["answered"] and not entry["failed"]:
             raise SystemExit(f"batch round {r}: none of its {len(lines)} calls was answered; run the same command "
                              "again to resume")
     raise SystemExit(f"batch: no end after {MAX_ROUNDS} rounds; the calls of each round are in {run_dir}")
