@@ -311,6 +311,17 @@ def test_a_failing_evaluator_call_is_recorded(questionnaires, names):
     assert predicted_types(dimension_scores(all_bad, q), q).predicted.tolist() == [NO_SCORE * 4]
 
 
+def test_calibration_with_an_evaluator_without_option_scores_pays_for_no_verdict(questionnaires, names):
+    # the fake LLM returns no option scores: each item fails naming why after its content-free baseline call, and
+    # the verdict, which calibration could not use, is never asked
+    q = questionnaires[0]
+    replies = interview(ScriptedAgent(questionnaires), ["ada-lindqvist"], q, llm=FakeLLM(), progress=False)
+    evaluator = FakeLLM(rule=_option_rule)
+    ratings = score_options(replies, q, evaluator, names, calibrate=True, progress=False)
+    assert ratings.error.str.contains("calibration needs option scores").all() and ratings.rating.isna().all()
+    assert evaluator.usage.calls == len(q.items)  # one baseline per item, no verdict
+
+
 def test_interviews_survive_a_csv_round_trip(questionnaires, names, tmp_path):
     q = questionnaires[0]
     replies = interview(ScriptedAgent(questionnaires, fail={q.items[2].question}), list(TRUTH), q, llm=FakeLLM(),

@@ -95,10 +95,11 @@ def place_on_scale(evaluator, name: str, item, reply: str, questionnaire: Questi
     """The scale point the evaluator chooses for one reply, by constrained choice; ``calibrate``: each option's
     score minus its score for a content-free reply (:mod:`rpa_lib.evaluation.calibration`; needs option scores)."""
     options = scale_options(questionnaire)
+    # the baseline first: an evaluator without option scores is refused before the verdict is paid for
+    baseline = calibrate and baseline_scores(evaluator, option_messages(name, item, CONTENT_FREE, questionnaire), options)
     got = evaluator.choose(option_messages(name, item, reply, questionnaire), options)
     if not calibrate:
         return int(got.text)
-    baseline = baseline_scores(evaluator, option_messages(name, item, CONTENT_FREE, questionnaire), options)
     if not got.scores:
         raise ValueError(f"calibration needs option scores, which {evaluator.label} did not return for item {item.id}")
     return int(best_option(got.scores, baseline, options))
