@@ -1,10 +1,13 @@
 """The wiki importer on article shapes a probe with realistic pages found it mishandling: a subsection heading
 before the page's first section, File/Category and interlanguage links in other languages, real-world sections,
 disambiguation, redirect and non-article pages, list templates in an infobox, apostrophe markup, UTF-16 files, the
-age/br/possessive templates, a pronunciation left in the lead and definition-list terms inside lists. Every page here
+age/br/possessive templates, a pronunciation left in the lead, definition-list terms inside lists, a heading that
+near-misses a different word, a non-article page named with --page and headings inside a <div>. Every page here
 is written for these tests, about invented characters, with the structure of the real ones."""
 
 from __future__ import annotations
+
+import re
 
 import pytest
 
@@ -626,3 +629,126 @@ def test_a_long_section_is_stripped_without_searching_the_tree_per_node(monkeypa
         (2 + 2 * i, f"file link 'Map {i}.png'"), (2 + 2 * i, "<ref> footnote"))]
     assert doc.rendered == [(2 + 2 * i, f"{{{{date}}}} -> '{1600 + i}'") for i in range(n)]
     assert searches == []
+
+
+# A Fandom-style article on a monk: misspelled headings an editor left (Apperance, Personallity, Backgroud), a section
+# on his fasting and one on his magic, and the real-world Casting section of the adaptation.
+MONK = """{{Infobox character
+| name        = Brother Aldous
+| occupation  = Monk; healer
+| affiliation = [[Order of the Grey Well]]
+| first       = ''The Salt Roads''
+}}
+'''Brother Aldous''' is a monk of the [[Order of the Grey Well]] in ''[[The Salt Roads]]''.
+
+== Apperance ==
+Aldous is a tall, thin man with a shaved head, who wears the grey habit of his order.
+
+== Personallity ==
+He is patient and soft-spoken, but stubborn once he has given his word.
+
+== Backgroud ==
+Aldous was left at the gates of the Grey Well as an infant and raised by the brothers.
+
+== Fasting ==
+Aldous keeps the order's winter fast, eating only bread and water for forty days.
+
+== Magic casting ==
+He heals wounds by casting the old wardings of the order, a rite that leaves him weak for days.
+
+== Casting ==
+In the 2019 radio adaptation Aldous was voiced by Rhys Morgan.<ref>{{cite web|title=Cast list|work=Radio Times}}</ref>
+
+== References ==
+{{reflist}}
+"""
+
+
+def test_a_near_miss_is_a_misspelling_not_another_word(tmp_path):
+    """"Fasting" was dropped as a near miss of the real-world "casting", and "Magic casting" for the "casting" in it;
+    now a near miss keeps its first letter, "magic casting" is a skill, and the misspellings are still placed."""
+    text = wiki_persona(tmp_path, MONK, name="Brother Aldous")
+    report = (tmp_path / "d" / "characters" / "corwen" / "IMPORT.md").read_text()
+    assert "'Fasting' not placed: heading not in the table" in report  # left to content placement, or --map
+    assert "He heals wounds by casting" in text.split("## Skill and Expertise")[1]
+    for line in ("'Apperance' -> Demographic Information (heading table: near miss of 'appearance')",
+                 "'Personallity' -> Psychological Traits (heading table: near miss of 'personality')",
+                 "'Backgroud' -> Activity (heading table: near miss of 'background')"):
+        assert line in report, line
+    assert "'Casting' dropped (heading table: heading 'casting')" in report and "Rhys Morgan" not in text
+
+
+# A talk page as editors write one (a WikiProject banner, then threads signed with user and talk links) and a user
+# page (Babel boxes, an About me section).
+TALK = """{{WikiProject Novels|class=C|importance=low}}
+
+== Personality section too long? ==
+The Personality section retells the plot of chapter 12. Should we cut it? [[User:Mira|Mira]] ([[User talk:Mira|talk]]) 10:02, 3 May 2024 (UTC)
+:Agreed, she is calm and careful and that is all the source says. [[User:Tobin|Tobin]] ([[User talk:Tobin|talk]]) 11:40, 3 May 2024 (UTC)
+"""
+USER = """{{Babel|en|de-2}}
+== About me ==
+I am Mira, a librarian from Leeds. I have read ''[[The Salt Roads]]'' five times.
+
+== Articles I started ==
+* [[Elsa Rook]]
+* [[Corwen Ashlar]]
+"""
+
+
+@pytest.mark.parametrize("page, ns, wikitext", [("Talk:Elsa Rook", 1, TALK), ("User:Mira", 2, USER)])
+def test_a_page_named_with_page_is_refused_as_each_page_skips_it(tmp_path, capsys, page, ns, wikitext):
+    """--page imported a talk or user page as a character ("Personality section too long?" -> Psychological Traits,
+    "About me" -> Demographic Information); now the check that makes --each-page skip it refuses it, as it does the
+    only page of an export."""
+    refused = f"page '{page}' is not an article: namespace {ns} ('{page.split(':')[0]}')"
+    two, one = tmp_path / "two.xml", tmp_path / "one.xml"
+    two.write_text(export(("Elsa Rook", ARTICLE), (page, wikitext), ns=(0, ns)), encoding="utf-8")
+    one.write_text(export((page, wikitext), ns=(ns,)), encoding="utf-8")
+    assert cli.main(["new-character", "elsa", "--page", page, "--work", WORK, "--from", str(two), "--embedder",
+                     "none", "--data-dir", str(tmp_path / "d")]) == 2
+    assert f"error: {two}: {refused}\n" == capsys.readouterr().err
+    with pytest.raises(DataError, match=re.escape(refused)):
+        new_character("elsa", one, work=WORK, data=tmp_path / "d")
+    assert not (tmp_path / "d" / "characters").exists()
+
+
+# An article laid out in two columns, each a <div> with a style, its sections inside (as Fandom and older Wikipedia
+# pages do), then a full-width section after {{clear}}.
+COLUMNS = """{{Infobox character
+| name       = Elsa Rook
+| occupation = Harbour pilot
+| home       = [[Port Vell]]
+}}
+'''Elsa Rook''' is a harbour pilot in ''[[The Salt Roads]]''.
+
+<div style="float:left; width:48%;">
+== Personality ==
+Elsa is calm and careful, and never raises her voice on deck.
+
+=== Fears ===
+She fears fog more than storms.
+</div>
+<div style="float:right; width:48%;">
+== Abilities ==
+She can bring a ship through the Narrows at night by the sound of the bell buoys.
+</div>
+{{clear}}
+
+== Relationships ==
+She is married to [[Corwen Ashlar]].
+"""
+
+
+def test_headings_inside_a_div_are_sections(tmp_path):
+    """The parser holds a <div> as one tag node, so its headings were read as text of the lead ("Personality Elsa is
+    calm ..."); now they are sections, as MediaWiki shows them, with their own lines."""
+    wiki_persona(tmp_path, COLUMNS, name="Elsa Rook")
+    where = {p.text[:20]: p.headings[1:] for p in Dataset(tmp_path / "d").persona("corwen").paragraphs}
+    assert where["Elsa Rook is a harbo"] == ("Demographic Information", "Overview")
+    assert where["Elsa is calm and car"] == ("Psychological Traits", "Personality")
+    assert where["She fears fog more t"] == ("Psychological Traits", "Personality", "Fears")
+    assert where["She can bring a ship"] == ("Skill and Expertise", "Abilities")
+    assert where["She is married to Co"] == ("Social Relationships", "Relationships")
+    report = (tmp_path / "d" / "characters" / "corwen" / "IMPORT.md").read_text()
+    assert "line 9: 'Personality' -> Psychological Traits" in report and "line 16: 'Abilities' -> Skill" in report

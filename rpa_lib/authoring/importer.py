@@ -40,7 +40,8 @@ _HEADINGS = {  # attribute -> normalized headings (lowercase, words only); None:
            "habits, fears, hobbies, quirks, emotions, character, characterization, characterisation, "
            "personality and traits",
     SKILL: "abilities, skills, powers, powers and abilities, techniques, expertise, talents, knowledge, magic, "
-           "equipment, weapons, spells, spell casting, spellcasting, training, strengths and weaknesses, weaknesses",
+           "equipment, weapons, spells, spell casting, spellcasting, magic casting, training, "
+           "strengths and weaknesses, weaknesses",
     SOCIAL: "relationships, relations, family, friends, allies, enemies, rivals, companions, acquaintances, romance",
     # data/README.md: no trivia, speculation, reception or production facts
     None: "trivia, references, notes, footnotes, sources, external links, see also, gallery, reception, popularity, "
@@ -117,8 +118,14 @@ def lookup(heading: str, table: dict[str, str | None] = HEADING_TABLE) -> tuple[
     for entry in sorted(table, key=len, reverse=True):
         if f" {entry} " in words:
             return table[entry], f"{entry!r} in the heading"
-    close = difflib.get_close_matches(key, list(table), n=1, cutoff=NEAR_MISS)
-    return (table[close[0]], f"near miss of {close[0]!r}") if close else None
+    close = near_miss(key, table)
+    return (table[close], f"near miss of {close!r}") if close else None
+
+
+def near_miss(key: str, entries) -> str | None:
+    """The entry a normalized heading misspells, or None: ``near_miss("backgroud", HEADING_TABLE) == "background"``."""
+    # a typo seldom changes a word's first letter; a different word often does ("fasting" is no "casting")
+    return next(iter(difflib.get_close_matches(key, [e for e in entries if e[:1] == key[:1]], 1, NEAR_MISS)), None)
 
 
 class ContentPlacer:
@@ -188,7 +195,7 @@ def _matcher(mapping: dict[str, str | None]):
 
     def match(title: str):
         key = normalize(title)
-        hit = key if key in mapping else next(iter(difflib.get_close_matches(key, list(mapping), 1, NEAR_MISS)), None)
+        hit = key if key in mapping else near_miss(key, mapping)
         if hit is None:
             return None
         used.add(hit)

@@ -179,15 +179,13 @@ def read_mediawiki(path: Path, text: str, page: str | None = None) -> SourceDocu
         raise DataError(path, None, f"no page titled {page!r}; pages: {'; '.join(titles)}")
     if not chosen.revisions:
         raise DataError(path, None, f"page {chosen.title!r} has no <revision>")
-    newest = chosen.newest()
-    stamp, rev_id, body = chosen.revisions[newest]
-    if chosen.redirect:  # <redirect title="..."/>, whatever the wiki's word for #REDIRECT
-        raise DataError(path, None, f"page {chosen.title!r} is a redirect to {chosen.redirect!r}: import that page")
-    if not body.strip():
-        raise DataError(path, None, f"page {chosen.title!r} has no wikitext (<revision><text> is missing or empty)")
-    problem = not_an_article(body)
+    problem = chosen.not_an_article()  # as --each-page skips it: another namespace, a redirect, a disambiguation page
     if problem:
         raise DataError(path, None, f"page {chosen.title!r} {problem}")
+    newest = chosen.newest()
+    stamp, rev_id, body = chosen.revisions[newest]
+    if not body.strip():
+        raise DataError(path, None, f"page {chosen.title!r} has no wikitext (<revision><text> is missing or empty)")
     doc = parse_wikitext(body, _text_line(text, chosen.title, newest), chosen.title, chosen.namespaces)
     doc.path = path
     n = len(chosen.revisions)
@@ -253,7 +251,7 @@ def _parse_wikitext(wikitext: str, first_line: int, title: str | None) -> Source
     doc = SourceDocument(Path(), "mediawiki", title, [])
     parts: list[tuple[int, str, int, list]] = [(0, "", first_line, [])]  # (level, title, line, nodes)
     line = first_line
-    for node in code.nodes:
+    for node in _unwrapped(code.nodes):
         if isinstance(node, Heading):
             parts.append((node.level, tidy(_strip(mwparserfromhell.parse(str(node.title)), line, doc)), line, []))
         else:
@@ -263,6 +261,19 @@ def _parse_wikitext(wikitext: str, first_line: int, title: str | None) -> Source
         body = _strip(mwparserfromhell.parse("".join(map(str, nodes))), at, doc, top=level == 0)
         doc.sections.append(SourceSection(level, title, at, _paragraphs(body)))
     return doc
+
+
+def _unwrapped(nodes):
+    """The nodes with a tag that holds headings (``<div>``, ``<center>``) replaced by its contents, as MediaWiki makes
+    a ``== Personality ==`` line inside one a section; a table's are dropped with it."""
+    from mwparserfromhell.nodes import Tag
+
+    for node in nodes:
+        if (isinstance(node, Tag) and node.contents and node.contents.filter_headings()
+                and str(node.tag).strip().lower() not in DROPPED_TAGS):
+            yield from _unwrapped(node.contents.nodes)
+        else:
+            yield node
 
 
 def template_name(node) -> str:
