@@ -1,9 +1,11 @@
 """Text helpers shared by several layers: the sentence segmenter (pysbd), the cut of ranked texts to a length
-budget, the reader of JSON-lines files and the two chat messages of a prompt. No model, no retrieval."""
+budget, the reader of JSON-lines files, a file written whole and the two chat messages of a prompt. No model, no
+retrieval."""
 
 from __future__ import annotations
 
 import json
+import os
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -19,6 +21,15 @@ def segmenter(language: str = "en", spans: bool = False):
 
         made[language, spans] = pysbd.Segmenter(language=language, clean=False, char_span=spans)
     return made[language, spans]
+
+
+def write_whole(path: Path, text: str) -> None:
+    """``path`` written whole or not at all (a temporary file beside it, then renamed): a kill while writing keeps
+    what was there, and a reader meanwhile reads the old file or the new one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
 
 
 def within_budget(ranked: Sequence[str], budget: int, length: Callable[[str], int] = len,

@@ -8,7 +8,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 import re
 import shutil
 import sys
@@ -22,6 +21,7 @@ from rpa_lib.data.readers import read_qa
 from rpa_lib.data.validate import validate
 from rpa_lib.errors import DataError
 from rpa_lib.persona import ATTRIBUTES, read_text
+from rpa_lib.text import write_whole
 
 REVIEW_COLUMNS = ["id", "attribute", "question", "answer", "evidence_1", "evidence_2", "evidence_3", "reviewed", "note"]
 REQUIRED = ("id", "attribute", "question", "answer", "evidence_1", "reviewed")
@@ -225,9 +225,7 @@ def promote(slug: str, *, data: Dataset | str | Path | None = None) -> tuple[int
             f"line {n}: {p}" if n else p for n, p in sorted(problems, key=lambda p: p[0] or 0)))
     if not chosen:
         raise DataError(path, None, "no row is marked reviewed=yes: review the pairs in a spreadsheet first")
-    tmp = qa_path.with_name(".qa.jsonl.tmp")
-    tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    os.replace(tmp, qa_path)
+    write_whole(qa_path, "\n".join(lines) + "\n")
     return len(chosen), qa_path
 
 
@@ -272,6 +270,4 @@ def _write_csv(path: Path, rows: list[dict[str, str]]) -> None:
     writer = csv.DictWriter(buf, columns, lineterminator="\n")
     writer.writeheader()
     writer.writerows({c: r.get(c, "") for c in columns} for r in rows)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(buf.getvalue(), encoding="utf-8")
-    os.replace(tmp, path)
+    write_whole(path, buf.getvalue())

@@ -20,6 +20,7 @@ from rpa_lib.llm.answers import choice_instruction, schema_instruction, with_ins
 from rpa_lib.llm.reply import LLMFatalError
 from rpa_lib.llm.usage import FREE_BACKENDS, Price, price_for
 from rpa_lib.settings import setting
+from rpa_lib.text import write_whole
 
 CHARS_PER_TOKEN = 4  # a rough average for English text with OpenAI's tokenizers
 MESSAGE_TOKENS = 4  # what a chat message costs beyond its text (role and separators)
@@ -140,9 +141,7 @@ class Budget:
             state = json.loads(text) if text.strip() else {"spent": 0.0, "calls": 0}
             if change is not None:
                 change(state)
-                new = self.ledger.with_name(f"{self.ledger.name}.new")  # replaced whole: an interrupt keeps the old
-                new.write_text(json.dumps({**state, "limit": self.limit}) + "\n", encoding="utf-8")
-                os.replace(new, self.ledger)
+                write_whole(self.ledger, json.dumps({**state, "limit": self.limit}) + "\n")
             return state
         finally:
             os.close(fd)  # releases the lock

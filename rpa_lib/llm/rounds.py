@@ -9,7 +9,6 @@ This module sends nothing: :mod:`rpa_lib.run.rounds` drives the rounds and :mod:
 from __future__ import annotations
 
 import json
-import os
 import threading
 from collections.abc import Callable
 from dataclasses import asdict
@@ -23,6 +22,7 @@ from rpa_lib.llm.cache import Cache, request_key
 from rpa_lib.llm.openai_backend import OpenAILLM
 from rpa_lib.llm.reply import LLMError, Pending, Raw
 from rpa_lib.llm.retry import RetryPolicy
+from rpa_lib.text import write_whole
 
 RETRIES = 1  # a failed line is asked again once, in the next round
 # Guided Selection's look-ahead in batch mode: chunks of a walk judged per round (a fixed window: the calls depend on
@@ -183,11 +183,7 @@ def log_round(path: str | Path, mode: str, entry: dict | None, **header: Any) ->
     log.update(mode=mode, **header)
     if entry is not None:
         log["rounds"].append(entry)
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    new = path.with_name(f"{path.name}.new")  # replaced whole: a kill while writing keeps the rounds logged before
-    new.write_text(json.dumps(log, indent=1) + "\n", encoding="utf-8")
-    os.replace(new, path)
+    write_whole(Path(path), json.dumps(log, indent=1) + "\n")  # a kill while writing keeps the rounds logged before
 
 
 def rounds_record(path: str | Path, notebook: str) -> dict:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import threading
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields
@@ -17,6 +16,7 @@ from typing import Any, Generic, TypeVar
 from rpa_lib.methods.base import Method
 from rpa_lib.paths import cache_dir
 from rpa_lib.retrieval import persona_embedder
+from rpa_lib.text import write_whole
 
 T = TypeVar("T")
 
@@ -107,11 +107,8 @@ class IndexCache(Generic[T]):
 
 
 def write_json(path: Path, data: dict, indent: int | None = None) -> None:
-    """``path`` written whole or not at all: a temporary file beside it, then renamed."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
-    tmp.write_text(json.dumps(data, indent=indent, ensure_ascii=False), encoding="utf-8")
-    os.replace(tmp, path)
+    """``path`` written whole or not at all (:func:`~rpa_lib.text.write_whole`)."""
+    write_whole(path, json.dumps(data, indent=indent, ensure_ascii=False))
 
 
 def build_path(llm, path: Path) -> Path:

@@ -17,6 +17,7 @@ from pathlib import Path
 from rpa_lib import paths
 from rpa_lib.fingerprint import file_digest
 from rpa_lib.settings import settings
+from rpa_lib.text import write_whole
 
 ENV_PREFIXES = ("RPA_", "OPENAI_")
 SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD")
@@ -137,11 +138,7 @@ def write(executed: Path, inputs: str | None, written: list[Path], seconds: floa
         outputs = {p: file_digest(Path(p)) for p in files if Path(p).is_file()}
     record = {"notebook": Path(executed).stem, "inputs": inputs, "seconds": round(seconds, 1),
               "finished": time.strftime("%Y-%m-%d %H:%M:%S"), "outputs": outputs}
-    path = stamp_path(executed)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(record, indent=1), encoding="utf-8")
-    tmp.replace(path)
+    write_whole(stamp_path(executed), json.dumps(record, indent=1))
 
 
 def outputs_digest(stamp: dict | None) -> str | None:
