@@ -17,6 +17,7 @@ import threading
 from pathlib import Path
 
 from rpa_lib.llm.answers import choice_instruction, schema_instruction, with_instruction
+from rpa_lib.llm.inflight import process_gone
 from rpa_lib.llm.reply import LLMFatalError
 from rpa_lib.llm.usage import FREE_BACKENDS, Price, price_for
 from rpa_lib.settings import setting
@@ -99,20 +100,6 @@ def estimate_tokens(req) -> tuple[int, int]:
     return _prompt_tokens(messages, sent), out
 
 
-def _alive(owner: str) -> bool:
-    """Whether the process ``owner`` ("host:pid") may still run: one on another host is taken to."""
-    host, _, pid = owner.rpartition(":")
-    if host != socket.gethostname():
-        return True
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, ValueError):
-        return True
-    return True
-
-
 class Budget:
     """``Budget(5.0, ledger)``: at most $5 for the uncached calls of every process that shares ``ledger`` (None:
     this process only). Thread-safe; the ledger file is updated under an exclusive lock, and holds what each process
@@ -153,7 +140,7 @@ class Budget:
     def _holding(self, state: dict, held: float) -> float:
         """Record that this process holds ``held`` in ``state``; what the other live processes hold."""
         me = f"{socket.gethostname()}:{os.getpid()}"
-        holds = {owner: v for owner, v in state.get("held", {}).items() if owner != me and _alive(owner)}
+        holds = {owner: v for owner, v in state.get("held", {}).items() if owner != me and not process_gone(owner)}
         others = sum(holds.values())
         if held > 0:
             holds[me] = held

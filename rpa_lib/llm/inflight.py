@@ -36,9 +36,10 @@ _CLAIM = ("INSERT INTO claims VALUES (?, ?, ?) ON CONFLICT(key) DO UPDATE SET ow
 T = TypeVar("T")
 
 
-def _gone(owner: str) -> bool:
-    """Whether ``owner`` (``host:pid:nonce``) is a process of this machine that no longer exists (False when in
-    doubt). ``_gone("elsewhere:1:ab") is False``"""
+def process_gone(owner: str) -> bool:
+    """Whether ``owner`` (``host:pid``, a ``:nonce`` after it or not) is a process of this machine that no longer
+    exists (False when in doubt: another host, another user's process, this process). ``process_gone("elsewhere:1")
+    is False``"""
     host, _, rest = owner.partition(":")
     pid = rest.partition(":")[0]
     if host != socket.gethostname() or not pid.isdigit() or int(pid) == os.getpid():
@@ -113,7 +114,7 @@ class InFlight:
         with self._lock:
             conn = self._connection()
             row = conn.execute("SELECT expires, owner FROM claims WHERE key = ?", (key,)).fetchone()
-            dead = row is not None and _gone(row[1])
+            dead = row is not None and process_gone(row[1])
             if row is not None and row[0] >= now and not dead:  # held: no write, so waiters do not queue for it
                 return False
             expired = math.inf if dead else now  # a dead owner's claim is taken whatever its lease says
