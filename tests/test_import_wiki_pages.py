@@ -752,3 +752,26 @@ def test_headings_inside_a_div_are_sections(tmp_path):
     assert where["She is married to Co"] == ("Social Relationships", "Relationships")
     report = (tmp_path / "d" / "characters" / "corwen" / "IMPORT.md").read_text()
     assert "line 9: 'Personality' -> Psychological Traits" in report and "line 16: 'Abilities' -> Skill" in report
+
+
+UNCLOSED = """'''Brannoc Hale''' is the lighthouse keeper of Skerry Rock in ''[[The Salt Roads]]''.
+<div style="float:right; margin-left:1em;">[[File:Brannoc.png|200px]]
+<center><small>Brannoc in the first chapter</small>
+
+== Personality ==
+Brannoc is <span style="color:#800">gruff</span> with strangers and gentle with his dog.</span>
+
+== Abilities ==
+He can read the weather from the colour of the sea.
+</div></div>
+"""
+
+
+def test_an_unpaired_layout_tag_leaves_no_markup_in_the_persona(tmp_path):
+    """A <div> or <center> never closed, and a stray closing tag, are text to the parser: they reached persona.md
+    as '<div style=...>' and '</span>'."""
+    wiki_persona(tmp_path, UNCLOSED, name="Brannoc Hale")
+    persona = (tmp_path / "d" / "characters" / "corwen" / "persona.md").read_text()
+    assert not re.search(r"</?(div|center|span|small)", persona), persona
+    assert "Brannoc is gruff with strangers and gentle with his dog." in persona
+    assert "He can read the weather from the colour of the sea." in persona

@@ -35,6 +35,8 @@ _SITE_NAMESPACES: ContextVar[Mapping[str, str]] = ContextVar("site_namespaces", 
 # code in lower or upper case (:func:`_interlanguage`; "Re:Zero" and "Ran: The Film" are page titles)
 INTERLANGUAGE = re.compile(r"((?:[a-z]{2,3}(?:-[a-z]{2,8})*|simple)):(?!\s)", re.I)
 MAGIC_WORD = re.compile(r"__[A-Z]+__")  # __NOTOC__, __NOEDITSECTION__
+# an opening or closing layout tag left unpaired (a <div> never closed): the parser keeps it as text
+STRAY_TAG = re.compile(r"</?(?:div|span|center|font|small|big|p|blockquote|u|s|b|i|sup|sub|abbr|poem)\b[^<>\n]*>", re.I)
 # "#REDIRECT [[Target]]" as the page's first line, in English and the common languages' own words
 REDIRECT = re.compile(r"\s*#(?:redirect|weiterleitung|перенаправление|redirection|redirección|rinvia|"
                       r"redirecionamento|przekieruj|patrz|転送|リダイレクト|重定向|doorverwijzing|omdirigering|"
@@ -515,7 +517,7 @@ def _strip(code, line: int, doc: SourceDocument, top: bool = False, item: str = 
             continue
     for context in contexts.values():  # each changed node list rebuilt once
         context.nodes[:] = [new for node in context.nodes for new in changed.get(id(node), (node,))]
-    return code.strip_code(normalize=True, collapse=False)
+    return STRAY_TAG.sub("", code.strip_code(normalize=True, collapse=False))
 
 
 def _nodes(code):
