@@ -356,3 +356,26 @@ def test_a_round_killed_after_its_answers_came_keeps_its_cost_in_the_log(tmp_pat
     assert paid["round"] == 1 and paid["answered"] == 1 and paid["usd"] > 0
     monkeypatch.undo()
     assert [(e["round"], e["calls"]) for e in run()] == [(2, 1), (3, 1)]  # round 1's call asked again, then the next
+
+
+def test_a_round_killed_after_its_batch_came_back_is_paid_once(tmp_path, monkeypatch):
+    # the same kill with the OpenAI Batch API: the next round gets the answer the transport kept, without a new
+    # batch, and logs no second cost for it
+    with BatchServer() as server:
+        real = OpenAILLM("gpt-4.1", base_url=server.base_url, api_key="sk-test", cache=tmp_path / "llm.sqlite")
+
+        def run():
+            return run_rounds(["05_qa_evaluation"], lambda nb, mode, scratch: ask_why(RunMode.of(mode).wrap(real)),
+                              mode="openai", store=tmp_path / "store", run_dir=tmp_path / "run", build=FakeLLM,
+                              send=lambda lines, **options: run_round(lines, poll_seconds=0.01, **options),
+                              progress=False)
+
+        with monkeypatch.context() as m:
+            m.setattr("rpa_lib.run.rounds.store_results", lambda *args: (_ for _ in ()).throw(KeyboardInterrupt))
+            with pytest.raises(KeyboardInterrupt):
+                run()
+        entries = run()
+        assert len(server.batches) == 2  # the question's batch, then the follow-up's: none sent twice
+    [paid] = json.loads((tmp_path / "run" / "rounds.json").read_text())["rounds"][:1]
+    assert paid["usd"] > 0 and [(e["round"], e["answered"]) for e in entries] == [(2, 1), (3, 1)]
+    assert entries[0]["usd"] == 0 and entries[1]["usd"] > 0
