@@ -199,3 +199,19 @@ def test_jobs_name_a_wrong_character_list_or_count(fixture_data):
     with pytest.raises(ValueError, match="n must be None"):
         spread([1, 2, 3], lambda i: i, -1)
     assert len(qa_jobs(ds, [ADA], 0)) == 0 and len(qa_jobs(ds, [ADA], 1000)) == len(ds.qa(ADA))
+
+
+def test_a_character_of_ones_own_without_questions_is_told_how_to_write_them(fixture_data, tmp_path):
+    # an imported character has a persona and no qa.jsonl until its questions are scaffolded and promoted
+    import shutil
+
+    shutil.copytree(fixture_data, tmp_path / "d")
+    (tmp_path / "d" / "characters" / ADA / "qa.jsonl").unlink()
+    with pytest.raises(Exception) as info:
+        qa_jobs(Dataset(tmp_path / "d"), [ADA])
+    where = f"{ADA} --data-dir {tmp_path / 'd'}"
+    assert (f"qa.jsonl: file not found: write {ADA}'s questions with `python -m rpa_lib.authoring qa-scaffold "
+            f"{where}`, review them, then `qa-promote {where}`") in str(info.value)
+    with pytest.raises(Exception, match="nobody") as info:  # no persona either: a wrong slug, no such advice
+        Dataset(tmp_path / "d").qa("nobody")
+    assert "qa-scaffold" not in str(info.value)

@@ -92,6 +92,11 @@ class Dataset:
         if set not in (*QA_SETS, "all"):
             raise ValueError(f"unknown QA set {set!r}; known: {', '.join(QA_SETS)}, all")
         path = self.qa_path(slug)
+        if not path.is_file() and self.persona_path(slug).is_file():  # a character of one's own, its QA not written
+            where = f"{slug} --data-dir {self.root}"
+            raise DataError(path, None, f"file not found: write {slug}'s questions with `python -m rpa_lib.authoring "
+                                        f"qa-scaffold {where}`, review them, then `qa-promote {where}` "
+                                        "(docs/your_own_character.md)")
         items, problems = parsed_file(path, read_qa) if path.is_file() else read_qa(path)  # read once, shared
         first_problem(path, problems)
         return [q for q in items if set in ("all", q.set)]
