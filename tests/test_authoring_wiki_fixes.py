@@ -374,3 +374,42 @@ def test_definition_lists_quotes_and_infobox_entries_read_as_a_person_would_read
         ("signature move", "Lantern Kick"), ("image song", "Light"), ("favorite colour", "blue"),
         ("hair color", "black"), ("likes", "Food; tea"), ("motto", "Allez, go")]
     assert (cell("[Ann<br>Bo](http://x)"), cell("A (father),<br/>B (mother)")) == ("Ann; Bo", "A (father); B (mother)")
+
+
+COPY = """# Corwen Ashlar
+
+{header}
+|---|---|
+| Born | 14 March, Harrowgate |
+| Occupation | Lamp-maker |
+
+**Corwen Ashlar** is a fictional lamp-maker in *The Glass Meridian*.[[1]](#cite_note-1)
+
+## Personality
+
+Corwen is patient and dry-witted.
+
+## Abilities
+
+He can trim a wick by ear.
+
+## Relationships
+
+His sister Ada keeps the shop's books.
+
+## Reception
+
+Critics praised the character.[[2]](#cite_note-2)
+"""
+
+
+@pytest.mark.parametrize("header", ["| Field | Value |", "| Attribute | Details |", "| Corwen Ashlar |"])
+def test_the_header_row_of_a_markdown_infobox_is_no_fact(tmp_path, header):
+    source = tmp_path / "page.md"  # a Markdown copy of a wiki page: its infobox a table with a header row
+    source.write_text(COPY.format(header=header), encoding="utf-8")
+    done = new_character("corwen", source, work=WORK, data=tmp_path / "d")
+    text = Dataset(tmp_path / "d").persona("corwen").source
+    assert "Born: 14 March, Harrowgate. Occupation: Lamp-maker." in text  # the facts, and nothing before them
+    assert "Field" not in text and "Attribute" not in text and "Corwen Ashlar:" not in text
+    report = done.persona_path.with_name("IMPORT.md").read_text(encoding="utf-8")
+    assert "infobox: 2 field(s)" in report and f"line 3: table header row {header.strip('| ')!r}" in report

@@ -190,9 +190,13 @@ def read_lines(path: Path, text: str, fmt: str) -> SourceDocument:
     flush()
     facts = []
     for at, rows, lead in tables:  # the first table, two columns, before the first section: an infobox, its rows facts
-        rows = [r for r in rows if not all(re.fullmatch(r":?-{2,}:?", c.strip()) for c in r)]
+        ruled = [all(re.fullmatch(r":?-{2,}:?", c.strip()) for c in r) for r in rows]
+        head = rows[0] if len(rows) > 1 and ruled[1] else []  # the row above "|---|" is a header, never a fact
+        rows = [r for r, rule in zip(rows, ruled, strict=True) if not rule and r is not head]
         if lead and not facts and rows and all(len(r) == 2 for r in rows):
             facts += [(at, k.rstrip(":"), v) for k, v in rows if k and v]
+            if any(head):  # column labels ("Field | Value") or the box's title: listed, in case it was a fact
+                removed.append((at, f"table header row {' | '.join(c for c in head if c)!r}"))
         else:
             removed.append((at, "table"))
     return SourceDocument(path, fmt, title_heading(sections), sections, removed, facts=facts)
