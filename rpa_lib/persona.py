@@ -160,6 +160,10 @@ def parse_persona(path: Path | str, slug: str | None = None) -> Persona:
             sections.append(Section(tuple(path_stack), paragraphs[0].start, paragraphs[-1].end, paragraphs))
 
     missing = [a for a in ATTRIBUTES if a not in seen_attributes]
+    for lineno, level, _, _, title in heading_lines[1:]:
+        if title in missing:  # "### Psychological Traits": made a subsection of the attribute above it
+            raise PersonaError(path, lineno, f"{title!r} is a level-{level} heading ({'#' * level}); an attribute "
+                                             "section is level 2 (##)")
     if missing:
         raise PersonaError(path, None, f"missing attribute section(s): {', '.join(missing)}")
     if not sections:

@@ -177,6 +177,20 @@ def test_line_numbers_of_malformed_cases_point_at_the_culprit():
         assert content.split("\n")[line - 1] == want, case
 
 
+@pytest.mark.parametrize("demoted", ["### Psychological Traits", "#### Psychological Traits"])
+def test_an_attribute_heading_at_another_level_is_named_with_its_line(demoted, fixture_characters_dir,
+                                                                      write_persona):
+    text = (fixture_characters_dir / "ada-lindqvist" / "persona.md").read_text(encoding="utf-8")
+    text = text.replace("### Honesty", "### Honesty\n\n#### Her word") if "####" in demoted else text
+    path = write_persona(text.replace("## Psychological Traits", demoted))  # a subsection of Belief and Value
+    with pytest.raises(PersonaError) as info:
+        parse_persona(path)
+    level = demoted.count("#")
+    assert info.value.line == path.read_text().split("\n").index(demoted) + 1
+    assert info.value.problem == (f"'Psychological Traits' is a level-{level} heading ({'#' * level}); "
+                                  "an attribute section is level 2 (##)")
+
+
 def test_missing_file(tmp_path):
     with pytest.raises(PersonaError, match="file not found") as info:
         parse_persona(tmp_path / "nowhere" / "persona.md")
