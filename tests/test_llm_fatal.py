@@ -130,3 +130,15 @@ def test_a_model_the_server_does_not_list_is_fatal_before_any_call():
             client(server, "other").chat(user("hi"))
         assert server.requests == 0
         assert client(server, "served-model").chat(user("hi")).text == "echo: hi"
+
+
+def test_a_client_that_starts_retrying_says_so_once(caplog):
+    # a retried call waits with backoff (about 25 s at a dead URL) and looked like a hang: one line says why
+    with MockServer(script=["429"] * 6, latency=0.01) as server:
+        llm = client(server, max_workers=4)
+        with caplog.at_level("WARNING", logger="rpa_lib.llm"):
+            llm.map(lambda q: llm.chat(user(q)).text, [f"question {i}" for i in range(6)], progress=False)
+    said = [r.getMessage() for r in caplog.records if "retrying" in r.getMessage()]
+    assert said == [f"model 'gpt-4.1-mini' at {server.base_url}: a retryable HTTP status; retrying, up to 4 "
+                    "attempts a request"]
+    assert llm.usage.retries >= 6

@@ -138,9 +138,16 @@ def _client_class() -> type:
 
     class Client(openai.OpenAI):
         retry_policy = RetryPolicy()
+        where = "the server"  # named in the one line said when it first retries, as a wait would look like a hang
+        said_retrying = False
 
         def _calculate_retry_timeout(self, remaining_retries: int, options: Any, response_headers: Any = None) -> float:
             retry = options.get_max_retries(self.max_retries) - remaining_retries + 1  # 1 before the first retry
+            if not self.said_retrying:
+                self.said_retrying = True
+                log.warning("%s: %s; retrying, up to %d attempts a request", self.where,
+                            "no connection or no reply" if response_headers is None else "a retryable HTTP status",
+                            options.get_max_retries(self.max_retries) + 1)
             asked = self._parse_retry_after_header(response_headers)
             return self.retry_policy.delay(retry, asked if asked is not None and math.isfinite(asked) and asked > 0
                                            else None)
@@ -251,7 +258,7 @@ class OpenAILLM(LLM):
                 client = _client_class()(api_key=key or "not-needed", base_url=url, timeout=self.timeout,
                                          max_retries=self.retry.attempts - 1, default_headers=headers,
                                          http_client=http)
-                client.retry_policy = self.retry
+                client.retry_policy, client.where = self.retry, self._where()
                 if self._self_hosted:
                     self._check_served(client.with_options(max_retries=0))
                 self._client = client
