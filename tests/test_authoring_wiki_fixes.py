@@ -379,7 +379,7 @@ def test_definition_lists_quotes_and_infobox_entries_read_as_a_person_would_read
 COPY = """# Corwen Ashlar
 
 {header}
-|---|---|
+{rule}
 | Born | 14 March, Harrowgate |
 | Occupation | Lamp-maker |
 
@@ -403,10 +403,11 @@ Critics praised the character.[[2]](#cite_note-2)
 """
 
 
-@pytest.mark.parametrize("header", ["| Field | Value |", "| Attribute | Details |", "| Corwen Ashlar |"])
-def test_the_header_row_of_a_markdown_infobox_is_no_fact(tmp_path, header):
+@pytest.mark.parametrize("header, rule", [("| Field | Value |", "|---|---|"), ("| Attribute | Details |", "|---|---|"),
+                                          ("| Corwen Ashlar |", "|---|---|"), ("| Field | Value |", "|-|-|")])
+def test_the_header_row_of_a_markdown_infobox_is_no_fact(tmp_path, header, rule):
     source = tmp_path / "page.md"  # a Markdown copy of a wiki page: its infobox a table with a header row
-    source.write_text(COPY.format(header=header), encoding="utf-8")
+    source.write_text(COPY.format(header=header, rule=rule), encoding="utf-8")
     done = new_character("corwen", source, work=WORK, data=tmp_path / "d")
     text = Dataset(tmp_path / "d").persona("corwen").source
     assert "Born: 14 March, Harrowgate. Occupation: Lamp-maker." in text  # the facts, and nothing before them

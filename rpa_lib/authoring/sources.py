@@ -190,7 +190,7 @@ def read_lines(path: Path, text: str, fmt: str) -> SourceDocument:
     flush()
     facts = []
     for at, rows, lead in tables:  # the first table, two columns, before the first section: an infobox, its rows facts
-        ruled = [all(re.fullmatch(r":?-{2,}:?", c.strip()) for c in r) for r in rows]
+        ruled = [all(re.fullmatch(r":?-+:?", c.strip()) for c in r) for r in rows]
         head = rows[0] if len(rows) > 1 and ruled[1] else []  # the row above "|---|" is a header, never a fact
         rows = [r for r, rule in zip(rows, ruled, strict=True) if not rule and r is not head]
         if lead and not facts and rows and all(len(r) == 2 for r in rows):
