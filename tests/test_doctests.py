@@ -21,3 +21,19 @@ def test_docstring_examples_run(name):
     result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0, f"{name} has no docstring example to run"
     assert result.failed == 0
+
+
+def test_the_python_example_of_your_own_character_runs(fixture_data, capsys):
+    """docs/your_own_character.md's Python block, on the fake LLM and a fixture character: it cannot drift from the
+    API it shows."""
+    from pathlib import Path
+
+    doc = (Path(__file__).parents[1] / "docs" / "your_own_character.md").read_text(encoding="utf-8")
+    [block] = [b.split("```")[0] for b in doc.split("```python\n")[1:]]
+    code = (block.replace('get_llm("local")', 'get_llm("fake")').replace('"user_data"', repr(str(fixture_data)))
+            .replace('"aldric-venn"', '"ada-lindqvist"'))
+    assert code != block
+    exec(compile(code, "your_own_character.md", "exec"), {})
+    out = capsys.readouterr().out
+    assert "naive_rag -> fake reply" in out and "amadeus -> fake reply" in out
+    assert "respond chat" in out and "judge choose" in out and "knowledge " in out
