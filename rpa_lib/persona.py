@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rpa_lib.errors import DataError
-from rpa_lib.paths import CHARACTERS_DIR
+from rpa_lib.paths import CHARACTERS_DIR, user_data_dir
 
 ATTRIBUTES = ("Demographic Information", "Activity", "Belief and Value", "Psychological Traits", "Skill and Expertise",
               "Social Relationships")
@@ -185,7 +185,10 @@ def load_persona(slug: str, characters_dir: Path | None = None) -> Persona:
     folder = root / slug
     if not folder.is_dir():
         known = ", ".join(list_characters(root)) or "none"
-        raise PersonaError(folder, None, f"unknown character {slug!r}; known: {known}")
+        mine = user_data_dir() / "characters"  # a character of one's own, asked of the paper's dataset
+        hint = (f"; {slug!r} is in {mine.parent}: name that dataset (dataset= or data_dir)"
+                if root.resolve() != mine.resolve() and (mine / slug).is_dir() else "")
+        raise PersonaError(folder, None, f"unknown character {slug!r}; known: {known}{hint}")
     path = folder / "persona.md"
     if not path.is_file():
         raise PersonaError(path, None, "character folder has no persona.md")

@@ -215,3 +215,18 @@ def test_a_character_of_ones_own_without_questions_is_told_how_to_write_them(fix
     with pytest.raises(Exception, match="nobody") as info:  # no persona either: a wrong slug, no such advice
         Dataset(tmp_path / "d").qa("nobody")
     assert "qa-scaffold" not in str(info.value)
+
+
+def test_a_character_of_ones_own_asked_of_the_papers_dataset_is_pointed_to_its_own(fixture_data, tmp_path,
+                                                                                    monkeypatch):
+    import shutil
+
+    shutil.copytree(fixture_data, tmp_path / "mine")
+    monkeypatch.setenv("RPA_USER_DATA_DIR", str(tmp_path / "mine"))
+    with pytest.raises(Exception) as info:
+        build_method("naive_rag", llm=FakeLLM()).respond(ADA, "Who are you?")  # no dataset=: the paper's data/
+    assert f"unknown character '{ADA}'" in str(info.value)
+    assert f"'{ADA}' is in {tmp_path / 'mine'}: name that dataset (dataset= or data_dir)" in str(info.value)
+    with pytest.raises(Exception) as info:
+        load_persona("nobody")
+    assert "name that dataset" not in str(info.value)
