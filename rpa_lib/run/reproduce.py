@@ -324,7 +324,8 @@ def _run(profile_name: str, setup: Setup, output_dir: Path | None, force: bool, 
             params = with_mode(params, declared, mode)  # after the digest: a budget is no input
             if done:
                 print(f"[{i}/{len(setup)}] {nb.stem}: up to date (notebook, parameters, library, data, settings and "
-                      f"its {len(done['outputs'])} output file(s) unchanged since {done['finished']}), not run; "
+                      f"the {len(done['outputs'])} file(s) it wrote, its executed copy among them, unchanged since "
+                      f"{done['finished']}), not run; "
                       "--force runs it", flush=True)
                 summary.append({"notebook": nb.stem, "seconds": 0.0, "written": [], "skipped": True})
                 continue
