@@ -183,6 +183,8 @@ def load_persona(slug: str, characters_dir: Path | None = None) -> Persona:
     """A character by slug from ``data/characters`` (or another folder); PersonaError naming those known if unknown."""
     root = Path(characters_dir or CHARACTERS_DIR)
     folder = root / slug
+    if not root.is_dir():
+        raise PersonaError(root, None, "no such folder: the dataset has no characters/ folder there")
     if not folder.is_dir():
         known = ", ".join(list_characters(root)) or "none"
         mine = user_data_dir() / "characters"  # a character of one's own, asked of the paper's dataset

@@ -230,3 +230,8 @@ def test_a_character_of_ones_own_asked_of_the_papers_dataset_is_pointed_to_its_o
     with pytest.raises(Exception) as info:
         load_persona("nobody")
     assert "name that dataset" not in str(info.value)
+
+
+def test_a_dataset_folder_that_does_not_exist_is_named_as_such(tmp_path):
+    with pytest.raises(Exception, match=r"nope/characters: no such folder"):
+        build_method("naive_rag", llm=FakeLLM(), dataset=tmp_path / "nope").respond(ADA, "Who are you?")
