@@ -24,14 +24,14 @@ def test_docstring_examples_run(name):
 
 
 def test_the_python_example_of_your_own_character_runs(fixture_data, capsys):
-    """docs/your_own_character.md's Python block, on the fake LLM and a fixture character: it cannot drift from the
-    API it shows."""
+    """docs/your_own_character.md's Python block, on the fake LLM, the hashing embedder and a fixture character: it
+    cannot drift from the API it shows."""
     from pathlib import Path
 
     doc = (Path(__file__).parents[1] / "docs" / "your_own_character.md").read_text(encoding="utf-8")
     [block] = [b.split("```")[0] for b in doc.split("```python\n")[1:]]
     code = (block.replace('get_llm("local")', 'get_llm("fake")').replace('"user_data"', repr(str(fixture_data)))
-            .replace('"aldric-venn"', '"ada-lindqvist"'))
+            .replace('"aldric-venn"', '"ada-lindqvist"').replace("dataset=mine)", "dataset=mine, embedder='hash-64')"))
     assert code != block
     exec(compile(code, "your_own_character.md", "exec"), {})
     out = capsys.readouterr().out
