@@ -4,6 +4,7 @@ nothing (:func:`rpa_lib.report.save_figure` does)."""
 
 from __future__ import annotations
 
+import re
 import textwrap
 
 import matplotlib.pyplot as plt
@@ -387,6 +388,11 @@ def _verdict_color(v: str) -> str:
     return next((c for k, c in VERDICT_COLORS.items() if str(v).startswith(k)), "#ffffff")
 
 
+def _untestable(verdict: str) -> str:
+    """``"not testable: 1 character"`` from ``"not testable with this run: 1 character (SmolLM2 ...)"``."""
+    return "not testable: " + re.split(r" \(|; ", str(verdict).split(": ", 1)[-1])[0]
+
+
 def claims_figure(claims: pd.DataFrame, label: str):
     """The paper's claims as a forest plot: per claim the difference in its favour with its 95% interval, from the
     paper's printed evidence (squares) and this run (circles), filled by verdict. ``claims``:
@@ -397,12 +403,19 @@ def claims_figure(claims: pd.DataFrame, label: str):
     for (col, marker, dy, who) in (("paper", "s", 0.15, "paper's printed evidence"), ("ours", "o", -0.15, "this run")):
         d = claims[f"{col}_difference"].astype(float) * claims.direction
         a, b = (claims[f"{col}_{end}"].astype(float) * claims.direction for end in ("low", "high"))
-        for yi, di, low, high, v in zip(y, d, np.fmin(a, b), np.fmax(a, b), claims[f"{col}_verdict"]):
+        n = claims.get(f"{col}_n_characters", pd.Series(np.nan, index=claims.index))
+        for yi, di, low, high, v, ni in zip(y, d, np.fmin(a, b), np.fmax(a, b), claims[f"{col}_verdict"], n):
+            if col == "ours" and str(v).startswith("not testable"):  # an estimate it cannot test: a note, no circle
+                ax.text(0, yi + dy, " " + _untestable(v), fontsize=7, style="italic", color="dimgrey", va="center")
+                continue
             if np.isnan(di):
                 continue
             if not (np.isnan(low) or np.isnan(high)):
                 ax.plot([low, high], [yi + dy] * 2, color="black", lw=1)
             ax.plot(di, yi + dy, marker=marker, ms=7, mfc=_verdict_color(v), mec="black", ls="none")
+            if col == "ours" and not pd.isna(ni):  # how many characters the circle rests on
+                ax.annotate(f"n={ni:.0f} char.", (di, yi + dy), xytext=(0, -6), textcoords="offset points",
+                            ha="center", va="top", fontsize=6)
         shapes.append(Line2D([], [], marker=marker, mfc="#bbbbbb", mec="black", ls="none", label=who))
     ax.axvline(0, color="grey", lw=0.8, ls=":")
     def tick(r) -> str:  # a claim of several comparisons: which one the circle is

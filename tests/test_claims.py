@@ -171,3 +171,15 @@ def test_retrieval_claims_name_no_llm_and_chunk_usage_items_take_their_runs_labe
     by = claims_table(tmp_path)[0].set_index("claim_id")
     assert pd.isna(by.llm["T1-mu"]) and pd.isna(by.judge["T1-mu"]) and by.embedder["T1-mu"] == "MiniLM; TF-IDF"
     assert by.loc["T3-failure", ["llm", "judge", "embedder"]].tolist() == ["Smol", "Smol", "MiniLM"]
+
+
+def test_the_figure_draws_no_estimate_for_a_claim_this_run_cannot_test(tmp_path):
+    # a difference from one character sat beside the paper's square as if it contradicted it
+    claims = _verdicts(tmp_path, [(f"c{i}", 4, (3, 2)) for i in range(3)], methods=("naive_rag", "crag")).reset_index()
+    untestable = claims.claim_id == "T6-acc-crag"
+    claims.loc[untestable, ["ours_verdict", "ours_difference"]] = ["not testable with this run: 1 character (x)", -0.25]
+    ax = claims_figure(claims, "label").axes[0]
+    texts = [t.get_text() for t in ax.texts]
+    assert " not testable: 1 character" in texts and "n=3 char." in texts
+    circles = [line.get_xdata()[0] for line in ax.lines if line.get_marker() == "o"]
+    assert -0.25 not in circles and 0.25 in circles  # T6-acc-naive: 3 of 4 against 2 of 4
