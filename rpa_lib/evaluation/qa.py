@@ -32,7 +32,6 @@ from rpa_lib.methods.base import Method
 from rpa_lib.methods.registry import method_class, paper_name
 from rpa_lib.persona import heading_path
 from rpa_lib.report import caption_line, plural
-from rpa_lib.retrieval import retriever
 
 QA_TASK = "CharacterRAG"
 MULTI_TASK = "CharacterRAG (multi)"  # the multi-paragraph pairs: written to favour a splitter that keeps a subsection
@@ -143,28 +142,30 @@ def verdict_jobs(answers: pd.DataFrame, gold: dict[tuple[str, str], QA], metrics
             or (m == "hs" and hs(r))]
 
 
+INTERVIEW_REFERENCE = ("Psychological Traits", "Belief and Value")  # the attributes a personality item probes
 HS_REFERENCE = ("HS judged for every method against one reference: for a QA question the persona paragraphs that "
-                "hold its evidence, for an interview question the top {k} ACTS chunks of {embedder} for it; never "
-                "against a method's own context or text an LLM wrote")
+                "hold its evidence, for an interview question the persona's Psychological Traits and Belief and Value "
+                "sections whole (no retriever's pick, which would be one method's own context); never against a "
+                "method's own context or text an LLM wrote")
 
 
-def hs_references(dataset: Dataset, answers: pd.DataFrame, gold: dict[tuple[str, str], QA], *, k: int = 3,
-                  embedder: str = "minilm") -> dict[tuple[str, str], list[dict]]:
+def hs_references(dataset: Dataset, answers: pd.DataFrame, gold: dict[tuple[str, str], QA]
+                  ) -> dict[tuple[str, str], list[dict]]:
     """``{(character, question id): [reference items]}`` for HS (:data:`HS_REFERENCE`): the persona paragraphs that
-    hold a QA question's evidence, or the top ``k`` ACTS chunks of ``embedder`` for an interview question."""
+    hold a QA question's evidence, or every paragraph of the :data:`INTERVIEW_REFERENCE` sections for an interview
+    question."""
     refs: dict[tuple[str, str], list[dict]] = {}
     flat: dict[str, list] = {}  # character -> its paragraphs with their whitespace-normalized text, made once
     for r in _answered(answers):
         key = (r["character"], r["question_id"])
         if key in refs:
             continue
+        if r["character"] not in flat:
+            flat[r["character"]] = [(p, normalize(p.text)) for p in dataset.persona(r["character"]).paragraphs]
         qa = gold.get(key) if r.get("task") in QA_TASKS else None
-        if qa is not None:
-            if r["character"] not in flat:
-                flat[r["character"]] = [(p, normalize(p.text)) for p in dataset.persona(r["character"]).paragraphs]
-            held = [p for p, text in flat[r["character"]] if any(normalize(e) in text for e in qa.evidence)]
-        else:
-            held = [h.chunk for h in retriever(r["character"], "acts", embedder, dataset).search(r["question"], k)]
+        held = [p for p, text in flat[r["character"]]
+                if (any(normalize(e) in text for e in qa.evidence) if qa is not None
+                    else p.attribute in INTERVIEW_REFERENCE)]
         refs[key] = [{"role": "reference", "label": heading_path(p.headings[1:]), "text": p.text} for p in held]
     return refs
 
