@@ -113,9 +113,11 @@ def table3_beside_paper(stats: pd.DataFrame, sizes: pd.DataFrame | None = None, 
 
 def figure1_rates(stats: pd.DataFrame, question_set: str = "MBTI") -> pd.DataFrame:
     """AMADEUS Figure 1: our mean per-character chunk usage rate per method on ``question_set``, with its 95%
-    interval over characters, beside the paper's printed rate (``paper_rate``; NaN where it draws none)."""
+    interval over characters and mean ceiling (``ceiling_rate``, NaN if ``stats`` has none), beside the paper's printed
+    rate (``paper_rate``; NaN where it draws none)."""
     rows = stats[stats.question_set == question_set]
-    ours = rows.groupby("method", sort=False, as_index=False).usage_rate.mean()
+    rows = rows if "ceiling_rate" in rows else rows.assign(ceiling_rate=np.nan)
+    ours = rows.groupby("method", sort=False, as_index=False)[["usage_rate", "ceiling_rate"]].mean()
     ours = merge_intervals(ours, interval_columns(rows, ["method"], ["usage_rate"]), ["method"])
     printed = paper_table("figure1_chunk_usage").set_index("method").avg_chunk_usage_rate
     return ours.assign(paper_rate=ours.method.map(lambda m: printed.get(paper_name(m), np.nan)))

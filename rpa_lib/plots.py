@@ -173,6 +173,9 @@ def budget_recall_figure(table: pd.DataFrame, characters: int, questions: int, t
                    f"with {tokenizer})")
 
 
+FEW_CHARACTERS = 6  # below it a cluster interval over characters is not drawn: too few clusters to mean anything
+
+
 def duplication_figure(freqs: pd.DataFrame, rates: pd.DataFrame, items: int, characters: int, label: str):
     """AMADEUS Figure 1: how many chunks 1, 2, ... questions used, Naive RAG beside AMADEUS, and each one's average
     chunk usage rate with its 95% interval beside the paper's. ``rates``: :func:`rpa_lib.paper.figure1_rates`."""
@@ -181,10 +184,14 @@ def duplication_figure(freqs: pd.DataFrame, rates: pd.DataFrame, items: int, cha
     bins = np.arange(1, top + 2)
     shown = ["naive_rag", "amadeus"]
     rate = rates.set_index("method").reindex(shown)
+    few = int(rate.n_characters.max()) if "n_characters" in rate and rate.n_characters.notna().any() else characters
+    if few < FEW_CHARACTERS:  # an interval from so few clusters says nothing: none drawn
+        rate = rate.assign(usage_rate_low=np.nan, usage_rate_high=np.nan)
     for offset, m in ((-0.2, "naive_rag"), (0.2, "amadeus")):
         counts = np.bincount(freqs[freqs.method == m].uses, minlength=top + 1)[1:]
         r = rate.loc[m]
         usage = interval_text(r.usage_rate, r.usage_rate_low, r.usage_rate_high, "{:.2%}")
+        usage += f", no interval ({plural(few, 'character')})" if few < FEW_CHARACTERS else ""
         ax.bar(bins[:-1] + offset, counts, width=0.4, color=METHOD_COLORS[m],
                label=f"{method_label(m)}: avg. chunk usage {usage} (paper {r.paper_rate:.2%})")
     ax.set_xlabel(f"duplication frequency: questions (of {items}) that used the chunk")
@@ -195,13 +202,19 @@ def duplication_figure(freqs: pd.DataFrame, rates: pd.DataFrame, items: int, cha
     side.bar(x, rate.usage_rate, 0.6, color=[METHOD_COLORS[m] for m in shown], edgecolor="black", linewidth=0.6)
     error_bars(side, x, rate, "usage_rate")
     side.plot(x, rate.paper_rate, marker="D", ls="none", mfc="white", mec="black", label="paper (GPT-4.1)")
+    if "ceiling_rate" in rate and rate.ceiling_rate.notna().any():  # the most our questions could use
+        side.hlines(rate.ceiling_rate, x - 0.4, x + 0.4, colors="crimson", linestyles="--", lw=2,
+                    label="our ceiling: questions × K chunks / chunks")
     side.set_xticks(x, [method_label(m) for m in shown], fontsize=8)
     side.set_ylabel("avg. chunk usage rate")
     notes = rate.interval_note.dropna().unique() if "interval_note" in rate else []
-    side.set_title(textwrap.fill(f"95% interval: {BOOTSTRAP}" + "".join(f"; {n}" for n in notes), 45), fontsize=7)
+    shown_ci = (f"no interval ({plural(few, 'character')})" if few < FEW_CHARACTERS
+                else f"95% interval: {BOOTSTRAP}" + "".join(f"; {n}" for n in notes))
+    side.set_title(textwrap.fill(f"ours is bounded by its ceiling (red dashes), not comparable to the paper's rate "
+                                 f"(60 questions, 15 characters); {shown_ci}", 45), fontsize=7)
     side.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12), frameon=False)
-    return _finish(fig, f"Chunk duplication on MBTI questions, {plural(characters, 'character')}\n{label}",
-                   fontsize=10)
+    return _finish(fig, f"Chunk duplication on MBTI questions, {plural(characters, 'character')} (our rate is bounded "
+                   f"by the ceiling its question count allows)\n{label}", fontsize=10)
 
 
 def personality_figure(per_dim: pd.DataFrame, types: pd.DataFrame, characters: int, label: str):

@@ -128,13 +128,22 @@ def test_figure1_draws_each_methods_usage_rate_with_its_interval():
     assert rates.loc["amadeus", ["usage_rate", "usage_rate_low", "usage_rate_high"]].tolist() == pytest.approx([0.4, 0.3, 0.5])
     assert rates.paper_rate.tolist() == [0.3493, 0.4384]  # Figure 1's printed Naive RAG and AMADEUS rates
     freqs = pd.DataFrame({"method": ["naive_rag", "amadeus", "amadeus"], "uses": [1, 1, 2]})
-    fig = duplication_figure(freqs, rates.reset_index(), 4, 2, "fake run")
+    # two characters: no interval drawn, said so; the ceiling a dashed tick on each bar
+    fig = duplication_figure(freqs, rates.reset_index().assign(ceiling_rate=[0.25, 0.3]), 4, 2, "fake run")
     side = fig.axes[1]
-    (bars,) = [c for c in side.containers if hasattr(c, "has_yerr") and c.has_yerr]  # the error bars drawn
+    assert not [c for c in side.containers if hasattr(c, "has_yerr") and c.has_yerr]
+    assert "no interval (2 characters)" in fig.axes[0].get_legend().get_texts()[1].get_text()
+    title = side.get_title().replace("-\n", "-").replace("\n", " ")
+    assert "bounded by its ceiling (red dashes), not comparable to the paper's rate" in title
+    (ticks,) = [c for c in side.collections if c.get_linestyle()[0][1]]  # the dashed ceilings
+    assert [s[0, 1] for s in ticks.get_segments()] == [0.25, 0.3]
+    plt.close(fig)
+    six = rates.reset_index().assign(n_characters=6, interval_note=None)  # six characters: the interval drawn
+    fig = duplication_figure(freqs, six, 4, 6, "fake run")
+    (bars,) = [c for c in fig.axes[1].containers if hasattr(c, "has_yerr") and c.has_yerr]  # the error bars drawn
     segments = bars.lines[2][0].get_segments()
     assert np.concatenate([s[:, 1] for s in segments]) == pytest.approx([0.2, 0.4, 0.3, 0.5])  # Naive RAG, AMADEUS
-    title = side.get_title().replace("-\n", "-").replace("\n", " ")
-    assert "cluster bootstrap over characters" in title and "2 characters: a percentile interval under-covers" in title
+    assert "cluster bootstrap over characters" in fig.axes[1].get_title().replace("\n", " ")
     assert "[30.00%, 50.00%]" in fig.axes[0].get_legend().get_texts()[1].get_text()
     plt.close(fig)
 
