@@ -346,3 +346,20 @@ def test_end_to_end_through_run_jobs():
     assert all(r.startswith("SYSTEM:You are ") for r in rows.reply)
     context_only = run_jobs(m, jobs[:1], step="context", progress=False)
     assert context_only.chunk_ids[0] and context_only.reply.isna().all()
+
+
+def test_search_strips_reach_the_reply_under_their_own_heading_not_as_the_profile():
+    # the search runs over every character's persona: its strips were listed as "passages of your profile", so a
+    # strip from Bram's persona read as Ada's own
+    def p_of(passage):
+        return (0.9 if "storm" in passage else 0.1) if passage.startswith(("Ada Lindqvist:", "Bram Okafor:")) else 0.6
+
+    llm = scored(p_of)
+    llm.rule = lambda kind, messages, spec: (p_of(passage_of(messages[-1]["content"])) if kind == "choose" else
+                                             "SYSTEM:" + messages[0]["content"] if "Stay in character" in
+                                             messages[0]["content"] else "Ada Lindqvist, storm")
+    r = make(llm, k=2, max_strips=2).respond(ADA, STORM_Q)
+    own, _, found = r.reply.partition("Found by a search beyond your profile")
+    assert found and "What you know (passages of your profile)" in own
+    external = [i.text for i in r.context if i.role == "external"]
+    assert external and all(t in found and t not in own for t in external)

@@ -61,15 +61,22 @@ def extract_text_messages(name: str, work: str, question: str, chunks: list[Chun
 def respond_messages(name: str, work: str, question: str, context: list[ContextItem] | None = None,
                      max_sentences: int = 4) -> list[dict]:
     """The role-playing reply of every method: what the character knows (``knowledge`` and any role a method adds),
-    then who the character is (``attribute`` items, then ``selected`` passages)."""
+    passages a search found beyond the profile (``external``: CRAG's, each naming whose profile it is from), who the
+    character is (``attribute`` items, then ``selected`` passages), and a method's notes (``boundary``: RoleRAG's)."""
     context = context or []
-    knowledge = [c for c in context if c.role not in ("attribute", "selected")]
+    own = ("attribute", "selected", "external", "boundary")  # the roles with a place of their own below
+    knowledge = [c for c in context if c.role not in own]
     attributes = [c for c in context if c.role == "attribute"]
     selected = [c for c in context if c.role == "selected"]
+    external = [c for c in context if c.role == "external"]
     parts = [f"You are {name} from {work}. Stay in character: answer as {name}, in the first person, with "
              f"{name}'s voice, memories and attitudes. Answer the question directly in at most {max_sentences} sentences."]
     if knowledge:
         parts.append(f"What you know (passages of your profile):\n{_passages(knowledge)}")
+    if external:
+        parts.append("Found by a search beyond your profile (each passage begins with whose profile it is from):\n"
+                     + _passages(external))
+    parts += [c.text for c in context if c.role == "boundary"]
     if attributes or selected:
         lines = [f"- {a.label}: {a.text}" for a in attributes if a.text]
         if selected:
