@@ -171,6 +171,8 @@ def test_a_failed_row_counts_every_call_it_paid_for(window, calls, requests):
     # the 4th judge call re-asked twice; with a look-ahead of 8, the 4 speculative calls past it too
     assert rows.llm_calls[0] == llm.usage.calls == calls and llm.usage.requests == requests
     assert rows.cached_calls[0] == 0 and rows.seconds[0] >= 0
+    # and what they took: a method's tokens are read from its own rows (usage adds every method of a run together)
+    assert (rows.prompt_tokens[0], rows.completion_tokens[0]) == (llm.usage.prompt_tokens, llm.usage.completion_tokens)
 
     for down, purposes in [("structured", ["judge", "judge", "extract"]),  # GS chose the 2 storm chunks, then AE
                            ("chat", ["judge", "judge", "extract", "respond"])]:

@@ -59,7 +59,8 @@ def interview_rows(rows: pd.DataFrame) -> pd.DataFrame:
                     "route": d.get("route"),  # CRAG's action
                     **(context_columns(r["context"]) if ok else dict.fromkeys(CONTEXT_COLUMNS)),
                     "llm_calls": r["llm_calls"], "cached_calls": r["cached_calls"], "seconds": r["seconds"],
-                    "coerced_calls": r["coerced_calls"]})
+                    "coerced_calls": r["coerced_calls"], "prompt_tokens": r["prompt_tokens"],
+                    "completion_tokens": r["completion_tokens"]})
     out = pd.DataFrame(out)
     return _in_order(out, out, ["method"]) if len(out) else out
 

@@ -94,7 +94,8 @@ def answer_budget_control(answers: pd.DataFrame, tasks: dict[str, list[Job]], co
 
 
 def answer_summary(answers: pd.DataFrame) -> pd.DataFrame:
-    """Per task and method: answers, failures, mean reply length, context items, chunk ids, LLM and cached calls."""
+    """Per task and method: answers, failures, mean reply length, context items, chunk ids, LLM and cached calls and
+    their tokens."""
     out = []
     for (task, method), g in answers.groupby(["task", "method"], sort=False):
         ok = g[g.error.isna()]
@@ -102,7 +103,8 @@ def answer_summary(answers: pd.DataFrame) -> pd.DataFrame:
                     "mean_reply_chars": ok.reply.str.len().mean() if len(ok) else np.nan,
                     "context_items": ok.context.map(len).mean() if len(ok) else np.nan,
                     "chunks": ok.chunk_ids.map(len).mean() if len(ok) else np.nan,
-                    "llm_calls": int(g.llm_calls.sum()), "cached_calls": int(g.cached_calls.sum())})  # failed rows paid too
+                    "llm_calls": int(g.llm_calls.sum()), "cached_calls": int(g.cached_calls.sum()),  # failed rows too
+                    "prompt_tokens": int(g.prompt_tokens.sum()), "completion_tokens": int(g.completion_tokens.sum())})
     return pd.DataFrame(out)
 
 

@@ -29,7 +29,7 @@ VERDICT_FIELDS = ["answer", "value", "status", "problem", "error", "coerced"]
 TRACE_COLUMNS = ["llm_calls", "cached_calls"]  # a verdict row's trace: the calls its verdict made
 JOB_COLUMNS = ["method", "character", "question_id", "question"]  # then the jobs' meta, then the results
 RESULT_COLUMNS = ["reply", "context", "chunk_ids", "details", "llm_calls", "cached_calls", "seconds", "coerced_calls",
-                  "error"]
+                  "prompt_tokens", "completion_tokens", "error"]
 COLUMNS = [*JOB_COLUMNS, *RESULT_COLUMNS]
 
 
@@ -149,8 +149,12 @@ def run_jobs(method, jobs: Iterable[Job], *, step: str = "respond", llm=None, de
 
 
 def _call_counts(calls: list) -> dict:
+    """A row's account of its calls: how many, cached, coerced, and what they took (seconds, tokens; a cached call's
+    tokens are those it cost when it was paid), so a method's cost is read from its own rows."""
     return {"llm_calls": len(calls), "cached_calls": sum(c.cached for c in calls),
-            "seconds": round(sum(c.seconds for c in calls), 3), "coerced_calls": sum(c.coerced for c in calls)}
+            "seconds": round(sum(c.seconds for c in calls), 3), "coerced_calls": sum(c.coerced for c in calls),
+            "prompt_tokens": sum(c.prompt_tokens for c in calls),
+            "completion_tokens": sum(c.completion_tokens for c in calls)}
 
 
 def chunk_ids(context: list[dict] | None, *roles: str) -> list[str]:
