@@ -14,6 +14,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
+from rpa_lib.data.readers import QUESTIONNAIRE_ITEMS
 from rpa_lib.evaluation.charactercraft_prompts import NAMES, TOP
 from rpa_lib.evaluation.metrics.charactercraft import DIMENSIONS
 from rpa_lib.evaluation.metrics.intervals import BOOTSTRAP
@@ -217,12 +218,29 @@ def duplication_figure(freqs: pd.DataFrame, rates: pd.DataFrame, items: int, cha
                    f"by the ceiling its question count allows)\n{label}", fontsize=10)
 
 
-def personality_figure(per_dim: pd.DataFrame, types: pd.DataFrame, characters: int, label: str):
+def settings_text(settings: dict) -> str:
+    """A method-settings dict as prose. ``settings_text({"amadeus": {"k": 3}}) == "AMADEUS: k 3"``"""
+    return "; ".join(f"{method_label(m)}: " + ", ".join(f"{k} {v}" for k, v in given.items())
+                     for m, given in settings.items())
+
+
+def _method_name(m: str, context: pd.DataFrame | None, qname: str) -> str:
+    """The method's label, saying so where no context reached its LLM (``context``: mean context_chars by method
+    and questionnaire) though it is meant to retrieve some: its answers are No RAG's."""
+    if m.startswith("paper"):
+        return m
+    got = context[(context.method == m) & (context.questionnaire == qname)] if context is not None else []
+    empty = m != "no_rag" and len(got) and (got.context_chars == 0).all()
+    return method_label(m) + (" (no context: 0 characters)" if empty else "")
+
+
+def personality_figure(per_dim: pd.DataFrame, types: pd.DataFrame, characters: int, label: str,
+                       context: pd.DataFrame | None = None, names: dict[str, str] | None = None):
     """Tables 4-5 per dimension: the share of characters with the right letter by method, beside the paper's
     AMADEUS (hatched); each title gives our share of undecided letters. For one character in one run, whose shares
-    are all 0 or 1, the letters themselves (:func:`letters_figure`)."""
+    are all 0 or 1, the letters themselves (:func:`letters_figure`). ``context``: see :func:`_method_name`."""
     if characters == 1 and not types.duplicated(["method", "questionnaire"]).any():  # several runs: shares
-        return letters_figure(per_dim, types, label)
+        return letters_figure(per_dim, types, label, context, names)
     fig, axes = plt.subplots(1, 2, figsize=(13, 4.2), gridspec_kw={"width_ratios": [4, 5]})
     colors = {**METHOD_COLORS, "paper AMADEUS (GPT-4.1)": "#ffffff"}
     for ax, (qname, title) in zip(axes, [("mbti", "MBTI (Table 4)"), ("bigfive", "Big Five SLOAN (Table 5)")]):
@@ -231,7 +249,7 @@ def personality_figure(per_dim: pd.DataFrame, types: pd.DataFrame, characters: i
         x, width = np.arange(d.dimension.nunique()), 0.8 / len(shown)
         for i, m in enumerate(shown):
             v, at, paper = d[d.method == m], x + _offset(i, len(shown), width), m.startswith("paper")
-            bars = ax.bar(at, v.accuracy, width, label=m if paper else method_label(m),
+            bars = ax.bar(at, v.accuracy, width, label=_method_name(m, context, qname),
                           color=colors.get(m, plt.cm.tab20(i)), edgecolor="black", hatch="//" if paper else None,
                           linewidth=0.6)
             ax.bar_label(bars, fmt="%.2g", fontsize=7, padding=1)
@@ -247,9 +265,11 @@ def personality_figure(per_dim: pd.DataFrame, types: pd.DataFrame, characters: i
     return _finish(fig, f"Per-dimension accuracy, {plural(characters, 'character')}. {label}", fontsize=9)
 
 
-def letters_figure(per_dim: pd.DataFrame, types: pd.DataFrame, label: str):
+def letters_figure(per_dim: pd.DataFrame, types: pd.DataFrame, label: str, context: pd.DataFrame | None = None,
+                   names: dict[str, str] | None = None):
     """Tables 4-5 for one character: the letter each method gave on each dimension (``per_dim.letters``), green
-    where it is the character's, red where it is not, grey where undecided."""
+    where it is the character's, red where it is not, grey where undecided; each title says how many items a letter
+    rests on (``types.n_rated``), ours and the paper's."""
     fig, axes = plt.subplots(1, 2, figsize=(11, 0.45 * per_dim.method.nunique() + 1.6),
                              gridspec_kw={"width_ratios": [4, 5]})
     shades = {1: "#9fd89f", 0: "#f2a7a7", -1: "#e0e0e0"}  # right, wrong, undecided
@@ -267,14 +287,20 @@ def letters_figure(per_dim: pd.DataFrame, types: pd.DataFrame, label: str):
         ax.set_xlim(-0.5, len(dims) - 0.5)
         ax.set_ylim(len(shown) - 0.5, -0.5)
         ax.set_xticks(range(len(dims)), [f"{dim}\n(is {t})" for dim, t in zip(dims, truth)])
-        names = [m if m.startswith("paper") else method_label(m) for m in shown]
-        ax.set_yticks(range(len(shown)), [] if names == rows else names)  # the right panel: only where they differ
-        rows = rows or names
-        ax.set_title(title, fontsize=10)
+        labels = [_method_name(m, context, qname) for m in shown]
+        ax.set_yticks(range(len(shown)), [] if labels == rows else labels)  # the right panel: only where they differ
+        rows = rows or labels
+        rated = types[types.questionnaire == qname].get("n_rated", pd.Series(dtype=float)).max()
+        items, _ = QUESTIONNAIRE_ITEMS[qname]
+        per = rated / len(dims) if not pd.isna(rated) else None
+        per_letter = "" if per is None else (f"\na letter from {plural(int(per) if per % 1 == 0 else round(per, 1), 'item')}"
+                                             f" (paper {items // len(dims)})")
+        ax.set_title(title + per_letter, fontsize=10)
     axes[1].legend(handles=[Patch(color=c, label=n) for c, n in zip(shades.values(), ["right", "wrong", "undecided"])],
                    loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, frameon=False)
-    return _finish(fig, f"The letters each method gave one character (a share needs more characters). {label}",
-                   fontsize=9)
+    who = types.character.iloc[0] if "character" in types else "one character"
+    return _finish(fig, f"The letters each method gave {(names or {}).get(who, who)} (a share needs more characters). "
+                   f"{label}", fontsize=9)
 
 
 def qa_figure(long: pd.DataFrame, breakdown: pd.DataFrame, label: str):

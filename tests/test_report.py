@@ -197,3 +197,23 @@ def test_tables_4_5_for_one_character_show_its_letters_not_shares_of_0_or_1():
                    personality_figure(per_dim, pd.concat([types, types]), 1, "fake run")):
         assert len(shares.axes[0].patches) == 12 and "our undecided letters: 12%" in shares.axes[0].get_title()  # bars
         plt.close(shares)
+
+
+def test_the_letters_figure_names_the_character_the_items_a_letter_rests_on_and_an_empty_context():
+    """LightRAG on an empty graph puts nothing before its LLM: its letters are No RAG's, and the row says why."""
+    from rpa_lib.plots import personality_figure, settings_text
+
+    dims = {"mbti": (["E/I", "S/N", "T/F", "J/P"], "INTP"), "bigfive": (["S/R", "L/C", "O/U", "A/E", "I/N"], "RCUEI")}
+    rows = [{"questionnaire": q, "dimension": d, "method": m, "accuracy": 1.0, "letters": letter}
+            for q, (ds, truth) in dims.items() for m in ("no_rag", "lightrag") for d, letter in zip(ds, truth)]
+    types = pd.DataFrame([{"method": m, "questionnaire": q, "character": "frieren", "predicted": truth, "truth": truth,
+                           "n_rated": len(ds)} for q, (ds, truth) in dims.items() for m in ("no_rag", "lightrag")])
+    context = pd.DataFrame({"method": ["no_rag", "lightrag"], "questionnaire": "mbti", "context_chars": [0.0, 0.0]})
+    fig = personality_figure(pd.DataFrame(rows), types, 1, "run", context=context, names={"frieren": "Frieren"})
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["No RAG", "LightRAG (no context: 0 characters)"]
+    assert ax.get_title() == "MBTI (Table 4)\na letter from 1 item (paper 15)"
+    assert "The letters each method gave Frieren" in fig._suptitle.get_text()
+    plt.close(fig)
+    assert settings_text({"amadeus": {"extract_format": "text"}, "crag": {"search_k": 3, "strip_sentences": 4}}) == \
+        "AMADEUS: extract_format text; CRAG-offline: search_k 3, strip_sentences 4"
