@@ -303,11 +303,21 @@ def letters_figure(per_dim: pd.DataFrame, types: pd.DataFrame, label: str, conte
                    f"{label}", fontsize=9)
 
 
+def _ours_labels(ax, at, rows: pd.DataFrame, metric: str) -> None:
+    """Our values above their whiskers, "no interval" where the interval is NaN (not drawn as if certain)."""
+    low, high = (rows.get(f"{metric}_{end}", pd.Series(np.nan, index=rows.index)) for end in ("low", "high"))
+    for xi, value, lo, hi in zip(at, rows[metric], low, high):
+        if not pd.isna(value):
+            none = pd.isna(lo) or pd.isna(hi)
+            ax.text(xi, value if none else max(value, hi), f" {value:.2g}" + (" no interval" if none else ""),
+                    rotation=90, ha="center", va="bottom", fontsize=6)
+
+
 def qa_figure(long: pd.DataFrame, breakdown: pd.DataFrame, label: str):
-    """AMADEUS Table 6 on CharacterRAG: ACC and ACC_L per method, ours beside the paper's LLMs (hatched), and our ACC
-    per QA attribute. ``long``: :func:`rpa_lib.paper.table6_beside_paper`'s numbers; ``breakdown``:
+    """AMADEUS Table 6 on CharacterRAG: ACC, ACC_L and HS per method, ours beside the paper's LLMs (hatched), and our
+    ACC per QA attribute. ``long``: :func:`rpa_lib.paper.table6_beside_paper`'s numbers; ``breakdown``:
     :func:`rpa_lib.evaluation.qa.attribute_breakdown`."""
-    fig, axes = plt.subplots(1, 3, figsize=(16, 4.4), gridspec_kw={"width_ratios": [5, 5, 4]})
+    fig, axes = plt.subplots(1, 4, figsize=(20, 4.4), gridspec_kw={"width_ratios": [5, 5, 5, 4]})
     qa = long[long.task == "CharacterRAG"]
     methods = list(dict.fromkeys(qa.method))
     groups = list(dict.fromkeys(zip(qa.source, qa.llm)))
@@ -315,8 +325,9 @@ def qa_figure(long: pd.DataFrame, breakdown: pd.DataFrame, label: str):
     shades = ["#ffffff", "#d9d9d9", "#a6a6a6"]
     ours_as = qa[qa.source == "ours"].drop_duplicates("method").set_index("method").ours_method
     named = [m if ours_as.get(m, m) == m else f"{m} (ours: {ours_as[m]})" for m in methods]
-    for ax, metric, title, top in ((axes[0], "acc", "ACC (share judged to contain the answer)", 1.1),
-                                   (axes[1], "acc_l", "ACC_L (1-10)", 11)):
+    for ax, metric, title, top in ((axes[0], "acc", "ACC (share judged to contain the answer)", 1.3),
+                                   (axes[1], "acc_l", "ACC_L (1-10)", 13),
+                                   (axes[2], "hs", "HS (1-10; lower: fewer unsupported facts)", 13)):  # room for labels
         paper_i = 0
         for i, (source, llm) in enumerate(groups):
             rows = qa[(qa.source == source) & (qa.llm == llm)].set_index("method").reindex(methods)
@@ -325,17 +336,25 @@ def qa_figure(long: pd.DataFrame, breakdown: pd.DataFrame, label: str):
             paper_i += not ours
             bars = ax.bar(at, v.fillna(0), width, color=color, edgecolor="black", linewidth=0.6,
                           hatch=None if ours else "//", label=f"ours ({llm})" if ours else f"paper, {llm}")
-            ax.bar_label(bars, labels=["-" if pd.isna(a) else f"{a:.2g}" for a in v], fontsize=6, padding=2,
-                         rotation=90)
             if ours:  # our 95% interval: characters resampled (none with one character)
                 error_bars(ax, at, rows, metric)
+                _ours_labels(ax, at, rows, metric)
+            else:
+                ax.bar_label(bars, labels=["-" if pd.isna(a) else f"{a:.2g}" for a in v], fontsize=6, padding=2,
+                             rotation=90)
+        same = qa[qa.source == "ours"][metric].dropna()
+        if len(same) > 1 and same.nunique() == 1:  # a judge that scores everything alike measures nothing
+            ax.text(0.5, 0.98, textwrap.fill(f"ours: every method scored {same.iloc[0]:g}: the judge gave them all "
+                                             "the same score, agreement not measurable", 50),
+                    transform=ax.transAxes, ha="center", va="top", fontsize=7,
+                    bbox={"facecolor": "white", "edgecolor": "grey", "alpha": 0.9})
         ax.set_xticks(x, [textwrap.fill(n, 12) for n in named], fontsize=8)
         ax.set_ylim(0, top)
         ax.set_title(title, fontsize=10)
     handles, names = axes[0].get_legend_handles_labels()
     fig.legend(handles, names, fontsize=8, frameon=False, loc="upper center", ncol=len(groups),
-               bbox_to_anchor=(0.36, 0.0))
-    ax = axes[2]
+               bbox_to_anchor=(0.4, 0.0))
+    ax = axes[3]
     if len(breakdown):
         wide = breakdown.pivot(index="attribute", columns="method", values="acc")
         wide = wide.loc[list(dict.fromkeys(breakdown.attribute)), list(dict.fromkeys(breakdown.method))]
@@ -346,7 +365,7 @@ def qa_figure(long: pd.DataFrame, breakdown: pd.DataFrame, label: str):
         ax.set_xticks(range(wide.shape[1]), [textwrap.fill(method_label(m), 12) for m in wide.columns], fontsize=8)
         ax.set_yticks(range(wide.shape[0]), [a.replace(" and ", " & ") for a in wide.index], fontsize=8)
     ax.set_title("our ACC per QA attribute", fontsize=10)
-    return _finish(fig, f"AMADEUS Table 6 (CharacterRAG): ACC and ACC_L (HS in the table). {label}", fontsize=9)
+    return _finish(fig, f"AMADEUS Table 6 (CharacterRAG): ACC, ACC_L and HS. {label}", fontsize=9)
 
 
 def table2_figure(long: pd.DataFrame, label: str, intervals: dict | None = None, paper: dict | None = None):

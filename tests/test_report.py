@@ -217,3 +217,21 @@ def test_the_letters_figure_names_the_character_the_items_a_letter_rests_on_and_
     plt.close(fig)
     assert settings_text({"amadeus": {"extract_format": "text"}, "crag": {"search_k": 3, "strip_sentences": 4}}) == \
         "AMADEUS: extract_format text; CRAG-offline: search_k 3, strip_sentences 4"
+
+
+def test_table6_figure_says_when_the_judge_scored_every_method_alike_and_where_no_interval_is():
+    from rpa_lib.plots import qa_figure
+
+    ours = pd.DataFrame({"source": "ours", "llm": "tiny", "method": ["Naive RAG", "AMADEUS"], "ours_method": None,
+                         "task": "CharacterRAG", "acc": [0.5, 0.75], "acc_low": [np.nan, 0.5], "acc_high": [np.nan, 1.0],
+                         "acc_l": [7.0, 7.0], "hs": [1.0, 1.0]})
+    paper = ours[["method", "task"]].assign(source="AMADEUS paper", llm="GPT-4.1", acc=0.9, acc_l=9.2, hs=[3.13, 2.89])
+    fig = qa_figure(pd.concat([ours, paper], ignore_index=True), pd.DataFrame(), "run")
+    acc, acc_l, hs = fig.axes[:3]
+    texts = {t.get_text(): t for t in acc.texts}
+    assert " 0.5 no interval" in texts and texts[" 0.75"].get_position()[1] == 1.0  # above the whisker
+    assert not any("same score" in t.get_text() for t in acc.texts)
+    for ax in (acc_l, hs):
+        assert any("the judge gave them all the same score" in t.get_text().replace("\n", " ") for t in ax.texts)
+    assert hs.get_title().startswith("HS") and [t.get_text() for t in hs.texts if "3.1" in t.get_text()]  # the paper's
+    plt.close(fig)
