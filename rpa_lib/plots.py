@@ -393,6 +393,9 @@ def table2_figure(long: pd.DataFrame, label: str, intervals: dict | None = None,
     return _finish(fig, f"AMADEUS Table 2 ratings per rater\n{label}", fontsize=9)
 
 
+MIN_TAU_N = 4  # replies a tau must rest on to be drawn: from 2 or 3 it takes a few values, ±1 among them, by chance
+
+
 def agreement_figure(agree: pd.DataFrame, means: pd.DataFrame, paper: pd.DataFrame, rungs: list[str], label: str):
     """CharacterCraft Table 6: our judge's Kendall's tau-b per dimension with and without the reference, beside the
     paper's GPT-4o, and its mean score per rung and dimension (with the reference)."""
@@ -408,19 +411,22 @@ def agreement_figure(agree: pd.DataFrame, means: pd.DataFrame, paper: pd.DataFra
     width = 0.8 / len(bars)
     for i, (name, values, n) in enumerate(bars):
         at = x + _offset(i, len(bars), width)
-        ax.bar(at, values.to_numpy(dtype=float), width, label=name,
+        shown = values if n is None else values.where(n >= MIN_TAU_N)  # a tau from under 4 replies: no bar
+        ax.bar(at, shown.to_numpy(dtype=float), width, label=name if shown.notna().any() else "_nolegend_",
                hatch="//" if n is None else None, alpha=0.6 if n is None else 1.0)
         if n is None:  # the paper's: no counts printed
             continue
-        for xi, tau, count in zip(at, values, n):  # how many replies each tau rests on; where it is undefined
+        for xi, tau, count in zip(at, shown, n):  # how many replies each tau rests on; where it is undefined
             if not pd.isna(count):
-                ax.text(xi, 0, f"n={count:.0f}" if not pd.isna(tau) else f"undef. (n={count:.0f})", rotation=90,
-                        ha="center", va="bottom" if pd.isna(tau) or tau >= 0 else "top", fontsize=6)
+                text = (f"n={count:.0f}, too few" if count < MIN_TAU_N else
+                        f"n={count:.0f}" if not pd.isna(tau) else f"undef. (n={count:.0f})")
+                ax.text(xi, 0, text, rotation=90, ha="center", va="bottom" if pd.isna(tau) or tau >= 0 else "top",
+                        fontsize=6)
     ax.axhline(0, color="black", linewidth=0.8)
-    ax.set_xticks(x, DIMENSIONS)
+    ax.set_xticks(x, [NAMES[d] for d in DIMENSIONS], fontsize=7, rotation=30, ha="right")
     ax.set_ylabel("Kendall's tau-b")
-    ax.set_title("agreement per dimension (missing bar: undefined or not judged)")
-    ax.legend(fontsize=7)
+    ax.set_title("agreement per dimension (missing bar: undefined, under 4 replies or not judged)")
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.25), ncol=2, frameon=False)  # off the bars
     ax = axes[1]
     grid = (means[means["mode"] == "with"].pivot(index="rung", columns="dimension", values="mean")
             .reindex(index=rungs, columns=list(DIMENSIONS)))
@@ -435,7 +441,11 @@ def agreement_figure(agree: pd.DataFrame, means: pd.DataFrame, paper: pd.DataFra
                     fontsize=8)
     ax.set_title("judge's mean score per rung (with reference)")
     fig.colorbar(im, ax=ax, fraction=0.04, label="share of the dimension's top score")
-    return _finish(fig, f"CharacterCraft Table 6 on our data\n{label}", fontsize=9)
+    flat = [d for d in grid.columns if grid[d].notna().sum() > 1 and grid[d].nunique() == 1]  # one score, every rung
+    same = ("" if not flat else ": the judge gave every rung the same scores: agreement not measurable"
+            if len(flat) == grid.notna().any().sum() else f": the judge gave every rung the same score on "
+            f"{', '.join(NAMES[d] for d in flat)}: agreement not measurable there")
+    return _finish(fig, f"CharacterCraft Table 6 on our data{same}\n{label}", fontsize=9)
 
 
 VERDICT_COLORS = {"supported": "#55A868", "contradicted": "#C44E52", "not distinguishable": "#8c8c8c",

@@ -235,3 +235,23 @@ def test_table6_figure_says_when_the_judge_scored_every_method_alike_and_where_n
         assert any("the judge gave them all the same score" in t.get_text().replace("\n", " ") for t in ax.texts)
     assert hs.get_title().startswith("HS") and [t.get_text() for t in hs.texts if "3.1" in t.get_text()]  # the paper's
     plt.close(fig)
+
+
+def test_the_kendall_figure_draws_no_tau_from_too_few_replies_and_says_when_every_rung_scored_alike():
+    from rpa_lib.evaluation.metrics.charactercraft import DIMENSIONS
+    from rpa_lib.plots import agreement_figure
+
+    agree = pd.DataFrame([{"mode": "with", "dimension": d, "tau": -1.0 if d == "emo" else 0.5,
+                           "n": 2 if d == "emo" else 6} for d in DIMENSIONS]
+                         + [{"mode": "without", "dimension": "pers", "tau": np.nan, "n": 4}])
+    rungs = ["in_character", "garbled"]
+    means = pd.DataFrame([{"mode": "with", "dimension": d, "rung": r, "mean": 2.0} for d in DIMENSIONS for r in rungs])
+    fig = agreement_figure(agree, means, paper_table("charactercraft_table6_kendall"), rungs, "run")
+    ax = fig.axes[0]
+    assert "n=2, too few" in [t.get_text() for t in ax.texts]
+    heights = [p.get_height() for p in ax.containers[0].patches]  # ours, with reference
+    assert np.isnan(heights[DIMENSIONS.index("emo")]) and heights[0] == 0.5
+    assert "ours, without reference" not in [t.get_text() for t in ax.get_legend().get_texts()]  # all NaN
+    assert [t.get_text() for t in ax.get_xticklabels()][:2] == ["Fluency", "Coherence"]
+    assert "the judge gave every rung the same scores: agreement not measurable" in fig._suptitle.get_text()
+    plt.close(fig)
