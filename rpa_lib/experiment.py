@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import yaml
 
 from rpa_lib import paths
 from rpa_lib.data import Dataset
@@ -122,14 +123,25 @@ class Experiment:
     def interval_caption(self, n_characters) -> str:
         return interval_caption(n_characters, runs=len(self.repeats))
 
+    def figure_note(self) -> str:
+        """The line :meth:`save_figure` adds under a figure's title: ``"quick profile | characters: Frieren"``."""
+        profile = profile_of(self.notebook, self.parameters)
+        names = self.dataset.names()
+        shown = (f"characters: {', '.join(names.get(s, s) for s in self.characters)}" if len(self.characters) <= 6
+                 else f"{len(self.characters)} characters")
+        return " | ".join([*([f"{profile} profile"] if profile else []), *([shown] if self.characters else [])])
+
     def save_figure(self, fig, name: str, **data: Any) -> dict[str, Path]:
-        """:func:`~rpa_lib.report.save_figure` into the figures folder. A dry run draws nothing (it closes ``fig``):
-        its numbers come from a stand-in LLM and its files are thrown away."""
+        """:func:`~rpa_lib.report.save_figure` into the figures folder, :meth:`figure_note` under the figure's title.
+        A dry run draws nothing (it closes ``fig``): its numbers come from a stand-in LLM and its files are thrown
+        away."""
         if self.mode.plan_file:
             import matplotlib.pyplot as plt  # loaded already: the figure exists
 
             plt.close(fig)
             return Written()
+        if (note := self.figure_note()) and fig._suptitle is not None:  # the title every plots.py figure sets
+            fig._suptitle.set_text(f"{fig._suptitle.get_text()}\n{note}")
         return save_figure(fig, name, self.figures, **data)
 
     def record(self, name: str, **fields: Any) -> Path:
@@ -155,6 +167,18 @@ class Experiment:
                 self.pending[what] = int(waiting.sum())
                 rows = rows[~waiting]
         check_failures(rows, what, self.max_failed_share)
+
+
+def profile_of(notebook: str, parameters: Mapping[str, Any]) -> str | None:
+    """The one profile (``profiles/<name>.yaml``) whose settings for ``notebook`` this run's ``parameters`` hold, e.g.
+    ``"quick"``; None where none or several do. Folders (``*_dir``) are not compared: the runner makes them absolute."""
+    found = []
+    for path in sorted(paths.PROFILES_DIR.glob("*.yaml")):
+        profile = yaml.safe_load(path.read_text()) or {}
+        given = {**(profile.get("defaults") or {}), **((profile.get("notebooks") or {}).get(notebook) or {})}
+        if all(parameters.get(k) == v for k, v in given.items() if k in parameters and not k.endswith("_dir")):
+            found.append(path.stem)
+    return found[0] if len(found) == 1 else None
 
 
 # parameters with a fixed set of values (each item of a list one of them): a typo would fail only after the answers

@@ -255,3 +255,23 @@ def test_the_kendall_figure_draws_no_tau_from_too_few_replies_and_says_when_ever
     assert [t.get_text() for t in ax.get_xticklabels()][:2] == ["Fluency", "Coherence"]
     assert "the judge gave every rung the same scores: agreement not measurable" in fig._suptitle.get_text()
     plt.close(fig)
+
+
+def test_a_saved_figure_names_its_profile_and_characters(tmp_path, fixture_data):
+    """A figure of the quick profile read as the paper's: its title now ends with the profile and the characters."""
+    import yaml
+
+    from rpa_lib import paths
+    from rpa_lib.experiment import Experiment, profile_of
+
+    ex = Experiment("05_qa_evaluation", {"data_dir": str(fixture_data), "llm": "fake", "characters": ["ada-lindqvist"],
+                                         "figures_dir": str(tmp_path)})
+    fig, _ = plt.subplots()
+    fig.suptitle("Table 6")
+    ex.save_figure(fig, "f")
+    assert fig._suptitle.get_text() == "Table 6\ncharacters: Ada Lindqvist"  # no profile holds these settings
+    plt.close(fig)
+    quick = yaml.safe_load((paths.PROFILES_DIR / "quick.yaml").read_text())
+    settings = {**quick["defaults"], **quick["notebooks"]["03_chunk_usage"]}
+    assert profile_of("03_chunk_usage", settings) == "quick"
+    assert profile_of("03_chunk_usage", {**settings, "max_iterations": 30}) is None
