@@ -98,13 +98,29 @@ def interval_text(value: float, low: float, high: float, fmt: str = "{:.3f}") ->
     return f"{fmt.format(value)} [{fmt.format(low)}, {fmt.format(high)}]"
 
 
+def paired_text(row) -> str:
+    """One paired comparison (a ``*_paired.csv`` row) in a line.
+    ``"Vanilla − ACTS: +0.099 [0.094, 0.105], 15/15 characters higher, sign p=6e-05"``"""
+    return (f"{row.method} − {row.reference}: {row.difference:+.3g} [{row.diff_low:.3g}, {row.diff_high:.3g}], "
+            f"{row.characters_better:.0f}/{row.n_characters:.0f} characters higher, sign p={row.p_character:.1g}")
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", name.lower())
+
+
 def similarity_figure(scores: pd.DataFrame, table: pd.DataFrame, splitters: list[str], k: int, characters: int,
-                      questions: int):
+                      questions: int, paired: pd.DataFrame | None = None, paper_embedders=()):
     """Table 1 as violins: retrieved chunks' similarity per splitter, a panel per embedder, annotated with the
-    table's Σμ, Σσ² (over all retrieved scores) and Σσ²_q (over question means)."""
+    table's Σμ, Σσ² (over all retrieved scores) and Σσ²_q (over question means); under each panel its paired
+    comparisons (``paired``: ``table1_similarity_paired.csv``, ``task`` the embedder), and a footer naming the
+    embedders that stand in for ``paper_embedders``."""
     labels = list(dict.fromkeys(scores.embedder))
     fig, axes = plt.subplots(1, len(labels), figsize=(5.5 * len(labels), 4.4), squeeze=False)
     for ax, emb in zip(axes[0], labels):
+        pairs = paired[paired.task == emb] if paired is not None else pd.DataFrame()
+        ax.set_xlabel("\n".join(f"{'μ' if r.outcome == 'mu' else 'σ²'}: {paired_text(r)}"
+                                for r in pairs.itertuples()), fontsize=7)  # paired by character
         data = [scores[(scores.embedder == emb) & (scores.splitter == s)].score for s in splitters]
         parts = ax.violinplot(data, showmedians=True)
         for body, s in zip(parts["bodies"], splitters):
@@ -120,6 +136,11 @@ def similarity_figure(scores: pd.DataFrame, table: pd.DataFrame, splitters: list
         ax.set_xticks(range(1, len(splitters) + 1), [SPLITTER_NAMES.get(s, s) for s in splitters], fontsize=8)
         ax.set_title(emb, pad=40)
         ax.set_ylabel(f"cosine similarity of top-{k} chunks")
+    stand_ins = [e for e in labels if _norm(e) not in {_norm(p) for p in paper_embedders}]
+    if len(paper_embedders) and stand_ins:
+        fig.text(0.5, 0, f"{', '.join(stand_ins)} stand in for the paper's embedders ({', '.join(paper_embedders)}): "
+                 "the levels are not comparable to the paper's, only the splitters' order", ha="center", va="top",
+                 fontsize=8, style="italic")
     return _finish(fig, f"Similarity of the top-{k} retrieved chunks to {questions} QA questions of "
                    f"{plural(characters, 'character')} (embedder per panel; sums over characters as in Table 1;\n"
                    "[95% interval: cluster bootstrap over characters])")

@@ -275,3 +275,24 @@ def test_a_saved_figure_names_its_profile_and_characters(tmp_path, fixture_data)
     settings = {**quick["defaults"], **quick["notebooks"]["03_chunk_usage"]}
     assert profile_of("03_chunk_usage", settings) == "quick"
     assert profile_of("03_chunk_usage", {**settings, "max_iterations": 30}) is None
+
+
+def test_table1_figure_gives_each_panels_paired_result_and_names_the_stand_in_embedders():
+    from rpa_lib.plots import similarity_figure
+
+    scores = pd.DataFrame([{"embedder": "TF-IDF", "splitter": s, "score": v} for s in ("vanilla", "acts")
+                           for v in (0.1, 0.2, 0.3)])
+    table = pd.DataFrame({"embedder": "TF-IDF", "splitter": ["Vanilla", "ACTS"], "sum_mu": [2.6, 1.8],
+                          "sum_var": [0.1, 0.06], "sum_var_q": [0.03, 0.02]})
+    paired = pd.DataFrame([{"task": "TF-IDF", "outcome": "mu", "method": "Vanilla", "reference": "ACTS",
+                            "difference": 0.0991, "diff_low": 0.0936, "diff_high": 0.105, "characters_better": 15,
+                            "n_characters": 15, "p_character": 6.1e-5}])
+    fig = similarity_figure(scores, table, ["vanilla", "acts"], 5, 15, 450, paired=paired,
+                            paper_embedders=["BGE-M3", "TF-IDF "])
+    assert fig.axes[0].get_xlabel() == "μ: Vanilla − ACTS: +0.0991 [0.0936, 0.105], 15/15 characters higher, sign p=6e-05"
+    assert fig.texts == [fig._suptitle]  # TF-IDF is one of the paper's here: no stand-in to name
+    plt.close(fig)
+    fig = similarity_figure(scores, table, ["vanilla", "acts"], 5, 15, 450, paper_embedders=["BGE-M3"])
+    (footer,) = [t for t in fig.texts if t is not fig._suptitle]
+    assert footer.get_text().startswith("TF-IDF stand in for the paper's embedders (BGE-M3)")
+    plt.close(fig)
