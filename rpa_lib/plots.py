@@ -389,10 +389,12 @@ def qa_figure(long: pd.DataFrame, breakdown: pd.DataFrame, label: str):
     return _finish(fig, f"AMADEUS Table 6 (CharacterRAG): ACC, ACC_L and HS. {label}", fontsize=9)
 
 
-def table2_figure(long: pd.DataFrame, label: str, intervals: dict | None = None, paper: dict | None = None):
+def table2_figure(long: pd.DataFrame, label: str, intervals: dict | None = None, paper: dict | None = None,
+                  alphas: dict | None = None, characters: int | None = None):
     """AMADEUS Table 2's ratings: per task, each rater's count of each rating 1-5 (stacked) and the task's mean,
-    with its 95% interval where ``intervals`` (``{task: (low, high)}``) has one, beside the paper's mean where
-    ``paper`` (``{task: mu}``) has one."""
+    with its 95% interval where ``intervals`` (``{task: (low, high)}``) has one (else why not: ``characters``
+    and the samples rated), beside the paper's mean where ``paper`` (``{task: mu}``) has one, and Cronbach's alpha,
+    ours beside the paper's, where ``alphas`` (``{task: (ours, paper)}``) has them."""
     tasks = [t for t in ("BFI", "MBTI") if t in set(long.task)] + sorted(set(long.task) - {"BFI", "MBTI"})
     fig, axes = plt.subplots(1, max(1, len(tasks)), figsize=(6 * max(1, len(tasks)), 4.2), squeeze=False)
     colors = plt.cm.RdYlGn(np.linspace(0.1, 0.9, 5))
@@ -406,8 +408,18 @@ def table2_figure(long: pd.DataFrame, label: str, intervals: dict | None = None,
         mean = long[long.task == task].rating.mean()
         ci = (intervals or {}).get(task, (np.nan, np.nan))
         printed = (paper or {}).get(task)
+        samples = long[long.task == task].sample_id.nunique() if "sample_id" in long else None
+        why = ", ".join([*([plural(characters, "character")] if characters else []),
+                         *([plural(samples, "sample")] if samples else [])])
+        none = task in (intervals or {}) and (pd.isna(ci[0]) or pd.isna(ci[1]))  # given, and NaN
+        ours_a, paper_a = (alphas or {}).get(task, (np.nan, np.nan))
+        alpha = [] if pd.isna(ours_a) and pd.isna(paper_a) else [
+            "Cronbach's α " + ("-" if pd.isna(ours_a) else f"{ours_a:.2f}")
+            + ("" if pd.isna(paper_a) else f" (paper: {paper_a:.3g})")]
+        second = "; ".join([*([f"(no interval: {why})" if why else "(no interval)"] if none else []), *alpha])
         ax.set_title(f"{task}: mean rating {interval_text(mean, *ci, '{:.2f}')}"
-                     + (f" (paper: {printed:.2f}, human raters)" if printed is not None else ""), fontsize=10)
+                     + (f" (paper: {printed:.2f}, human raters)" if printed is not None else "")
+                     + (f"\n{second}" if second else ""), fontsize=10)
         ax.set_xlabel("samples")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     axes[0][-1].legend(title="rating", fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)

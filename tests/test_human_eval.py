@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 
+import matplotlib.pyplot
 import numpy as np
 import pandas as pd
 import pytest
@@ -318,3 +319,15 @@ def test_table2_beside_the_paper(samples):
     fig = table2_figure(long, "tiny", paper=paper.mu.to_dict())
     assert [ax.get_title() for ax in fig.axes] == ["BFI: mean rating 4.50 (paper: 3.89, human raters)",
                                                    "MBTI: mean rating 3.00 (paper: 3.87, human raters)"]
+
+
+def test_table2_figure_says_why_there_is_no_interval_and_puts_our_alpha_beside_the_papers():
+    from rpa_lib.plots import table2_figure
+
+    long = pd.DataFrame({"task": "BFI", "sample_id": ["s1", "s1", "s2", "s2"], "rater": ["a", "b", "a", "b"],
+                         "rating": [4.0, 5.0, 3.0, 4.0]})
+    fig = table2_figure(long, "tiny", intervals={"BFI": (np.nan, np.nan)}, paper={"BFI": 3.89}, characters=1,
+                        alphas={"BFI": (0.9863, 0.845)})
+    assert fig.axes[0].get_title() == ("BFI: mean rating 4.00 (paper: 3.89, human raters)\n"
+                                       "(no interval: 1 character, 2 samples); Cronbach's α 0.99 (paper: 0.845)")
+    matplotlib.pyplot.close(fig)
