@@ -366,3 +366,14 @@ def test_amadeus_ae_text_format_asks_for_free_text_only():
     assert all(r.details["attributes"].values()) and "never asked" not in r.reply
     with pytest.raises(ValueError, match="extract_format must be 'json' or 'text'"):
         make("amadeus", FakeLLM(), extract_format="yaml")
+
+
+def test_a_method_says_for_a_caption_what_it_draws_on_beyond_the_chunk_pool():
+    llm = FakeLLM()
+    assert [build_method(n, llm).draws_on() for n in ("no_rag", "naive_rag", "crag", "amadeus")] \
+        == [None] * 4  # the settings' chunk pool (CRAG's search strips: departures names them)
+    assert build_method("rolerag", llm, embedder="hash-64").draws_on() == (
+        "RoleRAG builds its graph from vanilla chunks of 2,400 characters with 400 of overlap, the LLM extracting "
+        "entities and relations")
+    assert "the whole persona as one document" in build_method("lightrag", llm, embedder="hash-64",
+                                                               documents="persona").draws_on()

@@ -146,6 +146,10 @@ class Method:
         """Everything the answer will see, and the calls spent building it (none by default)."""
         return Context()
 
+    def draws_on(self) -> str | None:
+        """For a caption, the text this method draws on when it is not its settings' chunk pool (None: that pool)."""
+        return None
+
     def respond(self, character: str, question: str) -> Response:
         ctx = self.context(character, question)
         name, work = self.dataset.profile(character)

@@ -116,6 +116,11 @@ class LightRAG(GraphIndexMethod):
     name = "lightrag"
     Settings = LightRAGSettings
 
+    def draws_on(self) -> str | None:
+        inserted = "each ACTS chunk as a document" if self.settings.documents == "acts" else \
+            "the whole persona as one document, chunked by LightRAG itself"
+        return f"LightRAG builds its graph from {inserted}, the LLM extracting entities and relations"
+
     def documents(self, character: str) -> list[tuple[str, str, str]]:
         """(id, text, file path) of each document inserted: the ACTS chunks, or the persona as one document."""
         return self._prepared(character)[1]
