@@ -72,13 +72,13 @@ class RoleRAG(GraphIndexMethod):
     def __init__(self, llm, settings=None, dataset=None):
         super().__init__(llm, settings, dataset)
         self._graphs: IndexCache[CharacterGraph] = IndexCache()
+        self._lock = threading.Lock()  # one thread embeds a graph's node texts; the others wait for them
 
     def draws_on(self) -> str | None:
         s = self.settings
         chunks = (f"{s.splitter} chunks of {s.lengths[0]:,} characters with {s.lengths[1]:,} of overlap"
                   if s.splitter == "vanilla" else f"{s.splitter} chunks")
         return f"RoleRAG builds its graph from {chunks}, the LLM extracting entities and relations"
-        self._lock = threading.Lock()  # one thread embeds a graph's node texts; the others wait for them
 
     def chunks(self, character: str) -> list[Chunk]:
         """The chunks extraction reads; non-default vanilla lengths get ids of their own
