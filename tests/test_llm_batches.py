@@ -250,8 +250,7 @@ def test_files_mode_waits_for_result_files_and_reads_them(tmp_path, capsys):
     assert "vllm run-batch -i requests-1.jsonl -o results-1.jsonl --model gpt-4.1-mini" in said
     assert "round 1 results-1.jsonl: 3/3 lines" in said
     again = run_round(lines[:2], mode="files", folder=tmp_path, poll_seconds=FAST, progress=False)
-    # answered before: no new file, and each answer names the round that paid for it
-    assert again == {cid: {**results[cid], "earlier_round": 1} for cid in ("req-000", "req-001")}
+    assert again == {cid: results[cid] for cid in ("req-000", "req-001")}  # answered before: no new file
     assert not (tmp_path / "round-0002").exists()
     assert [(r["round"], r["mode"], r["calls"], r["answered"], r["failed"], r["usd"]) for r in summary(tmp_path)["rounds"]] \
         == [(1, "files", 3, 2, 1, None)]

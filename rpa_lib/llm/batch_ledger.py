@@ -135,15 +135,14 @@ class Ledger:
         part.final = part.status = final
 
     def results(self, round_n: int, custom_ids: list[str]) -> dict[str, dict]:
-        """The results of ``custom_ids`` in round ``round_n``, or answered by any earlier round: such an answer has
-        ``earlier_round``, the round that paid for it."""
+        """The results of ``custom_ids`` in round ``round_n``, or answered by any earlier round."""
         found: dict[str, dict] = {}
-        query = ("SELECT custom_id, result, round FROM results WHERE custom_id = ? AND (round = ? OR ok = 1) "
+        query = ("SELECT custom_id, result FROM results WHERE custom_id = ? AND (round = ? OR ok = 1) "
                  "ORDER BY ok DESC, round DESC LIMIT 1")
         for cid in custom_ids:
             row = self._conn.execute(query, (cid, round_n)).fetchone()
             if row is not None:
-                found[cid] = json.loads(row[1]) | ({} if row[2] == round_n else {"earlier_round": row[2]})
+                found[cid] = json.loads(row[1])
         return found
 
     def rounds(self) -> list[dict]:

@@ -155,8 +155,7 @@ def store_results(store: str | Path, lines: list[dict], results: dict[str, Any])
     by_id = {line["custom_id"]: line for line in lines}
     for cid, result in results.items():
         if answered(result):
-            store.put(cid, by_id.get(cid, {}), {k: v for k, v in result.items() if k not in ("status_code",
-                                                                                               "earlier_round")})
+            store.put(cid, by_id.get(cid, {}), {k: v for k, v in result.items() if k != "status_code"})
             continue
         status = result.get("status_code", 200)
         error = result.get("error") or {"message": f"HTTP {status}: {json.dumps(result.get('body'))[:300]}"}

@@ -42,14 +42,13 @@ def unique_lines(lines_by_notebook: dict[str, list[dict]]) -> list[dict]:
 
 def line_costs(lines: list[dict], results: dict[str, dict]) -> dict[str, float] | None:
     """Dollars each answered line cost, from the tokens its answer reports: a server's at batch rates, an in-process
-    engine's at the price it was given (``RPA_PRICE_IN`` / ``RPA_PRICE_OUT``; none: free), as in a run; nothing for
-    an answer the transport kept from an earlier round, paid then. None when a server's price is unknown."""
+    engine's at the price it was given (``RPA_PRICE_IN`` / ``RPA_PRICE_OUT``; none: free), as in a run. None when a
+    server's price is unknown. An answer the transport kept from a round the log never counted (the run was stopped
+    after the batch came back, before the round was logged) is counted here: the log holds every round paid."""
     out = {}
     for line in lines:
         result = results.get(line["custom_id"]) or {}
         price = None if line.get("price") is None else Price(*line["price"])
-        if "earlier_round" in result:
-            continue
         if "body" in result:
             if price is None:
                 return None
