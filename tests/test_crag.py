@@ -359,7 +359,7 @@ def test_search_strips_reach_the_reply_under_their_own_heading_not_as_the_profil
                                              "SYSTEM:" + messages[0]["content"] if "Stay in character" in
                                              messages[0]["content"] else "Ada Lindqvist, storm")
     r = make(llm, k=2, max_strips=2).respond(ADA, STORM_Q)
-    own, _, found = r.reply.partition("Found by a search beyond your profile")
+    own, _, found = r.reply.partition("Found by a search across characters' profiles")
     assert found and "What you know (passages of your profile)" in own
     external = [i.text for i in r.context if i.role == "external"]
     assert external and all(t in found and t not in own for t in external)

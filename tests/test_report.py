@@ -146,6 +146,9 @@ def test_figure1_draws_each_methods_usage_rate_with_its_interval():
     assert "cluster bootstrap over characters" in fig.axes[1].get_title().replace("\n", " ")
     assert "[30.00%, 50.00%]" in fig.axes[0].get_legend().get_texts()[1].get_text()
     plt.close(fig)
+    fig = duplication_figure(freqs, six.assign(n_characters=15), 60, 15, "paper run")  # the paper's own design
+    assert "not comparable" not in fig.axes[1].get_title().replace("\n", " ")
+    plt.close(fig)
 
 
 def test_a_long_run_caption_wraps_to_the_figures_width(tmp_path):

@@ -27,6 +27,7 @@ from rpa_lib.llm.reply import LLMFatalError
 from rpa_lib.llm.retry import RetryPolicy
 from rpa_lib.llm.usage import Price
 from rpa_lib.settings import setting
+from rpa_lib.text import write_whole
 
 ENDPOINT = "/v1/chat/completions"
 MODES = ("openai", "files")
@@ -260,10 +261,7 @@ def _answer(lines: list[dict], ledger: Ledger, round_n: int, engine: _OpenAI | _
         for part in pending:  # a run killed between the ledger's part and its file leaves no file: written here
             path = setup.file(part, "requests")
             if not path.exists():
-                path.parent.mkdir(parents=True, exist_ok=True)
-                partial = path.with_name(path.name + ".partial")
-                partial.write_text("".join(jsonl(by_id[cid]) for cid in part.custom_ids), encoding="utf-8")
-                partial.replace(path)  # whole or absent
+                write_whole(path, "".join(jsonl(by_id[cid]) for cid in part.custom_ids))
         engine.finish(pending, ledger, setup)
 
 

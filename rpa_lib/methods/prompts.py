@@ -61,7 +61,7 @@ def extract_text_messages(name: str, work: str, question: str, chunks: list[Chun
 def respond_messages(name: str, work: str, question: str, context: list[ContextItem] | None = None,
                      max_sentences: int = 4) -> list[dict]:
     """The role-playing reply of every method: what the character knows (``knowledge`` and any role a method adds),
-    passages a search found beyond the profile (``external``: CRAG's, each naming whose profile it is from), who the
+    passages a search across characters' profiles found (``external``: CRAG's, each naming whose profile), who the
     character is (``attribute`` items, then ``selected`` passages), and a method's notes (``boundary``: RoleRAG's)."""
     context = context or []
     own = ("attribute", "selected", "external", "boundary")  # the roles with a place of their own below
@@ -74,7 +74,7 @@ def respond_messages(name: str, work: str, question: str, context: list[ContextI
     if knowledge:
         parts.append(f"What you know (passages of your profile):\n{_passages(knowledge)}")
     if external:
-        parts.append("Found by a search beyond your profile (each passage begins with whose profile it is from):\n"
+        parts.append("Found by a search across characters' profiles (each passage begins with whose profile it is from):\n"
                      + _passages(external))
     parts += [c.text for c in context if c.role == "boundary"]
     if attributes or selected:
