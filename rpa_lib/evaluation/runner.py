@@ -149,8 +149,8 @@ def run_jobs(method, jobs: Iterable[Job], *, step: str = "respond", llm=None, de
 
 
 def _call_counts(calls: list) -> dict:
-    """A row's account of its calls: how many, cached, coerced, and what they took (seconds, tokens; a cached call's
-    tokens are those it cost when it was paid), so a method's cost is read from its own rows."""
+    """A row's account of its calls: how many, cached, coerced, and what they took in this run (seconds, tokens; a
+    call answered from the cache took none), so a method's cost is read from its own rows."""
     return {"llm_calls": len(calls), "cached_calls": sum(c.cached for c in calls),
             "seconds": round(sum(c.seconds for c in calls), 3), "coerced_calls": sum(c.coerced for c in calls),
             "prompt_tokens": sum(c.prompt_tokens for c in calls),
