@@ -290,7 +290,7 @@ notebooks:
     max_iterations: 1
     qa_questions: 1
     interviews: false
-    check_items: 1
+    check_items: 0         # the judge check's calls are the judging's, made below; the smoke run checks the check
     max_tokens: 8
     keypoint_tokens: 16
     k: 2
