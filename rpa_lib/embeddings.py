@@ -178,13 +178,19 @@ def check_embedder(name: str) -> None:
         raise ValueError(f"embedder must be a name ({', '.join(EMBEDDER_NAMES)}, a model id or folder), not "
                          f"{type(name).__name__} {name!r}")
     if name == "hash" or name.startswith("hash-"):
-        dim = name.removeprefix("hash").removeprefix("-") or "64"
-        if not dim.isdigit() or int(dim) < 1:
-            raise ValueError(f"embedder {name!r}: the hashing embedder takes a positive dimension, e.g. hash-64")
+        _hash_dim(name)
     elif name not in EMBEDDER_NAMES and not name.startswith(STAND_IN_PREFIX) and not Path(name).expanduser().exists() \
             and (close := did_you_mean([name], EMBEDDER_NAMES)):
         raise ValueError(f"unknown embedder {name!r}{close}: not a short name ({', '.join(EMBEDDER_NAMES)}), nor a "
                          "folder")
+
+
+def _hash_dim(name: str) -> int:
+    """The dimension of ``hash`` (64) or ``hash-N``; ValueError for one that is no positive whole number."""
+    dim = name.removeprefix("hash").removeprefix("-") or "64"
+    if not dim.isdigit() or int(dim) < 1:
+        raise ValueError(f"embedder {name!r}: the hashing embedder takes a positive dimension, e.g. hash-64")
+    return int(dim)
 
 
 def get_embedder(name: str = "minilm", corpus: list[str] | None = None) -> Embedder:
@@ -196,7 +202,7 @@ def get_embedder(name: str = "minilm", corpus: list[str] | None = None) -> Embed
             raise ValueError("the tfidf embedder needs corpus=[...] to fit its vocabulary")
         return TfidfEmbedder(corpus)
     if name == "hash" or name.startswith("hash-"):
-        return HashEmbedder(int(name.removeprefix("hash").removeprefix("-") or "64"))
+        return HashEmbedder(_hash_dim(name))
     if name.startswith(STAND_IN_PREFIX):
         return StandInEmbedder(name.removeprefix(STAND_IN_PREFIX))
     with _EMBEDDERS_LOCK:

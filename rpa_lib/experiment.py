@@ -123,8 +123,10 @@ class Experiment:
     def interval_caption(self, n_characters) -> str:
         return interval_caption(n_characters, runs=len(self.repeats))
 
+    @cached_property
     def figure_note(self) -> str:
-        """The line :meth:`save_figure` adds under a figure's title: ``"quick profile | characters: Frieren"``."""
+        """The line :meth:`save_figure` adds under a figure's title: ``"quick profile | characters: Frieren"``;
+        worked out once (it reads every profile file)."""
         profile = profile_of(self.notebook, self.parameters)
         names = self.dataset.names()
         shown = (f"characters: {', '.join(names.get(s, s) for s in self.characters)}" if len(self.characters) <= 6
@@ -140,7 +142,7 @@ class Experiment:
 
             plt.close(fig)
             return Written()
-        if (note := self.figure_note()) and fig._suptitle is not None:  # the title every plots.py figure sets
+        if (note := self.figure_note) and fig._suptitle is not None:  # the title every plots.py figure sets
             fig._suptitle.set_text(f"{fig._suptitle.get_text()}\n{note}")
         return save_figure(fig, name, self.figures, **data)
 

@@ -113,7 +113,7 @@ def not_an_article(wikitext: str) -> str | None:
     redirect = REDIRECT.match(wikitext)
     if redirect:
         return f"is a redirect to {redirect.group(1).strip()!r}: import that page"
-    names = {" ".join(n.replace("_", " ").split()).casefold()
+    names = {_namespace_key(n)
              for n in re.findall(r"\{\{\s*(?:template\s*:\s*)?([^{}|<>\n]+?)\s*(?=\||\}\})", wikitext, re.I)}
     lead = re.split(r"^=+[^=\n].*=+[ \t]*$", wikitext, maxsplit=1, flags=re.M)[0]
     if (names & DISAMBIGUATION or any(n.endswith(" disambiguation") for n in names) or "__DISAMBIG__" in wikitext
