@@ -77,21 +77,16 @@ def _new_character(args) -> int:
             if not slug:
                 raise DataError(path, None, f"page {page!r}: its title gives no slug (no Latin letter or digit); "
                                             f"import it with --page {page!r} and a SLUG of your choice")
-            done = new_character(slug, args.source, name=name, work=args.work, data=ds, llm=llm,
-                                 mapping=mapping, page=page, mbti=args.mbti, sloan=args.sloan,
-                                 embedder=placer)
-        except DataError as e:
+            done = new_character(slug, args.source, name=name, work=args.work, data=ds, llm=llm, mapping=mapping,
+                                 page=page, mbti=args.mbti, sloan=args.sloan, embedder=placer)
+        except Exception as e:  # a page refused, or a bug on one page: the others are still imported
             if not args.each_page:
                 raise
             failed.append(page)
-            print(f"skipped page {page!r}: {e}", file=sys.stderr)
-            continue
-        except Exception as e:  # a bug on one page: the others are still imported, as for a page it refuses
-            if not args.each_page:
-                raise
-            failed.append(page)
-            print(f"skipped page {page!r}: unexpected error ({type(e).__name__}: {e}); nothing written for it. "
-                  "This is a bug of the importer: please report it with the page", file=sys.stderr)
+            why = e if isinstance(e, DataError) else (
+                f"unexpected error ({type(e).__name__}: {e}); nothing written for it. This is a bug of the importer: "
+                "please report it with the page")
+            print(f"skipped page {page!r}: {why}", file=sys.stderr)
             continue
         print(done.summary())
         placements = [line for line in done.report if line not in done.warnings]  # a near tie: once, as a warning

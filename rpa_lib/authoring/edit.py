@@ -53,8 +53,8 @@ def _section_span(persona: Persona, under: str) -> tuple[tuple[str, ...], int, l
                                         + (" ..." if len(known) > 12 else ""))
 
 
-def _write(persona: Persona, text: str) -> Persona:
-    """Write ``text`` over persona.md if it still parses; the new Persona."""
+def _write(persona: Persona, text: str, action: str, headings: tuple[str, ...], paragraph: str) -> Edit:
+    """Write ``text`` over persona.md if it still parses; the :class:`Edit` it made."""
     path = persona.path
     tmp = path.with_name(".persona.md.tmp")
     tmp.write_text(text, encoding="utf-8")
@@ -64,7 +64,8 @@ def _write(persona: Persona, text: str) -> Persona:
         tmp.unlink()
         raise DataError(path, e.line, f"the edit would break the persona ({e.problem}); nothing changed") from None
     os.replace(tmp, path)
-    return parse_persona(path, new.slug)
+    after = parse_persona(path, new.slug)
+    return Edit(persona.slug, action, headings, paragraph, persona.longest_paragraph, after.longest_paragraph)
 
 
 def _clean(text: str) -> str:
@@ -91,8 +92,7 @@ def add_paragraph(slug: str, under: str, text: str, *, position: int | None = No
     else:
         at = paragraphs[-1].end if paragraphs else heading_end
         new = persona.source[:at].rstrip("\n") + "\n\n" + text + "\n\n" + persona.source[at:].lstrip("\n")
-    after = _write(persona, new.rstrip("\n") + "\n")
-    return Edit(slug, "added", headings, text, persona.longest_paragraph, after.longest_paragraph)
+    return _write(persona, new.rstrip("\n") + "\n", "added", headings, text)
 
 
 def _find(persona: Persona, under: str, index: int | None, containing: str | None):
@@ -118,8 +118,7 @@ def delete_paragraph(slug: str, under: str, *, index: int | None = None, contain
     if len(persona.paragraphs) == 1:
         raise ValueError("cannot delete the persona's only paragraph")
     new = persona.source[: par.start].rstrip("\n") + "\n\n" + persona.source[par.end:].lstrip("\n")
-    after = _write(persona, new.rstrip("\n") + "\n")
-    return Edit(slug, "deleted", headings, par.text, persona.longest_paragraph, after.longest_paragraph)
+    return _write(persona, new.rstrip("\n") + "\n", "deleted", headings, par.text)
 
 
 def replace_paragraph(slug: str, under: str, text: str, *, index: int | None = None, containing: str | None = None,
@@ -127,8 +126,8 @@ def replace_paragraph(slug: str, under: str, text: str, *, index: int | None = N
     """Replace one paragraph under ``under`` (chosen as in :func:`delete_paragraph`) with ``text``."""
     persona, text = user_dataset(data).persona(slug), _clean(text)
     headings, par = _find(persona, under, index, containing)
-    after = _write(persona, persona.source[: par.start] + text + persona.source[par.end:])
-    return Edit(slug, "replaced", headings, par.text, persona.longest_paragraph, after.longest_paragraph)
+    return _write(persona, persona.source[: par.start] + text + persona.source[par.end:], "replaced", headings,
+                  par.text)
 
 
 def refresh_indexes(slug: str, *, embedder: str = "minilm", splitters=("vanilla", "ats", "acts"),

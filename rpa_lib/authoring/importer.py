@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import difflib
 import io
+import itertools
 import os
 import re
 import shutil
@@ -235,10 +236,8 @@ def plan(doc: SourceDocument, name: str, table: dict[str, str | None] = HEADING_
         if not is_top and inherited != UNKNOWN and not gathered:
             return None
         found = lookup(s.title, table)
-        if found and gathered and found[0] == inherited:  # "Overview > Appearance": placed by itself, kept under it
-            return FOLLOW, f"heading table: {found[1]}"
-        if found:
-            return found[0], f"heading table: {found[1]}"
+        if found:  # "Overview > Appearance" placed where its overview is: kept under it
+            return (FOLLOW if gathered and found[0] == inherited else found[0]), f"heading table: {found[1]}"
         if not is_top:
             return None
         if llm is not None:
@@ -355,25 +354,19 @@ def _joined(entries: list[tuple[tuple[str, ...], list[str], int, str]]
             key = parsed.group(2).strip() if parsed else title  # as the persona's reader will read it
             node = node.children.setdefault(key, _Heading((line, where), title=title))
         node.paragraphs += [(p, (line, where)) for p in paragraphs]
-    out = []
 
-    def walk(node: _Heading, depth: int) -> None:
-        out.append((depth, node.title, node.paragraphs, node.origin))
+    def walk(node: _Heading, depth: int):
+        yield depth, node.title, node.paragraphs, node.origin
         for child in node.children.values():
-            walk(child, depth + 1)
+            yield from walk(child, depth + 1)
 
-    walk(root, 2)
-    return out
+    return list(walk(root, 2))
 
 
 def _section_text(doc: SourceDocument, section) -> list[str]:
-    at = doc.sections.index(section)
-    out = list(section.paragraphs)
-    for s in doc.sections[at + 1:]:
-        if s.level <= section.level:
-            break
-        out += s.paragraphs
-    return out
+    """The section's paragraphs, its subsections' included."""
+    below = itertools.takewhile(lambda s: s.level > section.level, doc.sections[doc.sections.index(section) + 1:])
+    return [*section.paragraphs, *(p for s in below for p in s.paragraphs)]
 
 
 def _move_paragraphs(placer, s, where, attribute, paragraphs, out, report, ties) -> list[str]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import json
 import re
 import shutil
@@ -144,10 +145,7 @@ def qa_scaffold(slug: str, llm, *, data: Dataset | str | Path | None = None, per
                 result.failed.append(f"{attribute}: {e}")
                 continue
             question = question_from(reply, sentence)
-            n = len(taken) + 1
-            while f"{slug}-{n:02d}" in taken:
-                n += 1
-            qa_id = f"{slug}-{n:02d}"
+            qa_id = next(i for n in itertools.count(len(taken) + 1) if (i := f"{slug}-{n:02d}") not in taken)
             taken.add(qa_id)
             note = "answer = the evidence sentence: shorten it"
             if question is None:

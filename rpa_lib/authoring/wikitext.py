@@ -141,25 +141,17 @@ def export_pages(path: Path, text: str) -> list[Page]:
     pages, namespaces, numbers = [], {}, {}  # numbers: a namespace's name -> its number, for a page without <ns>
     for el in root:
         if _local(el.tag) == "siteinfo":  # <namespaces><namespace key="6">Datei</namespace>: this wiki's names
-            for ns in (n for c in el if _local(c.tag) == "namespaces" for n in c):
+            for ns in el.iterfind("{*}namespaces/*"):
                 if ns.get("key") in SITE_KINDS and (ns.text or "").strip():
                     namespaces[_namespace_key(ns.text)] = SITE_KINDS[ns.get("key")]
                 if (ns.text or "").strip():
                     numbers[_namespace_key(ns.text)] = (ns.get("key") or "").strip()
         if _local(el.tag) != "page":
             continue
-        title, revisions, ns, redirect = "", [], "", ""
-        for child in el:
-            if _local(child.tag) == "title":
-                title = (child.text or "").strip()
-            elif _local(child.tag) == "ns":
-                ns = (child.text or "").strip()
-            elif _local(child.tag) == "redirect":
-                redirect = (child.get("title") or "").strip()
-            elif _local(child.tag) == "revision":
-                fields = {_local(c.tag): (c.text or "") for c in child}
-                revisions.append((fields.get("timestamp", "").strip(), fields.get("id", "").strip(),
-                                  fields.get("text", "")))
+        title, ns = ((el.findtext(f"{{*}}{tag}") or "").strip() for tag in ("title", "ns"))  # {*}: any or no namespace
+        redirect = next(((r.get("title") or "").strip() for r in el.iterfind("{*}redirect")), "")
+        revisions = [(r.findtext("{*}timestamp", "").strip(), r.findtext("{*}id", "").strip(),
+                      r.findtext("{*}text", "")) for r in el.iterfind("{*}revision")]
         if not ns and ":" in title:  # an old export: the title's prefix, if the <siteinfo> names it
             ns = numbers.get(_namespace_key(title.partition(":")[0]), "")
         pages.append(Page(title, revisions, namespaces, ns, redirect))
@@ -214,9 +206,27 @@ def parse_wikitext(wikitext: str, first_line: int = 1, title: str | None = None,
     """Wikitext into sections (level = the number of ``=``), line numbers counted from ``first_line``; ``title``:
     the page's, shown for ``{{PAGENAME}}``; ``namespaces``: the wiki's own names of File and Category links
     (:attr:`Page.namespaces`), dropped as :data:`LINK_NAMESPACES` are."""
+    import mwparserfromhell
+    from mwparserfromhell.nodes import Heading
+
+    wikitext = TABBER.sub(lambda m: TABBER_LABEL.sub(r"\1\2", m.group(1)), MAGIC_WORD.sub("", wikitext))  # same lines
+    wikitext = "\n".join(map(_quotes, wikitext.split("\n")))
     token = _SITE_NAMESPACES.set(namespaces or {})
     try:
-        return _parse_wikitext(wikitext, first_line, title)
+        code = mwparserfromhell.parse(wikitext)
+        doc = SourceDocument(Path(), "mediawiki", title, [])
+        parts: list[tuple[int, str, int, list]] = [(0, "", first_line, [])]  # (level, title, line, nodes)
+        line = first_line
+        for node in _unwrapped(code.nodes):
+            if isinstance(node, Heading):
+                parts.append((node.level, tidy(_strip(mwparserfromhell.parse(str(node.title)), line, doc)), line, []))
+            else:
+                parts[-1][3].append(node)
+            line += str(node).count("\n")
+        for level, heading, at, nodes in parts:
+            body = _strip(mwparserfromhell.parse("".join(map(str, nodes))), at, doc, top=level == 0)
+            doc.sections.append(SourceSection(level, heading, at, _paragraphs(body)))
+        return doc
     finally:
         _SITE_NAMESPACES.reset(token)
 
@@ -241,28 +251,6 @@ def _interlanguage(title: str) -> bool:
     are; ``"Re:Zero"`` (a code in mixed case) and ``"Ran: The Film"`` (a space after the colon) are not."""
     m = INTERLANGUAGE.match(title.strip())
     return bool(m) and (m.group(1).islower() or m.group(1).isupper())
-
-
-def _parse_wikitext(wikitext: str, first_line: int, title: str | None) -> SourceDocument:
-    import mwparserfromhell
-    from mwparserfromhell.nodes import Heading
-
-    wikitext = TABBER.sub(lambda m: TABBER_LABEL.sub(r"\1\2", m.group(1)), MAGIC_WORD.sub("", wikitext))  # same lines
-    wikitext = "\n".join(map(_quotes, wikitext.split("\n")))
-    code = mwparserfromhell.parse(wikitext)
-    doc = SourceDocument(Path(), "mediawiki", title, [])
-    parts: list[tuple[int, str, int, list]] = [(0, "", first_line, [])]  # (level, title, line, nodes)
-    line = first_line
-    for node in _unwrapped(code.nodes):
-        if isinstance(node, Heading):
-            parts.append((node.level, tidy(_strip(mwparserfromhell.parse(str(node.title)), line, doc)), line, []))
-        else:
-            parts[-1][3].append(node)
-        line += str(node).count("\n")
-    for level, title, at, nodes in parts:
-        body = _strip(mwparserfromhell.parse("".join(map(str, nodes))), at, doc, top=level == 0)
-        doc.sections.append(SourceSection(level, title, at, _paragraphs(body)))
-    return doc
 
 
 def _unwrapped(nodes):
@@ -303,9 +291,10 @@ def render_template(node, title: str = "") -> str | None:
         return title
     args = [_plain(p.value, title) for p in node.params if not p.showkey]
     args = [a for a in args if a]
-    if name in LINKS:
-        return args[-1] if args and name in ("color", "colour", "font color") else args[1] if len(args) > 1 else \
-            (args[0] if args else "")
+    if name in ("color", "colour", "font color"):  # {{color|red|text}}: the text
+        return args[-1] if args else ""
+    if name in LINKS or name in ("lang", "transl"):  # {{link|page|shown}}, {{lang|fr|texte}}: the second, else first
+        return args[1] if len(args) > 1 else (args[0] if args else "")
     if name == "age":  # {{age|1870|5|4|1900|1|1}}: years between two dates; one date alone is an age "today"
         return _age(args)
     if name in DATES:
@@ -315,8 +304,6 @@ def render_template(node, title: str = "") -> str | None:
     if name == "val":
         unit = next((_plain(p.value) for p in node.params if str(p.name).strip() in ("u", "ul")), "")
         return f"{args[0]} {unit}".strip() if args else ""
-    if name in ("lang", "transl", "ill"):
-        return args[1] if len(args) > 1 and name != "ill" else (args[0] if args else "")
     if name in LISTS:  # entries, as arguments or as a bulleted list in one: "A; B", as <br> separates them
         return "; ".join(e for p in node.params if (not p.showkey or str(p.name).strip().isdigit())  # "|1=\n* A"
                          and (e := _plain(p.value, title, br="; ")))
@@ -443,46 +430,45 @@ def _strip(code, line: int, doc: SourceDocument, top: bool = False, item: str = 
     contexts: dict[int, object] = {}  # id(Wikicode) -> the Wikicode whose nodes change
     gone: set[int] = set()  # ids of the nodes inside a removed or replaced one
 
-    def remove(node, context) -> None:
-        replace(node, context, None)
-
-    def replace(node, context, value) -> None:
+    def replace(node, context, value) -> None:  # value None: removed
         if id(node) in gone:  # as Wikicode.remove and .replace, which find no such node in the code any more
             raise ValueError(node)
         changed[id(node)] = [] if value is None else parse_anything(value).nodes
         contexts[id(context)] = context
 
+    def noted(where: int, name: str, shown: str | None, how: str = "") -> None:
+        if shown is None:
+            doc.removed.append((where, f"template {{{{{name}}}}}"))
+        else:
+            doc.rendered.append((where, f"{{{{{name}}}}} -> {shown!r}{how}"))
+
+    title = doc.title or ""
     boxes = _top_templates(code) if top else []
     for node, context, parent in _nodes(code):
         if parent is not None and (id(parent) in gone or id(parent) in changed):
             gone.add(id(node))
+        tag = str(node.tag).strip().lower() if isinstance(node, Tag) else None
         try:
-            if isinstance(node, Tag) and str(node.tag).strip().lower() in DROPPED_TAGS:
-                tag = str(node.tag).strip().lower()
+            if tag in DROPPED_TAGS:
                 if tag in ("table", "gallery"):
                     doc.removed.append((at(node), tag))
                 elif tag == "ref":
                     inner = ([f"{{{{{template_name(t)}}}}}" for t in node.contents.filter_templates()]
                              if node.contents else [])
                     doc.removed.append((at(node), "<ref> footnote" + (f" ({', '.join(inner)})" if inner else "")))
-                remove(node, context)
+                replace(node, context, None)
             elif isinstance(node, Template):
                 name = template_name(node)
                 where = at(node)
                 if name in ("br", "break"):  # a line break, as <br>: a space, or what separates a field's entries
                     replace(node, context, br)
-                    continue
-                if name.startswith("infobox") or name.endswith("infobox") or any(node is b for b in boxes):
+                elif name.startswith("infobox") or name.endswith("infobox") or any(node is b for b in boxes):
                     for inner in (t for p in node.params for t in p.value.filter_templates(recursive=True)):
-                        shown, inner_name = render_template(inner, doc.title or ""), template_name(inner)
-                        if shown is None:
-                            doc.removed.append((where, f"template {{{{{inner_name}}}}}"))
-                        else:
-                            doc.rendered.append((where, f"{{{{{inner_name}}}}} -> {shown!r} (infobox)"))
+                        noted(where, template_name(inner), render_template(inner, title), " (infobox)")
                     pictures: set[str] = set()  # fields that held an image file: "Bild" (its caption "Bildunterschrift")
                     for p in node.params:
                         field = str(p.name).strip().replace("_", " ")
-                        value = _plain(p.value, doc.title or "", br="; ")  # "[[A]]<br>[[B]]": two entries
+                        value = _plain(p.value, title, br="; ")  # "[[A]]<br>[[B]]": two entries
                         if picture_field(field, value, pictures):
                             if value or p.value.filter_wikilinks():  # [[File:...]]: no text, but dropped
                                 doc.removed.append((where, f"infobox field {field!r}"))
@@ -490,28 +476,23 @@ def _strip(code, line: int, doc: SourceDocument, top: bool = False, item: str = 
                                 pictures.add(field.lower())
                         elif value:
                             doc.facts.append((where, field, value))
-                    remove(node, context)
-                    continue
-                shown = render_template(node, doc.title or "")
-                if shown is None:
-                    remove(node, context)
-                    doc.removed.append((where, f"template {{{{{name}}}}}"))
+                    replace(node, context, None)
                 else:
+                    shown = render_template(node, title)
                     replace(node, context, shown)
-                    doc.rendered.append((where, f"{{{{{name}}}}} -> {shown!r}"))
+                    noted(where, name, shown)
             elif isinstance(node, Wikilink) and (link := _link_namespace(str(node.title).strip())):
                 kind, written, target = link
                 english = _namespace_key(written) in ENGLISH_LINKS  # "image link 'A.png'", "file link 'B.jpg' (Datei:)"
                 doc.removed.append((at(node), f"{_namespace_key(written) if english else kind} link {target!r}"
                                               + ("" if english else f" ({written}:)")))
-                remove(node, context)
+                replace(node, context, None)
             elif isinstance(node, Comment) or (isinstance(node, Wikilink) and _interlanguage(str(node.title))
                                                and node.text is None):  # [[wp:X|text]] keeps its text
-                remove(node, context)
-            elif isinstance(node, Tag) and str(node.tag).strip().lower() in LIST_TAGS:
-                tag = str(node.tag).strip().lower()
+                replace(node, context, None)
+            elif tag in LIST_TAGS:
                 replace(node, context, {"dt": TERM, "dd": DEFINITION}.get(tag, item) if item == ITEM else item)
-            elif isinstance(node, Tag) and str(node.tag).strip().lower() == "br":
+            elif tag == "br":
                 replace(node, context, br)
         except ValueError:  # already gone with an enclosing node that was removed
             continue

@@ -106,7 +106,7 @@ _MIN_LETTERS = 4
 def stem(word: str) -> str:
     """A crude lemma: lower case; possessive, plural, ``-ing``, ``-ed``, ``-ly`` and a final ``-e`` stripped; a final
     ``-y`` read as ``-i``. ``[stem(w) for w in ["Stories", "tried", "burning"]] == ["stori", "tri", "burn"]``"""
-    w = re.sub(r"'s?$", "", word.lower())
+    w = _stem(word.lower())
     if len(w) > 3 and w.endswith(("ies", "ied")):
         w = w[:-3] + "y"
     elif w.endswith("sses"):
@@ -144,7 +144,7 @@ def content_words(text: str, names: set[str] | frozenset[str] = frozenset()) -> 
             continue
         for part in word.split("-"):
             low = part.lower()
-            bare = re.sub(r"'s?$", "", low)
+            bare = _stem(low)
             if len(bare) >= _MIN_LETTERS and low not in STOP_WORDS and bare not in STOP_WORDS:
                 out.setdefault(stem(bare), bare)
     return [(w, s) for s, w in out.items()]
