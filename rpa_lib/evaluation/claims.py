@@ -51,8 +51,7 @@ CLAIMS = [
     Claim("T3-usage", "Table 3 / Figure 1", "GS uses more of the persona's chunks than Naive RAG on MBTI questions "
           "(43.84% vs 34.93%)", "table3_chunk_usage", "usage_rate", "MBTI", "amadeus", "naive_rag"),
     Claim("T3-failure", "Table 3", "GS still fails on 25.11% of CharacterRAG and 15.33% of MBTI questions (the "
-          "paper: room for improvement)",
-          "table3_chunk_usage", "gs_failed", None, "amadeus", ""),
+          "paper: room for improvement)", "table3_chunk_usage", "gs_failed", None, "amadeus", ""),
     Claim("T4-crag", "Table 4", "AMADEUS predicts MBTI types better than CRAG", "table4_mbti", "dimension_correct",
           "MBTI", "amadeus", "crag"),
     Claim("T4-lightrag", "Table 4", "AMADEUS predicts MBTI types better than LightRAG", "table4_mbti",
@@ -184,9 +183,8 @@ def _paper_evidence(claim: Claim, personality: pd.DataFrame, dataset: Dataset | 
         return {"paper_evidence": text, "paper_difference": t.difference.min(), "paper_p_item": worst,
                 "paper_verdict": v}
     if claim.table == "table1_similarity":
-        t1 = paper("table1_similarity")
-        col = "sum_mu" if claim.outcome == "mu" else "sum_var"
-        wide = t1.pivot(index="embedder", columns="splitter", values=col)
+        wide = paper("table1_similarity").pivot(index="embedder", columns="splitter",
+                                                values="sum_mu" if claim.outcome == "mu" else "sum_var")
         sign = 1 if claim.higher_is_better else -1  # lower is better: compare the negated values
         better = sign * wide[claim.method] > sign * wide[claim.reference]
         ats = sign * wide["ATS"] > sign * wide["Vanilla"]
@@ -274,9 +272,8 @@ def _ours(claim: Claim, hits: dict[str, pd.DataFrame], summary: pd.DataFrame, ru
         verdicts.append((label, character_verdict(r.p_claims_holm, r.n_characters, toward, against, favour * diff > 0,
                                                   tuple(sorted((favour * low, favour * high))))))
         first = first or {"ours_comparison": label, "ours_difference": diff, "ours_low": low, "ours_high": high,
-                          "ours_p_item": r.p_item,
-                          "ours_p_character": r.p_character, "ours_p_character_holm": r.p_claims_holm,
-                          "ours_n_characters": r.n_characters}
+                          "ours_p_item": r.p_item, "ours_p_character": r.p_character,
+                          "ours_p_character_holm": r.p_claims_holm, "ours_n_characters": r.n_characters}
     plain = {v for _, v in verdicts}
     v = plain.pop() if len(plain) == 1 else "mixed: " + "; ".join(f"{k}: {v}" if k else v for k, v in verdicts)
     if claim.table in NO_LLM:
@@ -310,18 +307,14 @@ def claims_table(results_dir: Path, dataset: Dataset | None = None) -> tuple[pd.
                      {c.table: [(c.method, c.reference)]})
              for c in CLAIMS if len(outcomes) and c.reference and (paired.empty or _hits(c, paired).empty)]
     hits = claim_hits(pd.concat([paired, *extra], ignore_index=True))
-    rows = []
-    for c in CLAIMS:
-        row = {"claim_id": c.id, "source": c.source, "claim": c.claim, "direction": 1 if c.higher_is_better else -1,
-               **_paper_evidence(c, personality, ds)}
-        row.update(_ours(c, hits, summary, run) if len(outcomes) else
-                   {"ours_evidence": "-", "ours_verdict": "not testable with this run: no committed per-item files"})
-        rows.append(row)
+    no_run = {"ours_evidence": "-", "ours_verdict": "not testable with this run: no committed per-item files"}
+    rows = [{"claim_id": c.id, "source": c.source, "claim": c.claim, "direction": 1 if c.higher_is_better else -1,
+             **_paper_evidence(c, personality, ds), **(_ours(c, hits, summary, run) if len(outcomes) else no_run)}
+            for c in CLAIMS]
     cols = ["claim_id", "source", "claim", "paper_evidence", "paper_verdict", "ours_evidence", "ours_verdict",
             "paper_difference", "paper_low", "paper_high", "paper_p_item", "paper_p_character", "paper_p_character_holm",
-            "ours_comparisons", "ours_comparison", "ours_difference", "ours_low", "ours_high", "ours_p_item", "ours_p_character",
-            "ours_p_character_holm",
-            "ours_n_characters", "direction", *LABELS]
+            "ours_comparisons", "ours_comparison", "ours_difference", "ours_low", "ours_high", "ours_p_item",
+            "ours_p_character", "ours_p_character_holm", "ours_n_characters", "direction", *LABELS]
     return pd.DataFrame(rows).reindex(columns=cols), paired
 
 

@@ -87,11 +87,11 @@ def power_text(sizes: Sizes) -> str:
              f"under clustering by character): {sizes.qa_characters} characters x {sizes.questions_per_character} "
              f"questions for Table 6, {sizes.personality_characters} character(s) for Tables 4-5"]
     for r in mde_table(sizes).itertuples():
-        obs = f", {r.mde_observed_discordance:.3f} at the paper's discordance" if not math.isnan(
-            r.mde_observed_discordance) else ""
         if math.isnan(r.mde_independent_errors):
             lines.append(f"  MDE {r.outcome}: none with {r.pairs} pairs (no difference is detectable at these sizes)")
             continue
+        obs = ("" if math.isnan(r.mde_observed_discordance)
+               else f", {r.mde_observed_discordance:.3f} at the paper's discordance")
         lines.append(f"  MDE {r.outcome}: {r.mde_independent_errors:.3f} with {r.pairs} pairs (independent errors at "
                      f"{r.level:.2f}{obs})")
     lines.append("  needed for the paper's printed differences (pairs; characters):")

@@ -18,14 +18,7 @@ from rpa_lib.evaluation.judges import FAILED, OK, UNPARSED, judge_metric, label_
 from rpa_lib.evaluation.metrics.agreement import kendall_tau, noted
 from rpa_lib.evaluation.metrics.keypoints import KeypointScores, average_keypoint_scores, keypoint_scores
 from rpa_lib.evaluation.metrics.retrieval import normalize
-from rpa_lib.evaluation.runner import (
-    QUESTIONNAIRE_TASKS,
-    Job,
-    answer_tasks,
-    qa_jobs,
-    questionnaire_jobs,
-    run_verdicts,
-)
+from rpa_lib.evaluation.runner import QUESTIONNAIRE_TASKS, Job, answer_tasks, qa_jobs, questionnaire_jobs, run_verdicts
 from rpa_lib.evaluation.runner import qa_items as qa_items  # the pairs qa_jobs asks, for this module's users
 from rpa_lib.evaluation.uncertainty import interval_columns, merge_intervals
 from rpa_lib.methods.base import Method
@@ -118,14 +111,6 @@ def _response(r: dict) -> dict:
             "attribute": None if pd.isna(r.get("attribute")) else r.get("attribute")}
 
 
-def _retrieves(method: str) -> bool | None:
-    """:func:`has_context` of a registered method's class (None: not a registered name)."""
-    try:
-        return has_context(method_class(method))
-    except ValueError:
-        return None
-
-
 def verdict_jobs(answers: pd.DataFrame, gold: dict[tuple[str, str], QA], metrics: Sequence[str] = METRICS, *,
                  shared_reference: bool = False) -> list[tuple]:
     """``(row, metric)`` for each answered row: ACC and ACC_L with a gold answer; HS when the row has context, or
@@ -136,8 +121,12 @@ def verdict_jobs(answers: pd.DataFrame, gold: dict[tuple[str, str], QA], metrics
         raise ValueError(f"unknown metric(s) {sorted(unknown)}; known: {', '.join(METRICS)}")
 
     def hs(r: dict) -> bool:
-        retrieves = _retrieves(r["method"]) if shared_reference else None
-        return bool(r.get("context")) if retrieves is None else retrieves
+        if shared_reference:
+            try:
+                return has_context(method_class(r["method"]))
+            except ValueError:  # not a registered method: as without a shared reference
+                pass
+        return bool(r.get("context"))
 
     return [(r, m) for r in _answered(answers) for m in metrics
             if (m in ("acc", "acc_l") and (r["character"], r["question_id"]) in gold and r.get("task") in QA_TASKS)
@@ -185,12 +174,9 @@ def judge_answers(answers: pd.DataFrame, judge, names: dict[str, str], gold: dic
         return judge_metric(judge, metric, names.get(r["character"], r["character"]), r["question"],
                             qa.answer if qa else None, r["reply"] or "", context, reference=references is not None)
 
-    def describe(job) -> dict:
-        return {**_response(job[0]), "metric": job[1], "judge": judge.label}
-
     jobs = verdict_jobs(answers, gold, metrics, shared_reference=references is not None)
-    return run_verdicts(judge, jobs, run, describe, columns=VERDICT_COLUMNS,
-                        desc="judge", workers=workers, progress=progress)
+    return run_verdicts(judge, jobs, run, lambda job: {**_response(job[0]), "metric": job[1], "judge": judge.label},
+                        columns=VERDICT_COLUMNS, desc="judge", workers=workers, progress=progress)
 
 
 def label_answers(answers: pd.DataFrame, keypoints: pd.DataFrame, judge, names: dict[str, str], *,
@@ -205,12 +191,10 @@ def label_answers(answers: pd.DataFrame, keypoints: pd.DataFrame, judge, names: 
         r, _, kp = job
         return label_keypoint(judge, names.get(r["character"], r["character"]), r["question"], kp, r["reply"] or "")
 
-    def describe(job) -> dict:
-        r, i, kp = job
-        return {**_response(r), "kp": i, "key_point": kp, "judge": judge.label}
-
-    labels = run_verdicts(judge, jobs, run, describe, columns=[*LABEL_COLUMNS, "answer", "value"],
-                          desc="key-point labels", workers=workers, progress=progress)
+    labels = run_verdicts(judge, jobs, run,
+                          lambda job: {**_response(job[0]), "kp": job[1], "key_point": job[2], "judge": judge.label},
+                          columns=[*LABEL_COLUMNS, "answer", "value"], desc="key-point labels", workers=workers,
+                          progress=progress)
     return labels.assign(label=labels.answer)[LABEL_COLUMNS]
 
 

@@ -221,18 +221,16 @@ def run_verdicts(judge, jobs: Iterable, verdict: Callable[[Any], Any], describe:
     return pd.DataFrame(rows, columns=[*columns, *TRACE_COLUMNS] if columns else None)
 
 
-PENDING_ERROR = Pending.__name__  # an item's error that says its answer is not in yet, as LLM.map writes it
-
-
 def pending_mask(rows: pd.DataFrame) -> pd.Series:
-    """Which rows wait for a batch round: marked ``pending``, of status :data:`PENDING` or with a ``Pending`` error."""
+    """Which rows wait for a batch round: marked ``pending``, of status :data:`PENDING` or with a ``Pending`` error
+    (an item's error that says its answer is not in yet, as LLM.map writes it)."""
     mask = pd.Series(False, index=rows.index)
     if "pending" in rows:
         mask |= rows.pending.eq(True)
     if "status" in rows:
         mask |= rows.status.eq(PENDING)
     if "error" in rows:
-        mask |= rows.error.map(lambda e: isinstance(e, str) and e.startswith(f"{PENDING_ERROR}:")).astype(bool)
+        mask |= rows.error.map(lambda e: isinstance(e, str) and e.startswith(f"{Pending.__name__}:")).astype(bool)
     return mask
 
 

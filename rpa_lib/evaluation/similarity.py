@@ -52,9 +52,8 @@ def similarity_table(per_char: pd.DataFrame) -> pd.DataFrame:
     keys = ["splitter", "embedder"]
     t = per_char.groupby(keys, sort=False).agg(sum_mu=("mu", "sum"), sum_var=("var", "sum"), sum_var_q=("var_q", "sum"),
                                                characters=("character", "nunique")).reset_index()
-    n = per_char.character.nunique()
     ci = interval_columns(per_char.rename(columns={"mu": "sum_mu", "var": "sum_var", "var_q": "sum_var_q"}), keys,
-                          ["sum_mu", "sum_var", "sum_var_q"], scale=n)
+                          ["sum_mu", "sum_var", "sum_var_q"], scale=per_char.character.nunique())
     t = merge_intervals(t, ci, keys)
     t["splitter"] = t["splitter"].map(SPLITTER_NAMES).fillna(t["splitter"])
     return t

@@ -26,7 +26,7 @@ def interval_columns(rows: pd.DataFrame, keys: list[str], columns: list[str], sc
     ``repeat`` column, ``n_runs``. ``keys`` empty: one row."""
     out = []
     for key, g in rows.groupby(keys, sort=False, dropna=False) if keys else [((), rows)]:
-        row = dict(zip(keys, key if isinstance(key, tuple) else (key,), strict=True))
+        row = dict(zip(keys, key, strict=True))
         notes = []
         for col in columns:
             ci = cluster_bootstrap(pd.to_numeric(g[col], errors="coerce"), g["character"])

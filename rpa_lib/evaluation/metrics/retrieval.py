@@ -53,11 +53,6 @@ def _chunk(text: str) -> tuple[str, int]:
     return text, len(text.split())
 
 
-@lru_cache(maxsize=1 << 15)
-def _words(sentence: str) -> int:
-    return len(sentence.split())
-
-
 def _found(sentence: str, chunks: list[str]) -> bool:
     return any(sentence in chunk for chunk in chunks)
 
@@ -95,6 +90,6 @@ def eir(gold: str | Sequence[str], retrieved: str | Sequence[str], *, language: 
     if total == 0:
         return 0.0
     chunks = [c for c, _ in pairs]
-    matched = sum(_words(s) for s in _gold_sentences(_as_list(gold, "gold evidence"), language)
+    matched = sum(len(s.split()) for s in _gold_sentences(_as_list(gold, "gold evidence"), language)
                   if _found(s, chunks))
     return matched / total

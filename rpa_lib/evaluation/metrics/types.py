@@ -8,16 +8,12 @@ TIE = "-"  # a dimension whose score sits exactly on the midpoint: no letter, co
 NO_SCORE = "?"  # a dimension with no rated unit (every item failed): no letter, counted as a miss
 
 
-def _f1(truth: list[str], predicted: list[str], label: str) -> float:
-    """2 TP / (2 TP + FP + FN), whose denominator is the count of ``label`` in ``truth`` plus in ``predicted``."""
-    tp = sum(t == p == label for t, p in zip(truth, predicted))
-    return 0.0 if tp == 0 else 2 * tp / (truth.count(label) + predicted.count(label))
-
-
 def type_scores(predicted: list[str], truth: list[str]) -> dict:
     """``accuracy`` (of letters), ``avg_f1`` (mean over positions of the macro-F1 over the letters seen there),
     ``full_type_accuracy``, ``accuracy_per_position``, ``f1_per_position`` and ``misses`` (wrong letters per
     character). ``type_scores(["ENFP", "INTJ"], ["ENFP", "ENTJ"])["accuracy"] == 0.875``"""
+    from sklearn.metrics import f1_score  # imported when used: loading scikit-learn takes about 0.3 s
+
     predicted, truth = [str(p) for p in predicted], [str(t) for t in truth]
     if len(predicted) != len(truth) or not truth:
         raise ValueError(f"need equally many predicted and true types, got {len(predicted)} and {len(truth)}")
@@ -31,7 +27,7 @@ def type_scores(predicted: list[str], truth: list[str]) -> dict:
         t_col, p_col = [t[i] for t in truth], [p[i] for p in predicted]
         labels = sorted((set(t_col) | set(p_col)) - {TIE, NO_SCORE})
         acc_pos.append(sum(a == b for a, b in zip(t_col, p_col)) / len(truth))
-        f1_pos.append(float(np.mean([_f1(t_col, p_col, lab) for lab in labels])))
+        f1_pos.append(float(f1_score(t_col, p_col, labels=labels, average="macro", zero_division=0)))
     return {"accuracy": 1 - sum(misses) / (len(truth) * width), "avg_f1": float(np.mean(f1_pos)),
             "full_type_accuracy": sum(m == 0 for m in misses) / len(truth), "accuracy_per_position": acc_pos,
             "f1_per_position": f1_pos, "misses": misses}
