@@ -156,9 +156,8 @@ def rate_with_panel(samples: pd.DataFrame, panel: Sequence[LLMRater], *, calibra
             return {"sample_id": s["sample_id"], "task": s["task"], "rater": rater.name, "persona": rater.persona,
                     "model": rater.llm.label}
 
-        blocks.append(run_verdicts(rater.llm, records, rate, describe, columns=[*VERDICT_COLUMNS[:6], "value",
-                                                                              *VERDICT_COLUMNS[7:]],
-                                   desc=f"rater {rater.name}", progress=progress))
+        blocks.append(run_verdicts(rater.llm, records, rate, describe, desc=f"rater {rater.name}", progress=progress,
+                                   columns=[*VERDICT_COLUMNS[:6], "value", *VERDICT_COLUMNS[7:]]))
     rows = pd.concat(blocks, ignore_index=True) if blocks else pd.DataFrame(columns=VERDICT_COLUMNS)
     return rows.rename(columns={"value": "rating"})[VERDICT_COLUMNS]
 
@@ -212,8 +211,7 @@ def table2_ratings(samples: pd.DataFrame, sample_set: str, *, panel: Sequence[LL
 
 
 def _quiet(fn, *args, **kwargs):
-    """``(value, note)``: :func:`~rpa_lib.evaluation.metrics.agreement.noted`, or ``(None, the error)`` on
-    ValueError."""
+    """``(value, note)`` of :func:`~rpa_lib.evaluation.metrics.agreement.noted`; ``(None, error)`` on ValueError."""
     try:
         return noted(fn, *args, **kwargs)
     except ValueError as exc:
@@ -224,7 +222,7 @@ def table2(ratings: pd.DataFrame, samples: pd.DataFrame, source: str) -> pd.Data
     """Table 2 per task: mu, sigma, median (the caption's E(E(S)), E(sigma(S)), E(Mdn(S))), Cronbach's alpha with
     Feldt's 95% interval, Krippendorff's ordinal alpha, the 95% interval of mu and ``note`` (why a value is NaN)."""
     out = []
-    for task in [t for t in ("BFI", "MBTI") if t in set(samples.task)] + sorted(set(samples.task) - {"BFI", "MBTI"}):
+    for task in sorted(set(samples.task), key=lambda t: (t not in ("BFI", "MBTI"), t)):  # BFI, MBTI, the rest
         ids = samples.sample_id[samples.task == task]
         table = ratings.loc[[i for i in ids if i in ratings.index]]
         table = table.loc[:, table.notna().any()]

@@ -149,7 +149,6 @@ def check_summary(agreement: pd.DataFrame) -> str:
     parts = []
     for r in agreement.itertuples():
         decided = r.cases - r.undecided
-        notes = [f"{r.undecided} undecided"] if r.undecided else []
-        notes += [f"{r.coerced} coerced"] if r.coerced else []
+        notes = [f"{n} {what}" for n, what in ((r.undecided, "undecided"), (r.coerced, "coerced")) if n]
         parts.append(f"{r.check} {r.agree}/{decided}" + (f" ({', '.join(notes)})" if notes else ""))
     return "judge check: " + "; ".join(parts)

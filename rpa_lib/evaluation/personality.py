@@ -58,9 +58,8 @@ def interview_rows(rows: pd.DataFrame) -> pd.DataFrame:
                     "attributes": json.dumps(d["attributes"], ensure_ascii=False) if d.get("attributes") else None,
                     "route": d.get("route"),  # CRAG's action
                     **(context_columns(r["context"]) if ok else dict.fromkeys(CONTEXT_COLUMNS)),
-                    "llm_calls": r["llm_calls"], "cached_calls": r["cached_calls"], "seconds": r["seconds"],
-                    "coerced_calls": r["coerced_calls"], "prompt_tokens": r["prompt_tokens"],
-                    "completion_tokens": r["completion_tokens"]})
+                    **{k: r[k] for k in ("llm_calls", "cached_calls", "seconds", "coerced_calls", "prompt_tokens",
+                                         "completion_tokens")}})
     out = pd.DataFrame(out)
     return _in_order(out, out, ["method"]) if len(out) else out
 
@@ -197,7 +196,7 @@ def dimension_scores(ratings: pd.DataFrame, questionnaire: Questionnaire) -> pd.
 def letter(score: float, dimension: Dimension, midpoint: float) -> str:
     """The high letter above the midpoint, the low one below, :data:`TIE` on it, :data:`NO_SCORE` without a score.
     ``letter(5.2, Dimension("EI", "...", "E", "I"), 4.0) == "E"``"""
-    if score is None or np.isnan(score):
+    if pd.isna(score):
         return NO_SCORE
     if np.isclose(score, midpoint):
         return TIE

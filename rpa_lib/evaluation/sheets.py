@@ -189,7 +189,7 @@ def _validate(sheet: LoadedSheet, expected: list[str], allow_missing: bool, spec
         if sid not in wanted:
             problems.append(SheetProblem(row, sid, f"{spec.id} is not one of the expected {many}"))
             continue
-        ratings[sid] = {}
+        ratings[sid] = {spec.id: sid, "rater": sheet.rater}
         for column, (low, high) in spec.scales.items():
             rating, problem = parse_rating(raw[column], column, low, high)
             if problem:
@@ -203,8 +203,7 @@ def _validate(sheet: LoadedSheet, expected: list[str], allow_missing: bool, spec
         problems.append(SheetProblem(None, None, f"{len(absent)} expected {one}(s) missing: {', '.join(absent)}"))
     if problems:
         raise SheetError(sheet.path, problems)
-    return pd.DataFrame({spec.id: expected, "rater": sheet.rater,
-                         **{c: [ratings[i][c] for i in expected] for c in spec.scales}})
+    return pd.DataFrame([ratings[i] for i in expected])
 
 
 def read_sheet(path: Path | str, *, expected_ids: Iterable, sample_set: str, allow_missing: bool = False,
@@ -246,10 +245,8 @@ def merge_sheets(folder: Path | str, *, expected_ids: Iterable, sample_set: str,
     ratings, used, waiting = read_sheets(folder, expected_ids=expected, sample_set=sample_set,
                                          allow_missing=allow_missing, spec=spec)
     table = pd.DataFrame({r: f.rating.to_numpy() for r, f in ratings.items()},
-                         index=pd.Index(expected, name=spec.id), dtype=float)
-    table.columns.name = "rater"
-    table.attrs["not_yet_rated"] = waiting
-    table.attrs["sheets"] = used
+                         index=pd.Index(expected, name=spec.id), dtype=float).rename_axis(columns="rater")
+    table.attrs.update(not_yet_rated=waiting, sheets=used)
     if waiting:
         warnings.warn(f"{folder}: not yet rated, left out: {', '.join(waiting)}", UserWarning, stacklevel=2)
     return table
