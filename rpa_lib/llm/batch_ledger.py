@@ -136,14 +136,10 @@ class Ledger:
 
     def results(self, round_n: int, custom_ids: list[str]) -> dict[str, dict]:
         """The results of ``custom_ids`` in round ``round_n``, or answered by any earlier round."""
-        found: dict[str, dict] = {}
-        query = ("SELECT custom_id, result FROM results WHERE custom_id = ? AND (round = ? OR ok = 1) "
+        query = ("SELECT result FROM results WHERE custom_id = ? AND (round = ? OR ok = 1) "
                  "ORDER BY ok DESC, round DESC LIMIT 1")
-        for cid in custom_ids:
-            row = self._conn.execute(query, (cid, round_n)).fetchone()
-            if row is not None:
-                found[cid] = json.loads(row[1])
-        return found
+        rows = ((cid, self._conn.execute(query, (cid, round_n)).fetchone()) for cid in custom_ids)
+        return {cid: json.loads(row[0]) for cid, row in rows if row is not None}
 
     def rounds(self) -> list[dict]:
         """Every round: ``{"round", "mode", "done", "parts": [Part, ...], "results": {custom_id: result}}``."""
@@ -153,6 +149,3 @@ class Ledger:
             out.append({"round": n, "mode": mode, "done": bool(done), "parts": self.parts(n),
                         "results": {cid: json.loads(result) for cid, result in rows}})
         return out
-
-
-__all__ = ["Ledger", "Part", "round_key"]

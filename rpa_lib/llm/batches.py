@@ -7,6 +7,7 @@ stores no answer in the reply cache, does not choose a round's requests and does
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import itertools
 import json
@@ -146,38 +147,32 @@ def run_round(lines: list[dict], *, mode: str, folder: Path, client: Any = None,
     if mode not in MODES:
         raise ValueError(f"unknown batch mode {mode!r}; known: {', '.join(MODES)}")
     models = {str(line["body"].get("model")) for line in lines} if budget is not None and mode == "openai" else set()
-    unpriced = sorted(model for model in models if model_price(model) is None)
-    if unpriced:
+    if unpriced := sorted(model for model in models if model_price(model) is None):
         raise LLMFatalError(f"the budget is limited but the price of {', '.join(map(repr, unpriced))} is "
                             "unknown: set RPA_PRICE_IN and RPA_PRICE_OUT or unset the budget")
     if not lines:
         return {}
     ids = [line["custom_id"] for line in lines]
-    repeated = [cid for cid, n in Counter(ids).items() if n > 1]
-    if repeated:
+    if repeated := [cid for cid, n in Counter(ids).items() if n > 1]:
         raise ValueError(f"custom ids must be unique in a round; repeated: {repeated[:5]}")
-    lock = _lock(Path(folder))
-    try:
-        ledger = Ledger(Path(folder))
+    folder = Path(folder)
+    with contextlib.ExitStack() as stack:  # closes the ledger, then the lock's descriptor and with it the lock
+        stack.callback(os.close, _lock(folder))
+        ledger = stack.enter_context(contextlib.closing(Ledger(folder)))
         model = str(lines[0]["body"].get("model", ""))
-        engine = _OpenAI(client, model, budget, Path(folder)) if mode == "openai" else _Files(model)
+        engine = _OpenAI(client, model, budget, folder) if mode == "openai" else _Files(model)
+        round_n = ledger.open_round(round_key(ids, mode), mode)
         try:
-            round_n = ledger.open_round(round_key(ids, mode), mode)
-            try:
-                _answer(lines, ledger, round_n, engine, _Setup(Path(folder), progress, poll_seconds, limits))
-            except Exception as exc:
-                failure = engine.failure(exc)
-                if failure is None:
-                    raise
-            else:
-                results = ledger.results(round_n, ids)
-                ledger.finish_round(round_n)
-                return results
-            raise failure  # outside the handler: not chained to the client's exception (it holds the headers)
-        finally:
-            ledger.close()
-    finally:
-        os.close(lock)  # and with it the lock
+            _answer(lines, ledger, round_n, engine, _Setup(folder, progress, poll_seconds, limits))
+        except Exception as exc:
+            failure = engine.failure(exc)
+            if failure is None:
+                raise
+        else:
+            results = ledger.results(round_n, ids)
+            ledger.finish_round(round_n)
+            return results
+        raise failure  # outside the handler: not chained to the client's exception (it holds the headers)
 
 
 def _lock(folder: Path) -> int:
@@ -392,17 +387,14 @@ def _create(client: Any, part: Part) -> Any:
 
     once, tries = client.with_options(max_retries=0), 1 + client.max_retries
     policy = getattr(client, "retry_policy", RetryPolicy())
-    attempt = 0
-    while True:
-        attempt += 1
+    for attempt in range(1, tries + 1):
         try:
             return once.batches.create(input_file_id=part.file_id, endpoint=ENDPOINT, completion_window="24h")
         except (openai.APIConnectionError, openai.APIStatusError) as exc:  # a timeout is a connection error
             status = getattr(exc, "status_code", None)
             if status is not None and not retried(status):
                 raise
-            found = _find(client, part)
-            if found is not None:
+            if (found := _find(client, part)) is not None:
                 return found
             if attempt == tries:
                 raise
@@ -432,11 +424,11 @@ def _validation_errors(part: Part, batch: Any) -> dict[str, dict]:
     return out
 
 
+@dataclass
 class _Files:
     """Request files answered by whoever runs them: waits for ``results-N.jsonl`` beside each ``requests-N.jsonl``."""
 
-    def __init__(self, model: str):
-        self.model = model
+    model: str
 
     def failure(self, exc: Exception) -> Exception | None:
         """None: no client, so nothing of the ``openai`` package to scrub."""
@@ -457,9 +449,8 @@ class _Files:
             have = len(results)
             setup.show(f"round {part.round} results-{part.n}.jsonl", f"{have}/{len(part.custom_ids)} lines",
                        part.created)
-            if have == len(part.custom_ids):
-                ledger.collect(part, {cid: r for cid, r in results.items()
-                                      if r is not None and cid in part.custom_ids}, "completed")
+            if have == len(part.custom_ids):  # _read_results refuses a line of another file
+                ledger.collect(part, {cid: r for cid, r in results.items() if r is not None}, "completed")
 
         setup.poll(parts, look)
 
@@ -491,11 +482,8 @@ def _read_results(path: Path, requests: Path, part: Part) -> dict[str, dict | No
 def summary(folder: Path) -> dict:
     """Per round that sent anything, for a run record: mode, batch ids (or request files), requests submitted,
     answered and failed, tokens and dollars at batch price (None: not an OpenAI round, or a price unknown); totals."""
-    ledger = Ledger(Path(folder))
-    try:
+    with contextlib.closing(Ledger(Path(folder))) as ledger:
         rounds = [_round_summary(r) for r in ledger.rounds() if r["parts"]]  # not those answered from earlier ones
-    finally:
-        ledger.close()
     dollars = [r["usd"] for r in rounds if r["usd"] is not None]
     totals = {k: sum(r[k] for r in rounds) for k in ("calls", "answered", "failed", "prompt_tokens",
                                                       "completion_tokens")}

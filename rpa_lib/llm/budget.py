@@ -53,7 +53,7 @@ def model_price(model: str) -> Price | None:
 
 def dollars(name: str, raw: str | float) -> float:
     """A non-negative dollar amount read from setting ``name``; ValueError naming it otherwise."""
-    text = str(raw)
+    text = str(raw)  # a run mode's value may be of any type: its text is what is read
     try:
         value = float(text)
     except ValueError:

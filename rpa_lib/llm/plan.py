@@ -26,14 +26,6 @@ _WRITE_LOCK = threading.Lock()
 _FILES: dict[Path, Any] = {}  # plan files open for appending, one per path, line-buffered
 
 
-def _plan_file(path: Path):
-    """The open plan file at ``path`` (call under ``_WRITE_LOCK``)."""
-    f = _FILES.get(path)
-    if f is None or f.closed or not path.exists():  # a plan file removed since: a new one
-        f = _FILES[path] = open(path, "a", encoding="utf-8", buffering=1)
-    return f
-
-
 class _CacheView:
     """A backend's reply cache, read only (a missing file is never created); recent lookups are remembered, as the
     stand-in and ``base`` look each key up in turn."""
@@ -73,12 +65,14 @@ class PlanLLM(LLM):
         prompt, completion = estimate_tokens(req)
         price = None if self.price is None else [self.price.input, self.price.output]
         entry = {"label": self.label, "model": self.model_id, "server": self._server, "price": price,
-                 "free": self.usage.free,
-                 "kind": req.kind, "key": key, "cached": cached, "in": prompt, "out": completion,
-                 "character": acting_for.get()}
+                 "free": self.usage.free, "kind": req.kind, "key": key, "cached": cached, "in": prompt,
+                 "out": completion, "character": acting_for.get()}
         line = json.dumps(entry, ensure_ascii=False) + "\n"
         with _WRITE_LOCK:
-            _plan_file(self.path).write(line)
+            f = _FILES.get(self.path)
+            if f is None or f.closed or not self.path.exists():  # a plan file removed since: a new one
+                f = _FILES[self.path] = open(self.path, "a", encoding="utf-8", buffering=1)
+            f.write(line)
 
     def _answer(self, req: Request) -> Raw:
         return self._answers._answer(req)

@@ -28,10 +28,6 @@ def split_urls(text: str) -> list[str]:
     return [u.strip() for u in text.split(",") if u.strip()]
 
 
-def _weight(character: str, url: str) -> bytes:
-    return hashlib.sha256(f"{character}\n{url}".encode()).digest()
-
-
 class Replicas:
     """``Replicas(["http://a/v1", "http://b/v1"]).order("Frieren")`` -> indexes of ``urls`` to try, best first."""
 
@@ -53,7 +49,8 @@ class Replicas:
             aside = {i for i, until in self._aside.items() if until > now}
         ranked = range(len(self.urls))
         if character is not None:
-            ranked = sorted(ranked, key=lambda i: _weight(character, self.urls[i]), reverse=True)
+            ranked = sorted(ranked, key=lambda i: hashlib.sha256(f"{character}\n{self.urls[i]}".encode()).digest(),
+                            reverse=True)
         live, out = [i for i in ranked if i not in aside], [i for i in ranked if i in aside]
         if character is None and live:  # the turn goes round the replicas in use
             first = next(self._turn) % len(live)

@@ -8,6 +8,7 @@ credentials: ``to_dict`` is safe to save next to results.
 from __future__ import annotations
 
 import json
+import math
 import re
 import threading
 import time
@@ -68,8 +69,7 @@ class Usage:
             self.call_seconds = 0.0
             self.modes: dict[str, str] = {}  # "choose" / "structured" -> the mode the server was asked in
             self.replies: dict[str, list[int]] = {}  # "choose" / "structured" -> [replies, invalid, coerced]
-            self._first: float | None = None
-            self._last: float | None = None
+            self._first, self._last = math.inf, -math.inf  # the first call's start, the last one's end
 
     def record_call(self, start: float, end: float, *, cached: bool = False, error: bool = False) -> None:
         """One public call that ran from ``start`` to ``end`` (``time.monotonic`` values), also in the trace of the
@@ -82,8 +82,7 @@ class Usage:
             self.cache_hits += cached
             self.errors += error
             self.call_seconds += end - start
-            self._first = start if self._first is None else min(self._first, start)
-            self._last = end if self._last is None else max(self._last, end)
+            self._first, self._last = min(self._first, start), max(self._last, end)
 
     def record_request(self, prompt_tokens: int, completion_tokens: int) -> None:
         with self._lock:
@@ -121,7 +120,7 @@ class Usage:
     @property
     def wall_seconds(self) -> float:
         """From the start of the first call to the end of the last (concurrent calls overlap)."""
-        return 0.0 if self._first is None or self._last is None else self._last - self._first
+        return max(0.0, self._last - self._first)  # 0 before any call
 
     @property
     def cost_usd(self) -> float | None:

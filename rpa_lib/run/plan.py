@@ -89,10 +89,10 @@ GS_EXTRA_CALLS = 0.11  # Guided Selection's extra judge calls in batch mode (doc
 ROUNDS_AFTER_GS = 4  # the Attribute Extractor, the answer, the control's answer, the judges
 
 
-def batch_rounds(max_iterations: int, lookahead: int = BATCH_LOOKAHEAD) -> int:
+def batch_rounds(max_iterations: int) -> int:
     """The rounds a batch run takes: a walk's ``ceil(N / lookahead)`` and :data:`ROUNDS_AFTER_GS`.
     ``batch_rounds(30) == 8``"""
-    return math.ceil(max(max_iterations, 1) / lookahead) + ROUNDS_AFTER_GS
+    return math.ceil(max(max_iterations, 1) / BATCH_LOOKAHEAD) + ROUNDS_AFTER_GS
 
 
 def batch_total(rows: list[dict]) -> float | None:
@@ -142,18 +142,18 @@ def plan_table(rows: list[dict], notebooks: list[str], skipped: dict[str, str] |
         f"{'notebook':<24} {'model':<34} {'calls':>8} {'cached':>8} {'repeats':>8} {'to pay':>8} "
         f"{'in tokens':>12} {'out tokens':>12} {'cost':>14}",
     ]
+
+    def line(first: str, r: dict) -> str:
+        return (f"{first:<24} {r['label'][:34]:<34} {r['calls']:>8,} {r['cached']:>8,} {r['repeats']:>8,} "
+                f"{r['to_pay']:>8,} {r['in_tokens']:>12,} {r['out_tokens']:>12,} {_money(r['cost']):>14}")
+
     for nb in notebooks:
         if nb in skipped:
             lines.append(f"{nb:<24} ({skipped[nb]})")
         for r in (r for r in rows if r["notebook"] == nb):
-            nb_shown = f"{nb} (x{r['scaled']:.3g})" if r["scaled"] != 1.0 else nb
-            lines.append(f"{nb_shown:<24} {r['label'][:34]:<34} {r['calls']:>8,} {r['cached']:>8,} {r['repeats']:>8,} "
-                         f"{r['to_pay']:>8,} {r['in_tokens']:>12,} {r['out_tokens']:>12,} {_money(r['cost']):>14}")
+            lines.append(line(f"{nb} (x{r['scaled']:.3g})" if r["scaled"] != 1.0 else nb, r))
     total = {k: sum(r[k] for r in rows) for k in COUNTS}
-    cost = plan_total(rows)
-    lines.append(f"{'total':<24} {'':<34} {total['calls']:>8,} {total['cached']:>8,} {total['repeats']:>8,} "
-                 f"{total['to_pay']:>8,} {total['in_tokens']:>12,} {total['out_tokens']:>12,} {_money(cost):>14}")
-    lines.append("")
+    lines += [line("total", {**total, "label": "", "cost": plan_total(rows)}), ""]
     models = {(r["label"], r["model"], r["server"]): (r["price"], r["free"]) for r in rows}
     for (label, model, server), (price, free) in models.items():
         where = f" at {server}" if server else ""

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import hashlib
 import json
 import os
 import re
@@ -285,8 +284,7 @@ def batch_rounds(profile: dict, todo: Setup, batch: str, mode: dict, budget: Bud
     writable(store, "batch folder")
     by_stem = {nb.stem: (nb, declared) for nb, (declared, _) in todo.items() if uses_llm(nb, declared)}
     command = {nb.stem: params for nb, (declared, params) in (setup or todo).items() if uses_llm(nb, declared)}
-    key = hashlib.sha256(json.dumps([batch, command, stamps.environment_settings()], sort_keys=True,
-                                    default=str).encode()).hexdigest()[:16]
+    key = stamps.json_sha([batch, command, stamps.environment_settings()])[:16]
     resumed = unfinished_run(store / "runs", key)  # this command, stopped before its end: its rounds go on
     run_dir = resumed or store / "runs" / _run_id()
     print(f"batch: {batch} rounds for {', '.join(by_stem) or 'no notebook'}; results in {store}, rounds in {run_dir}"

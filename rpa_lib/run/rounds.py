@@ -83,8 +83,7 @@ def engine_builder(budget: Budget | None) -> Callable[[str], LLM]:
     """How a round builds the in-process engine of a spec: uncached (the rounds store its answers), and held by
     ``budget`` when given a price (``RPA_PRICE_IN`` / ``RPA_PRICE_OUT``), as in a run."""
     def build(spec: str) -> LLM:
-        llm = get_llm(spec, cache=False)
-        return llm if budget is None else llm.with_budget(budget)
+        return get_llm(spec, cache=False).with_budget(budget)  # None: no limit
     return build
 
 

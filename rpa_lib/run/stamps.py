@@ -27,7 +27,7 @@ OUTPUT_PARAMETERS = ("figures_dir", "results_dir")
 SKIPPED_PARTS = ("__pycache__", ".ipynb_checkpoints", "cache")
 
 
-def _sha(value) -> str:
+def json_sha(value) -> str:
     return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()
 
 
@@ -39,7 +39,7 @@ def path_digest(path: Path) -> str:
         return file_digest(path)
     files = sorted(f for f in path.rglob("*") if f.is_file() and not f.name.lower().startswith("readme") and not any(
         p.startswith(".") or p in SKIPPED_PARTS for p in f.relative_to(path).parts))
-    return _sha([[f.relative_to(path).as_posix(), file_digest(f)] for f in files])
+    return json_sha([[f.relative_to(path).as_posix(), file_digest(f)] for f in files])
 
 
 def library_digest() -> str:
@@ -48,7 +48,7 @@ def library_digest() -> str:
     from importlib.metadata import distributions
 
     installed = sorted({f"{d.metadata['Name']}=={d.version}" for d in distributions() if d.metadata["Name"]})
-    return _sha([path_digest(paths.ROOT / "rpa_lib"), installed, platform.python_version()])
+    return json_sha([path_digest(paths.ROOT / "rpa_lib"), installed, platform.python_version()])
 
 
 def named_path(value) -> Path | None:
@@ -96,9 +96,9 @@ def inputs_digest(notebook: Path, params: dict, upstream: list[str | None], libr
     parameters and the paths they name, ``data/``, the library, the settings and the ``upstream`` stamps."""
     named = {k: [path_digest(path) for path in found] for k, v in sorted(params.items())
              if k not in OUTPUT_PARAMETERS and (found := named_paths(v))}
-    return _sha({"notebook": file_digest(notebook), "parameters": params, "paths": named,
-                 "data": path_digest(paths.DATA_DIR), "library": library or library_digest(),
-                 "environment": environment_settings(), "upstream": upstream})
+    return json_sha({"notebook": file_digest(notebook), "parameters": params, "paths": named,
+                     "data": path_digest(paths.DATA_DIR), "library": library or library_digest(),
+                     "environment": environment_settings(), "upstream": upstream})
 
 
 def stamp_path(executed: Path) -> Path:
@@ -119,11 +119,8 @@ def up_to_date(executed: Path, inputs: str) -> dict | None:
     stamp = read(executed)
     if not stamp or stamp.get("inputs") != inputs:
         return None
-    for name, digest in stamp.get("outputs", {}).items():
-        path = Path(name)
-        if not path.is_file() or file_digest(path) != digest:
-            return None
-    return stamp
+    same = all(Path(p).is_file() and file_digest(Path(p)) == digest for p, digest in stamp.get("outputs", {}).items())
+    return stamp if same else None
 
 
 def write(executed: Path, inputs: str | None, written: list[Path], seconds: float) -> None:
@@ -144,4 +141,4 @@ def write(executed: Path, inputs: str | None, written: list[Path], seconds: floa
 def outputs_digest(stamp: dict | None) -> str | None:
     """The digest of a stamp's recorded outputs, as the notebooks after it see it (None: no stamp, or its notebook
     failed)."""
-    return _sha(stamp["outputs"]) if stamp and stamp.get("inputs") else None
+    return json_sha(stamp["outputs"]) if stamp and stamp.get("inputs") else None
