@@ -227,8 +227,7 @@ class EmbeddingCache:
     """SQLite store of vectors keyed by sha256(model id, kind, text); safe for threads and processes."""
 
     def __init__(self, path: Path | None = None):
-        self.path = Path(path or cache_dir() / "embeddings.sqlite")
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = Path(path or cache_dir() / "embeddings.sqlite")  # its folder made when it is first opened
         self._local = threading.local()
 
     def _db(self) -> sqlite3.Connection:

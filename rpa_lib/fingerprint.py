@@ -5,7 +5,6 @@ Each file's digest is memoized until it changes on disk. It loads no model and d
 from __future__ import annotations
 
 import hashlib
-import threading
 from pathlib import Path
 
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf")
@@ -13,12 +12,10 @@ CONFIG_SUFFIXES = (".json", ".txt", ".model", ".tiktoken")
 SKIPPED_FOLDERS = ("onnx", "openvino")  # other runtimes' copies of the weights
 
 _DIGESTS: dict[tuple[str, int, int, int], str] = {}  # (resolved path, size, mtime_ns, inode) -> sha256 hex
-_DIGESTS_LOCK = threading.Lock()
 
 
 def clear_caches() -> None:
-    with _DIGESTS_LOCK:
-        _DIGESTS.clear()
+    _DIGESTS.clear()
 
 
 def file_digest(path: Path) -> str:
@@ -26,13 +23,10 @@ def file_digest(path: Path) -> str:
     real = path.resolve()  # a Hugging Face snapshot links to its blobs
     stat = real.stat()
     key = (str(real), stat.st_size, stat.st_mtime_ns, stat.st_ino)
-    with _DIGESTS_LOCK:
-        if key in _DIGESTS:
-            return _DIGESTS[key]
-    with real.open("rb") as f:
-        digest = hashlib.file_digest(f, "sha256").hexdigest()
-    with _DIGESTS_LOCK:
-        _DIGESTS[key] = digest
+    digest = _DIGESTS.get(key)  # no lock: a dict get or set is atomic; two threads may both hash a new file
+    if digest is None:
+        with real.open("rb") as f:
+            digest = _DIGESTS[key] = hashlib.file_digest(f, "sha256").hexdigest()
     return digest
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import logging
-import operator
+import numbers
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
@@ -47,9 +47,7 @@ class Request:
 
 def sample_seed(seed: int, sample: int) -> int:
     """The seed of sample ``sample`` of seed ``seed``. ``sample_seed(7, 0) == 7``"""
-    if sample == 0:
-        return seed
-    return int.from_bytes(hashlib.sha256(f"{seed}:{sample}".encode()).digest()[:4], "big") >> 1
+    return seed if sample == 0 else int.from_bytes(hashlib.sha256(f"{seed}:{sample}".encode()).digest()[:4], "big") >> 1
 
 
 def _checked(messages: list[dict]) -> list[dict]:
@@ -79,13 +77,9 @@ class _Spent:
 
 def _workers(value: Any) -> int:
     """``value`` as a number of concurrent calls; ValueError unless a whole number of 1 or more."""
-    try:
-        workers = operator.index(value) if not isinstance(value, bool) else 0
-    except TypeError:
-        workers = 0
-    if workers < 1:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
         raise ValueError(f"max_workers must be a whole number of 1 or more, got {value!r}")
-    return workers
+    return int(value)
 
 
 class LLM:
@@ -209,10 +203,10 @@ class LLM:
         return fields, request_key(fields)
 
     @staticmethod
-    def _failed(fields: dict) -> tuple[dict, str]:
-        """The fields and key of the request's failure, stored beside its replies."""
+    def _failed(fields: dict) -> tuple[str, dict]:
+        """The key and fields of the request's failure, stored beside its replies."""
         failed_fields = {**fields, "outcome": "failed"}
-        return failed_fields, request_key(failed_fields)
+        return request_key(failed_fields), failed_fields
 
     def _call(self, req: Request, name: str | None, max_retries: int) -> Reply:
         """The cached outcome of ``req``, else that of asking it (claimed first: callers sharing the cache send it
@@ -235,10 +229,9 @@ class LLM:
         attempts, else None."""
         if self._cache is None:
             return None
-        hit = self._cache.get(key)
-        if hit is not None:
+        if (hit := self._cache.get(key)) is not None:
             return hit
-        miss = self._cache.get(self._failed(fields)[1])
+        miss = self._cache.get(self._failed(fields)[0])
         return miss if miss is not None and miss.get("attempts", 0) >= attempts else None
 
     def _send_and_store(self, req: Request, what: str, fields: dict, key: str, start: float,
@@ -258,8 +251,7 @@ class LLM:
         tokens = {"prompt_tokens": spent.prompt_tokens, "completion_tokens": spent.completion_tokens,
                   "seconds": round(end - start, 3)}
         if self._cache is not None and "error" in answer:  # the backend's deterministic answer, stored like a reply
-            failed_fields, failed_key = self._failed(fields)
-            self._cache.put(failed_key, failed_fields, {**answer, **tokens})
+            self._cache.put(*self._failed(fields), {**answer, **tokens})
         elif self._cache is not None:
             coerced = {"coerced": True} if answer.get("coerced") else {}  # replies that matched: entries as before
             self._cache.put(key, fields, {"text": answer["text"], "data": answer.get("data"),

@@ -112,10 +112,9 @@ def _gbnf_literal(text: str) -> str:
 def _top_logprobs(model: Any, logits: Any, n: int = 20) -> list[dict]:
     """The ``n`` likeliest next tokens of one row of ``logits``, as OpenAI-style ``top_logprobs`` entries."""
     import numpy as np
+    from scipy.special import log_softmax
 
-    logits = np.asarray(logits, dtype=np.float64)
-    shifted = logits - logits.max()
-    logprobs = shifted - np.log(np.exp(shifted).sum())
+    logprobs = log_softmax(np.asarray(logits, dtype=np.float64))
     best = np.argpartition(-logprobs, n)[:n]
     best = best[np.argsort(-logprobs[best])]
     return [{"token": model.detokenize([int(i)]).decode("utf-8", errors="ignore"), "logprob": float(logprobs[i])}

@@ -19,7 +19,7 @@ CHAINS = {"choose": ("json_schema", "logprobs", "text"),
 _CAPABILITY = re.compile(r"response_format|json_schema|json_object|logprobs|grammar", re.I)
 _VALIDATION = re.compile(r"input should be|validation|not supported|unsupported|invalid|unknown|extra", re.I)
 _NEGOTIATED: dict[tuple[str, str, str], str] = {}  # (server, model, kind) -> the mode that server gets now
-_LOCK = threading.Lock()
+_LOCK = threading.Lock()  # held to move past a mode: a dict's single reads and writes need none
 
 
 class Rejected(Exception):
@@ -52,8 +52,7 @@ def current(server: str, model: str, kind: str, configured: str) -> str:
     """The mode to ask ``server`` in now: ``configured``, or for ``auto`` the negotiated one."""
     if configured != "auto":
         return configured
-    with _LOCK:
-        return _NEGOTIATED.get((server, model, kind), CHAINS[kind][0])
+    return _NEGOTIATED.get((server, model, kind), CHAINS[kind][0])
 
 
 def fall_back(server: str, model: str, kind: str, configured: str, rejected: str, why: str,
@@ -79,5 +78,4 @@ def fall_back(server: str, model: str, kind: str, configured: str, rejected: str
 
 def clear() -> None:
     """Forget what every server accepted."""
-    with _LOCK:
-        _NEGOTIATED.clear()
+    _NEGOTIATED.clear()

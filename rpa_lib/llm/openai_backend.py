@@ -54,8 +54,7 @@ def retried(status: int) -> bool:
     return status in RETRY_STATUS or status >= 500
 
 
-_FATAL_STATUS = {401: "the server refused the credentials: check {key} or the base URL's "
-                      "user:password",
+_FATAL_STATUS = {401: "the server refused the credentials: check {key} or the base URL's user:password",
                  403: "permission denied: this key may not use this model or endpoint",
                  404: "not found: check {model} and {url}"}
 _NO_MODEL = re.compile(r"model\b.*\b(does not exist|not found)|\b(unknown|invalid) model\b", re.I | re.S)
@@ -72,13 +71,14 @@ def public_url(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
 
 
-def _port(parts: Any) -> int | None:
-    """``parts.port``; ValueError that does not show it (a password written without its ``@`` is read as the port)."""
+def _port(parts: Any, prefix: str = "") -> int | None:
+    """``parts.port``; ValueError, its message after ``prefix``, that does not show it (a password written without
+    its ``@`` is read as the port)."""
     try:
         return parts.port
     except ValueError:
-        raise ValueError("a URL's port is not a number from 0 to 65535 (a user:password before the host needs an "
-                         "@ after it: http://user:password@host:8000/v1)") from None
+        raise ValueError(f"{prefix}a URL's port is not a number from 0 to 65535 (a user:password before the host "
+                         "needs an @ after it: http://user:password@host:8000/v1)") from None
 
 
 def checked_urls(base_url: str, role: str = "RPA_LLM") -> list[str]:
@@ -97,10 +97,7 @@ def checked_urls(base_url: str, role: str = "RPA_LLM") -> list[str]:
             starts = ("" if "@" in url else f"; it starts with {parts.scheme + ':'!r}" if parts.scheme  # no user shown
                       else "; it has none")
             raise ValueError(f"{name} must start with http:// or https://, e.g. http://127.0.0.1:8000/v1{starts}")
-        try:
-            _port(parts)
-        except ValueError as exc:
-            raise ValueError(f"{name}: {exc}") from None
+        _port(parts, f"{name}: ")
         if not parts.hostname:
             raise ValueError(f"{name} names no host: e.g. http://127.0.0.1:8000/v1")
         if parts.path.rstrip("/").endswith("/chat/completions"):
@@ -313,13 +310,12 @@ class OpenAILLM(LLM):
                                 self._attempts(exc.request))
         except openai.APIConnectionError as exc:  # refused, reset, dropped mid-body
             cause = exc.__cause__ or exc
-            message, attempts = self._scrub(f"connection failed: {type(cause).__name__}: {cause}"), self._attempts(
-                exc.request)
-            failure = Exhausted(message, attempts)
+            message = self._scrub(f"connection failed: {type(cause).__name__}: {cause}")
+            failure = Exhausted(message, self._attempts(exc.request))
             if not self._answered and isinstance(cause, httpx2.ConnectError):  # no server there: each call would wait
                 check = (f"is the server running, and is {url_setting(self.role)} right?" if self._self_hosted
                          else "is this machine online?")
-                failure = LLMFatalError(f"failed after {attempts} attempts: {message}; nothing has answered at "
+                failure = LLMFatalError(f"failed after {failure.attempts} attempts: {message}; nothing has answered at "
                                         f"{self.base_url} in this run: {check}")
         except openai.APIStatusError as exc:
             self._answered = True
@@ -403,11 +399,8 @@ class OpenAILLM(LLM):
                 raw.text, raw.coerced = max(raw.scores, key=raw.scores.__getitem__), True
         return raw
 
-    def _send(self, req: Request, mode: str | None) -> Raw:
-        return self.raw(req, mode, self._create(self.body(req, mode)))
-
     def _chat(self, req: Request) -> Raw:
-        return self._send(req, None)
+        return self.raw(req, None, self._create(self.body(req, None)))
 
     def _negotiated(self, req: Request) -> Raw:
         """``req`` sent in this server's current mode for its kind; on a capability answer, in the next mode."""
@@ -415,7 +408,7 @@ class OpenAILLM(LLM):
         while True:
             mode = self.mode_for(req.kind)
             try:
-                raw = self._send(req, mode)
+                raw = self.raw(req, mode, self._create(self.body(req, mode)))
             except modes.Rejected as exc:
                 modes.fall_back(self.base_url, self.model, req.kind, configured, mode, str(exc), self.role)
                 continue
