@@ -114,13 +114,10 @@ def parse_persona(path: Path | str, slug: str | None = None) -> Persona:
     text = read_text(path)
     slug = slug or path.parent.name
 
-    heading_lines: list[tuple[int, int, int, int, str]] = []  # (line, level, line start, body start, title)
-    offset = 0
-    for lineno, line in enumerate(text.split("\n"), start=1):
-        m = HEADING_LINE.match(line)
-        if m:
-            heading_lines.append((lineno, len(m.group(1)), offset, offset + len(line) + 1, m.group(2).strip()))
-        offset += len(line) + 1
+    newlines = [m.start() for m in re.finditer("\n", text)]  # line numbers by bisection, not a count per paragraph
+    # (line, level, line start, body start, title) of each heading
+    heading_lines = [(bisect_left(newlines, m.start()) + 1, len(m.group(1)), m.start(), m.end() + 1, m.group(2).strip())
+                     for m in re.finditer(HEADING_LINE.pattern, text, re.MULTILINE)]
 
     if not heading_lines or heading_lines[0][1] != 1:
         first = heading_lines[0][0] if heading_lines else 1
@@ -134,7 +131,6 @@ def parse_persona(path: Path | str, slug: str | None = None) -> Persona:
                            "text before the '#' title")
 
     name = heading_lines[0][4]
-    newlines = [m.start() for m in re.finditer("\n", text)]  # line numbers by bisection, not a count per paragraph
     path_stack: list[str] = [name]
     seen_attributes: dict[str, int] = {}
     sections: list[Section] = []

@@ -11,7 +11,7 @@ import pytest
 from rpa_lib.evaluation.runner import Job, index_costs, run_jobs
 from rpa_lib.llm import FakeLLM, LLMError, RetryPolicy, Transient
 from rpa_lib.methods import build_method
-from rpa_lib.methods.rolerag import entity_type, name_key
+from rpa_lib.methods.rolerag_graph import entity_type, name_key
 from rpa_lib.methods.rolerag_prompts import ANALYSIS_SCHEMA, EXTRACT_SCHEMA, MERGE_SCHEMA, boundary_note
 
 FIXTURES = Path(__file__).parent / "fixtures" / "data"

@@ -36,7 +36,6 @@ EXTRACT_FORMATS = ("json", "text")  # AE: structured output, or one free-text ca
 
 @dataclass(frozen=True)
 class AmadeusSettings(RetrievalSettings):
-    splitter: str = "acts"
     max_iterations: int = 30  # GS: N, chunks examined at most (paper: 30)
     slot_size: int = 2  # GS: K, chunks kept at most (paper: 2)
     window: int | str | None = None  # GS look-ahead: an int, "adaptive" or "adaptive:M"; None: the LLM's lookahead,

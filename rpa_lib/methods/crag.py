@@ -150,8 +150,8 @@ class Crag(Method):
         words = [re.sub(r"^\d+[.)]\s*", "", w) for w in words]
         return [w for w in words if w][: self.settings.max_keywords] or [question]
 
-    def refine(self, character: str, question: str, docs: list[_Doc], calls: list[Call]) -> tuple[list[Strip], int]:
-        """Decompose, filter, recompose: the kept strips in reading order, and how many strips were scored."""
+    def refine(self, character: str, question: str, docs: list[_Doc], calls: list[Call]) -> list[Strip]:
+        """Decompose, filter, recompose: the kept strips in reading order (each strip scored is a "refine" call)."""
         s = self.settings
         name, work = self.dataset.profile(character)
         strips: dict[str, Strip] = {}  # by text: a sentence shared by overlapping chunks is scored once
@@ -167,15 +167,13 @@ class Crag(Method):
                 else:
                     at = doc.offset + start + len(raw) - len(raw.lstrip())
                     ids = self._holding(character, at, at + len(body))
-                if text in strips:
-                    strips[text].chunk_ids += [i for i in ids if i not in strips[text].chunk_ids]
-                    continue
-                strips[text] = Strip(text, doc.label, list(ids), doc.source, len(strips))
+                strip = strips.setdefault(text, Strip(text, doc.label, [], doc.source, len(strips)))
+                strip.chunk_ids += [i for i in ids if i not in strip.chunk_ids]
         for strip in strips.values():
             strip.score = self.evaluate(name, work, question, strip.text, strip.label, "refine", calls)
         passing = [t for t in strips.values() if t.score > s.strip_threshold]
         best = sorted(passing, key=lambda t: (-t.score, t.order))[: s.max_strips]
-        return sorted(best, key=lambda t: t.order), len(strips)
+        return sorted(best, key=lambda t: t.order)
 
     def _holding(self, character: str, start: int, end: int) -> list[str]:
         """This character's chunks (of this method's splitter) that hold the span, else those that overlap it."""
@@ -194,11 +192,9 @@ class Crag(Method):
             internal: list[Strip] = []
             external: list[Strip] = []
             keywords: list[str] = []
-            examined = 0
             if action in (CORRECT, AMBIGUOUS):
                 docs = [_Doc(c.body, c.context, "internal", chunk_ids=[c.id]) for c in chunks]
-                internal, n = self.refine(character, question, docs, calls)
-                examined += n
+                internal = self.refine(character, question, docs, calls)
             if action in (INCORRECT, AMBIGUOUS) and s.corpus != "none":
                 keywords = self.keywords(name, work, question, calls)
                 corpus = corpus_for(self.dataset, character, s.corpus)
@@ -206,11 +202,11 @@ class Crag(Method):
                 names = {c: self.dataset.profile(c)[0] for c in {p.character for p in hits}}
                 docs = [_Doc(p.body, p.label, "external", prefix=f"{names[p.character]}: ",
                              offset=p.start if p.character == character else None) for p in hits]
-                external, n = self.refine(character, question, docs, calls)
-                examined += n
+                external = self.refine(character, question, docs, calls)
         items = [*(ContextItem("knowledge", t.text, tuple(t.chunk_ids), t.label) for t in internal),
                  *(ContextItem("external", t.text, tuple(t.chunk_ids), t.label) for t in external)]
-        details = {"route": action, "chunk_scores": scores, "keywords": keywords, "strips_examined": examined,
+        details = {"route": action, "chunk_scores": scores, "keywords": keywords,
+                   "strips_examined": sum(c.purpose == "refine" for c in calls),
                    "strips": [{"source": t.source, "label": t.label, "score": t.score, "text": t.text,
                                "chunk_ids": list(t.chunk_ids)} for t in [*internal, *external]],
                    "corpus": s.corpus, "label": self.label, "evaluator": s.evaluator}

@@ -90,9 +90,7 @@ class IndexCache(Generic[T]):
             with self._lock:
                 if key in self._items:
                     return self._items[key]
-            item = load()
-            if item is None:
-                item = build()
+            item = load() or build()
             with self._lock:
                 self._items[key] = item
             return item

@@ -128,9 +128,8 @@ def guided_selection(ranked_chunks: Sequence[T], judge: Callable[[T], bool], max
         t = launched = 0
         try:
             while t < limit and len(slot) < slot_size:  # one round: send the calls the policy asks for, then ...
-                ahead = policy
-                if isinstance(policy, AdaptiveWindow):
-                    ahead = policy.ahead(slot_size - len(slot), len(slot), t)
+                ahead = (policy.ahead(slot_size - len(slot), len(slot), t) if isinstance(policy, AdaptiveWindow)
+                         else policy)
                 for j in range(launched, min(limit, max(t + 1, t + ahead))):
                     futures[j] = pool.submit(judge, ranked_chunks[j])
                     launched = j + 1
@@ -145,8 +144,7 @@ def guided_selection(ranked_chunks: Sequence[T], judge: Callable[[T], bool], max
             speculative = launched - t
             pool.shutdown(wait=True)
         for j in range(t, launched):  # (an error on a chunk the walk asked about was raised above)
-            error = futures[j].exception()
-            if error is not None:
+            if (error := futures[j].exception()) is not None:
                 speculative_errors += 1
                 log.warning("Guided Selection: a speculative judge call (chunk %d) raised %s: %s; its verdict was "
                             "not needed", j, type(error).__name__, error)

@@ -209,8 +209,6 @@ class LightRAG(GraphIndexMethod):
         await bridge.in_session(session, rag.ainsert([d[1] for d in docs], ids=[d[0] for d in docs],
                                                      file_paths=[d[2] for d in docs]))
         seconds = time.monotonic() - started
-        if session.fatal is not None:
-            raise session.fatal
         statuses = await rag.doc_status.get_docs_by_statuses([lr.DocStatus.PROCESSED, lr.DocStatus.FAILED])
         failed = [st for st in statuses.values() if st.status == lr.DocStatus.FAILED]
         graph = rag.chunk_entity_relation_graph
@@ -237,8 +235,6 @@ class LightRAG(GraphIndexMethod):
         session = bridge.Session(self.llm, self.settings.llm_max_tokens)
         with charged(session.calls):  # a failed answer's row still counts the calls it paid for
             result = bridge.run(bridge.in_session(session, ws.rag.aquery_llm(question, self.query_param())))
-            if session.fatal is not None:
-                raise session.fatal
             metadata = result.get("metadata") or {}
             no_results = (metadata.get("failure_reason") == "no_results"
                           or result.get("message") == EMPTY_DATASET)  # nothing retrieved: an empty context, no error

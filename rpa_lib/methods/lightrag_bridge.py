@@ -81,9 +81,7 @@ def lightrag_modules() -> SimpleNamespace:
             finally:
                 for key in set(os.environ) - set(before):
                     del os.environ[key]
-                for key, value in before.items():
-                    if os.environ.get(key) != value:
-                        os.environ[key] = value
+                os.environ.update(before)
             _LR = SimpleNamespace(version=lightrag.__version__, LightRAG=LightRAG, QueryParam=QueryParam,
                                   RoleLLMConfig=RoleLLMConfig, DocStatus=DocStatus, EmbeddingFunc=EmbeddingFunc,
                                   Tokenizer=Tokenizer, PROMPTS=PROMPTS, finalize_share_data=finalize_share_data)
@@ -248,12 +246,15 @@ def query_args(s) -> dict:
 
 
 async def in_session(session: Session, coro):
-    """``coro`` awaited as part of ``session`` (a build or a query)."""
+    """``coro`` awaited as part of ``session`` (a build or a query), raising the session's fatal error after it."""
     token = SESSION.set(session)
     try:
-        return await coro
+        result = await coro
     finally:
         SESSION.reset(token)
+    if session.fatal is not None:
+        raise session.fatal
+    return result
 
 
 def shutdown(rags: list) -> None:

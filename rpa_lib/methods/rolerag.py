@@ -20,14 +20,11 @@ from rpa_lib.methods.rolerag_graph import (
     build_prompts,
     entity_type,
     load_graph,
-    name_key,
     save_graph,
 )
 from rpa_lib.methods.rolerag_prompts import ANALYSIS_SCHEMA, analysis_messages, boundary_note, hypothetical_messages
 from rpa_lib.paths import cache_dir
 from rpa_lib.splitters import VANILLA_LENGTH, VANILLA_OVERLAP, Chunk, split
-
-__all__ = ["RoleRAG", "RoleRAGSettings", "entity_type", "name_key"]
 
 CHUNK_LENGTH, CHUNK_OVERLAP = 2400, 400  # characters: RoleRAG's 600 / 100 tokens at ~4 characters a token
 
