@@ -81,8 +81,7 @@ def chat(args) -> int:
         llm.openai_client()  # so does a missing API key
     print(f"{method_label(args.method)} · {llm.label} · {dataset.describe()} · {method.settings}. "
           "Empty line or Ctrl-D to quit.")
-    note = empty_attributes_note(dataset, args.character)
-    if note:
+    if note := empty_attributes_note(dataset, args.character):
         print(f"note: {note}")
     if args.question is not None:
         print(f"you> {args.question}")
@@ -115,12 +114,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return chat(args)
-    except (DataError, ValueError) as e:  # bad input
+    except (ValueError, LLMError) as e:  # bad input (DataError too): 2; a failed call (no key, no server, ...): 1
         print(f"error: {e}", file=sys.stderr)
-        return 2
-    except LLMError as e:  # a call that failed: no key, no server, no valid answer
-        print(f"error: {e}", file=sys.stderr)
-        return 1
+        return 1 if isinstance(e, LLMError) else 2
     except KeyboardInterrupt:
         print("\ninterrupted", file=sys.stderr)
         return 130

@@ -129,8 +129,7 @@ def ask(character: str, question: str, methods=DEFAULT_METHODS, llm="fake", data
     if not isinstance(question, str) or not question.strip():
         raise ValueError(f"question must be a non-empty string, not {question!r}")
     methods = chosen_methods(methods)
-    stray = sorted(set(settings) - {n for m in METHODS for n in setting_names(m)})
-    if stray:
+    if stray := sorted(set(settings) - {n for m in METHODS for n in setting_names(m)}):
         raise ValueError(f"no method has the setting(s) {', '.join(map(repr, stray))}")
     llm = get_llm(chosen_llm(llm)) if llm is None or isinstance(llm, str) else llm
     progress = progress or (lambda method, state: None)

@@ -73,13 +73,9 @@ def _matches(value: Any, type_text: str) -> bool:
         expected = _SIMPLE.get(base)
         if expected is None:
             return True  # a type we do not model: accept rather than guess
-        if base == "int" and isinstance(value, bool):
+        if (base == "int" and isinstance(value, bool)) or not isinstance(value, expected):
             continue
-        if isinstance(value, expected):
-            if base == "list" and inner:
-                item = inner.rstrip("]")
-                if not all(_matches(v, item) for v in value):
-                    continue
+        if base != "list" or not inner or all(_matches(v, inner.rstrip("]")) for v in value):
             return True
     return False
 
@@ -114,7 +110,6 @@ def check_injected(namespace: Mapping[str, Any], declared: dict[str, Parameter])
         if isinstance(source, str) and source.startswith("# Parameters\n"):
             names = [t.id for node in ast.parse(source).body if isinstance(node, ast.Assign)
                      for t in node.targets if isinstance(t, ast.Name)]
-            unknown = [n for n in names if n not in declared]
-            if unknown:
+            if unknown := [n for n in names if n not in declared]:
                 raise ValueError(f"no parameter(s) {', '.join(map(repr, unknown))}{did_you_mean(unknown, declared)}; "
                                  f"parameters: {', '.join(declared)}")

@@ -224,12 +224,11 @@ def with_context_rows(table: pd.DataFrame, sizes: pd.DataFrame) -> pd.DataFrame:
     return pd.concat([table, pd.DataFrame(rows)], ignore_index=True)
 
 
-def _exact(share: float, n: int) -> dict:
-    ci = clopper_pearson(round(share * n), n)
-    return {"accuracy_low": ci.low, "accuracy_high": ci.high}
-
-
-def _pooled(frame: pd.DataFrame, position: int) -> dict:
+def _letter_ci(frame: pd.DataFrame, share: float, n: int, position: int) -> dict:
+    """Clopper-Pearson of ``share`` of ``n`` characters (one run each), else :func:`letter_interval` (runs pooled)."""
+    if n == len(frame):
+        ci = clopper_pearson(round(share * n), n)
+        return {"accuracy_low": ci.low, "accuracy_high": ci.high}
     ci = letter_interval(list(frame.index), list(frame.predicted), list(frame.truth), position)
     return {k: ci[k] for k in ("accuracy_low", "accuracy_high")}
 
@@ -254,7 +253,7 @@ def per_dimension_accuracy(types: pd.DataFrame, questionnaires: list[Questionnai
             n = frame.index.nunique()
             scores = zip(dims, got["accuracy_per_position"], got["f1_per_position"], strict=True)
             out += [{"questionnaire": q.name, "dimension": d, "method": label, "accuracy": a, "f1": f, "characters": n,
-                     **(_exact(a, n) if n == len(frame) else _pooled(frame, i)),
+                     **_letter_ci(frame, a, n, i),
                      "letters": "".join(p[i] if i < len(p) else "-" for p in frame.predicted)}
                     for i, (d, a, f) in enumerate(scores)]
     return pd.DataFrame(out)
@@ -300,8 +299,8 @@ def table6_beside_paper(ours: pd.DataFrame, dataset: Dataset | None = None) -> t
     groups = list(dict.fromkeys(zip(long.source, long.llm)))
     rows = []
     for method, task in keys:
-        named = mine[(mine.method == method) & (mine.task == task)].ours_method
-        row = {"method": method, "ours_method": named.iloc[0] if len(named) else "-", "task": task}
+        ours_rows = mine[(mine.method == method) & (mine.task == task)]
+        row = {"method": method, "ours_method": ours_rows.ours_method.iloc[0] if len(ours_rows) else "-", "task": task}
         for source, llm in groups:
             hit = long[(long.source == source) & (long.llm == llm) & (long.method == method) & (long.task == task)]
             head = f"ours ({llm})" if source == "ours" else llm
@@ -311,8 +310,7 @@ def table6_beside_paper(ours: pd.DataFrame, dataset: Dataset | None = None) -> t
                 if source == "ours" and f"{metric}_low" in long:
                     row[f"{head} {name} 95% CI"] = _ci(got, metric, shown)
         for col in ("context_chars", "context_tokens"):  # what our method put before its LLM, per question
-            hit = mine[(mine.method == method) & (mine.task == task)]
-            row[f"ours {col}"] = hit[col].iloc[0] if col in mine and len(hit) else np.nan
+            row[f"ours {col}"] = ours_rows[col].iloc[0] if col in mine and len(ours_rows) else np.nan
         rows.append(row)
     return pd.DataFrame(rows), long
 

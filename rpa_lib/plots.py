@@ -124,8 +124,7 @@ def similarity_figure(scores: pd.DataFrame, table: pd.DataFrame, splitters: list
         data = [scores[(scores.embedder == emb) & (scores.splitter == s)].score for s in splitters]
         parts = ax.violinplot(data, showmedians=True)
         for body, s in zip(parts["bodies"], splitters):
-            body.set_facecolor(SPLITTER_COLORS.get(s, "#55A868"))
-            body.set_alpha(0.7)
+            body.set(facecolor=SPLITTER_COLORS.get(s, "#55A868"), alpha=0.7)
         rows = table[table.embedder == emb].set_index("splitter")
         for i, s in enumerate(splitters, start=1):
             r = rows.loc[SPLITTER_NAMES.get(s, s)]
@@ -312,10 +311,9 @@ def letters_figure(per_dim: pd.DataFrame, types: pd.DataFrame, label: str, conte
         ax.set_yticks(range(len(shown)), [] if labels == rows else labels)  # the right panel: only where they differ
         rows = rows or labels
         rated = types[types.questionnaire == qname].get("n_rated", pd.Series(dtype=float)).max()
-        items, _ = QUESTIONNAIRE_ITEMS[qname]
-        per = rated / len(dims) if not pd.isna(rated) else None
-        per_letter = "" if per is None else (f"\na letter from {plural(int(per) if per % 1 == 0 else round(per, 1), 'item')}"
-                                             f" (paper {items // len(dims)})")
+        per, paper = rated / len(dims), QUESTIONNAIRE_ITEMS[qname][0] // len(dims)  # items a letter rests on
+        items = plural(int(per) if per % 1 == 0 else round(per, 1), "item")
+        per_letter = "" if pd.isna(per) else f"\na letter from {items} (paper {paper})"
         ax.set_title(title + per_letter, fontsize=10)
     axes[1].legend(handles=[Patch(color=c, label=n) for c, n in zip(shades.values(), ["right", "wrong", "undecided"])],
                    loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, frameon=False)
@@ -409,8 +407,7 @@ def table2_figure(long: pd.DataFrame, label: str, intervals: dict | None = None,
         ci = (intervals or {}).get(task, (np.nan, np.nan))
         printed = (paper or {}).get(task)
         samples = long[long.task == task].sample_id.nunique() if "sample_id" in long else None
-        why = ", ".join([*([plural(characters, "character")] if characters else []),
-                         *([plural(samples, "sample")] if samples else [])])
+        why = ", ".join(plural(n, noun) for n, noun in ((characters, "character"), (samples, "sample")) if n)
         none = task in (intervals or {}) and (pd.isna(ci[0]) or pd.isna(ci[1]))  # given, and NaN
         ours_a, paper_a = (alphas or {}).get(task, (np.nan, np.nan))
         alpha = [] if pd.isna(ours_a) and pd.isna(paper_a) else [
@@ -438,9 +435,8 @@ def agreement_figure(agree: pd.DataFrame, means: pd.DataFrame, paper: pd.DataFra
     ours = {m: agree[agree["mode"] == m].set_index("dimension").reindex(DIMENSIONS) for m in ("with", "without")}
     bars = [(f"ours, {m} reference", rows.tau, rows.n) for m, rows in ours.items()]  # n: replies each tau rests on
     gpt = paper[paper.judge == "GPT-4o"].set_index("reference")
-    for ref in ("with", "without"):
-        if ref in gpt.index:
-            bars.append((f"GPT-4o vs people, {ref} (paper)", gpt.loc[ref, list(DIMENSIONS)].astype(float) / 100, None))
+    bars += [(f"GPT-4o vs people, {ref} (paper)", gpt.loc[ref, list(DIMENSIONS)].astype(float) / 100, None)
+             for ref in ("with", "without") if ref in gpt.index]
     width = 0.8 / len(bars)
     for i, (name, values, n) in enumerate(bars):
         at = x + _offset(i, len(bars), width)

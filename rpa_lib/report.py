@@ -73,9 +73,8 @@ def save_table(df: pd.DataFrame, name: str, results_dir: Path, caption: str = ""
     csv_path, tex_path = results_dir / f"{name}.csv", results_dir / f"{name}.tex"
     (with_models(df, **models) if models else df).to_csv(csv_path, index=index)
     floats = set(df.select_dtypes("float").columns)
-    shown = pd.DataFrame({_tex_escape(str(c)): [("-" if pd.isna(v) else float_format.format(v)) if c in floats
-                                                else ("-" if pd.isna(v) else _tex_escape(str(v))) for v in df[c]]
-                          for c in df.columns})
+    shown = pd.DataFrame({_tex_escape(str(c)): ["-" if pd.isna(v) else float_format.format(v) if c in floats
+                                                else _tex_escape(str(v)) for v in df[c]] for c in df.columns})
     tex = shown.style.hide(axis="index") if not index else shown.style
     tex_path.write_text(tex.to_latex(caption=_tex_escape(caption) or None, label=f"tab:{name}", hrules=True,
                                      position="t", column_format="l" * len(shown.columns)))
