@@ -26,7 +26,8 @@ from rpa_lib.splitters import SPLITTER_NAMES
 # one colour per method and variant, all distinct (a test holds them to it), so no figure draws two methods alike
 METHOD_COLORS = {"no_rag": "#8c8c8c", "naive_rag": "#4C72B0", "naive_rag_budget": "#A1C9F4",
                  "naive_rag_vanilla": "#2F4B7C", "crag": "#55A868", "lightrag": "#8172B3", "rolerag": "#937860",
-                 "amadeus": "#DD8452"}
+                 "amadeus": "#DD8452", "crag_budget": "#8DE5A1", "lightrag_budget": "#D0BBFF",
+                 "rolerag_budget": "#DEBB9B"}
 SPLITTER_COLORS = {"vanilla": "#8c8c8c", "ats": "#4C72B0", "acts": "#DD8452", "vanilla-section": "#55A868",
                    "ats-document": "#8172B3", "acts-document": "#C44E52"}
 _NAMED_COLORS = {SPLITTER_NAMES[s]: c for s, c in SPLITTER_COLORS.items()}  # by the tables' splitter names

@@ -8,6 +8,7 @@ import math
 import re
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from rpa_lib.data import Dataset
@@ -325,7 +326,7 @@ def test_a_fault_in_the_rewrite_fails_the_answer_with_the_calls_it_paid_for():
 
 
 def test_unknown_and_invalid_settings_are_rejected():
-    with pytest.raises(ValueError, match="has no setting 'uper'; its settings: corpus, embedder, evaluator, k, lower, "):
+    with pytest.raises(ValueError, match="has no setting 'uper'; its settings: budget_chars, corpus, embedder, evaluator, k, lower, "):
         make(FakeLLM(), uper=0.4)
     with pytest.raises(ValueError, match="unknown corpus 'web'; choose one of pooled, others, none"):
         make(FakeLLM(), corpus="web")
@@ -363,3 +364,34 @@ def test_search_strips_reach_the_reply_under_their_own_heading_not_as_the_profil
     assert found and "What you know (passages of your profile)" in own
     external = [i.text for i in r.context if i.role == "external"]
     assert external and all(t in found and t not in own for t in external)
+
+
+def test_at_a_character_budget_the_context_is_cut_in_its_own_order_after_the_same_calls():
+    def p_of(passage):
+        return (0.9 if "storm" in passage else 0.1) if passage.startswith(("Ada Lindqvist:", "Bram Okafor:")) else 0.6
+
+    whole = make(scored(p_of), k=2, max_strips=2).context(ADA, STORM_Q)
+    texts = [i.text for i in whole.items]
+    budget = len(texts[0]) + len(texts[1]) // 2  # the first strip whole, the second cut at a word
+    cut = build_method("crag_budget", scored(p_of), dataset=FIXTURES, embedder="hash-64", evaluator="binary", k=2,
+                       max_strips=2, budget_chars=budget).context(ADA, STORM_Q)
+    got = [i.text for i in cut.items]
+    assert len(got) == 2 and got[0] == texts[0] and texts[1].startswith(got[1]) and len(got[1]) < len(texts[1])
+    assert budget - 30 < sum(map(len, got)) <= budget and cut.items[1].role == "knowledge"  # persona first, as shown
+    assert [c.purpose for c in cut.calls] == [c.purpose for c in whole.calls]  # the cut spends no call and saves none
+    assert cut.details["budget_chars"] == budget and cut.details["items_in_budget"] == 2
+    assert cut.details["route"] == whole.details["route"] and "budget_chars" not in whole.details
+    with pytest.raises(ValueError, match="crag_budget.*needs the setting\\(s\\) budget_chars"):
+        build_method("crag_budget", fake(), dataset=FIXTURES, embedder="hash-64")
+    with pytest.raises(ValueError, match="budget_chars must be at least 1"):
+        make(fake(), budget_chars=0)
+
+
+def test_a_caption_names_the_control_whose_routes_it_counts():
+    from rpa_lib.methods.crag import routes_text
+
+    rows = [{"method": m, "error": None, "details": {"route": r}} for m, r in
+            (("crag", AMBIGUOUS), ("crag", CORRECT), ("crag_budget", AMBIGUOUS))]
+    assert routes_text(route_counts(pd.DataFrame(rows))) == [
+        "CRAG routes correct/ambiguous/incorrect 1/1/0 of 2",
+        "CRAG routes (crag_budget) correct/ambiguous/incorrect 0/1/0 of 1"]

@@ -10,7 +10,7 @@ import pytest
 
 PURE_MODULES = ["rpa_lib.persona", "rpa_lib.splitters", "rpa_lib.notebook_params", "rpa_lib.data.dataset",
                 "rpa_lib.methods.registry", "rpa_lib.methods.gs", "rpa_lib.methods.bm25",
-                "rpa_lib.report", "rpa_lib.methods.graph_cache", "rpa_lib.display", "rpa_lib.methods.baselines",
+                "rpa_lib.report", "rpa_lib.methods.graph_cache", "rpa_lib.display", "rpa_lib.methods.base",
                 "rpa_lib.data.grounding", "rpa_lib.model_files", "rpa_lib.authoring.document",
                 "rpa_lib.authoring.importer", "rpa_lib.authoring.scaffold", "rpa_lib.authoring.sources",
                 "rpa_lib.authoring.wikitext"]

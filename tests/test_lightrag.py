@@ -320,3 +320,16 @@ def test_word_tokenizer_is_lossless():
     for text in ["Hi, you.", "  two  spaces\n\nand lines ", "naïve café — 東京 ok?", ""]:
         assert t.decode(t.encode(text)) == text
     assert len(t.encode("I keep the lamp.")) == 5
+
+
+def test_at_a_character_budget_the_context_is_cut_at_a_word_from_the_same_graph():
+    script = Script()
+    whole = method(script).context("ada-lindqvist", "What keeps you awake at night?")
+    built = script.asked.count("extract")
+    budgeted = build_method("lightrag_budget", llm=FakeLLM(script, cache=False), dataset=FIXTURES, embedder="hash-64",
+                            budget_chars=300)
+    cut = budgeted.context("ada-lindqvist", "What keeps you awake at night?")
+    (w,), (c,) = whole.items, cut.items
+    assert len(w.text) > 300 and w.text.startswith(c.text) and 250 < len(c.text) <= 300
+    assert c.chunk_ids == w.chunk_ids and cut.details["budget_chars"] == 300
+    assert script.asked.count("extract") == built  # the budget is no index setting: the graph built once serves both

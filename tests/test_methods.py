@@ -377,3 +377,26 @@ def test_a_method_says_for_a_caption_what_it_draws_on_beyond_the_chunk_pool():
         "entities and relations")
     assert "the whole persona as one document" in build_method("lightrag", llm, embedder="hash-64",
                                                                documents="persona").draws_on()
+
+
+def test_a_budget_matched_control_of_each_method_takes_the_run_settings_it_declares():
+    from rpa_lib.evaluation.outcomes import default_pairs
+    from rpa_lib.methods import budget_controls, budget_note, build_control
+    from rpa_lib.methods.base import ContextItem, within_budget
+
+    methods = ["no_rag", "crag", "amadeus", "naive_rag_budget", "crag_budget", "lightrag_budget", "rolerag_budget"]
+    assert budget_controls(methods) == methods[3:]
+    control = build_control("lightrag_budget", 700, FakeLLM(), dataset=FIXTURES, embedder="hash-64", k=3,
+                            max_iterations=4, per_method={"lightrag_budget": {"mode": "local"}})
+    assert (control.name, control.settings.budget_chars, control.settings.mode) == ("lightrag_budget", 700, "local")
+    control = build_control("crag_budget", 900, FakeLLM(), dataset=FIXTURES, embedder="hash-64", k=3, per_method={
+        "crag": {"search_k": 3, "max_strips": 4}, "crag_budget": {"max_strips": 2}, "amadeus": {"extract_retries": 0}})
+    s = control.settings  # CRAG as the run set it up, then the control's own settings
+    assert (s.search_k, s.max_strips, s.k, s.embedder, s.budget_chars) == (3, 2, 3, "hash-64", 900)
+    assert ("crag", "crag_budget") in default_pairs("table6_roleplay", methods)
+    assert budget_note(["naive_rag_budget"], "task by task") == (
+        ". naive_rag_budget is Naive RAG cut to AMADEUS's mean context, task by task; the others run at their own sizes")
+    assert "crag_budget is CRAG-offline cut" in budget_note(["naive_rag_budget", "crag_budget"], "task by task")
+    items = [ContextItem("boundary", "note"), ContextItem("graph", "alpha beta"), ContextItem("graph", "gamma")]
+    assert [i.text for i in within_budget(items, 4 + 7)] == ["note", "alpha"]  # the note spends its 4 first
+    assert [i.text for i in within_budget(items, 4 + 3)] == ["note"]  # no whole word of the first graph item fits

@@ -234,6 +234,18 @@ def test_notebook_05_smoke_outputs(smoke):
     assert tau[tau.source == "AMADEUS paper"].tau.tolist() == pytest.approx([1.0, 1.0, 1.0])
 
 
+def test_notebook_04_runs_every_budget_matched_control_it_is_given(smoke):
+    """The smoke profile gives notebook 04 two controls (naive_rag_budget, crag_budget): each interviews on every
+    questionnaire at AMADEUS's mean context there, and is paired with the method it controls."""
+    out, _ = smoke
+    sizes = pd.read_csv(out / "results" / "personality_context.csv").set_index(["method", "questionnaire"])
+    for control in ("naive_rag_budget", "crag_budget"):
+        for q in ("mbti", "bigfive"):
+            assert sizes.context_chars[control, q] <= sizes.context_chars["amadeus", q], (control, q)
+    pairs = pd.read_csv(out / "results" / "table4_mbti_paired.csv")[["method", "reference"]].values.tolist()
+    assert ["naive_rag", "naive_rag_budget"] in pairs and ["crag", "crag_budget"] in pairs
+
+
 def test_smoke_csvs_carry_their_model_labels(smoke):
     """Every table the notebooks write names its models by the rules of tests/test_results_labels.py, so the
     regenerated results pass that test (it reads the committed ones)."""

@@ -238,7 +238,7 @@ def test_a_fault_in_the_analysis_fails_the_answer_instead_of_falling_back():
 # ---- settings and the runner ------------------------------------------------------------------------------------
 
 def test_settings_are_validated():
-    with pytest.raises(ValueError, match="has no setting 'chunk_size'; its settings: chunk_length, embedder"):
+    with pytest.raises(ValueError, match="has no setting 'chunk_size'; its settings: budget_chars, chunk_length, embedder"):
         make(FakeLLM(), chunk_size=10)
     with pytest.raises(ValueError, match="acts derives its chunk length"):
         build_method("rolerag", FakeLLM(), dataset=FIXTURES, splitter="acts", chunk_length=600)
@@ -285,3 +285,19 @@ def test_index_costs_say_whether_this_run_built_the_index_or_loaded_it(tmp_path,
     again = index_costs([make(graph_fake())], [ADA])
     assert (first["index"].tolist(), again["index"].tolist()) == (["built"], ["disk"])
     assert again.llm_calls.tolist() == first.llm_calls.tolist()  # what the build took, whoever paid it
+
+
+def test_at_a_character_budget_the_graph_is_cut_and_the_boundary_note_kept_whole():
+    whole = make(graph_fake()).context(ADA, QUESTION)
+    note, graph = whole.items[-1], whole.items[:-1]
+    assert note.role == "boundary" and len(graph) >= 3
+    budget = len(note.text) + len(graph[0].text) + len(graph[1].text) // 2  # one item whole, the next cut at a word
+    settings = {"embedder": "hash-64", "chunk_length": 600, "overlap": 100, "merge_similarity": 0.5}
+    cut = build_method("rolerag_budget", graph_fake(), dataset=FIXTURES, budget_chars=budget, **settings).context(
+        ADA, QUESTION)
+    assert cut.items[0] == graph[0] and cut.items[-1] == note and len(cut.items) == 3
+    assert graph[1].text.startswith(cut.items[1].text) and len(cut.items[1].text) < len(graph[1].text)
+    assert sum(len(i.text) for i in cut.items) <= budget and cut.details["budget_chars"] == budget
+    tiny = build_method("rolerag_budget", graph_fake(), dataset=FIXTURES, budget_chars=5, **settings).context(
+        ADA, QUESTION)
+    assert tiny.items == [note]  # a budget smaller than the note: the note alone, never cut

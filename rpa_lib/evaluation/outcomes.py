@@ -20,6 +20,7 @@ from rpa_lib.evaluation.metrics.intervals import (
     sign_test,
     wilcoxon_signed_rank,
 )
+from rpa_lib.methods.registry import BUDGETED
 from rpa_lib.splitters import SPLITTER_NAMES
 from rpa_lib.text import read_jsonl
 
@@ -31,7 +32,7 @@ PERSONALITY = {"mbti": ("table4_mbti", "MBTI", ["EI", "SN", "TF", "JP"]),
 REFERENCE = "amadeus"
 # tables whose comparisons are between splitters, not methods: the reference is ACTS
 SPLITTER_TABLES = {"table1_similarity", "evidence_recall", "evidence_recall_budget"}
-EXTRA_PAIRS = [("naive_rag", "naive_rag_budget")]  # (method, its reference) beside "each method against AMADEUS"
+EXTRA_PAIRS = [(m, f"{m}_budget") for m in BUDGETED]  # (method, its control) beside "each against AMADEUS"
 ITEM_TESTS = {True: "exact McNemar (items)", False: "Wilcoxon signed-rank (items)"}
 CHARACTER_TEST = "sign test (per-character mean differences)"
 RETRIEVAL_IDS = ["task", "method", "character", "item", "embedder"]  # the columns a retrieval table's outcomes keep
@@ -233,7 +234,8 @@ def summarize(outcomes: pd.DataFrame) -> pd.DataFrame:
 
 
 def default_pairs(table: str, methods: list[str]) -> list[tuple[str, str]]:
-    """(method, reference) pairs: each method against AMADEUS (ACTS for splitters), Naive RAG against its control."""
+    """(method, reference) pairs: each method against AMADEUS (ACTS for splitters), a method against its budget-matched
+    control."""
     ref = next((m for m in methods if m.lower() == ("acts" if table in SPLITTER_TABLES else REFERENCE)), None)
     pairs = [(m, ref) for m in methods if ref is not None and m != ref]
     return pairs + [(m, r) for m, r in EXTRA_PAIRS if m in methods and r in methods]

@@ -17,6 +17,9 @@ from rpa_lib.methods.gs import Selection, guided_selection
 from rpa_lib.methods.registry import (
     METHODS,
     VARIANTS,
+    budget_controls,
+    budget_note,
+    build_control,
     build_method,
     build_methods,
     method_class,
@@ -28,6 +31,7 @@ from rpa_lib.methods.registry import (
 
 __all__ = ["METHODS", "VARIANTS", "Amadeus", "AmadeusSettings", "AnswerSettings", "Call", "Context", "ContextItem",
            "Crag", "CragSettings", "LightRAG", "LightRAGSettings", "Method", "NaiveRAG", "NaiveRAGSettings", "NoRAG",
-           "Response", "RetrievalSettings", "RoleRAG", "RoleRAGSettings", "Selection", "build_method", "build_methods",
+           "Response", "RetrievalSettings", "RoleRAG", "RoleRAGSettings", "Selection", "budget_controls", "budget_note",
+           "build_control", "build_method", "build_methods",
            "close_lightrag", "guided_selection", "method_class", "method_label", "paper_name", "register",
            "setting_names"]

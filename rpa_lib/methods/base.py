@@ -9,7 +9,7 @@ from __future__ import annotations
 import numbers
 from collections.abc import Callable, Iterable
 from contextlib import contextmanager
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, ClassVar, get_args, get_type_hints
 
 from rpa_lib.data import Dataset
@@ -19,6 +19,7 @@ from rpa_lib.llm import LLMError, LLMNoValidAnswer
 from rpa_lib.methods.prompts import respond_messages
 from rpa_lib.retrieval import Retriever, retriever
 from rpa_lib.splitters import SPLITTERS, Chunk
+from rpa_lib.text import within_budget as texts_within_budget
 
 
 @dataclass(frozen=True)
@@ -98,6 +99,8 @@ class AnswerSettings:
                 raise ValueError(f"setting {f.name} must be {kinds}, not {type(value).__name__} {value!r}")
         if self.max_tokens < 1:
             raise ValueError(f"max_tokens must be at least 1, not {self.max_tokens}")
+        if getattr(self, "budget_chars", None) is not None and self.budget_chars < 1:
+            raise ValueError(f"budget_chars must be at least 1 (or None: no budget), not {self.budget_chars}")
 
 
 @dataclass(frozen=True)
@@ -146,6 +149,15 @@ class Method:
         """Everything the answer will see, and the calls spent building it (none by default)."""
         return Context()
 
+    def within_budget(self, ctx: Context) -> Context:
+        """``ctx`` cut to the setting ``budget_chars`` when the method has one (:func:`within_budget`), with the
+        budget in its details; unchanged without one."""
+        budget = getattr(self.settings, "budget_chars", None)
+        if budget is None:
+            return ctx
+        items = within_budget(ctx.items, budget)
+        return Context(items, ctx.calls, {**ctx.details, "budget_chars": budget, "items_in_budget": len(items)})
+
     def draws_on(self) -> str | None:
         """For a caption, the text this method draws on when it is not its settings' chunk pool (None: that pool)."""
         return None
@@ -161,6 +173,31 @@ class Method:
 
 def chunk_items(role: str, chunks: Iterable[Chunk]) -> list[ContextItem]:
     return [ContextItem(role, c.text, (c.id,), c.context) for c in chunks]
+
+
+KEPT_WHOLE = ("boundary",)  # roles of notes, not knowledge: a budget never cuts them (their text still counts)
+
+
+def within_budget(items: Iterable[ContextItem], budget: int) -> list[ContextItem]:
+    """The items in the order given while their texts fit ``budget`` characters, the first that does not cut at a
+    word (dropped if no whole word fits); a note (:data:`KEPT_WHOLE`) is kept whole and spends the budget first.
+
+    >>> items = [ContextItem("knowledge", "aaaa bbbb"), ContextItem("knowledge", "cc dd ee")]
+    >>> [i.text for i in within_budget(items, 15)]
+    ['aaaa bbbb', 'cc dd']
+    """
+    items = list(items)
+    knowledge = [i for i in items if i.role not in KEPT_WHOLE]
+    notes = sum(len(i.text) for i in items if i.role in KEPT_WHOLE)
+    texts = texts_within_budget([i.text for i in knowledge], max(0, budget - notes), prefix=_word_prefix)
+    cut = {id(i): t for i, t in zip(knowledge, texts) if t or not i.text}  # a cut holding no whole word: dropped
+    return [i if i.role in KEPT_WHOLE else replace(i, text=cut[id(i)]) for i in items
+            if i.role in KEPT_WHOLE or id(i) in cut]
+
+
+def _word_prefix(text: str, n: int) -> str:
+    head = text[:n + 1]
+    return head.rsplit(" ", 1)[0].rstrip() if " " in head else ""
 
 
 @contextmanager

@@ -49,6 +49,7 @@ class CragSettings(RetrievalSettings):
     corpus: str = "pooled"  # pooled | others | none: what BM25 searches instead of the web
     search_k: int = 5  # paragraphs BM25 returns
     max_keywords: int = 3  # keywords of the rewritten query
+    budget_chars: int | None = None  # context cut to this many characters, in the order given (None: no budget)
 
     def __post_init__(self):
         super().__post_init__()
@@ -210,7 +211,7 @@ class Crag(Method):
                    "strips": [{"source": t.source, "label": t.label, "score": t.score, "text": t.text,
                                "chunk_ids": list(t.chunk_ids)} for t in [*internal, *external]],
                    "corpus": s.corpus, "label": self.label, "evaluator": s.evaluator}
-        return Context(items, calls, details)
+        return self.within_budget(Context(items, calls, details))
 
 
 def departures(settings: CragSettings) -> str:
@@ -242,3 +243,9 @@ def route_counts(rows: pd.DataFrame) -> pd.DataFrame:
             row[f"{r}_share"] = round(routes.count(r) / len(routes), 3)
         out.append(row)
     return pd.DataFrame(out, columns=["method", "questions", *ROUTES, *(f"{r}_share" for r in ROUTES)])
+
+
+def routes_text(routes: pd.DataFrame) -> list[str]:
+    """A caption's count of each method's actions (:func:`route_counts`), a control named after "CRAG routes"."""
+    return [f"CRAG routes{'' if r.method == 'crag' else f' ({r.method})'} correct/ambiguous/incorrect "
+            f"{r.correct}/{r.ambiguous}/{r.incorrect} of {r.questions}" for r in routes.itertuples()]

@@ -71,6 +71,8 @@ class LightRAGSettings(AnswerSettings):
     llm_max_tokens: int = 1024  # max_tokens of LightRAG's LLM calls when it gives none (ours; it has no default)
     llm_timeout: int = 900  # seconds LightRAG waits for one LLM call (LightRAG: 240; a local CPU model is slower)
     llm_max_async: int | None = None  # concurrent LLM calls (None: the LLM's max_workers; LightRAG: 4)
+    # ---- ours: the answer's context ----
+    budget_chars: int | None = None  # LightRAG's context cut to this many characters at a word (None: no budget)
 
     def __post_init__(self):
         super().__post_init__()
@@ -256,4 +258,4 @@ class LightRAG(GraphIndexMethod):
                                  "relations": len(data.get("relationships") or []),
                                  "chunks": len(data.get("chunks") or [])},
                    "index_cost": ws.cost.to_dict()}
-        return Context(items, session.calls, details)
+        return self.within_budget(Context(items, session.calls, details))

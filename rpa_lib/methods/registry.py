@@ -28,15 +28,30 @@ class Variant:
     requires: tuple[str, ...] = ()
 
 
-VARIANTS: dict[str, Variant] = {
-    "naive_rag_vanilla": Variant("naive_rag", (("splitter", "vanilla"),), "Naive RAG (Vanilla)"),
-    "naive_rag_budget": Variant("naive_rag", (), "Naive RAG (budget-matched)", requires=("budget_chars",)),
-}
 # method names: ours (tables, figures, the explorer) and those AMADEUS Table 6 prints
 LABELS = {"no_rag": "No RAG", "naive_rag": "Naive RAG", "amadeus": "AMADEUS", "crag": "CRAG-offline",
           "lightrag": "LightRAG", "rolerag": "RoleRAG"}
+BUDGETED = ("naive_rag", "crag", "lightrag", "rolerag")  # the methods a budget-matched control (``<name>_budget``) runs
+VARIANTS: dict[str, Variant] = {
+    "naive_rag_vanilla": Variant("naive_rag", (("splitter", "vanilla"),), "Naive RAG (Vanilla)"),
+    **{f"{m}_budget": Variant(m, (), f"{LABELS[m]} (budget-matched)", requires=("budget_chars",)) for m in BUDGETED},
+}
 PAPER_NAMES = {"no_rag": "w/o RAG", "naive_rag": "Naive RAG", "lightrag": "LightRAG", "crag": "CRAG",
                "amadeus": "AMADEUS"}
+
+
+def budget_controls(methods: list[str]) -> list[str]:
+    """The budget-matched controls among ``methods``, each run at the context size AMADEUS showed (the notebooks
+    measure it). ``budget_controls(["amadeus", "crag_budget"]) == ["crag_budget"]``"""
+    return [m for m in methods if m in VARIANTS and "budget_chars" in VARIANTS[m].requires]
+
+
+def budget_note(controls: list[str], unit: str) -> str:
+    """A caption's sentence on the budget-matched ``controls`` ("" when none ran), their budgets set ``unit``."""
+    if not controls:
+        return ""
+    cut = "; ".join(f"{c} is {method_label(VARIANTS[c].method)} cut to AMADEUS's mean context" for c in controls)
+    return f". {cut}, {unit}; the others run at their own sizes"
 
 
 def method_label(name: str) -> str:
@@ -119,3 +134,14 @@ def build_methods(names: list[str], llm=None, *, dataset=None, per_method: dict[
     shared = {n: {k: v for k, v in settings.items() if k in declared[n] and v is not None} for n in names}
     return [build_method(n, llm, dataset=dataset, gs_llm=gs_llm if hasattr(method_class(n), "gs_llm") else None,
                          **{**shared[n], **per_method.get(n, {})}) for n in names]
+
+
+def build_control(name: str, budget_chars: int, llm=None, *, dataset=None, per_method: dict[str, dict] | None = None,
+                  **settings) -> Method:
+    """The budget-matched control ``name`` (:func:`budget_controls`) at ``budget_chars``: the method it controls as
+    the run set it up (those of the shared ``settings`` it declares, then its own from ``per_method``), then any of
+    the control's own ``per_method`` settings."""
+    declared, own = set(setting_names(name)), per_method or {}
+    shared = {k: v for k, v in settings.items() if k in declared and v is not None}
+    return build_method(name, llm, dataset=dataset, **{**shared, **own.get(VARIANTS[name].method, {}),
+                                                       **own.get(name, {}), "budget_chars": budget_chars})

@@ -40,6 +40,7 @@ class RoleRAGSettings(RetrievalSettings):
     hypothetical: bool = True  # guess the answer's context before the query analysis (RoleRAG's HyDE step)
     max_description: int = 800  # characters; a longer gathered description is summarized by the LLM
     extract_retries: int = 2  # re-asks when an extraction's JSON is invalid
+    budget_chars: int | None = None  # context cut to this many characters, the boundary note kept whole (None: no budget)
 
     def __post_init__(self):
         super().__post_init__()
@@ -185,4 +186,4 @@ class RoleRAG(GraphIndexMethod):
                    "entities": entities, "out_of_scope": [n for n, _ in outside],
                    "graph": {"entities": g.cost.entities, "relations": g.cost.relations,
                              "failed_extractions": g.cost.failed_extractions}}
-        return Context(context_items, calls, details)
+        return self.within_budget(Context(context_items, calls, details))
