@@ -393,10 +393,17 @@ def test_a_budget_matched_control_of_each_method_takes_the_run_settings_it_decla
         "crag": {"search_k": 3, "max_strips": 4}, "crag_budget": {"max_strips": 2}, "amadeus": {"extract_retries": 0}})
     s = control.settings  # CRAG as the run set it up, then the control's own settings
     assert (s.search_k, s.max_strips, s.k, s.embedder, s.budget_chars) == (3, 2, 3, "hash-64", 900)
+    shared = {"embedder": "hash-64", "k": 3, "max_iterations": 4, "slot_size": 2, "max_tokens": 32, "extract_retries": 3}
+    rolerag = build_methods(["rolerag", "amadeus"], FakeLLM(), dataset=FIXTURES, **shared)[0]
+    control = build_control("rolerag_budget", 900, FakeLLM(), dataset=FIXTURES, **shared)
+    assert control.cache_key("ada-lindqvist") == rolerag.cache_key("ada-lindqvist")  # the method's graph, not another
     assert ("crag", "crag_budget") in default_pairs("table6_roleplay", methods)
-    assert budget_note(["naive_rag_budget"], "task by task") == (
-        ". naive_rag_budget is Naive RAG cut to AMADEUS's mean context, task by task; the others run at their own sizes")
-    assert "crag_budget is CRAG-offline cut" in budget_note(["naive_rag_budget", "crag_budget"], "task by task")
+    assert budget_note(["naive_rag_budget", "crag_budget"], "task by task", {"crag_budget": 1500}) == (
+        ". naive_rag_budget is Naive RAG filled from its ranking up to AMADEUS's mean context, task by task; "
+        "crag_budget is CRAG-offline cut to 1,500 characters; the others run at their own sizes")
+    assert budget_note([], "task by task") == ""
     items = [ContextItem("boundary", "note"), ContextItem("graph", "alpha beta"), ContextItem("graph", "gamma")]
     assert [i.text for i in within_budget(items, 4 + 7)] == ["note", "alpha"]  # the note spends its 4 first
     assert [i.text for i in within_budget(items, 4 + 3)] == ["note"]  # no whole word of the first graph item fits
+    same = ContextItem("knowledge", "aaaa bbbb")
+    assert [i.text for i in within_budget([same, same], 14)] == ["aaaa bbbb", "aaaa"]  # one item twice: each counted

@@ -241,7 +241,7 @@ def test_notebook_04_runs_every_budget_matched_control_it_is_given(smoke):
     sizes = pd.read_csv(out / "results" / "personality_context.csv").set_index(["method", "questionnaire"])
     for control in ("naive_rag_budget", "crag_budget"):
         for q in ("mbti", "bigfive"):
-            assert sizes.context_chars[control, q] <= sizes.context_chars["amadeus", q], (control, q)
+            assert sizes.context_chars[control, q] <= sizes.context_chars["amadeus", q] + 0.5, (control, q)  # rounded
     pairs = pd.read_csv(out / "results" / "table4_mbti_paired.csv")[["method", "reference"]].values.tolist()
     assert ["naive_rag", "naive_rag_budget"] in pairs and ["crag", "crag_budget"] in pairs
 

@@ -149,7 +149,7 @@ class Method:
         """Everything the answer will see, and the calls spent building it (none by default)."""
         return Context()
 
-    def within_budget(self, ctx: Context) -> Context:
+    def budgeted(self, ctx: Context) -> Context:
         """``ctx`` cut to the setting ``budget_chars`` when the method has one (:func:`within_budget`), with the
         budget in its details; unchanged without one."""
         budget = getattr(self.settings, "budget_chars", None)
@@ -180,19 +180,24 @@ KEPT_WHOLE = ("boundary",)  # roles of notes, not knowledge: a budget never cuts
 
 def within_budget(items: Iterable[ContextItem], budget: int) -> list[ContextItem]:
     """The items in the order given while their texts fit ``budget`` characters, the first that does not cut at a
-    word (dropped if no whole word fits); a note (:data:`KEPT_WHOLE`) is kept whole and spends the budget first.
+    word (dropped if no whole word fits); a note (:data:`KEPT_WHOLE`) is kept whole and spends the budget first (a
+    note longer than the budget is still shown whole). A cut item keeps the chunk ids of the whole item.
 
     >>> items = [ContextItem("knowledge", "aaaa bbbb"), ContextItem("knowledge", "cc dd ee")]
     >>> [i.text for i in within_budget(items, 15)]
     ['aaaa bbbb', 'cc dd']
     """
     items = list(items)
-    knowledge = [i for i in items if i.role not in KEPT_WHOLE]
     notes = sum(len(i.text) for i in items if i.role in KEPT_WHOLE)
-    texts = texts_within_budget([i.text for i in knowledge], max(0, budget - notes), prefix=_word_prefix)
-    cut = {id(i): t for i, t in zip(knowledge, texts) if t or not i.text}  # a cut holding no whole word: dropped
-    return [i if i.role in KEPT_WHOLE else replace(i, text=cut[id(i)]) for i in items
-            if i.role in KEPT_WHOLE or id(i) in cut]
+    texts = iter(texts_within_budget([i.text for i in items if i.role not in KEPT_WHOLE], max(0, budget - notes),
+                                     prefix=_word_prefix))
+    out = []
+    for item in items:
+        if item.role in KEPT_WHOLE:
+            out.append(item)
+        elif (text := next(texts, None)) is not None and (text or not item.text):  # a cut with no whole word: dropped
+            out.append(replace(item, text=text))
+    return out
 
 
 def _word_prefix(text: str, n: int) -> str:

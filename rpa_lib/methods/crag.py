@@ -211,7 +211,7 @@ class Crag(Method):
                    "strips": [{"source": t.source, "label": t.label, "score": t.score, "text": t.text,
                                "chunk_ids": list(t.chunk_ids)} for t in [*internal, *external]],
                    "corpus": s.corpus, "label": self.label, "evaluator": s.evaluator}
-        return self.within_budget(Context(items, calls, details))
+        return self.budgeted(Context(items, calls, details))
 
 
 def departures(settings: CragSettings) -> str:

@@ -258,4 +258,4 @@ class LightRAG(GraphIndexMethod):
                                  "relations": len(data.get("relationships") or []),
                                  "chunks": len(data.get("chunks") or [])},
                    "index_cost": ws.cost.to_dict()}
-        return self.within_budget(Context(items, session.calls, details))
+        return self.budgeted(Context(items, session.calls, details))

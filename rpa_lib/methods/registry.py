@@ -46,12 +46,16 @@ def budget_controls(methods: list[str]) -> list[str]:
     return [m for m in methods if m in VARIANTS and "budget_chars" in VARIANTS[m].requires]
 
 
-def budget_note(controls: list[str], unit: str) -> str:
-    """A caption's sentence on the budget-matched ``controls`` ("" when none ran), their budgets set ``unit``."""
-    if not controls:
-        return ""
-    cut = "; ".join(f"{c} is {method_label(VARIANTS[c].method)} cut to AMADEUS's mean context" for c in controls)
-    return f". {cut}, {unit}; the others run at their own sizes"
+def budget_note(controls: list[str], unit: str, given: dict[str, int | None] | None = None) -> str:
+    """A caption's sentence on the budget-matched ``controls`` ("" when none ran): each at AMADEUS's mean context
+    (matched ``unit``, e.g. "task by task") or at the ``budget_chars`` it was ``given``."""
+    def one(control: str) -> str:
+        method = VARIANTS[control].method
+        how = "filled from its ranking up to" if method == "naive_rag" else "cut to"  # a cut never adds text
+        size = f"{n:,} characters" if (n := (given or {}).get(control)) else f"AMADEUS's mean context, {unit}"
+        return f"{control} is {method_label(method)} {how} {size}"
+
+    return f". {'; '.join(map(one, controls))}; the others run at their own sizes" if controls else ""
 
 
 def method_label(name: str) -> str:

@@ -186,4 +186,4 @@ class RoleRAG(GraphIndexMethod):
                    "entities": entities, "out_of_scope": [n for n, _ in outside],
                    "graph": {"entities": g.cost.entities, "relations": g.cost.relations,
                              "failed_extractions": g.cost.failed_extractions}}
-        return self.within_budget(Context(context_items, calls, details))
+        return self.budgeted(Context(context_items, calls, details))
