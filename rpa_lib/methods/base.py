@@ -1,7 +1,8 @@
 """The records and the base class every role-playing method shares: :meth:`Method.context` builds what the LLM
 will see (context items, calls spent, method-specific details), then :meth:`Method.respond` answers with the one
 role-play prompt. :func:`paid`, :func:`traced` and :func:`charged` trace the calls a method makes, a failed answer's
-included. Building a method from its settings is :func:`rpa_lib.methods.build_method`'s job.
+included. :func:`within_budget` cuts a context to a character budget (a budget-matched control's). Building a
+method from its settings is :func:`rpa_lib.methods.build_method`'s job.
 """
 
 from __future__ import annotations
