@@ -27,7 +27,7 @@ from rpa_lib.evaluation.uncertainty import interval_caption
 from rpa_lib.llm import LLM, RunMode, get_llm, judge_llm
 from rpa_lib.llm.rounds import rounds_record
 from rpa_lib.methods.amadeus import EXTRACT_FORMATS
-from rpa_lib.methods.registry import method_class, method_settings
+from rpa_lib.methods.registry import budget_controls, method_class, method_settings
 from rpa_lib.notebook_params import check_injected, check_value, parameters
 from rpa_lib.report import Written, notebook_parameters, output_dirs, run_label, save_figure, save_run_record
 from rpa_lib.retrieval import persona_embedder
@@ -199,8 +199,20 @@ def _check(notebook: str, namespace: Mapping[str, Any]) -> None:
             if name in namespace:
                 check_value(name, namespace[name], param)
                 check_choice(name, namespace[name])
+        check_controls(namespace.get("methods"), namespace.get("method_settings"))
     except ValueError as e:
         raise ValueError(f"{notebook}: {e}") from None
+
+
+def check_controls(methods: list[str] | None, settings: dict | None) -> None:
+    """ValueError when a budget-matched control in ``methods`` has neither AMADEUS beside it nor a ``budget_chars``
+    of its own in ``settings`` (``method_settings``): its budget is AMADEUS's context, known once AMADEUS answered."""
+    if not methods or "amadeus" in methods:
+        return
+    if alone := [c for c in budget_controls(methods) if not ((settings or {}).get(c) or {}).get("budget_chars")]:
+        raise ValueError(f"methods: {', '.join(alone)} {'is' if len(alone) == 1 else 'are'} matched to AMADEUS's "
+                         f"mean context: add amadeus to methods, or give a budget in method_settings, e.g. "
+                         f"{{{alone[0]!r}: {{'budget_chars': 2000}}}}")
 
 
 def check_choice(name: str, value: Any) -> None:

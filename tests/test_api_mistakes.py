@@ -43,6 +43,9 @@ def experiment(fixture_data, tmp_path):
     # a misspelt method: was "settings given for 'amadeus', which is not among the methods run (amadeuss)"
     ("05_qa_evaluation", {"methods": ["amadeuss"]}, "methods: unknown method 'amadeuss'; registered: "),
     ("04_personality", {"methods": []}, "methods: an empty list"),  # was "no method of  has the setting(s) ..."
+    # a control without AMADEUS: failed only after every method had answered, with "no answered rows of 'amadeus'"
+    ("05_qa_evaluation", {"methods": ["crag", "crag_budget"]}, "methods: crag_budget is matched to AMADEUS's mean "
+                                                               "context: add amadeus to methods, or give a budget"),
     ("05_qa_evaluation", {"method_settings": {"amadeus": 3}}, "method_settings: 'amadeus': expected a dict"),
     ("04_personality", {"method_settings": "amadeus"}, "method_settings: expected dict, got str"),  # AttributeError
     ("05_qa_evaluation", {"k": "3"}, "k: expected int, got str '3'"),
@@ -85,8 +88,9 @@ def test_a_parameter_papermill_injects_but_the_notebook_does_not_declare_is_name
 
 def test_values_the_checks_accept(experiment, fixture_data):
     ex = experiment(data_dir=Path(fixture_data), qa_questions=None, multi_questions=0, max_iterations=4,
-                    method_settings={}, methods=["no_rag", "naive_rag_budget"])
+                    method_settings={}, methods=["no_rag", "naive_rag_budget", "amadeus"])
     assert ex.characters == [ADA]
+    experiment(methods=["crag", "crag_budget"], method_settings={"crag_budget": {"budget_chars": 900}})  # given
     assert experiment("03_chunk_usage", max_failed_share=0.25, window="adaptive").max_failed_share == 0.25
     check_value("reference_dimensions", [], Parameter("reference_dimensions", ["pers"], "list"))  # none: allowed
     check_value("seed", -3, Parameter("seed", 0, "int"))

@@ -730,6 +730,8 @@ def test_a_failed_notebook_does_not_look_done_and_keeps_its_kept_files_recorded(
      "notebooks.07_judge_agreement.rungs: expected list[str] | None, got str 'garbled'"),
     ("notebooks:\n  03_chunk_usage: {k: 3}\n  03_chunk_usage: {k: 5}\n",
      "not valid YAML (line 3: '03_chunk_usage' is given twice)"),
+    ("notebooks:\n  04_personality:\n    methods: [no_rag, lightrag_budget]\n",
+     "notebooks.04_personality.methods: lightrag_budget is matched to AMADEUS's mean context: add amadeus"),
     ("budget_usd: .nan\n", "budget_usd: expected a non-negative number of dollars, got nan"),
     ("budget_usd: .inf\n", "budget_usd: expected a non-negative number of dollars, got inf"),
 ])

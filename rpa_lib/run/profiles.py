@@ -11,7 +11,7 @@ import yaml
 
 from rpa_lib import paths
 from rpa_lib.errors import did_you_mean
-from rpa_lib.experiment import check_choice
+from rpa_lib.experiment import check_choice, check_controls
 from rpa_lib.notebook_params import check_value, parameters
 
 TOP_LEVEL = ("description", "defaults", "notebooks", "env", "budget_usd", "batch")
@@ -107,6 +107,11 @@ def check_profile(path: Path, profile: dict) -> None:
                 for param in owners:
                     check_value(key, value, param)
                 check_choice(key, value)  # once, whichever notebooks declare it
+            except ValueError as e:
+                raise SystemExit(f"{path}: {section}.{e}") from None
+        if section != "defaults" and "methods" in values:
+            try:
+                check_controls(values["methods"], values.get("method_settings"))
             except ValueError as e:
                 raise SystemExit(f"{path}: {section}.{e}") from None
 
