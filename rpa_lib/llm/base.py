@@ -203,10 +203,10 @@ class LLM:
         return fields, request_key(fields)
 
     @staticmethod
-    def _failed(fields: dict) -> tuple[str, dict]:
-        """The key and fields of the request's failure, stored beside its replies."""
+    def _failed(fields: dict) -> tuple[dict, str]:
+        """The fields and key of the request's failure, stored beside its replies (as :meth:`_fields` orders them)."""
         failed_fields = {**fields, "outcome": "failed"}
-        return request_key(failed_fields), failed_fields
+        return failed_fields, request_key(failed_fields)
 
     def _call(self, req: Request, name: str | None, max_retries: int) -> Reply:
         """The cached outcome of ``req``, else that of asking it (claimed first: callers sharing the cache send it
@@ -231,7 +231,7 @@ class LLM:
             return None
         if (hit := self._cache.get(key)) is not None:
             return hit
-        miss = self._cache.get(self._failed(fields)[0])
+        miss = self._cache.get(self._failed(fields)[1])
         return miss if miss is not None and miss.get("attempts", 0) >= attempts else None
 
     def _send_and_store(self, req: Request, what: str, fields: dict, key: str, start: float,
@@ -251,7 +251,8 @@ class LLM:
         tokens = {"prompt_tokens": spent.prompt_tokens, "completion_tokens": spent.completion_tokens,
                   "seconds": round(end - start, 3)}
         if self._cache is not None and "error" in answer:  # the backend's deterministic answer, stored like a reply
-            self._cache.put(*self._failed(fields), {**answer, **tokens})
+            failed_fields, failed_key = self._failed(fields)
+            self._cache.put(failed_key, failed_fields, {**answer, **tokens})
         elif self._cache is not None:
             coerced = {"coerced": True} if answer.get("coerced") else {}  # replies that matched: entries as before
             self._cache.put(key, fields, {"text": answer["text"], "data": answer.get("data"),

@@ -399,8 +399,11 @@ class OpenAILLM(LLM):
                 raw.text, raw.coerced = max(raw.scores, key=raw.scores.__getitem__), True
         return raw
 
+    def _send(self, req: Request, mode: str | None) -> Raw:
+        return self.raw(req, mode, self._create(self.body(req, mode)))
+
     def _chat(self, req: Request) -> Raw:
-        return self.raw(req, None, self._create(self.body(req, None)))
+        return self._send(req, None)
 
     def _negotiated(self, req: Request) -> Raw:
         """``req`` sent in this server's current mode for its kind; on a capability answer, in the next mode."""
@@ -408,7 +411,7 @@ class OpenAILLM(LLM):
         while True:
             mode = self.mode_for(req.kind)
             try:
-                raw = self.raw(req, mode, self._create(self.body(req, mode)))
+                raw = self._send(req, mode)
             except modes.Rejected as exc:
                 modes.fall_back(self.base_url, self.model, req.kind, configured, mode, str(exc), self.role)
                 continue

@@ -135,9 +135,14 @@ def build_methods(names: list[str], llm=None, *, dataset=None, per_method: dict[
     if stray:
         raise ValueError(f"no method of {', '.join(names)} has the setting(s) {', '.join(map(repr, stray))}; "
                          f"their settings: {', '.join(sorted(set().union(*declared.values())))}")
-    shared = {n: {k: v for k, v in settings.items() if k in declared[n] and v is not None} for n in names}
     return [build_method(n, llm, dataset=dataset, gs_llm=gs_llm if hasattr(method_class(n), "gs_llm") else None,
-                         **{**shared[n], **per_method.get(n, {})}) for n in names]
+                         **{**_declared(n, settings), **per_method.get(n, {})}) for n in names]
+
+
+def _declared(name: str, settings: dict) -> dict:
+    """Those of the run's shared ``settings`` that method ``name`` declares, None (the default) left out."""
+    declared = set(setting_names(name))
+    return {k: v for k, v in settings.items() if k in declared and v is not None}
 
 
 def build_control(name: str, budget_chars: int, llm=None, *, dataset=None, per_method: dict[str, dict] | None = None,
@@ -145,7 +150,7 @@ def build_control(name: str, budget_chars: int, llm=None, *, dataset=None, per_m
     """The budget-matched control ``name`` (:func:`budget_controls`) at ``budget_chars``: the method it controls as
     the run set it up (those of the shared ``settings`` it declares, then its own from ``per_method``), then any of
     the control's own ``per_method`` settings."""
-    declared, own = set(setting_names(name)), per_method or {}
-    shared = {k: v for k, v in settings.items() if k in declared and v is not None}
-    return build_method(name, llm, dataset=dataset, **{**shared, **own.get(VARIANTS[name].method, {}),
-                                                       **own.get(name, {}), "budget_chars": budget_chars})
+    own = per_method or {}
+    return build_method(name, llm, dataset=dataset, **{
+        **_declared(name, settings), **own.get(VARIANTS[name].method, {}), **own.get(name, {}),
+        "budget_chars": budget_chars})
