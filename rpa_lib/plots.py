@@ -19,6 +19,7 @@ from rpa_lib.evaluation.charactercraft_prompts import NAMES, TOP
 from rpa_lib.evaluation.metrics.charactercraft import DIMENSIONS
 from rpa_lib.evaluation.metrics.intervals import BOOTSTRAP
 from rpa_lib.methods.registry import method_label
+from rpa_lib.model_files import KNOWN_MODELS, PAPER_EMBEDDERS
 from rpa_lib.persona import ATTRIBUTES
 from rpa_lib.report import plural
 from rpa_lib.splitters import SPLITTER_NAMES
@@ -136,7 +137,8 @@ def similarity_figure(scores: pd.DataFrame, table: pd.DataFrame, splitters: list
         ax.set_xticks(range(1, len(splitters) + 1), [SPLITTER_NAMES.get(s, s) for s in splitters], fontsize=8)
         ax.set_title(emb, pad=40)
         ax.set_ylabel(f"cosine similarity of top-{k} chunks")
-    stand_ins = [e for e in labels if _norm(e) not in {_norm(p) for p in paper_embedders}]
+    paper = {_norm(p) for p in paper_embedders} | {_norm(KNOWN_MODELS[n][0].rsplit("/", 1)[-1]) for n in PAPER_EMBEDDERS}
+    stand_ins = [e for e in labels if _norm(e) not in paper]  # our label of the paper's mE5 is its full model name
     if len(paper_embedders) and stand_ins:
         fig.text(0.5, 0, f"{', '.join(stand_ins)} stand in for the paper's embedders ({', '.join(paper_embedders)}): "
                  "the levels are not comparable to the paper's, only the splitters' order", ha="center", va="top",
@@ -226,7 +228,7 @@ def duplication_figure(freqs: pd.DataFrame, rates: pd.DataFrame, items: int, cha
     side.plot(x, rate.paper_rate, marker="D", ls="none", mfc="white", mec="black", label="paper (GPT-4.1)")
     if "ceiling_rate" in rate and rate.ceiling_rate.notna().any():  # the most our questions could use
         side.hlines(rate.ceiling_rate, x - 0.4, x + 0.4, colors="crimson", linestyles="--", lw=2,
-                    label="our ceiling: questions × K chunks / chunks")
+                    label="our ceiling: chunks shown / persona chunks")
     side.set_xticks(x, [method_label(m) for m in shown], fontsize=8)
     side.set_ylabel("avg. chunk usage rate")
     notes = rate.interval_note.dropna().unique() if "interval_note" in rate else []
@@ -312,7 +314,7 @@ def letters_figure(per_dim: pd.DataFrame, types: pd.DataFrame, label: str, conte
         ax.set_yticks(range(len(shown)), [] if labels == rows else labels)  # the right panel: only where they differ
         rows = rows or labels
         rated = types[types.questionnaire == qname].get("n_rated", pd.Series(dtype=float)).max()
-        per, paper = rated / len(dims), QUESTIONNAIRE_ITEMS[qname][0] // len(dims)  # items a letter rests on
+        per, paper = rated / len(dims), QUESTIONNAIRE_ITEMS[qname][1]  # items a letter rests on
         items = plural(int(per) if per % 1 == 0 else round(per, 1), "item")
         per_letter = "" if pd.isna(per) else f"\na letter from {items} (paper {paper})"
         ax.set_title(title + per_letter, fontsize=10)

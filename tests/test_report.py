@@ -299,3 +299,8 @@ def test_table1_figure_gives_each_panels_paired_result_and_names_the_stand_in_em
     (footer,) = [t for t in fig.texts if t is not fig._suptitle]
     assert footer.get_text().startswith("TF-IDF stand in for the paper's embedders (BGE-M3)")
     plt.close(fig)
+    me5 = scores.assign(embedder="multilingual-e5-large-instruct")  # our label of the paper's mE5-large-instruct
+    fig = similarity_figure(me5, table.assign(embedder="multilingual-e5-large-instruct"), ["vanilla", "acts"], 5, 15,
+                            450, paper_embedders=["BGE-M3", "mE5-large-instruct"])
+    assert fig.texts == [fig._suptitle]  # the paper's own embedder, not a stand-in
+    plt.close(fig)
