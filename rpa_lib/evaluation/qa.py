@@ -136,8 +136,9 @@ def verdict_jobs(answers: pd.DataFrame, gold: dict[tuple[str, str], QA], metrics
 INTERVIEW_REFERENCE = ("Psychological Traits", "Belief and Value")  # the attributes a personality item probes
 HS_REFERENCE = ("HS judged for every method against one reference: for a QA question the persona paragraphs that "
                 "hold its evidence, for an interview question the persona's Psychological Traits and Belief and Value "
-                "sections whole (no retriever's pick, which would be one method's own context); never against a "
-                "method's own context or text an LLM wrote")
+                "sections whole (no retriever's pick, which would be one method's own context; these are the two "
+                "attributes AMADEUS's Attribute Extractor infers, which may favour AMADEUS on interview HS); never "
+                "against a method's own context or text an LLM wrote")
 
 
 def hs_references(dataset: Dataset, answers: pd.DataFrame, gold: dict[tuple[str, str], QA]
