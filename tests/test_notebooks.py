@@ -732,6 +732,8 @@ def test_a_failed_notebook_does_not_look_done_and_keeps_its_kept_files_recorded(
      "not valid YAML (line 3: '03_chunk_usage' is given twice)"),
     ("notebooks:\n  04_personality:\n    methods: [no_rag, lightrag_budget]\n",
      "notebooks.04_personality.methods: lightrag_budget is matched to AMADEUS's mean context: add amadeus"),
+    ("defaults:\n  methods: [crag, crag_budget]\nnotebooks:\n  05_qa_evaluation: {}\n",  # the defaults' methods
+     "notebooks.05_qa_evaluation.methods: crag_budget is matched to AMADEUS's mean context"),
     ("budget_usd: .nan\n", "budget_usd: expected a non-negative number of dollars, got nan"),
     ("budget_usd: .inf\n", "budget_usd: expected a non-negative number of dollars, got inf"),
 ])

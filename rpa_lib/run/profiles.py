@@ -109,9 +109,10 @@ def check_profile(path: Path, profile: dict) -> None:
                 check_choice(key, value)  # once, whichever notebooks declare it
             except ValueError as e:
                 raise SystemExit(f"{path}: {section}.{e}") from None
-        if section != "defaults" and "methods" in values:
+        given = {**sections["defaults"], **values}  # a notebook's section over the defaults, as the runner merges them
+        if section != "defaults" and "methods" in given and "methods" in declared[stem]:
             try:
-                check_controls(values["methods"], values.get("method_settings"))
+                check_controls(given["methods"], given.get("method_settings"))
             except ValueError as e:
                 raise SystemExit(f"{path}: {section}.{e}") from None
 
