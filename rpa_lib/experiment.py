@@ -7,7 +7,7 @@ It reads no environment variable of its own. Batch rounds and repeats: ``docs/de
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -19,6 +19,7 @@ from rpa_lib import paths
 from rpa_lib.data import Dataset
 from rpa_lib.embeddings import check_embedder
 from rpa_lib.evaluation.chunk_usage import COMPARISONS
+from rpa_lib.evaluation.context import matched_budgets
 from rpa_lib.evaluation.human_prompts import RATER_PERSONAS
 from rpa_lib.evaluation.keypoints import KEYPOINT_FORMATS
 from rpa_lib.evaluation.personality import SCORINGS
@@ -26,11 +27,15 @@ from rpa_lib.evaluation.runner import PendingItems, check_failures, pending_mask
 from rpa_lib.evaluation.uncertainty import interval_caption
 from rpa_lib.llm import LLM, RunMode, get_llm, judge_llm
 from rpa_lib.llm.rounds import rounds_record
+from rpa_lib.methods import Method, budget_controls, budget_note, build_control, build_methods, method_class
 from rpa_lib.methods.amadeus import EXTRACT_FORMATS
-from rpa_lib.methods.registry import budget_controls, method_class, method_settings
+from rpa_lib.methods.registry import method_settings
 from rpa_lib.notebook_params import check_injected, check_value, parameters
 from rpa_lib.report import Written, notebook_parameters, output_dirs, run_label, save_figure, save_run_record
 from rpa_lib.retrieval import persona_embedder
+
+SHARED_SETTINGS = ("embedder", "k", "max_iterations", "slot_size", "max_tokens", "extract_retries")  # parameters
+# that go to every method declaring them (``method_settings`` overrides them for one method)
 
 
 class Experiment:
@@ -47,6 +52,11 @@ class Experiment:
         self.characters = self.dataset.characters(get("characters")) if "characters" in self.parameters else []
         self.max_failed_share = float(get("max_failed_share") or 0.0)
         self.repeats = [Repeat(self, r) for r in range(get("repeats", 1))]
+        self.method_settings: dict[str, dict] = get("method_settings") or {}
+        self.shared = {k: self.parameters[k] for k in SHARED_SETTINGS if k in self.parameters}
+        self.controls = budget_controls(get("methods") or [])  # naive_rag_budget, crag_budget, ...: see answer_controls
+        self.given = {c: (self.method_settings.get(c) or {}).get("budget_chars") for c in self.controls}  # else AMADEUS's
+        self.budgets: dict[tuple[int, str], dict[str, int]] = {}  # (run, control) -> {group: characters a question}
         self._handed: dict[str, LLM] = {}
         self.pending: dict[str, int] = {}  # batch rounds: what -> items waiting for a round
 
@@ -120,6 +130,31 @@ class Experiment:
 
         return tuple(map(pooled, zip(*outs, strict=True))) if isinstance(outs[0], tuple) else pooled(outs)
 
+    @property
+    def agents(self) -> list[Method]:
+        """The methods of the first run (:attr:`Repeat.agents`)."""
+        return self.repeats[0].agents
+
+    def answer_controls(self, run: Repeat, rows: pd.DataFrame, by: str, groups: Iterable[str],
+                        answer: Callable[[Method, str], Any], names: list[str] | None = None) -> list:
+        """``answer(control, group)`` for each budget-matched control (``names``; None: :attr:`controls`) and each of
+        ``groups`` (values of ``rows[by]``: a task, question set or questionnaire), the control built with ``run``'s
+        LLM at AMADEUS's mean context on that group's ``rows`` alone (:func:`matched_budgets`), or at the
+        ``budget_chars`` given it; each control's budgets are kept in :attr:`budgets` and printed."""
+        out = []
+        for name in self.controls if names is None else names:
+            given = self.given.get(name)
+            self.budgets[run.index, name] = budgets = matched_budgets(rows, by, groups, given=given)
+            out += [answer(build_control(name, budget, run.llm, dataset=self.dataset,
+                                         per_method=self.method_settings, **self.shared), group)
+                    for group, budget in budgets.items()]
+            print(f"{name}: characters a question {budgets} ({'given' if given else f'AMADEUS mean on each {by}'})")
+        return out
+
+    def budget_note(self, unit: str) -> str:
+        """The captions' sentence on the controls (:func:`~rpa_lib.methods.registry.budget_note`)."""
+        return budget_note(self.controls, unit, self.given)
+
     def interval_caption(self, n_characters) -> str:
         return interval_caption(n_characters, runs=len(self.repeats))
 
@@ -142,8 +177,9 @@ class Experiment:
 
             plt.close(fig)
             return Written()
-        if (note := self.figure_note) and fig._suptitle is not None:  # the title every plots.py figure sets
-            fig._suptitle.set_text(f"{fig._suptitle.get_text()}\n{note}")
+        if (note := self.figure_note) and (title := fig.get_suptitle()):  # the title every plots.py figure sets
+            # on its Text: fig.suptitle(text) would put back the default size, position and alignment
+            next(t for t in fig.texts if t.get_text() == title).set_text(f"{title}\n{note}")
         return save_figure(fig, name, self.figures, **data)
 
     def record(self, name: str, **fields: Any) -> Path:
@@ -268,3 +304,12 @@ class Repeat:
     @cached_property
     def gs_llm(self) -> LLM:
         return self.experiment.gs_llm.for_repeat(self.index)
+
+    @cached_property
+    def agents(self) -> list[Method]:
+        """The methods of ``methods`` but the budget-matched controls, answering with this run's LLMs, each with the
+        run's :data:`SHARED_SETTINGS` it declares and its own ``method_settings``."""
+        ex = self.experiment
+        return build_methods([m for m in ex.parameters["methods"] if m not in ex.controls], self.llm,
+                             gs_llm=self.gs_llm, dataset=ex.dataset, **ex.shared,
+                             per_method={m: s for m, s in ex.method_settings.items() if m not in ex.controls})

@@ -302,15 +302,16 @@ def test_a_judge_that_never_answers_validly_is_named_as_the_cause_not_the_budget
 def test_notebooks_check_failures_before_matching_a_budget(notebook):
     nb = json.loads((NOTEBOOKS / f"{notebook}.ipynb").read_text(encoding="utf-8"))
     code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
-    assert code.index('ex.check(') < code.index("matched_budgets(")  # the experiment's failure policy
+    assert code.index('ex.check(') < code.index("ex.answer_controls(")  # the experiment's failure policy
 
 
-@pytest.mark.parametrize("notebook, by", [("03_chunk_usage", "question_set"), ("04_personality", "questionnaire")])
+@pytest.mark.parametrize("notebook, by", [("03_chunk_usage", "question_set"), ("04_personality", "questionnaire"),
+                                         ("05_qa_evaluation", "task")])
 def test_notebooks_match_the_control_per_question_set(notebook, by):
-    """Tables 3, 4 and 5 report each question set apart, so the control is matched to AMADEUS on each apart."""
+    """Tables 3 to 6 report each question set apart, so the control is matched to AMADEUS on each apart."""
     nb = json.loads((NOTEBOOKS / f"{notebook}.ipynb").read_text(encoding="utf-8"))
     code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
-    assert re.search(rf'matched_budgets\(\w+, "{by}"', code) and "matched_budget(" not in code
+    assert re.search(rf'ex\.answer_controls\(run, \w+, "{by}"', code) and "matched_budget" not in code
 
 
 @pytest.mark.parametrize("notebook", ["03_chunk_usage", "04_personality", "05_qa_evaluation", "06_human_evaluation",

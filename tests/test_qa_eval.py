@@ -352,31 +352,38 @@ def test_notebook_05_is_in_every_profile():
     assert (paths.NOTEBOOKS_DIR / "05_qa_evaluation.ipynb").is_file()
 
 
-def test_the_budget_control_is_matched_task_by_task(ds):
-    """Interview HS rows get Naive RAG at AMADEUS's mean context on the interviews, QA rows at its mean on QA."""
+def test_the_budget_control_is_matched_task_by_task(fixture_data, capsys):
+    """Interview HS rows get Naive RAG at AMADEUS's mean context on the interviews, QA rows at its mean on QA: the
+    experiment builds each control as notebook 05 does, from the run's settings."""
     from rpa_lib.evaluation.context import matched_budget
-    from rpa_lib.evaluation.qa import answer_budget_control
+    from rpa_lib.experiment import Experiment
 
-    chars = ds.characters(None)
-    llm = FakeLLM(label="agent")
-    amadeus = build_methods(["amadeus"], llm, dataset=ds, embedder="hash-64", k=2, max_tokens=16,
-                            max_iterations=4, extract_format="text")
-    tasks = task_jobs(ds, chars, 2, {"mbti": 4})
-    answers, _ = answer_all(amadeus, tasks, llm=llm, progress=False)
+    ex = Experiment("05_qa_evaluation", {"data_dir": str(fixture_data), "llm": "fake", "embedder": "hash-64", "k": 2,
+                                         "max_tokens": 16, "max_iterations": 4, "characters": None,
+                                         "methods": ["amadeus", "naive_rag_budget"]})
+    assert [a.name for a in ex.agents] == ["amadeus"] and ex.controls == ["naive_rag_budget"]
+    run = ex.repeats[0]
+    tasks = task_jobs(ex.dataset, ex.characters, 2, {"mbti": 4})
+    answers, _ = answer_all(run.agents, tasks, llm=run.llm, progress=False)
     built = []
 
-    def control(chars_budget):
-        built.append(chars_budget)
-        return build_methods(["naive_rag_budget"], llm, dataset=ds, embedder="hash-64", max_tokens=16,
-                             per_method={"naive_rag_budget": {"budget_chars": chars_budget}})[0]
+    def answer(control, task):
+        built.append((control.name, control.settings.budget_chars, control.settings.embedder, control.settings.k))
+        return answer_all([control], {task: tasks[task]}, llm=run.llm, progress=False)
 
-    rows, timing, budgets = answer_budget_control(answers, tasks, control, llm=llm)
+    parts = ex.answer_controls(run, answers, "task", tasks, answer)
     expected = {t: matched_budget(answers[answers.task == t], "amadeus") for t in tasks}
-    assert budgets == expected and built == list(expected.values())
+    assert ex.budgets == {(0, "naive_rag_budget"): expected}
+    assert built == [("naive_rag_budget", b, "hash-64", 2) for b in expected.values()]  # the run's settings
+    rows = pd.concat([r for r, _ in parts], ignore_index=True)
     assert rows.groupby("task").size().to_dict() == {t: len(j) for t, j in tasks.items()}
-    assert set(rows.method) == {"naive_rag_budget"} and timing.task.tolist() == list(tasks)
-    given, _, fixed = answer_budget_control(answers, tasks, control, given=500, llm=llm)
-    assert fixed == {t: 500 for t in tasks} and len(given) == len(rows)
+    assert set(rows.method) == {"naive_rag_budget"} and [t.task.iloc[0] for _, t in parts] == list(tasks)
+    assert "naive_rag_budget: characters a question" in capsys.readouterr().out
+    given = Experiment("05_qa_evaluation", {**ex.parameters, "method_settings": {"naive_rag_budget": {"budget_chars": 500}}})
+    assert len(given.answer_controls(run, answers, "task", tasks, lambda c, t: c.settings.budget_chars)) == len(tasks)
+    assert given.budgets == {(0, "naive_rag_budget"): {t: 500 for t in tasks}}
+    assert given.budget_note("task by task").endswith("naive_rag_budget is Naive RAG filled from its ranking up to "
+                                                      "500 characters; the others run at their own sizes")
 
 
 def test_the_multi_paragraph_set_is_a_task_of_its_own_with_gold_answers():

@@ -13,7 +13,6 @@ import numpy as np
 import pandas as pd
 
 from rpa_lib.data import QA, Dataset
-from rpa_lib.evaluation.context import matched_budgets
 from rpa_lib.evaluation.judges import FAILED, OK, UNPARSED, judge_metric, label_keypoint
 from rpa_lib.evaluation.metrics.agreement import kendall_tau, noted
 from rpa_lib.evaluation.metrics.keypoints import KeypointScores, average_keypoint_scores, keypoint_scores
@@ -72,18 +71,6 @@ def answer_all(methods: Sequence[Method], tasks: dict[str, list[Job]], *, llm=No
     return answer_tasks(methods, tasks, llm=llm, skip=skip, workers=workers, progress=progress,
                         on_block=None if save_to is None else
                         lambda rows: rows.to_json(save_to, orient="records", lines=True, force_ascii=False))
-
-
-def answer_budget_control(answers: pd.DataFrame, tasks: dict[str, list[Job]], control, *, given: int | None = None,
-                          llm=None) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, int]]:
-    """The control ``control(budget_chars)`` on each task at AMADEUS's mean context on that task (or ``given``
-    characters): its rows, timing rows and the budget per task."""
-    budgets = matched_budgets(answers, "task", tasks, "amadeus", given=given)
-    runs = [answer_all([control(budget)], {task: tasks[task]}, llm=llm) for task, budget in budgets.items()]
-    if not runs:
-        return answers.iloc[:0], pd.DataFrame(), budgets
-    rows, timing = zip(*runs)
-    return pd.concat(rows, ignore_index=True), pd.concat(timing, ignore_index=True), budgets
 
 
 def answer_summary(answers: pd.DataFrame) -> pd.DataFrame:
