@@ -85,7 +85,7 @@ def test_naive_rag_at_a_character_budget_fills_it_from_the_ranking():
     r = make("naive_rag", FakeLLM(), embedder="hash-64", budget_chars=budget).context("ada-lindqvist", STORM)
     assert [i.chunk_ids for i in r.items] == [i.chunk_ids for i in top[:2]]  # the ranking, the second cut
     assert r.items[0].text == top[0].text and top[1].text.startswith(r.items[1].text)
-    assert budget - 30 < sum(len(i.text) for i in r.items) <= budget and r.details["chunks_in_budget"] == 2
+    assert budget - 30 < sum(len(i.text) for i in r.items) <= budget and r.details["items_in_budget"] == 2
     r = make("naive_rag", FakeLLM(), embedder="hash-64", budget_chars=10 * full).context("ada-lindqvist", STORM)
     assert sum(len(i.text) for i in r.items) == full  # a budget past the persona: every chunk, none cut
     with pytest.raises(ValueError, match="naive_rag_budget.*needs the setting\\(s\\) budget_chars"):

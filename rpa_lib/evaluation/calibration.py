@@ -18,7 +18,9 @@ from rpa_lib.evaluation.judges import Verdict, choose_verdict
 CONTENT_FREE = "N/A"
 
 
-def _scores(judge, reply) -> dict[str, float]:
+def option_scores(judge, reply) -> dict[str, float]:
+    """``reply``'s score of every option; ValueError naming ``judge`` when the reply has none (its backend gives no
+    option scores). ``option_scores(judge, reply)`` -> ``{"1": -0.2, "2": -1.7, ...}``"""
     if not reply.scores:
         raise ValueError(f"calibration needs option scores, which {judge.label} does not return; "
                          "run without calibration")
@@ -27,7 +29,7 @@ def _scores(judge, reply) -> dict[str, float]:
 
 def baseline_scores(judge, messages: list[dict], options: Sequence[str] | dict[str, object]) -> dict[str, float]:
     """The judge's score of every option for a content-free prompt."""
-    return _scores(judge, judge.choose(messages, list(options), name="calibration baseline"))
+    return option_scores(judge, judge.choose(messages, list(options), name="calibration baseline"))
 
 
 def template_baselines(judge, keys: Iterable[Hashable], messages: Callable[[Hashable], list[dict]],
@@ -69,4 +71,4 @@ def calibrated_verdict(judge, metric: str, messages: list[dict], options: dict[s
     if baseline is None:
         return choose_verdict(judge, metric, messages, options)
     return choose_verdict(judge, metric, messages, options,
-                          lambda reply: best_option(_scores(judge, reply), baseline, options))
+                          lambda reply: best_option(option_scores(judge, reply), baseline, options))

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from rpa_lib.data import Dimension, Questionnaire
-from rpa_lib.evaluation.calibration import CONTENT_FREE, baseline_scores, best_option
+from rpa_lib.evaluation.calibration import CONTENT_FREE, baseline_scores, best_option, option_scores
 from rpa_lib.evaluation.context import CONTEXT_COLUMNS, context_columns
 from rpa_lib.evaluation.metrics.types import NO_SCORE, TIE, type_scores
 from rpa_lib.evaluation.personality_prompts import expert_messages, expert_schema, option_messages, scale_options
@@ -95,14 +95,12 @@ def place_on_scale(evaluator, name: str, item, reply: str, questionnaire: Questi
     """The scale point the evaluator chooses for one reply, by constrained choice; ``calibrate``: each option's
     score minus its score for a content-free reply (:mod:`rpa_lib.evaluation.calibration`; needs option scores)."""
     options = scale_options(questionnaire)
-    # the baseline first: an evaluator without option scores is refused before the verdict is paid for
-    baseline = calibrate and baseline_scores(evaluator, option_messages(name, item, CONTENT_FREE, questionnaire), options)
-    got = evaluator.choose(option_messages(name, item, reply, questionnaire), options)
+    messages = option_messages(name, item, reply, questionnaire)
     if not calibrate:
-        return int(got.text)
-    if not got.scores:
-        raise ValueError(f"calibration needs option scores, which {evaluator.label} did not return for item {item.id}")
-    return int(best_option(got.scores, baseline, options))
+        return int(evaluator.choose(messages, options).text)
+    # the baseline first: an evaluator without option scores is refused before the verdict is paid for
+    baseline = baseline_scores(evaluator, option_messages(name, item, CONTENT_FREE, questionnaire), options)
+    return int(best_option(option_scores(evaluator, evaluator.choose(messages, options)), baseline, options))
 
 
 def score_options(interviews: pd.DataFrame, questionnaire: Questionnaire, evaluator,

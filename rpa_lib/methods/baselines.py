@@ -1,13 +1,13 @@
 """The baselines of AMADEUS Table 6 that need no outside service: no RAG (the name and work only) and Naive RAG
-(the top-k chunks, or the top-ranked chunks up to ``budget_chars`` characters: the budget-matched control). Not
-here: choosing the budget (the notebooks measure AMADEUS's context and pass it).
+(the top-k chunks, or the whole ranking cut to ``budget_chars`` characters by :meth:`Method.budgeted`: the
+budget-matched control). Not here: choosing the budget (the notebooks measure AMADEUS's context and pass it).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rpa_lib.methods.base import AnswerSettings, Context, Method, RetrievalSettings, chunk_items, within_budget
+from rpa_lib.methods.base import AnswerSettings, Context, Method, RetrievalSettings, chunk_items
 from rpa_lib.methods.registry import register
 
 
@@ -32,5 +32,4 @@ class NaiveRAG(Method):
         if s.budget_chars is None:
             return Context(chunk_items("knowledge", self.search(character, question, s.k)))
         ranked = self.search(character, question, len(self.retriever(character).chunks))
-        items = within_budget(chunk_items("knowledge", ranked), s.budget_chars)
-        return Context(items, details={"budget_chars": s.budget_chars, "chunks_in_budget": len(items)})
+        return self.budgeted(Context(chunk_items("knowledge", ranked)))
