@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from rpa_lib.data import Dataset, Questionnaire, as_dataset
-from rpa_lib.data.readers import QUESTIONNAIRE_ITEMS
+from rpa_lib.evaluation.claims import PAPER_CHARACTERS, PAPER_ITEMS
 from rpa_lib.evaluation.metrics.agreement import feldt_interval
 from rpa_lib.evaluation.metrics.charactercraft import DIMENSIONS
 from rpa_lib.evaluation.metrics.intervals import clopper_pearson
@@ -19,9 +19,7 @@ from rpa_lib.evaluation.personality import type_scores
 from rpa_lib.evaluation.uncertainty import interval_columns, merge_intervals
 from rpa_lib.methods.registry import method_label, paper_name
 
-PAPER_CHARACTERS = 15
 PAPER_LLM = "GPT-4.1"
-PAPER_ITEMS = {name: items for name, (items, _) in QUESTIONNAIRE_ITEMS.items()}
 # questionnaire -> (labels.csv column of its types, transcribed table, title)
 PERSONALITY_TABLES = {"mbti": ("mbti", "table4_mbti", "Predicted MBTI types per character"),
                       "bigfive": ("sloan", "table5_sloan", "Predicted Big Five SLOAN types per character")}

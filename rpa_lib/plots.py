@@ -16,6 +16,7 @@ from matplotlib.ticker import MaxNLocator
 
 from rpa_lib.data.readers import QUESTIONNAIRE_ITEMS
 from rpa_lib.evaluation.charactercraft_prompts import NAMES, TOP
+from rpa_lib.evaluation.claims import PAPER_CHARACTERS, PAPER_ITEMS
 from rpa_lib.evaluation.metrics.charactercraft import DIMENSIONS
 from rpa_lib.evaluation.metrics.intervals import BOOTSTRAP
 from rpa_lib.methods.registry import method_label
@@ -234,7 +235,9 @@ def duplication_figure(freqs: pd.DataFrame, rates: pd.DataFrame, items: int, cha
     notes = rate.interval_note.dropna().unique() if "interval_note" in rate else []
     shown_ci = (f"no interval ({plural(few, 'character')})" if few < FEW_CHARACTERS
                 else f"95% interval: {BOOTSTRAP}" + "".join(f"; {n}" for n in notes))
-    design = "" if (items, characters) == (60, 15) else ", not comparable to the paper's rate (60 questions, 15 characters)"
+    paper_items = PAPER_ITEMS["mbti"]
+    design = ("" if (items, characters) == (paper_items, PAPER_CHARACTERS) else
+              f", not comparable to the paper's rate ({paper_items} questions, {PAPER_CHARACTERS} characters)")
     side.set_title(textwrap.fill(f"ours is bounded by its ceiling (red dashes){design}; {shown_ci}", 45), fontsize=7)
     side.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12), frameon=False)
     return _finish(fig, f"Chunk duplication on MBTI questions, {plural(characters, 'character')} (our rate is bounded "

@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from rpa_lib.data import Dataset, as_dataset
+from rpa_lib.data.readers import QUESTIONNAIRE_ITEMS
 from rpa_lib.evaluation.metrics.agreement import feldt_interval
 from rpa_lib.evaluation.metrics.intervals import ALPHA, clopper_pearson, holm, smallest_exact_p, two_proportion_test
 from rpa_lib.evaluation.outcomes import LABELS, compare, load_outcomes, paper_personality_outcomes, summarize
@@ -20,9 +21,11 @@ from rpa_lib.report import plural
 
 PAPER_QUESTIONS = 450  # Table 6: 15 characters x 30 CharacterRAG questions
 PAPER_CHARACTERS = 15
+PAPER_ITEMS = {name: items for name, (items, _) in QUESTIONNAIRE_ITEMS.items()}  # questionnaire -> items per character
 NO_LLM = {"table1_similarity", "evidence_recall"}  # tables whose numbers no LLM produced
 SUPPORTED, CONTRADICTED, NOISE = "supported", "contradicted", "not distinguishable from noise at this n"
-CHARACTERS_UNTESTABLE = "not testable by character: Table 6 prints totals over 450 questions, no per-character scores"
+CHARACTERS_UNTESTABLE = (f"not testable by character: Table 6 prints totals over {PAPER_QUESTIONS} questions, no "
+                         "per-character scores")
 
 
 @dataclass(frozen=True)
@@ -168,8 +171,9 @@ def _paper_evidence(claim: Claim, personality: pd.DataFrame, dataset: Dataset | 
             diffs = "; ".join(f"{r.llm} {r.method:.2f} vs {r.reference:.2f}" for r in t.itertuples())
             return {"paper_evidence": f"printed means only ({diffs}); no spread, no per-question scores",
                     "paper_verdict": "not testable: the paper prints means without spread or per-question scores"}
-        text = "; ".join(f"{r.llm}: {r.k_method} vs {r.k_reference} of 450, >= {r.min_discordant} discordant, smallest "
-                         f"paired p {_p(r.smallest_paired_p)}, unpaired p {_p(r.unpaired_p)}" for r in t.itertuples())
+        text = "; ".join(f"{r.llm}: {r.k_method} vs {r.k_reference} of {PAPER_QUESTIONS}, >= {r.min_discordant} "
+                         f"discordant, smallest paired p {_p(r.smallest_paired_p)}, unpaired p {_p(r.unpaired_p)}"
+                         for r in t.itertuples())
         worst = t.unpaired_p.max()
         favours = bool((t.difference > 0).all())
         if worst < ALPHA:  # as Tables 4-5's dimension-level p: no verdict from a test that treats items as independent
@@ -188,9 +192,10 @@ def _paper_evidence(claim: Claim, personality: pd.DataFrame, dataset: Dataset | 
         sign = 1 if claim.higher_is_better else -1  # lower is better: compare the negated values
         better = sign * wide[claim.method] > sign * wide[claim.reference]
         ats = sign * wide["ATS"] > sign * wide["Vanilla"]
-        text = (f"printed sums over 15 characters only: {claim.method} {'>' if claim.higher_is_better else '<'} "
-                f"{claim.reference} for {int(better.sum())} of {len(better)} embedders; ATS beats Vanilla for "
-                f"{int(ats.sum())} of {len(ats)} (against: {', '.join(wide.index[~ats]) or 'none'})")
+        text = (f"printed sums over {PAPER_CHARACTERS} characters only: {claim.method} "
+                f"{'>' if claim.higher_is_better else '<'} {claim.reference} for {int(better.sum())} of {len(better)} "
+                f"embedders; ATS beats Vanilla for {int(ats.sum())} of {len(ats)} (against: "
+                f"{', '.join(wide.index[~ats]) or 'none'})")
         return {"paper_evidence": text, "paper_verdict": "not testable: the paper prints sums over characters, "
                 "no per-character or per-question scores (and 3 embedders can give a sign test p >= 0.25 at best)"}
     if claim.table == "table2_human_eval":
@@ -204,7 +209,7 @@ def _paper_evidence(claim: Claim, personality: pd.DataFrame, dataset: Dataset | 
                                   "noise at 30 samples; mu near 4 not testable (no spread per sample)") if ok else NOISE}
     if claim.id == "T3-failure":
         t3 = paper("table3_chunk_usage").set_index("question_set")
-        n = {"CharacterRAG": PAPER_QUESTIONS, "MBTI": 60 * PAPER_CHARACTERS}
+        n = {"CharacterRAG": PAPER_QUESTIONS, "MBTI": PAPER_ITEMS["mbti"] * PAPER_CHARACTERS}
         cis = {q: clopper_pearson(round(t3.gs_failure_rate[q] * n[q]), n[q]) for q in n}
         text = "; ".join(f"{q}: {ci.estimate:.2%} of {n[q]} [{ci.low:.2%}, {ci.high:.2%}] (questions as independent)"
                          for q, ci in cis.items())

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from rpa_lib.evaluation.metrics.intervals import BOOTSTRAP, cluster_bootstrap
+from rpa_lib.evaluation.metrics.intervals import BOOTSTRAP, FEW_CLUSTERS, cluster_bootstrap
 from rpa_lib.evaluation.outcomes import LABELS, compare
 from rpa_lib.report import save_table
 
@@ -63,7 +63,7 @@ def interval_caption(n_characters, runs: int = 1) -> str:
         return text + "; no character: no interval"
     if n <= 1:
         return text + "; 1 character: no cluster interval (NaN)"
-    if n < 10:
+    if n < FEW_CLUSTERS:
         return text + f"; {n} characters: the interval under-covers with so few clusters"
     return text
 

@@ -22,6 +22,7 @@ N_RESAMPLES = 2000
 SEED = 0
 BOOTSTRAP = "cluster bootstrap over characters (percentile, 2000 resamples)"
 EXACT = "Clopper-Pearson exact binomial over items"
+FEW_CLUSTERS = 10  # fewer characters than this: a percentile cluster interval under-covers (its note says so)
 SIGN_FLIP_MAX_N = 13  # scipy.stats.wilcoxon's choice: with zeros or ties and at most this many differences, every flip
 
 
@@ -63,7 +64,7 @@ def cluster_bootstrap(values, clusters=None, confidence: float = CONFIDENCE, n_r
         res = stats.bootstrap((sums, counts), lambda s, c, axis=-1: s.sum(axis=axis) / c.sum(axis=axis), paired=True,
                               vectorized=True, n_resamples=n_resamples, confidence_level=confidence,
                               method="percentile", rng=np.random.default_rng(seed))
-    reason = f"{k} characters: a percentile interval under-covers with few clusters" if k < 10 else ""
+    reason = f"{k} characters: a percentile interval under-covers with few clusters" if k < FEW_CLUSTERS else ""
     ci = res.confidence_interval
     return Interval(estimate, float(ci.low), float(ci.high), BOOTSTRAP, n, k, reason)
 
