@@ -316,6 +316,34 @@ def test_each_page_skips_redirects_disambiguation_and_other_namespaces_saying_wh
         new_character("corwen", source, work=WORK, data=tmp_path / "d", page="Corwen Ashlar (mapmaker)")
 
 
+def test_each_page_reads_the_export_once_and_checks_each_page_once(tmp_path, monkeypatch):
+    """The export was parsed again for every page imported and each page checked twice (is it an article?), once
+    before its slug and once as it was read; now once each, with the same refusals."""
+    from rpa_lib.authoring import wikitext
+
+    source = tmp_path / "export.xml"
+    source.write_text(export(("Elsa Rook", ARTICLE), ("Corwen", "#REDIRECT [[Elsa Rook]]\n"),
+                             ("Tamsin Hale", "== Personality ==\nShe laughs often.\n")), encoding="utf-8")
+    calls = {"export_pages": 0, "not_an_article": 0}
+    parse, check = wikitext.export_pages, wikitext.Page.not_an_article
+
+    def counted_parse(*args):
+        calls["export_pages"] += 1
+        return parse(*args)
+
+    def counted_check(page):
+        calls["not_an_article"] += 1
+        return check(page)
+
+    for module in (cli, wikitext):
+        monkeypatch.setattr(module, "export_pages", counted_parse)
+    monkeypatch.setattr(wikitext.Page, "not_an_article", counted_check)
+    code, out, err = each_page(tmp_path, source)
+    assert code == 1 and "page 'Corwen' is a redirect to 'Elsa Rook': import that page" in err
+    assert Dataset(tmp_path / "d").slugs() == ["elsa-rook", "tamsin-hale"]
+    assert calls == {"export_pages": 1, "not_an_article": 3}
+
+
 # A Wikipedia infobox whose multi-valued fields are bulleted lists in {{plainlist}} / {{flatlist}}, as the infobox
 # guidelines ask, next to {{ubl}} and <br>.
 LIST_INFOBOX = """{{Infobox character

@@ -163,7 +163,7 @@ def test_a_long_run_caption_wraps_to_the_figures_width(tmp_path):
     freqs = pd.DataFrame({"method": ["amadeus"], "uses": [1]})
     caption = " | ".join(f"setting {i}: a value that names part of the run" for i in range(40))
     fig = duplication_figure(freqs, rates, 4, 2, caption)
-    title = fig._suptitle.get_text()
+    title = fig.get_suptitle()
     assert title.replace("\n", " ").endswith(caption) and title.count("\n") >= 5
     width = fig.get_figwidth()
     save_figure(fig, "long", tmp_path)
@@ -216,7 +216,7 @@ def test_the_letters_figure_names_the_character_the_items_a_letter_rests_on_and_
     ax = fig.axes[0]
     assert [t.get_text() for t in ax.get_yticklabels()] == ["No RAG", "LightRAG (no context: 0 characters)"]
     assert ax.get_title() == "MBTI (Table 4)\na letter from 1 item (paper 15)"
-    assert "The letters each method gave Frieren" in fig._suptitle.get_text()
+    assert "The letters each method gave Frieren" in fig.get_suptitle()
     plt.close(fig)
     assert settings_text({"amadeus": {"extract_format": "text"}, "crag": {"search_k": 3, "strip_sentences": 4}}) == \
         "AMADEUS: extract_format text; CRAG-offline: search_k 3, strip_sentences 4"
@@ -256,7 +256,7 @@ def test_the_kendall_figure_draws_no_tau_from_too_few_replies_and_says_when_ever
     assert np.isnan(heights[DIMENSIONS.index("emo")]) and heights[0] == 0.5
     assert "ours, without reference" not in [t.get_text() for t in ax.get_legend().get_texts()]  # all NaN
     assert [t.get_text() for t in ax.get_xticklabels()][:2] == ["Fluency", "Coherence"]
-    assert "the judge gave every rung the same scores: agreement not measurable" in fig._suptitle.get_text()
+    assert "the judge gave every rung the same scores: agreement not measurable" in fig.get_suptitle()
     plt.close(fig)
 
 
@@ -272,7 +272,7 @@ def test_a_saved_figure_names_its_profile_and_characters(tmp_path, fixture_data)
     fig, _ = plt.subplots()
     fig.suptitle("Table 6")
     ex.save_figure(fig, "f")
-    assert fig._suptitle.get_text() == "Table 6\ncharacters: Ada Lindqvist"  # no profile holds these settings
+    assert fig.get_suptitle() == "Table 6\ncharacters: Ada Lindqvist"  # no profile holds these settings
     plt.close(fig)
     quick = yaml.safe_load((paths.PROFILES_DIR / "quick.yaml").read_text())
     settings = {**quick["defaults"], **quick["notebooks"]["03_chunk_usage"]}
@@ -293,14 +293,14 @@ def test_table1_figure_gives_each_panels_paired_result_and_names_the_stand_in_em
     fig = similarity_figure(scores, table, ["vanilla", "acts"], 5, 15, 450, paired=paired,
                             paper_embedders=["BGE-M3", "TF-IDF "])
     assert fig.axes[0].get_xlabel() == "μ: Vanilla − ACTS: +0.0991 [0.0936, 0.105], 15/15 characters higher, sign p=6e-05"
-    assert fig.texts == [fig._suptitle]  # TF-IDF is one of the paper's here: no stand-in to name
+    assert [t.get_text() for t in fig.texts] == [fig.get_suptitle()]  # TF-IDF is one of the paper's here: no stand-in to name
     plt.close(fig)
     fig = similarity_figure(scores, table, ["vanilla", "acts"], 5, 15, 450, paper_embedders=["BGE-M3"])
-    (footer,) = [t for t in fig.texts if t is not fig._suptitle]
+    (footer,) = [t for t in fig.texts if t.get_text() != fig.get_suptitle()]
     assert footer.get_text().startswith("TF-IDF stand in for the paper's embedders (BGE-M3)")
     plt.close(fig)
     me5 = scores.assign(embedder="multilingual-e5-large-instruct")  # our label of the paper's mE5-large-instruct
     fig = similarity_figure(me5, table.assign(embedder="multilingual-e5-large-instruct"), ["vanilla", "acts"], 5, 15,
                             450, paper_embedders=["BGE-M3", "mE5-large-instruct"])
-    assert fig.texts == [fig._suptitle]  # the paper's own embedder, not a stand-in
+    assert [t.get_text() for t in fig.texts] == [fig.get_suptitle()]  # the paper's own embedder, not a stand-in
     plt.close(fig)

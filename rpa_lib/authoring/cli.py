@@ -13,7 +13,7 @@ from rpa_lib import paths
 from rpa_lib.authoring import edit
 from rpa_lib.authoring.importer import ContentPlacer, new_character, parse_mapping, slugify
 from rpa_lib.authoring.scaffold import promote, qa_scaffold
-from rpa_lib.authoring.sources import read_text_source
+from rpa_lib.authoring.sources import read_text_source, source_document
 from rpa_lib.authoring.wikitext import export_pages
 from rpa_lib.data.dataset import user_dataset
 from rpa_lib.embeddings import KNOWN_MODELS, get_embedder, is_local
@@ -55,8 +55,8 @@ def _new_character(args) -> int:
     if args.each_page and given:  # one value for every page: each would get it, or (SLUG, --name) it was ignored
         raise ValueError(f"--each-page names each character by its page's title: {', '.join(given)} would apply to "
                          "every page; import such a page alone with --page TITLE")
-    jobs = ([(slugify(p.title), p.title, p.title, p.not_an_article()) for p in pages] if args.each_page
-            else [(args.slug, args.name, args.page, None)])
+    jobs = ([(slugify(p.title), p.title, p.title) for p in pages] if args.each_page
+            else [(args.slug, args.name, args.page)])
     if not args.each_page and not args.slug:
         raise ValueError("give the new character's SLUG (or --each-page for every page of an export)")
     if not (args.work or "").strip():  # a blank one would be a labels.csv row the dataset's validation refuses
@@ -70,15 +70,16 @@ def _new_character(args) -> int:
         llm = get_llm(None if args.classify_with_llm == "default" else args.classify_with_llm)
     ds, mapping, failed = user_dataset(args.data_dir), parse_mapping(args.map), []
     placer = None if args.embedder == "none" else ContentPlacer(args.embedder)  # once for every page
-    for slug, name, page, problem in jobs:
+    for slug, name, page in jobs:
         try:
-            if problem:  # --each-page: a category, template or talk page, a redirect, a disambiguation page
-                raise DataError(path, None, f"page {page!r} {problem}")
+            # --each-page: the page read once, and refused before its slug if it is no article (a category, template
+            # or talk page, a redirect, a disambiguation page), has no wikitext or no headings
+            document = source_document(path, fmt, text, page, pages) if args.each_page else None
             if not slug:
                 raise DataError(path, None, f"page {page!r}: its title gives no slug (no Latin letter or digit); "
                                             f"import it with --page {page!r} and a SLUG of your choice")
             done = new_character(slug, args.source, name=name, work=args.work, data=ds, llm=llm, mapping=mapping,
-                                 page=page, mbti=args.mbti, sloan=args.sloan, embedder=placer)
+                                 page=page, mbti=args.mbti, sloan=args.sloan, embedder=placer, document=document)
         except Exception as e:  # a page refused, or a bug on one page: the others are still imported
             if not args.each_page:
                 raise

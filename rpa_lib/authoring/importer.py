@@ -426,9 +426,12 @@ def parse_mapping(items: list[str] | None) -> dict[str, str | None]:
 
 def new_character(slug: str, source: str | Path, *, name: str | None = None, work: str,
                   data: Dataset | str | Path | None = None, mapping: dict[str, str | None] | None = None, llm=None,
-                  embedder=None, page: str | None = None, mbti: str = "", sloan: str = "") -> Imported:
+                  embedder=None, page: str | None = None, mbti: str = "", sloan: str = "",
+                  document: SourceDocument | None = None) -> Imported:
     """Import ``source`` as character ``slug``. ``name`` defaults to the document's title; ``embedder`` (a name,
-    embedder or :class:`ContentPlacer`) places by content, None by headings only; ``page`` picks an export's page."""
+    embedder or :class:`ContentPlacer`) places by content, None by headings only; ``page`` picks an export's page;
+    ``document``: ``source`` (that page) read already (:func:`~rpa_lib.authoring.sources.source_document`), not read
+    again."""
     ds = user_dataset(data)
     if not SLUG.match(slug):
         raise DataError(ds.characters_dir / slug, None,
@@ -443,7 +446,7 @@ def new_character(slug: str, source: str | Path, *, name: str | None = None, wor
             raise DataError(ds.labels_path, None, f"--{kind} {value!r} is not a valid type: expected "
                                                   + ("four capitals such as INTJ" if kind == "mbti" else
                                                      "five capitals such as RCOAI (S/R, L/C, O/U, A/E, I/N)"))
-    doc = read_source(source, page)
+    doc = read_source(source, page) if document is None else document
     name = (name or doc.title or "").strip()
     if not name or "\n" in name:
         raise DataError(source, None, "--name must be the character's name on one line (the document has no title)")

@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 
 from rpa_lib.authoring.document import SourceDocument, SourceSection, sentence, tidy
-from rpa_lib.authoring.wikitext import BREAK, not_an_article, parse_wikitext, read_mediawiki
+from rpa_lib.authoring.wikitext import BREAK, Page, not_an_article, parse_wikitext, read_mediawiki
 from rpa_lib.errors import DataError
 from rpa_lib.persona import HEADING_LINE
 
@@ -75,11 +75,18 @@ def _utf16(raw: bytes) -> str | None:
 def read_source(path: str | Path, page: str | None = None) -> SourceDocument:
     """The document at ``path`` as sections (``page``: which page of a MediaWiki export); DataError for a file
     that is no text, of an unknown format or without headings."""
-    path, fmt, text = read_text_source(path)
+    return source_document(*read_text_source(path), page)
+
+
+def source_document(path: Path, fmt: str, text: str, page: str | None = None,
+                    pages: list[Page] | None = None) -> SourceDocument:
+    """:func:`read_source` of a file :func:`read_text_source` has read (``pages``: a MediaWiki export's, when
+    :func:`~rpa_lib.authoring.wikitext.export_pages` has read them already), so that each page of an export is
+    read once."""
     if page is not None and fmt != "mediawiki":
         raise DataError(path, None, f"--page {page!r} is for a MediaWiki export; this is {fmt}")
     if fmt == "mediawiki":
-        doc = read_mediawiki(path, text, page)
+        doc = read_mediawiki(path, text, page, pages)
     elif fmt == "wikitext":
         problem = not_an_article(text)
         if problem:  # "no headings found" said nothing of what the page is

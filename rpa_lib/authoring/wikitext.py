@@ -160,10 +160,11 @@ def export_pages(path: Path, text: str) -> list[Page]:
     return pages
 
 
-def read_mediawiki(path: Path, text: str, page: str | None = None) -> SourceDocument:
-    """The newest revision of one page (``page``: its title, needed when the export holds several); DataError for
-    an unnamed or unknown page, or one without wikitext."""
-    pages = export_pages(path, text)
+def read_mediawiki(path: Path, text: str, page: str | None = None, pages: list[Page] | None = None) -> SourceDocument:
+    """The newest revision of one page (``page``: its title, needed when the export holds several; ``pages``: the
+    export's, when :func:`export_pages` has read them already); DataError for an unnamed or unknown page, one that
+    is no article, or one without wikitext."""
+    pages = export_pages(path, text) if pages is None else pages
     titles = [p.title for p in pages]
     if page is None and len(pages) > 1:
         raise DataError(path, None, f"the export holds {len(pages)} pages ({'; '.join(titles)}): name one with "
@@ -171,11 +172,11 @@ def read_mediawiki(path: Path, text: str, page: str | None = None) -> SourceDocu
     chosen = pages[0] if page is None else next((p for p in pages if p.title == page), None)
     if chosen is None:
         raise DataError(path, None, f"no page titled {page!r}; pages: {'; '.join(titles)}")
-    if not chosen.revisions:
-        raise DataError(path, None, f"page {chosen.title!r} has no <revision>")
-    problem = chosen.not_an_article()  # as --each-page skips it: another namespace, a redirect, a disambiguation page
+    problem = chosen.not_an_article()  # another namespace, a redirect, a disambiguation page: --each-page skips it
     if problem:
         raise DataError(path, None, f"page {chosen.title!r} {problem}")
+    if not chosen.revisions:
+        raise DataError(path, None, f"page {chosen.title!r} has no <revision>")
     newest = chosen.newest()
     stamp, rev_id, body = chosen.revisions[newest]
     if not body.strip():
