@@ -163,6 +163,17 @@ def test_a_fast_plan_is_within_5_percent_of_the_exact_plan(capsys, notebooks_in_
             assert abs(f[key] - e[key]) <= 0.05 * e[key], (e["notebook"], key, e[key], f[key])
 
 
+def test_a_question_asked_by_the_explorer_notebook_is_counted_by_the_plan(tmp_path, fixture_data,
+                                                                          notebooks_in_this_process):
+    """Notebook 00 answers a profile's ``question`` headlessly: its calls are the plan's like every notebook's (a dry
+    run, never a call the plan does not show)."""
+    profile = tmp_path / "asks.yaml"
+    profile.write_text(f"defaults: {{llm: fake, data_dir: {fixture_data}}}\nnotebooks:\n  00_explore:\n"
+                       "    {character: ada-lindqvist, methods: [no_rag], question: 'Who are you?'}\n")
+    (row,) = reproduce.plan(str(profile), ["00"], workers=1)
+    assert (row["notebook"], row["calls"]) == ("00_explore", 1)  # No RAG's one answer
+
+
 def test_a_dry_run_draws_no_figure(tmp_path, fixture_data):
     """Its numbers come from the stand-in and its files are thrown away: no PDF, PNG or CSV, the figure closed."""
     import matplotlib.pyplot as plt
