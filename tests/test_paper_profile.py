@@ -18,7 +18,8 @@ from rpa_lib.embeddings import (
     stand_in_name,
 )
 from rpa_lib.llm import FakeLLM
-from rpa_lib.methods import build_methods
+from rpa_lib.methods import budget_controls, build_methods
+from rpa_lib.methods.registry import BUDGETED
 from rpa_lib.notebook_params import parameters
 from rpa_lib.run import reproduce
 
@@ -76,10 +77,10 @@ def test_the_paper_profile_uses_the_papers_gs_settings_and_methods(profile):
         assert (p["max_iterations"], p["slot_size"]) == (PAPER["gs_n"][0], PAPER["gs_k"][0]), name
     assert PAPER["table4_5_methods"][0] <= set(nb(profile, "04_personality")["methods"])
     assert PAPER["table6_methods"][0] <= set(nb(profile, "05_qa_evaluation")["methods"])
-    for name in ("04_personality", "05_qa_evaluation"):  # the budget-matched control beside the paper's columns
-        assert "naive_rag_budget" in nb(profile, name)["methods"]
+    for name in ("04_personality", "05_qa_evaluation"):  # each retrieving baseline's budget-matched control beside it
         p = nb(profile, name)
-        first = [m for m in p["methods"] if m != "naive_rag_budget"]
+        first = [m for m in p["methods"] if m not in budget_controls(p["methods"])]
+        assert [f"{m}_budget" for m in first if m in BUDGETED] == budget_controls(p["methods"]), name
         methods = build_methods(first, FakeLLM(), embedder="hash-64", per_method=p.get("method_settings") or None)
         for m in methods:
             if hasattr(m.settings, "splitter") and m.name in ("naive_rag", "crag", "amadeus"):
