@@ -1,6 +1,7 @@
 """The experiment object of a notebook: built from its parameters, it hands out the models (each built on first use,
-wrapped in the ``run_mode`` that ``reproduce`` passes), the dataset and its characters, the runs of a repeated
-experiment, the output folders, the run record and the failure policy. ``ex = Experiment("04_personality", globals())``
+wrapped in the ``run_mode`` that ``reproduce`` passes), the dataset and its characters, the methods and their
+budget-matched controls, the runs of a repeated experiment, the output folders, the run record and the failure
+policy. ``ex = Experiment("04_personality", globals())``
 
 It reads no environment variable of its own. Batch rounds and repeats: ``docs/design/run.md``.
 """
@@ -29,7 +30,7 @@ from rpa_lib.llm import LLM, RunMode, get_llm, judge_llm
 from rpa_lib.llm.rounds import rounds_record
 from rpa_lib.methods import Method, budget_controls, budget_note, build_control, build_methods, method_class
 from rpa_lib.methods.amadeus import EXTRACT_FORMATS
-from rpa_lib.methods.registry import method_settings
+from rpa_lib.methods.registry import method_settings, setting_names
 from rpa_lib.notebook_params import check_injected, check_value, parameters
 from rpa_lib.report import Written, notebook_parameters, output_dirs, run_label, save_figure, save_run_record
 from rpa_lib.retrieval import persona_embedder
@@ -139,8 +140,9 @@ class Experiment:
                         answer: Callable[[Method, str], Any], names: list[str] | None = None) -> list:
         """``answer(control, group)`` for each budget-matched control (``names``; None: :attr:`controls`) and each of
         ``groups`` (values of ``rows[by]``: a task, question set or questionnaire), the control built with ``run``'s
-        LLM at AMADEUS's mean context on that group's ``rows`` alone (:func:`matched_budgets`), or at the
-        ``budget_chars`` given it; each control's budgets are kept in :attr:`budgets` and printed."""
+        LLM at AMADEUS's mean context on that group's ``rows`` alone (:func:`matched_budgets`; a group AMADEUS did not
+        answer is left out), or at the ``budget_chars`` given it. The answers come control by control, each with its
+        groups in order; each control's budgets are kept in :attr:`budgets` and printed."""
         out = []
         for name in self.controls if names is None else names:
             given = self.given.get(name)
@@ -148,7 +150,8 @@ class Experiment:
             out += [answer(build_control(name, budget, run.llm, dataset=self.dataset,
                                          per_method=self.method_settings, **self.shared), group)
                     for group, budget in budgets.items()]
-            print(f"{name}: characters a question {budgets} ({'given' if given else f'AMADEUS mean on each {by}'})")
+            how = "given" if given else f"AMADEUS's mean on each {by.replace('_', ' ')}"
+            print(f"{name}: characters a question {budgets} ({how})")
         return out
 
     def budget_note(self, unit: str) -> str:
@@ -308,8 +311,13 @@ class Repeat:
     @cached_property
     def agents(self) -> list[Method]:
         """The methods of ``methods`` but the budget-matched controls, answering with this run's LLMs, each with the
-        run's :data:`SHARED_SETTINGS` it declares and its own ``method_settings``."""
+        run's :data:`SHARED_SETTINGS` it declares (one none of them declares, GS's N without AMADEUS, is left out) and
+        its own ``method_settings``."""
         ex = self.experiment
-        return build_methods([m for m in ex.parameters["methods"] if m not in ex.controls], self.llm,
-                             gs_llm=self.gs_llm, dataset=ex.dataset, **ex.shared,
+        if "methods" not in ex.parameters:
+            raise ValueError(f"{ex.notebook}: the notebook has no methods parameter, so it has no agents")
+        names = [m for m in ex.parameters["methods"] if m not in ex.controls]
+        declared = {s for m in names for s in setting_names(m)}
+        return build_methods(names, self.llm, gs_llm=self.gs_llm, dataset=ex.dataset,
+                             **{k: v for k, v in ex.shared.items() if k in declared},
                              per_method={m: s for m, s in ex.method_settings.items() if m not in ex.controls})

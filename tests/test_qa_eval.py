@@ -380,10 +380,36 @@ def test_the_budget_control_is_matched_task_by_task(fixture_data, capsys):
     assert set(rows.method) == {"naive_rag_budget"} and [t.task.iloc[0] for _, t in parts] == list(tasks)
     assert "naive_rag_budget: characters a question" in capsys.readouterr().out
     given = Experiment("05_qa_evaluation", {**ex.parameters, "method_settings": {"naive_rag_budget": {"budget_chars": 500}}})
-    assert len(given.answer_controls(run, answers, "task", tasks, lambda c, t: c.settings.budget_chars)) == len(tasks)
+    assert len(given.answer_controls(given.repeats[0], answers, "task", tasks, lambda c, t: c.settings.budget_chars)) == len(tasks)
     assert given.budgets == {(0, "naive_rag_budget"): {t: 500 for t in tasks}}
     assert given.budget_note("task by task").endswith("naive_rag_budget is Naive RAG filled from its ranking up to "
                                                       "500 characters; the others run at their own sizes")
+
+
+def test_a_control_at_a_given_budget_runs_without_amadeus_in_every_run(fixture_data, capsys):
+    """No AMADEUS, so GS's settings go to no method (they are left out, not refused), and each run of a repeated
+    experiment builds its own control with its own LLM."""
+    from rpa_lib.experiment import Experiment
+
+    ex = Experiment("05_qa_evaluation", {"data_dir": str(fixture_data), "llm": "fake", "embedder": "hash-64",
+                                         "characters": None, "repeats": 2, "methods": ["naive_rag", "naive_rag_budget"],
+                                         "method_settings": {"naive_rag_budget": {"budget_chars": 300}},
+                                         "max_iterations": 4, "slot_size": 2, "extract_retries": 2})  # as the notebook
+    tasks = task_jobs(ex.dataset, ex.characters, 1)
+
+    def answer(run):
+        rows, _ = answer_all(run.agents, tasks, llm=run.llm, progress=False)
+        more = ex.answer_controls(run, rows, "task", tasks, lambda control, task: (control.llm.repeat, answer_all(
+            [control], {task: tasks[task]}, llm=run.llm, progress=False)[0]))
+        return pd.concat([rows, *(r for _, r in more)], ignore_index=True), [repeat for repeat, _ in more]
+
+    (_, repeats0), (rows1, repeats1) = answer(ex.repeats[0]), answer(ex.repeats[1])
+    assert [a.name for a in ex.agents] == ["naive_rag"] and (repeats0, repeats1) == ([0], [1])
+    assert ex.budgets == {(0, "naive_rag_budget"): {QA_TASK: 300}, (1, "naive_rag_budget"): {QA_TASK: 300}}
+    budgeted = rows1[rows1.method == "naive_rag_budget"]
+    assert len(budgeted) == len(tasks[QA_TASK]) and budgeted.context.map(lambda c: sum(len(i["text"]) for i in c)).le(300).all()
+    with pytest.raises(ValueError, match="03_chunk_usage: the notebook has no methods parameter"):
+        len(Experiment("03_chunk_usage", {"data_dir": str(fixture_data), "llm": "fake"}).agents)
 
 
 def test_the_multi_paragraph_set_is_a_task_of_its_own_with_gold_answers():

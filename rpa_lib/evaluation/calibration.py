@@ -18,12 +18,12 @@ from rpa_lib.evaluation.judges import Verdict, choose_verdict
 CONTENT_FREE = "N/A"
 
 
-def option_scores(judge, reply) -> dict[str, float]:
-    """``reply``'s score of every option; ValueError naming ``judge`` when the reply has none (its backend gives no
-    option scores). ``option_scores(judge, reply)`` -> ``{"1": -0.2, "2": -1.7, ...}``"""
+def option_scores(judge, reply, what: str = "") -> dict[str, float]:
+    """``reply``'s score of every option; ValueError naming ``judge`` (and ``what`` it answered, e.g. an item) when
+    the reply has none. ``option_scores(judge, reply)`` -> ``{"1": -0.2, "2": -1.7, ...}``"""
     if not reply.scores:
-        raise ValueError(f"calibration needs option scores, which {judge.label} does not return; "
-                         "run without calibration")
+        raise ValueError(f"calibration needs option scores, which {judge.label} did not return"
+                         f"{f' for {what}' if what else ''}; run without calibration")
     return dict(reply.scores)
 
 

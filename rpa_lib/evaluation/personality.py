@@ -100,7 +100,8 @@ def place_on_scale(evaluator, name: str, item, reply: str, questionnaire: Questi
         return int(evaluator.choose(messages, options).text)
     # the baseline first: an evaluator without option scores is refused before the verdict is paid for
     baseline = baseline_scores(evaluator, option_messages(name, item, CONTENT_FREE, questionnaire), options)
-    return int(best_option(option_scores(evaluator, evaluator.choose(messages, options)), baseline, options))
+    verdict = evaluator.choose(messages, options)
+    return int(best_option(option_scores(evaluator, verdict, f"item {item.id}"), baseline, options))
 
 
 def score_options(interviews: pd.DataFrame, questionnaire: Questionnaire, evaluator,

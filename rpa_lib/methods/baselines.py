@@ -1,6 +1,7 @@
 """The baselines of AMADEUS Table 6 that need no outside service: no RAG (the name and work only) and Naive RAG
 (the top-k chunks, or the whole ranking cut to ``budget_chars`` characters by :meth:`Method.budgeted`: the
-budget-matched control). Not here: choosing the budget (the notebooks measure AMADEUS's context and pass it).
+budget-matched control). Not here: choosing the budget (``Experiment.answer_controls`` measures AMADEUS's context
+and passes it).
 """
 
 from __future__ import annotations

@@ -41,8 +41,8 @@ PAPER_NAMES = {"no_rag": "w/o RAG", "naive_rag": "Naive RAG", "lightrag": "Light
 
 
 def budget_controls(methods: list[str]) -> list[str]:
-    """The budget-matched controls among ``methods``, each run at the context size AMADEUS showed (the notebooks
-    measure it). ``budget_controls(["amadeus", "crag_budget"]) == ["crag_budget"]``"""
+    """The budget-matched controls among ``methods``, each run at the context size AMADEUS showed
+    (``Experiment.answer_controls`` measures it). ``budget_controls(["amadeus", "crag_budget"]) == ["crag_budget"]``"""
     return [m for m in methods if m in VARIANTS and "budget_chars" in VARIANTS[m].requires]
 
 
