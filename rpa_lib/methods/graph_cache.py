@@ -90,7 +90,8 @@ class IndexCache(Generic[T]):
             with self._lock:
                 if key in self._items:
                     return self._items[key]
-            item = load() or build()
+            if (item := load()) is None:  # None, not any falsy index: an empty graph loaded is still loaded
+                item = build()
             with self._lock:
                 self._items[key] = item
             return item
