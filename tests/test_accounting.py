@@ -298,7 +298,7 @@ def test_a_judge_that_never_answers_validly_is_named_as_the_cause_not_the_budget
         matched_budget(rows.iloc[0:0], "amadeus")
 
 
-@pytest.mark.parametrize("notebook", ["03_chunk_usage", "04_personality"])
+@pytest.mark.parametrize("notebook", ["03_chunk_usage", "04_personality", "05_qa_evaluation"])
 def test_notebooks_check_failures_before_matching_a_budget(notebook):
     nb = json.loads((NOTEBOOKS / f"{notebook}.ipynb").read_text(encoding="utf-8"))
     code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
