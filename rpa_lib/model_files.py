@@ -7,12 +7,12 @@ from __future__ import annotations
 from pathlib import Path
 
 # Query instructions are facts about each model's training, documented on its model card.
+_INSTRUCT = ("Instruct: Given a question to a character, retrieve passages of the character's profile that answer it"
+             "\nQuery:")
 KNOWN_MODELS = {
     "bge-m3": ("BAAI/bge-m3", "", ""),
-    "qwen3-0.6b": ("Qwen/Qwen3-Embedding-0.6B",
-                   "Instruct: Given a question to a character, retrieve passages of the character's profile that answer it\nQuery:", ""),
-    "me5-large-instruct": ("intfloat/multilingual-e5-large-instruct",
-                           "Instruct: Given a question to a character, retrieve passages of the character's profile that answer it\nQuery: ", ""),
+    "qwen3-0.6b": ("Qwen/Qwen3-Embedding-0.6B", _INSTRUCT, ""),
+    "me5-large-instruct": ("intfloat/multilingual-e5-large-instruct", _INSTRUCT + " ", ""),  # "Query: ", as on its card
 }
 PAPER_EMBEDDERS = ("bge-m3", "qwen3-0.6b", "me5-large-instruct")  # AMADEUS Table 1 and its retrieval settings
 PAPER_PROFILE_KEYS = "profiles/paper.yaml: defaults.embedder, notebooks.02_similarity_scores.embedders"

@@ -64,8 +64,7 @@ def _write(persona: Persona, text: str, action: str, headings: tuple[str, ...], 
         tmp.unlink()
         raise DataError(path, e.line, f"the edit would break the persona ({e.problem}); nothing changed") from None
     os.replace(tmp, path)
-    after = parse_persona(path, new.slug)
-    return Edit(persona.slug, action, headings, paragraph, persona.longest_paragraph, after.longest_paragraph)
+    return Edit(persona.slug, action, headings, paragraph, persona.longest_paragraph, new.longest_paragraph)
 
 
 def _clean(text: str) -> str:

@@ -190,21 +190,6 @@ class Plan:
     origins: dict[int, tuple[int, str]] = field(default_factory=dict)  # persona line -> (source line or 0, where from)
 
 
-def _matcher(mapping: dict[str, str | None]):
-    """``(match, used)``: heading -> (attribute, reason) or None by the ``--map`` entries, and the entries used."""
-    used: set[str] = set()
-
-    def match(title: str):
-        key = normalize(title)
-        hit = key if key in mapping else near_miss(key, mapping)
-        if hit is None:
-            return None
-        used.add(hit)
-        return mapping[hit], f"--map {hit!r}" + ("" if hit == key else " (near miss)")
-
-    return match, used
-
-
 def plan(doc: SourceDocument, name: str, table: dict[str, str | None] = HEADING_TABLE, llm=None, *,
          mapping: dict[str, str | None] | None = None, placer: ContentPlacer | None = None) -> Plan:
     """Place a read document; nothing is written."""
@@ -217,20 +202,19 @@ def plan(doc: SourceDocument, name: str, table: dict[str, str | None] = HEADING_
     top = min(s.level for s in headed if not (skip_title and s.level == 1)) if len(headed) > skip_title else 1
     # attribute -> (path under the attribute, paragraphs, source line, where from: "'History > Youth'", "the infobox")
     out: dict[str, list[tuple[tuple[str, ...], list[str], int, str]]] = {a: [] for a in ATTRIBUTES}
-    report: list[tuple[int, str]] = []
-    ties: list[tuple[int, str]] = []
-    dropped: list[tuple[int, str]] = list(doc.removed)
-    by_map, used = _matcher(mapping or {})
-    overview: list[str] = []
-    overview_line = None
+    report, ties, dropped = [], [], list(doc.removed)  # (source line, what happened)
+    mapping, used = mapping or {}, set()  # the --map entries, and those that matched a heading
+    overview, overview_line = [], None
     stack: list[tuple[int, str | None, tuple[str, ...], str]] = []  # (level, attribute, path under it, title)
 
     def decide(s, inherited: str | None) -> tuple[str | None, str] | None:
-        """``(attribute, None or UNKNOWN, reason)``; None, or ``(FOLLOW, reason)`` when placed by its own heading
-        where its overview section is: a subsection that goes with its section."""
-        found = by_map(s.title)
-        if found:
-            return found
+        """``(attribute, reason)``, the attribute None (dropped) or UNKNOWN (not placed) too; ``(FOLLOW, reason)``
+        when its own heading places it where its overview section is, or None: it goes with its section."""
+        key = normalize(s.title)
+        hit = key if key in mapping else near_miss(key, mapping)
+        if hit is not None:
+            used.add(hit)
+            return mapping[hit], f"--map {hit!r}" + ("" if hit == key else " (near miss)")
         is_top = s.level == top or not stack  # "=== X ===" before the page's first "== Y ==": no section above it
         gathered = bool(stack) and inherited is not None and normalize(stack[-1][3]) in OVERVIEWS
         if not is_top and inherited != UNKNOWN and not gathered:
@@ -288,7 +272,7 @@ def plan(doc: SourceDocument, name: str, table: dict[str, str | None] = HEADING_
             kept = _move_paragraphs(placer, s, where, current, kept, out, report, ties)
         if kept or normalize(s.title) not in OVERVIEWS:  # an overview heading stays only if something is under it
             out[current].append((path, kept, s.line, repr(where)))
-    unused = sorted(set(mapping or {}) - used)
+    unused = sorted(set(mapping) - used)
     if unused:
         headings = "; ".join(s.title for s in headed)
         raise DataError(doc.path, None, f"--map {', '.join(map(repr, unused))} matches no heading of the document; "
@@ -467,10 +451,8 @@ def new_character(slug: str, source: str | Path, *, name: str | None = None, wor
             raise DataError(source, None, "the imported persona does not validate (nothing written):\n  "
                             + "\n  ".join(_in_source(p, folder / "persona.md", staging, done) for p in problems))
         row = io.StringIO()
-        writer = csv.writer(row, lineterminator="\n")
-        if not labels:
-            writer.writerow(LABEL_COLUMNS)
-        writer.writerow([slug, name, work.strip(), mbti, sloan])
+        new_row = [slug, name, work.strip(), mbti, sloan]
+        csv.writer(row, lineterminator="\n").writerows([new_row] if labels else [LABEL_COLUMNS, new_row])
         new_labels = staging / "labels.csv"
         new_labels.write_text(labels + ("" if not labels or labels.endswith("\n") else "\n") + row.getvalue(),
                               encoding="utf-8")

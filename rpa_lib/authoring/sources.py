@@ -36,8 +36,6 @@ def read_text_source(path: str | Path) -> tuple[Path, str, str]:
         raise DataError(path, None, "file not found")
     fmt = FORMATS.get(path.suffix.lower())
     raw = path.read_bytes()
-    if not raw.strip():
-        raise DataError(path, None, "empty file: nothing to import")
     bom = next((codec for mark, codec in BOMS if raw.startswith(mark)), None) or _utf16(raw)
     if bom is None and b"\0" in raw[:8192]:
         raise DataError(path, None,
@@ -51,7 +49,7 @@ def read_text_source(path: str | Path) -> tuple[Path, str, str]:
         line = raw[: e.start].count(b"\n") + 1
         raise DataError(path, line,
                         f"not UTF-8 text (byte {e.start}): save it as UTF-8, or it is a binary file") from None
-    if not text.strip():  # a byte order mark alone
+    if not text.strip():  # white space or a byte order mark alone
         raise DataError(path, None, "empty file: nothing to import")
     if fmt is None:
         raise DataError(path, None, f"unknown format {path.suffix or '(no file name ending)'!r}: expected "

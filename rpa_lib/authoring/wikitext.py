@@ -290,8 +290,7 @@ def render_template(node, title: str = "") -> str | None:
         return CHARACTERS[name]
     if name in PAGE_NAMES:
         return title
-    args = [_plain(p.value, title) for p in node.params if not p.showkey]
-    args = [a for a in args if a]
+    args = [a for p in node.params if not p.showkey and (a := _plain(p.value, title))]
     if name in ("color", "colour", "font color"):  # {{color|red|text}}: the text
         return args[-1] if args else ""
     if name in LINKS or name in ("lang", "transl"):  # {{link|page|shown}}, {{lang|fr|texte}}: the second, else first
@@ -325,9 +324,8 @@ def _argument(node, names: tuple[str, ...], title: str) -> str:
 
 
 def _age(args: list[str]) -> str | None:
-    """Whole years from the first date to the second, ``["1870", "5", "4", "1900", "1", "1"]`` -> "29"; None (the
-    template is dropped) unless both dates are given in full: the age on the day a reader opens the page is no
-    fact of the character."""
+    """Whole years from the first date to the second, ``["1870", "5", "4", "1900", "1", "1"]`` -> "29"; None (dropped)
+    unless both dates are given in full: an age "today" is no fact of the character."""
     import datetime
 
     if len(args) != 6:
@@ -406,11 +404,9 @@ def _strip(code, line: int, doc: SourceDocument, top: bool = False, item: str = 
     """Plain text of wikicode; infobox fields go to ``doc.facts``, what is removed or rendered to ``doc.removed`` or
     ``doc.rendered`` with its line. ``top``: the text before the first heading, where an infobox may have any name
     (:func:`_top_templates`); ``item``: what a list item's bullet becomes, ``br``: what a ``<br>`` becomes.
-
-    Every node is visited once, in document order, a node before those inside it; what is removed or replaced is
-    noted and the node lists rebuilt once at the end (mwparserfromhell's ``remove`` searches the whole tree for each
-    node: a section with thousands of footnotes took minutes). A node inside one already removed or replaced is gone:
-    it is noted as before but neither removed nor replaced again."""
+    Each node is visited once, outer before inner, and the node lists rebuilt once at the end (mwparserfromhell's
+    ``remove`` searches the whole tree per node: thousands of footnotes took minutes); a node inside a removed or
+    replaced one is noted but not changed again."""
     from mwparserfromhell.nodes import Comment, Tag, Template, Wikilink
     from mwparserfromhell.utils import parse_anything
 

@@ -38,10 +38,8 @@ def _validate(args) -> int:
 def _grounding(args) -> int:
     report = grounding_report(Dataset(args.data_dir), args.character)
     if args.csv:
-        writer = csv.writer(sys.stdout, lineterminator="\n")
-        for f in report.flagged:
-            for word in f.unreviewed:
-                writer.writerow([f.qa.id, word, ""])
+        rows = ([f.qa.id, word, ""] for f in report.flagged for word in f.unreviewed)
+        csv.writer(sys.stdout, lineterminator="\n").writerows(rows)
         print(report.summary(), file=sys.stderr)
         return 1 if report.problems() else 0
     for f in report.flagged:

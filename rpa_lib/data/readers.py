@@ -190,9 +190,8 @@ def read_questionnaire(path: Path, full: bool = True) -> tuple[Questionnaire | N
         for key in ("statement", "question"):
             if not getattr(item, key).strip():
                 problems.append((None, f"item {item.id}: field {key!r} is empty"))
-    for dup, n in Counter(i.id for i in items).items():
-        if n > 1:
-            problems.append((None, f"item id {dup!r} appears {n} times"))
+    ids = Counter(i.id for i in items)
+    problems += [(None, f"item id {dup!r} appears {n} times") for dup, n in ids.items() if n > 1]
     expected = QUESTIONNAIRE_ITEMS.get(q.name) if full else None
     if expected and len(items) != expected[0]:
         problems.append((None, f"{len(items)} items, expected {expected[0]}"))

@@ -52,10 +52,8 @@ def validate(data_dir: Dataset | str | Path | None = None, characters: list[str]
         out += _located(qa_path, problems)
         names, (name, work) = persona_names(persona.source), _profile(ds, slug, persona)
         for qa in items:
-            for ev in qa.evidence:
-                if ev not in persona.source:
-                    out.append(f"{qa_path}:{qa.line}: evidence of {qa.id} not found verbatim in persona.md: "
-                               f"{ev[:70]!r}")
+            out += [f"{qa_path}:{qa.line}: evidence of {qa.id} not found verbatim in persona.md: {ev[:70]!r}"
+                    for ev in qa.evidence if ev not in persona.source]
             missing = ungrounded(qa.answer, qa.evidence, " ".join([qa.question, name, work]), names)
             if missing:
                 out.append(f"{qa_path}:{qa.line}: the answer of {qa.id} uses {', '.join(map(repr, missing))}, found "
@@ -127,18 +125,14 @@ class GroundingReport:
         c = self.counts()
         return (f"content-word check: {self.characters} character(s), {self.pairs} pairs; {c['pairs flagged']} pairs "
                 f"flagged with {c['words flagged']} words, {c['words reviewed']} reviewed in "
-                f"{self.reviewed_path.name}; "
-                f"unreviewed: {c['words unreviewed']} words in {c['pairs unreviewed']} pairs; "
-                f"stale rows: {c['stale rows']}")
+                f"{self.reviewed_path.name}; unreviewed: {c['words unreviewed']} words in {c['pairs unreviewed']} "
+                f"pairs; stale rows: {c['stale rows']}")
 
     def problems(self) -> list[str]:
-        out = list(self.file_problems)
-        for f in self.flagged:
-            if f.unreviewed:
-                out.append(f"{f.path}:{f.qa.line}: the answer of {f.qa.id} uses {', '.join(map(repr, f.unreviewed))}: "
-                           f"persona words in no evidence string (add the persona sentence that says it, or review the "
-                           f"word in {self.reviewed_path.name})")
-        return out + self.stale_problems()
+        unreviewed = [f"{f.path}:{f.qa.line}: the answer of {f.qa.id} uses {', '.join(map(repr, f.unreviewed))}: "
+                      f"persona words in no evidence string (add the persona sentence that says it, or review the "
+                      f"word in {self.reviewed_path.name})" for f in self.flagged if f.unreviewed]
+        return self.file_problems + unreviewed + self.stale_problems()
 
     def stale_problems(self) -> list[str]:
         return [f"{self.reviewed_path}:{r['line']}: {r['id']} {r['word']!r} is not flagged (no such pair, or its "
