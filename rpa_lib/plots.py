@@ -57,24 +57,20 @@ def dataset_figure(per_char: pd.DataFrame, per_par: pd.DataFrame):
     names = pc["name"].tolist()
     fig, (ax, qa_ax, box_ax) = plt.subplots(1, 3, figsize=(15, 5.2), gridspec_kw={"width_ratios": [1.1, 1.1, 1.5]})
     ax.barh(names, pc.characters_written / 1000, color="#4C72B0")
-    ax.set_xlabel("persona length (thousand characters)")
-    ax.set_title(f"{len(per_char)} personas, {per_char.characters_written.sum()/1000:.0f}K characters")
+    ax.set(xlabel="persona length (thousand characters)",
+           title=f"{len(per_char)} personas, {per_char.characters_written.sum()/1000:.0f}K characters")
     left = pd.Series(0, index=pc.index)
     for color, a in zip(plt.cm.Set2.colors, ATTRIBUTES):
         qa_ax.barh(names, pc[f"qa_{a}"], left=left, color=color, label=a)
         left += pc[f"qa_{a}"]
-    qa_ax.set_yticklabels([])
-    qa_ax.set_xlabel("QA pairs")
-    qa_ax.set_title(f"{per_char.qa_pairs.sum()} QA pairs (paper set) by attribute")
+    qa_ax.set(yticklabels=[], xlabel="QA pairs", title=f"{per_char.qa_pairs.sum()} QA pairs (paper set) by attribute")
     qa_ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, frameon=False)  # below the bars
     data = [per_par.loc[per_par.character == c, "length"] for c in order]
     rows = np.arange(len(order))  # the rows barh puts the names on
     box_ax.boxplot(data, vert=False, positions=rows, tick_labels=[""] * len(order), showfliers=True,
                    flierprops={"markersize": 3})
     box_ax.scatter(pc.longest_paragraph, rows, marker="|", s=200, color="crimson", label="l_max (ACTS chunk length)")
-    box_ax.set_ylim(ax.get_ylim())
-    box_ax.set_xlabel("paragraph length (characters)")
-    box_ax.set_title("paragraph lengths per character")
+    box_ax.set(ylim=ax.get_ylim(), xlabel="paragraph length (characters)", title="paragraph lengths per character")
     box_ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14), frameon=False)  # below the boxes
     return _finish(fig, "CharacterRAG-EN (this repository's dataset; cf. AMADEUS Figure 3)")
 
@@ -159,10 +155,7 @@ def evidence_recall_figure(table: pd.DataFrame, characters: int, questions: int,
             ax.plot(g.k, g.recall, marker="o", label=splitter, color=color)
             error_bars(ax, g.k, g, "recall", color=color)
             ax.plot(g.k, g.all_found, marker=".", ls=":", color=color)
-        ax.set_xticks(sorted(table.k.unique()))
-        ax.set_xlabel("k (chunks retrieved)")
-        ax.set_title(emb)
-        ax.set_ylim(0, 1.02)
+        ax.set(xticks=sorted(table.k.unique()), xlabel="k (chunks retrieved)", title=emb, ylim=(0, 1.02))
         ax.grid(alpha=0.3)
     axes[0][0].set_ylabel("evidence recall")
     styles = [Line2D([], [], color="black", marker="o", label="recall (95% interval: characters resampled)"),
@@ -187,9 +180,7 @@ def budget_recall_figure(table: pd.DataFrame, characters: int, questions: int, t
                 ax.plot(g.budget_last_chunk_cut, g.recall, marker="o", ls="--" if "(document)" in splitter else "-",
                         label=splitter, color=color)
                 error_bars(ax, g.budget_last_chunk_cut, g, "recall", color=color)
-            ax.set_xlabel(f"context budget ({unit})")
-            ax.set_title(emb)
-            ax.set_ylim(0, 1.02)
+            ax.set(xlabel=f"context budget ({unit})", title=emb, ylim=(0, 1.02))
             ax.grid(alpha=0.3)
         row[0].set_ylabel("evidence recall (95% interval:\ncharacters resampled)")
     axes[0][-1].legend(fontsize=8, loc="lower right")
@@ -210,18 +201,18 @@ def duplication_figure(freqs: pd.DataFrame, rates: pd.DataFrame, items: int, cha
     shown = ["naive_rag", "amadeus"]
     rate = rates.set_index("method").reindex(shown)
     few = int(rate.n_characters.max()) if "n_characters" in rate and rate.n_characters.notna().any() else characters
-    if few < FEW_CHARACTERS:  # an interval from so few clusters says nothing: none drawn
+    no_interval = f"no interval ({plural(few, 'character')})" if few < FEW_CHARACTERS else ""
+    if no_interval:  # an interval from so few clusters says nothing: none drawn
         rate = rate.assign(usage_rate_low=np.nan, usage_rate_high=np.nan)
     for offset, m in ((-0.2, "naive_rag"), (0.2, "amadeus")):
         counts = np.bincount(freqs[freqs.method == m].uses, minlength=top + 1)[1:]
         r = rate.loc[m]
         usage = interval_text(r.usage_rate, r.usage_rate_low, r.usage_rate_high, "{:.2%}")
-        usage += f", no interval ({plural(few, 'character')})" if few < FEW_CHARACTERS else ""
+        usage += f", {no_interval}" if no_interval else ""
         ax.bar(bins[:-1] + offset, counts, width=0.4, color=METHOD_COLORS[m],
                label=f"{method_label(m)}: avg. chunk usage {usage} (paper {r.paper_rate:.2%})")
-    ax.set_xlabel(f"duplication frequency: questions (of {items}) that used the chunk")
-    ax.set_ylabel("chunks (all characters)")
-    ax.set_xticks(bins[:-1])
+    ax.set(xlabel=f"duplication frequency: questions (of {items}) that used the chunk",
+           ylabel="chunks (all characters)", xticks=bins[:-1])
     ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), frameon=False)  # below, off the bars
     x = np.arange(len(shown))
     side.bar(x, rate.usage_rate, 0.6, color=[METHOD_COLORS[m] for m in shown], edgecolor="black", linewidth=0.6)
@@ -233,8 +224,7 @@ def duplication_figure(freqs: pd.DataFrame, rates: pd.DataFrame, items: int, cha
     side.set_xticks(x, [method_label(m) for m in shown], fontsize=8)
     side.set_ylabel("avg. chunk usage rate")
     notes = rate.interval_note.dropna().unique() if "interval_note" in rate else []
-    shown_ci = (f"no interval ({plural(few, 'character')})" if few < FEW_CHARACTERS
-                else f"95% interval: {BOOTSTRAP}" + "".join(f"; {n}" for n in notes))
+    shown_ci = no_interval or f"95% interval: {BOOTSTRAP}" + "".join(f"; {n}" for n in notes)
     paper_items = PAPER_ITEMS["mbti"]
     design = ("" if (items, characters) == (paper_items, PAPER_CHARACTERS) else
               f", not comparable to the paper's rate ({paper_items} questions, {PAPER_CHARACTERS} characters)")
@@ -282,9 +272,8 @@ def personality_figure(per_dim: pd.DataFrame, types: pd.DataFrame, characters: i
             error_bars(ax, at, v, "accuracy")
         ours = types[types.questionnaire == qname].predicted.str.cat()
         undecided = (ours.count("-") + ours.count("?")) / max(len(ours), 1)
-        ax.set_xticks(x, list(dict.fromkeys(d.dimension)))
-        ax.set_ylim(0, 1.1)
-        ax.set_ylabel("share of characters with the right letter\n(whiskers: 95% exact binomial interval)")
+        ax.set(xticks=x, xticklabels=list(dict.fromkeys(d.dimension)), ylim=(0, 1.1),
+               ylabel="share of characters with the right letter\n(whiskers: 95% exact binomial interval)")
         ax.set_title(f"{title}; our undecided letters: {undecided:.0%}", fontsize=10)
         ax.axhline(0.5, color="grey", lw=0.6, ls=":", label="chance (one letter of two)" if qname == "bigfive" else None)
     axes[1].legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, frameon=False)
@@ -310,8 +299,7 @@ def letters_figure(per_dim: pd.DataFrame, types: pd.DataFrame, label: str, conte
                 ax.add_patch(plt.Rectangle((col - 0.5, row - 0.5), 1, 1, edgecolor="white",
                                            facecolor=shades[int(right) if letter.isalpha() else -1]))
                 ax.text(col, row, letter, ha="center", va="center", fontsize=11)
-        ax.set_xlim(-0.5, len(dims) - 0.5)
-        ax.set_ylim(len(shown) - 0.5, -0.5)
+        ax.set(xlim=(-0.5, len(dims) - 0.5), ylim=(len(shown) - 0.5, -0.5))
         ax.set_xticks(range(len(dims)), [f"{dim}\n(is {t})" for dim, t in zip(dims, truth)])
         labels = [_method_name(m, context, qname) for m in shown]
         ax.set_yticks(range(len(shown)), [] if labels == rows else labels)  # the right panel: only where they differ
@@ -399,30 +387,31 @@ def table2_figure(long: pd.DataFrame, label: str, intervals: dict | None = None,
     with its 95% interval where ``intervals`` (``{task: (low, high)}``) has one (else why not: ``characters``
     and the samples rated), beside the paper's mean where ``paper`` (``{task: mu}``) has one, and Cronbach's alpha,
     ours beside the paper's, where ``alphas`` (``{task: (ours, paper)}``) has them."""
+    intervals, paper, alphas = intervals or {}, paper or {}, alphas or {}
     tasks = [t for t in ("BFI", "MBTI") if t in set(long.task)] + sorted(set(long.task) - {"BFI", "MBTI"})
     fig, axes = plt.subplots(1, max(1, len(tasks)), figsize=(6 * max(1, len(tasks)), 4.2), squeeze=False)
     colors = plt.cm.RdYlGn(np.linspace(0.1, 0.9, 5))
     for ax, task in zip(axes[0], tasks):
-        counts = (long[long.task == task].groupby(["rater", "rating"]).size().unstack(fill_value=0)
+        rows = long[long.task == task]
+        counts = (rows.groupby(["rater", "rating"]).size().unstack(fill_value=0)
                   .reindex(columns=[1.0, 2.0, 3.0, 4.0, 5.0], fill_value=0))
         left = np.zeros(len(counts))
         for color, rating in zip(colors, counts.columns):
             ax.barh(counts.index, counts[rating], left=left, color=color, label=f"{rating:.0f}")
             left += counts[rating].to_numpy()
-        mean = long[long.task == task].rating.mean()
-        ci = (intervals or {}).get(task, (np.nan, np.nan))
-        printed = (paper or {}).get(task)
-        samples = long[long.task == task].sample_id.nunique() if "sample_id" in long else None
-        why = ", ".join(plural(n, noun) for n, noun in ((characters, "character"), (samples, "sample")) if n)
-        none = task in (intervals or {}) and (pd.isna(ci[0]) or pd.isna(ci[1]))  # given, and NaN
-        ours_a, paper_a = (alphas or {}).get(task, (np.nan, np.nan))
-        alpha = [] if pd.isna(ours_a) and pd.isna(paper_a) else [
-            "Cronbach's α " + ("-" if pd.isna(ours_a) else f"{ours_a:.2f}")
-            + ("" if pd.isna(paper_a) else f" (paper: {paper_a:.3g})")]
-        second = "; ".join([*([f"(no interval: {why})" if why else "(no interval)"] if none else []), *alpha])
-        ax.set_title(f"{task}: mean rating {interval_text(mean, *ci, '{:.2f}')}"
-                     + (f" (paper: {printed:.2f}, human raters)" if printed is not None else "")
-                     + (f"\n{second}" if second else ""), fontsize=10)
+        ci = intervals.get(task, (np.nan, np.nan))
+        notes = []
+        if task in intervals and (pd.isna(ci[0]) or pd.isna(ci[1])):  # given, and NaN
+            samples = rows.sample_id.nunique() if "sample_id" in long else None
+            why = ", ".join(plural(n, noun) for n, noun in ((characters, "character"), (samples, "sample")) if n)
+            notes.append(f"(no interval: {why})" if why else "(no interval)")
+        ours_a, paper_a = alphas.get(task, (np.nan, np.nan))
+        if not (pd.isna(ours_a) and pd.isna(paper_a)):
+            notes.append("Cronbach's α " + ("-" if pd.isna(ours_a) else f"{ours_a:.2f}")
+                         + ("" if pd.isna(paper_a) else f" (paper: {paper_a:.3g})"))
+        ax.set_title(f"{task}: mean rating {interval_text(rows.rating.mean(), *ci, '{:.2f}')}"
+                     + (f" (paper: {paper[task]:.2f}, human raters)" if paper.get(task) is not None else "")
+                     + (f"\n{'; '.join(notes)}" if notes else ""), fontsize=10)
         ax.set_xlabel("samples")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     axes[0][-1].legend(title="rating", fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
@@ -459,8 +448,8 @@ def agreement_figure(agree: pd.DataFrame, means: pd.DataFrame, paper: pd.DataFra
                         fontsize=6)
     ax.axhline(0, color="black", linewidth=0.8)
     ax.set_xticks(x, [NAMES[d] for d in DIMENSIONS], fontsize=7, rotation=30, ha="right")
-    ax.set_ylabel("Kendall's tau-b")
-    ax.set_title("agreement per dimension (missing bar: undefined, under 4 replies or not judged)")
+    ax.set(ylabel="Kendall's tau-b",
+           title="agreement per dimension (missing bar: undefined, under 4 replies or not judged)")
     ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.25), ncol=2, frameon=False)  # off the bars
     ax = axes[1]
     grid = (means[means["mode"] == "with"].pivot(index="rung", columns="dimension", values="mean")
