@@ -203,3 +203,20 @@ def test_warning_notes_name_a_warnings_kind_unless_it_is_a_plain_user_warning():
         warnings.warn("16 of 49 texts are longer than the 256 tokens MiniLM reads", stacklevel=1)
     assert warning_notes(caught) == ["note: 16 of 49 texts are longer than the 256 tokens MiniLM reads",
                                      "note: deprecation: old"]
+
+
+def test_a_headless_explore_run_whose_question_failed_fails_naming_the_method(fixture_data, tmp_path, monkeypatch,
+                                                                               notebooks_in_this_process):
+    """Notebook 00 given a ``question`` shows the answers, then fails when a method's calls failed: a server that
+    refuses every request (401) is a failed run, not a page of error boxes that exits 0."""
+    from benchmarks.mock_server import MockServer
+    from rpa_lib import paths
+    from rpa_lib.run.reproduce import _papermill
+
+    with MockServer(fault_rate=1.0, faults=("401",)) as server:
+        monkeypatch.setenv("RPA_LLM_BASE_URL", server.base_url)
+        failure = _papermill(paths.NOTEBOOKS_DIR / "00_explore.ipynb", tmp_path / "00_explore.ipynb", {
+            "data_dir": str(fixture_data), "llm": "openai:mock-model", "character": "ada-lindqvist",
+            "methods": ["no_rag"], "embedder": "hash-64", "question": QUESTION})
+    assert failure is not None and failure.startswith("cell 5 raised RuntimeError: 00_explore: no_rag failed:"), failure
+    assert "401" in failure and server.served["401"] >= 1
