@@ -141,6 +141,22 @@ def test_a_failure_cached_after_fewer_attempts_is_planned_as_paid(tmp_path):
     assert [r["cached"] for r in read_jsonl(tmp_path / "plan.jsonl")] == [True, False]
 
 
+
+@pytest.mark.parametrize("spec, scored", [("local", True), ("fake", False)])
+def test_a_dry_run_scores_a_choice_where_the_real_model_would(tmp_path, spec, scored):
+    """Calibration needs each option's score: a dry run stands in with made-up scores for a model that scores its
+    choices (the embedded engine), so a plan of a calibrated judge goes on as the run would; none for one that does
+    not (the fake, a server not in the logprobs mode), whose run stops at calibration too."""
+    from rpa_lib.evaluation.calibration import baseline_scores
+
+    plan = PlanLLM(get_llm(spec, cache=False), tmp_path / "plan.jsonl")
+    if scored:
+        assert set(baseline_scores(plan, user("rate it: N/A"), ["1", "2", "3"])) == {"1", "2", "3"}
+    else:
+        with pytest.raises(ValueError, match="calibration needs option scores.*logprobs choose mode"):
+            baseline_scores(plan, user("rate it: N/A"), ["1", "2", "3"])
+    assert [r["kind"] for r in read_jsonl(tmp_path / "plan.jsonl")] == ["choose"]  # planned, no model loaded
+
 # ---------------------------------------------------------------- the plan of a profile, end to end
 
 

@@ -23,7 +23,9 @@ def option_scores(judge, reply, what: str = "") -> dict[str, float]:
     the reply has none. ``option_scores(judge, reply)`` -> ``{"1": -0.2, "2": -1.7, ...}``"""
     if not reply.scores:
         raise ValueError(f"calibration needs option scores, which {judge.label} did not return"
-                         f"{f' for {what}' if what else ''}; run without calibration")
+                         f"{f' for {what}' if what else ''}: a server gives them in the logprobs choose mode (the role's "
+                         "*_CHOOSE_MODE=logprobs, e.g. RPA_JUDGE_CHOOSE_MODE), else run without calibration "
+                         "(calibrate: false)")
     return dict(reply.scores)
 
 

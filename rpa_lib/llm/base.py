@@ -92,6 +92,7 @@ class LLM:
     price: Price | None = None
     repeat = 0  # the run of a repeated experiment this LLM answers for (for_repeat): added to each request's sample
     scratch_dir = None  # a stand-in whose replies are made up (a plan's) builds indexes here, never in the cache
+    scores_choices = False  # does a choice's reply carry each option's score (calibration needs them)?
     lookahead = None  # Guided Selection's look-ahead this LLM asks for (a batch round's: rpa_lib.llm.rounds)
     _keep_causes = True  # chain backend exceptions to our errors (False where they may carry a request or key)
 

@@ -53,6 +53,7 @@ class LlamaCppLLM(LLM):
     """``LlamaCppLLM()`` (SmolLM2-135M-Instruct) or ``LlamaCppLLM("/models/qwen2.5-0.5b-instruct-q8_0.gguf")``."""
 
     backend = "llamacpp"
+    scores_choices = True
 
     def __init__(self, path: str | Path | None = None, *, cache: Any = True, max_workers: int = 1, retry=None,
                  repeat_penalty: float = 1.3):

@@ -129,6 +129,7 @@ class LocalLLM(LLM):
     """``LocalLLM()`` (SmolLM2-135M-Instruct) or ``LocalLLM("/models/Qwen2.5-0.5B-Instruct")``."""
 
     backend = "local"
+    scores_choices = True
 
     def __init__(self, path: str | Path | None = None, *, cache: Any = True, max_workers: int = 1, retry=None,
                  repetition_penalty: float = 1.3):

@@ -203,6 +203,11 @@ class OpenAILLM(LLM):
         return f"OpenAILLM({self.model!r}, base_url={self.base_url!r}, timeout={self.timeout:g}, cache={self._cache!r})"
 
     @property
+    def scores_choices(self) -> bool:
+        """Only the ``logprobs`` choose mode, set by its role's setting, scores the options."""
+        return self.choose_mode == "logprobs"
+
+    @property
     def worst_case_seconds(self) -> float:
         """How long a call can wait on a server that never answers: ``timeout x attempts + backoff``."""
         return self.retry.worst_case(self.timeout)

@@ -75,6 +75,11 @@ class PlanLLM(LLM):
             f.write(line)
 
     def _answer(self, req: Request) -> Raw:
-        return self._answers._answer(req)
+        """The fake backend's answer; a choice scored as ``real`` scores its choices (made up: the chosen option 0,
+        the others -1), so a dry run of a calibrated judge goes on as the real run would."""
+        raw = self._answers._answer(req)
+        if req.kind == "choose" and self.real.scores_choices:
+            raw.scores = {o: 0.0 if o == raw.text else -1.0 for o in req.options or []}
+        return raw
 
     _chat = _choose = _structured = _answer
