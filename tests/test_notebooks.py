@@ -266,7 +266,7 @@ def test_the_plan_of_the_smoke_profile_counts_the_calls_its_run_made_then_finds_
     out, _ = smoke
     rows = reproduce.plan("profiles/smoke.yaml", ["01", "03", "05"], workers=2)
     printed = capsys.readouterr().out
-    assert re.search(r"01_dataset +\(no LLM calls\)", printed) and "a dry run, no model is called" in printed
+    assert re.search(r"01_dataset +\(no LLM calls\)", printed) and "no model is called" in printed
     assert "model fake (fake:fake): runs in this process, no API cost: tokens only" in printed
     assert not (paths.cache_dir() / "llm.sqlite").exists(), "the plan created the reply cache"
     assert [(r["notebook"], r["model"]) for r in rows] == [("03_chunk_usage", "fake:fake"),

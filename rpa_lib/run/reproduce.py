@@ -403,11 +403,12 @@ def plan(profile_name: str = "quick", only: list[str] | None = None, workers: in
         books = notebooks(only)
         limit = budget_of(profile)
         workers = workers or max(1, min(os.cpu_count() or 1, 4))
-        print(f"plan: profile {profile_name!r}, {len(books)} notebook(s); a dry run, no model is called", flush=True)
         setup = each_notebook(books, profile, None)
         check_data(setup)
         skipped = {nb.stem: "no LLM calls" for nb, (declared, _) in setup.items() if not uses_llm(nb, declared)}
         planned = [nb for nb in books if nb.stem not in skipped]
+        print(f"plan: profile {profile_name!r}, {len(books)} notebook(s), {len(planned)} of them with LLM calls, "
+              "dry-run as they finish; no model is called", flush=True)
         start_all = time.perf_counter()
         factors: dict[str, float] = {}
         samples: dict[str, tuple[list[str], int]] = {}
