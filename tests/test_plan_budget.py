@@ -142,13 +142,17 @@ def test_a_failure_cached_after_fewer_attempts_is_planned_as_paid(tmp_path):
 
 
 
-@pytest.mark.parametrize("spec, scored", [("local", True), ("fake", False)])
-def test_a_dry_run_scores_a_choice_where_the_real_model_would(tmp_path, spec, scored):
+@pytest.mark.parametrize("spec, mode, scored", [("local", None, True), ("fake", None, False),
+                                               ("openai:m", "logprobs", True), ("openai:m", None, False)])
+def test_a_dry_run_scores_a_choice_where_the_real_model_would(tmp_path, monkeypatch, spec, mode, scored):
     """Calibration needs each option's score: a dry run stands in with made-up scores for a model that scores its
     choices (the embedded engine), so a plan of a calibrated judge goes on as the run would; none for one that does
     not (the fake, a server not in the logprobs mode), whose run stops at calibration too."""
     from rpa_lib.evaluation.calibration import baseline_scores
 
+    monkeypatch.setenv("RPA_LLM_BASE_URL", "http://127.0.0.1:9/v1")  # never reached: a dry run sends nothing
+    if mode:
+        monkeypatch.setenv("RPA_LLM_CHOOSE_MODE", mode)
     plan = PlanLLM(get_llm(spec, cache=False), tmp_path / "plan.jsonl")
     if scored:
         assert set(baseline_scores(plan, user("rate it: N/A"), ["1", "2", "3"])) == {"1", "2", "3"}

@@ -204,8 +204,9 @@ class OpenAILLM(LLM):
 
     @property
     def scores_choices(self) -> bool:
-        """Only the ``logprobs`` choose mode, set by its role's setting, scores the options."""
-        return self.choose_mode == "logprobs"
+        """Only the ``logprobs`` choose mode scores the options: set by the role's setting, or negotiated in this
+        process under ``auto`` (a dry run negotiates nothing, so it plans ``auto`` as unscored)."""
+        return self.mode_for("choose") == "logprobs"
 
     @property
     def worst_case_seconds(self) -> float:
