@@ -141,7 +141,6 @@ def test_a_failure_cached_after_fewer_attempts_is_planned_as_paid(tmp_path):
     assert [r["cached"] for r in read_jsonl(tmp_path / "plan.jsonl")] == [True, False]
 
 
-
 @pytest.mark.parametrize("spec, mode, scored", [("local", None, True), ("fake", None, False),
                                                ("openai:m", "logprobs", True), ("openai:m", None, False)])
 def test_a_dry_run_scores_a_choice_where_the_real_model_would(tmp_path, monkeypatch, spec, mode, scored):
@@ -160,6 +159,7 @@ def test_a_dry_run_scores_a_choice_where_the_real_model_would(tmp_path, monkeypa
         with pytest.raises(ValueError, match="calibration needs option scores.*logprobs choose mode"):
             baseline_scores(plan, user("rate it: N/A"), ["1", "2", "3"])
     assert [r["kind"] for r in read_jsonl(tmp_path / "plan.jsonl")] == ["choose"]  # planned, no model loaded
+
 
 # ---------------------------------------------------------------- the plan of a profile, end to end
 
