@@ -147,7 +147,10 @@ def test_a_dry_run_scores_a_choice_where_the_real_model_would(tmp_path, monkeypa
     """Calibration needs each option's score: a dry run stands in with made-up scores for a model that scores its
     choices (the embedded engine), so a plan of a calibrated judge goes on as the run would; none for one that does
     not (the fake, a server not in the logprobs mode), whose run stops at calibration too."""
+    from dataclasses import replace
+
     from rpa_lib.evaluation.calibration import baseline_scores
+    from rpa_lib.methods.crag import GRADES, grade_score
 
     monkeypatch.setenv("RPA_LLM_BASE_URL", "http://127.0.0.1:9/v1")  # never reached: a dry run sends nothing
     if mode:
@@ -155,10 +158,12 @@ def test_a_dry_run_scores_a_choice_where_the_real_model_would(tmp_path, monkeypa
     plan = PlanLLM(get_llm(spec, cache=False), tmp_path / "plan.jsonl")
     if scored:
         assert set(baseline_scores(plan, user("rate it: N/A"), ["1", "2", "3"])) == {"1", "2", "3"}
+        graded = plan.choose(user("grade it: 4"), list(GRADES))  # as sure as its text: CRAG's dry run keeps its path
+        assert graded.scores and grade_score(graded) == grade_score(replace(graded, scores=None)) == 0.5
     else:
         with pytest.raises(ValueError, match="calibration needs option scores.*logprobs choose mode"):
             baseline_scores(plan, user("rate it: N/A"), ["1", "2", "3"])
-    assert [r["kind"] for r in read_jsonl(tmp_path / "plan.jsonl")] == ["choose"]  # planned, no model loaded
+    assert {r["kind"] for r in read_jsonl(tmp_path / "plan.jsonl")} == {"choose"}  # planned, no model loaded
 
 
 # ---------------------------------------------------------------- the plan of a profile, end to end

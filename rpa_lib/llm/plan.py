@@ -75,11 +75,12 @@ class PlanLLM(LLM):
             f.write(line)
 
     def _answer(self, req: Request) -> Raw:
-        """The fake backend's answer; a choice scored as ``real`` scores its choices (made up: the chosen option 0,
-        the others -1), so a dry run of a calibrated judge goes on as the real run would."""
+        """The fake backend's answer; a choice scored where ``real`` scores its choices, so a dry run of a calibrated
+        judge goes on as the real run would. The scores are made up and as sure as the text (the chosen option 0, the
+        others -50), so what reads them (CRAG's grades and relevance) decides as it would from the text alone."""
         raw = self._answers._answer(req)
         if req.kind == "choose" and self.real.scores_choices:
-            raw.scores = {o: 0.0 if o == raw.text else -1.0 for o in req.options or []}
+            raw.scores = {o: 0.0 if o == raw.text else -50.0 for o in req.options or []}
         return raw
 
     _chat = _choose = _structured = _answer
