@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import itertools
 import json
 import os
 import re
@@ -19,6 +20,7 @@ import pytest
 from rpa_lib.data import Dataset
 from rpa_lib.evaluation.runner import Job, qa_jobs, run_jobs
 from rpa_lib.llm import FakeLLM, LLMFatalError, RetryPolicy, Transient
+from rpa_lib.llm.plan import acting_for
 from rpa_lib.methods import build_method
 from rpa_lib.methods.lightrag import COST_FILE, LightRAGSettings, close_lightrag
 from rpa_lib.methods.lightrag_bridge import WordTokenizer, constructor_args, lightrag_modules, query_args
@@ -45,9 +47,11 @@ class Script:
         self.keywords = keywords  # question -> (high, low); default: the question's capitalized words
         self.extract = extract  # input text -> reply; default: the NAMES found in the text
         self.asked: list[str] = []
+        self.acting_for: list[str | None] = []  # the character each call was made for
         self.lock = threading.Lock()
 
     def __call__(self, kind, messages, spec):
+        self.acting_for.append(acting_for.get())
         if messages[-1]["content"].startswith("That reply was not valid"):  # our LLM layer's re-ask
             return self(kind, messages[:-2], spec)
         text = "\n".join(m["content"] for m in messages)
@@ -112,6 +116,15 @@ def test_end_to_end_through_build_method_and_run_jobs():
     assert folder.parent == Path(os.environ["RPA_CACHE_DIR"]) / "lightrag" / "ada-lindqvist"
     assert (folder / COST_FILE).is_file() and (folder / "graph_chunk_entity_relation.graphml").is_file()
     assert m.index_cost("ada-lindqvist").to_dict() == rows.details.iloc[0]["index_cost"]
+
+
+def test_lightrags_calls_on_its_event_loop_are_made_for_the_jobs_character():  # replicas route by it
+    script = Script()
+    jobs = qa_jobs(Dataset(FIXTURES), ["ada-lindqvist", "bram-okafor"], per_character=2)
+    rows = run_jobs(method(script), jobs, workers=1, progress=False)  # one job at a time: calls come in job order
+    assert rows.error.isna().all(), rows.error.tolist()
+    assert {"extract", "keywords"} <= set(script.asked)  # the builds and the queries, on LightRAG's loop
+    assert [c for c, _ in itertools.groupby(script.acting_for)] == ["ada-lindqvist", "bram-okafor"]
 
 
 def test_index_is_built_once_then_reused_in_memory_and_from_disk():

@@ -22,6 +22,7 @@ from rpa_lib.evaluation.judge_prompts import KEYPOINT_SCHEMA, keypoint_lines_mes
 from rpa_lib.evaluation.judges import judge_id
 from rpa_lib.evaluation.runner import FAILED, OK, UNPARSED
 from rpa_lib.llm import LLMNoValidAnswer
+from rpa_lib.llm.plan import acting
 from rpa_lib.text import read_jsonl
 
 MAX_KEYPOINTS = 5
@@ -115,8 +116,9 @@ def keypoints_for(items: Sequence[tuple[str, QA]], judge, path: Path, names: dic
 
     def extract(job):
         _, character, qa, _ = job
-        return extract_keypoints(judge, names.get(character, character), qa.question, qa.answer, format=format,
-                                 retries=retries, max_tokens=max_tokens)
+        with acting(character):
+            return extract_keypoints(judge, names.get(character, character), qa.question, qa.answer, format=format,
+                                     retries=retries, max_tokens=max_tokens)
 
     outcomes = judge.map(extract, todo, desc="key points", workers=workers, progress=progress) if todo else []
     new = []

@@ -19,7 +19,7 @@ from typing import Any
 import pandas as pd
 
 from rpa_lib.data import QA, Dataset, Questionnaire
-from rpa_lib.llm.plan import acting_for
+from rpa_lib.llm.plan import acting
 from rpa_lib.llm.reply import Pending
 from rpa_lib.llm.usage import item_calls
 from rpa_lib.methods.base import ContextItem, Response
@@ -123,15 +123,13 @@ def run_jobs(method, jobs: Iterable[Job], *, step: str = "respond", llm=None, de
 
     def answer(numbered: tuple[int, Job]):
         index, job = numbered
-        token = acting_for.set(job.character)  # a dry run records whom each call is for (rpa_lib.llm.plan)
         try:
-            return fn(job.character, job.question)
+            with acting(job.character):  # whom each call is for: a dry run records it, replicas route by it
+                return fn(job.character, job.question)
         except Exception as e:  # LLM.map keeps only the message: count the calls its error carries now, else None
             if getattr(e, "calls", None) is not None:  # (rpa_lib.methods.base.charged)
                 rows[index].update(_call_counts(e.calls))
             raise
-        finally:
-            acting_for.reset(token)
 
     outcomes = (llm or method.llm).map(answer, list(enumerate(jobs)),
                                        desc=desc or f"{method.name} · {step}", workers=workers, progress=progress)
@@ -194,21 +192,25 @@ def run_verdicts(judge, jobs: Iterable, verdict: Callable[[Any], Any], describe:
                  progress: bool = True) -> pd.DataFrame:
     """``verdict(job)`` for every job through ``judge.map``: per job ``describe(job)``, :data:`VERDICT_FIELDS`, from
     a :class:`~rpa_lib.evaluation.judges.Verdict`, a plain value (:data:`OK`) or an error (:data:`FAILED`), and the
-    calls it made (``llm_calls``, ``cached_calls``: the verdict's trace, failed calls included)."""
+    calls it made (``llm_calls``, ``cached_calls``: the verdict's trace, failed calls included). A job whose
+    ``describe`` names a ``character`` makes its calls for that character (:func:`rpa_lib.llm.plan.acting`)."""
     jobs = list(jobs)
+    described = [describe(job) for job in jobs]
     traces: list[list[bool]] = [[] for _ in jobs]
 
     def traced(numbered: tuple[int, Any]):
-        token = item_calls.set(traces[numbered[0]])
+        index, job = numbered
+        token = item_calls.set(traces[index])
         try:
-            return verdict(numbered[1])
+            with acting(described[index].get("character")):
+                return verdict(job)
         finally:
             item_calls.reset(token)
 
     outcomes = judge.map(traced, list(enumerate(jobs)), desc=desc, workers=workers, progress=progress) if jobs else []
     rows = []
     for o in outcomes:
-        index, job = o.item
+        index = o.item[0]
         v = o.value
         if not o.ok:
             fields = (None, math.nan, PENDING if o.pending else FAILED, None, o.error, False)
@@ -216,7 +218,7 @@ def run_verdicts(judge, jobs: Iterable, verdict: Callable[[Any], Any], describe:
             fields = (v.answer, v.value, v.status, v.problem, None, bool(getattr(v, "coerced", False)))
         else:
             fields = (None, v, OK, None, None, False)
-        rows.append({**describe(job), **dict(zip(VERDICT_FIELDS, fields, strict=True)),
+        rows.append({**described[index], **dict(zip(VERDICT_FIELDS, fields, strict=True)),
                      "llm_calls": len(traces[index]), "cached_calls": sum(traces[index])})
     return pd.DataFrame(rows, columns=[*columns, *TRACE_COLUMNS] if columns else None)
 

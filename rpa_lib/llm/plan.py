@@ -7,6 +7,7 @@ turns its plan files into the plan's table.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import functools
 import json
@@ -19,11 +20,23 @@ from rpa_lib.llm.budget import estimate_tokens
 from rpa_lib.llm.fake import FakeLLM, default_rule
 from rpa_lib.llm.reply import Raw
 
-# the character a call is made for (set by the evaluation runner around each job): a fast plan tells a call every
-# character makes alike (e.g. LightRAG's keywords of a questionnaire item) from its own
+# the character a call is made for (set by the evaluation runner around each job, :func:`acting`): a fast plan tells
+# a call every character makes alike (e.g. LightRAG's keywords of a questionnaire item) from its own, and replicas
+# route by it (rpa_lib.llm.replicas); a thread a job starts must carry it over (Guided Selection's look-ahead does;
+# LightRAG's event loop runs each coroutine in a copy of its caller's context)
 acting_for: contextvars.ContextVar[str | None] = contextvars.ContextVar("rpa_acting_for", default=None)
 _WRITE_LOCK = threading.Lock()
 _FILES: dict[Path, Any] = {}  # plan files open for appending, one per path, line-buffered
+
+
+@contextlib.contextmanager
+def acting(character: str | None):
+    """The LLM calls made inside (in this thread) are for ``character``."""
+    token = acting_for.set(character)
+    try:
+        yield
+    finally:
+        acting_for.reset(token)
 
 
 class _CacheView:

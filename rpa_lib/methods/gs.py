@@ -6,6 +6,7 @@ end and is counted. How the look-ahead works and why: ``docs/design/methods.md``
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import math
 import threading
@@ -131,7 +132,8 @@ def guided_selection(ranked_chunks: Sequence[T], judge: Callable[[T], bool], max
                 ahead = (policy.ahead(slot_size - len(slot), len(slot), t) if isinstance(policy, AdaptiveWindow)
                          else policy)
                 for j in range(launched, min(limit, max(t + 1, t + ahead))):
-                    futures[j] = pool.submit(judge, ranked_chunks[j])
+                    # in a copy of this thread's context: the call is for the walk's character (replicas)
+                    futures[j] = pool.submit(contextvars.copy_context().run, judge, ranked_chunks[j])
                     launched = j + 1
                 round_trips += 1
                 while t < launched and len(slot) < slot_size:  # ... take their verdicts in order, until the stop
