@@ -35,7 +35,7 @@ from rpa_lib.llm import (  # noqa: E402
     get_llm,
 )
 from rpa_lib.llm.local import smollm2_path  # noqa: E402
-from rpa_lib.llm.plan import acting_for  # noqa: E402
+from rpa_lib.llm.plan import acting  # noqa: E402
 
 MODEL = "smollm2"  # the alias the server serves the GGUF under
 SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
@@ -248,11 +248,8 @@ def test_two_replicas_share_the_calls_and_one_stopped_mid_run_leaves_the_other(s
             return server.completions(), other.completions()
 
         start = counts()
-        token = acting_for.set("ada-lindqvist")
-        try:
+        with acting("ada-lindqvist"):
             assert all(model.chat(user(f"Say {i}."), max_tokens=2).text for i in range(3))
-        finally:
-            acting_for.reset(token)
         sticky = counts()
         assert sorted(b - a for a, b in zip(start, sticky)) == [0, 3]
         assert all(model.chat(user(f"Name {i}."), max_tokens=2).text for i in range(4))
