@@ -33,7 +33,7 @@ import threading
 import time
 from urllib.parse import parse_qs, urlsplit
 
-from benchmarks.mock_server import Answer, JSONHandler, Server, chat_completion, default_answer
+from benchmarks.mock_server import Answer, JSONHandler, Server, chat_completion, default_answer, load_answer
 
 OUTCOMES = ("completed", "expired", "failed_lines", "cancelled", "failed")
 CREATE_FAULTS = ("lost", "refused")
@@ -265,3 +265,32 @@ def _handler(server: BatchServer) -> type[JSONHandler]:
             return self._error(404, f"no route {self.path}")
 
     return Handler
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m benchmarks.batch_server --port 8766``: serve the files and batches endpoints until interrupted (a
+    dry run of ``--batch openai``, docs/batch.md). The first line printed names the URL (``--port 0``: a free port)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.batch_server", description=main.__doc__)
+    parser.add_argument("--port", type=int, default=8766)
+    parser.add_argument("--answer", default=None, help="MODULE:FUNCTION answering each request line's body")
+    parser.add_argument("--outcomes", default="", help=f"comma-separated outcomes of the batches in the order they "
+                        f"are created, then completed ({', '.join(OUTCOMES)})")
+    args = parser.parse_args(argv)
+    server = BatchServer(load_answer(args.answer) if args.answer else None, port=args.port,
+                         outcomes=[o for o in args.outcomes.split(",") if o]).start()
+    print(f"test batch server at {server.base_url} (Ctrl-C to stop)", flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        server.stop()
+        print(f"{server.uploads} uploads, {server.created} batches, {server.retrievals} retrievals")
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(main())

@@ -26,7 +26,7 @@ from rpa_lib.llm import Budget, BudgetExceeded, FakeLLM, LLMError, RunMode, get_
 from rpa_lib.llm.batches import run_round
 from rpa_lib.llm.openai_backend import OpenAILLM
 from rpa_lib.llm.reply import Pending
-from rpa_lib.llm.rounds import BatchLLM, answer_engine_lines, rounds_record, store_results
+from rpa_lib.llm.rounds import BatchLLM, answer_engine_lines, read_log, rounds_record, store_results
 from rpa_lib.run.plan import batch_rounds, batch_text, batch_total
 from rpa_lib.run.profiles import load_profile
 from rpa_lib.run.rounds import engine_builder, run_rounds, unfinished_run
@@ -151,6 +151,24 @@ def test_rounds_end_when_a_round_has_no_miss_and_the_record_names_them(tmp_path)
     assert record == {"mode": "local", "rounds": 2, "calls_per_round": [1, 1], "all_calls_per_round": [1, 1],
                       "usd": 0.0, "run_usd": 0.0}
     assert json.loads((run_dir / "rounds.json").read_text())["rounds"][1]["by_notebook"] == {"05_qa_evaluation": 1}
+
+
+def test_a_run_whose_answers_were_all_in_names_its_mode_with_no_round(tmp_path):
+    run_rounds(["05_qa_evaluation"], lambda nb, mode, scratch: None, mode="openai", store=tmp_path / "store",
+               run_dir=tmp_path / "run", build=FakeLLM, progress=False, key="k1")
+    assert rounds_record(tmp_path / "run" / "rounds.json", "05_qa_evaluation") == {
+        "mode": "openai", "rounds": 0, "calls_per_round": [], "all_calls_per_round": [], "usd": 0, "run_usd": 0}
+
+
+def test_a_command_stopped_before_its_first_round_was_logged_goes_on_in_its_folder(tmp_path):
+    def interrupted(nb, mode, scratch):
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_rounds(["05_qa_evaluation"], interrupted, mode="local", store=tmp_path / "store",
+                   run_dir=tmp_path / "runs" / "run-1", build=FakeLLM, progress=False, key="k1")
+    assert unfinished_run(tmp_path / "runs", "k1") == tmp_path / "runs" / "run-1"  # not a new folder per start
+    assert unfinished_run(tmp_path / "runs", "k2") is None  # another command starts its own
 
 
 def test_a_notebook_that_stops_without_a_miss_has_failed(tmp_path):
@@ -375,7 +393,7 @@ def test_a_batch_that_came_back_before_its_round_was_logged_is_logged_when_the_c
             m.setattr("rpa_lib.run.rounds.line_costs", lambda *args: (_ for _ in ()).throw(KeyboardInterrupt))
             with pytest.raises(KeyboardInterrupt):
                 run()
-        assert not (tmp_path / "run" / "rounds.json").exists() and len(server.batches) == 1
+        assert read_log(tmp_path / "run" / "rounds.json")["rounds"] == [] and len(server.batches) == 1
         entries = run()
         assert len(server.batches) == 2  # the question's batch, then the follow-up's: none sent twice
     assert [(e["round"], e["answered"]) for e in entries] == [(1, 1), (2, 1)]

@@ -123,6 +123,7 @@ def run_rounds(notebooks: list[str], collect: Collect, *, mode: str, store: Path
     if mode not in BATCH_MODES:
         raise ValueError(f"batch mode must be one of {', '.join(BATCH_MODES)}, not {mode!r}")
     log = run_dir / "rounds.json"
+    log_round(log, mode, None, key=key)  # first: the records name the mode with no round, a stop in round 1 resumes here
     waiting = list(notebooks)  # not yet run to their end without a miss
     entries: list[dict] = []
     start_all = time.monotonic()
