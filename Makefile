@@ -95,7 +95,7 @@ browser: $(STAMP) ## install Chromium (Debian's package) for the browser test (m
 validate: $(STAMP) ## check every file of data/
 	$(PY) -m rpa_lib.data validate
 
-bench: $(STAMP) ## print the index, LLM-layer and Guided Selection benchmarks
+bench: $(STAMP) ## run the index, LLM-layer and Guided Selection benchmarks (rewrites results/bench_*.md)
 	$(PY) -m benchmarks index
 	$(PY) -m benchmarks llm
 	$(PY) -m benchmarks gs
