@@ -12,7 +12,7 @@ import pytest
 
 from benchmarks.mock_server import MockServer
 from rpa_lib.llm import LLMFatalError, RetryPolicy, clear_caches, get_llm, judge_llm
-from rpa_lib.llm.answers import example_instruction
+from rpa_lib.llm.answers import example_instruction, schema_instruction
 
 FAST = RetryPolicy(attempts=4, base_delay=0.001, max_delay=0.001)
 SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer", "minimum": 1}},
@@ -70,6 +70,16 @@ def test_structured_walks_the_whole_chain_and_uses_an_example_object_unaided():
         assert server.bodies[-1]["messages"][-1]["content"].endswith(example_instruction(SCHEMA))
         assert '"<name>"' in example_instruction(SCHEMA) and "Schema" not in example_instruction(SCHEMA)
         assert llm.usage.to_dict()["modes"] == {"structured": "text"}
+
+
+def test_a_mode_that_enforces_the_schema_shows_the_schema_a_fallback_that_does_not_an_example():
+    with MockServer(lambda body: '{"name": "Ada", "age": 36}', rejects=("json_schema", "json_object_schema")) as server:
+        assert client(server).structured(user("Describe Ada"), SCHEMA).data == {"name": "Ada", "age": 36}
+    assert formats(server) == ["json_schema", "json_object", "json_object"]
+    schema, object_schema, plain = (body["messages"][-1]["content"] for body in server.bodies)
+    assert schema.endswith(schema_instruction(SCHEMA))  # where auto starts: not a fallback
+    assert object_schema.endswith(schema_instruction(SCHEMA))  # llama.cpp's grammar from the schema
+    assert plain.endswith(example_instruction(SCHEMA))  # nothing enforces the schema: an example
 
 
 def test_sixteen_concurrent_calls_move_the_mode_once():

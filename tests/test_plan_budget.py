@@ -429,18 +429,25 @@ def test_a_run_mode_is_declared_and_a_typo_is_an_error():
     assert get_llm("fake", mode=RunMode()).__class__ is FakeLLM  # the default wraps nothing
 
 
-def test_a_call_under_auto_holds_the_most_any_mode_it_may_fall_back_to_can_cost():
-    """A server that rejects json_schema gets the schema spelled out in the prompt (json_object_schema), a longer
-    body: the hold covers it; a fixed mode holds its own body's bound."""
+def test_a_call_under_auto_holds_the_most_any_mode_it_may_fall_back_to_can_cost(monkeypatch):
+    """Under auto a call may end in any mode of its chain, each with a body of its own (the schema in the format and
+    the prompt, or an example in the prompt alone): the hold covers the largest; a fixed mode holds its own body's
+    bound."""
     from rpa_lib.llm.budget import body_tokens
+    from rpa_lib.llm.modes import CHAINS
 
     schema = {"type": "object", "properties": {f"field_{i}": {"type": "string", "description": "a long description " * 3}
                                                for i in range(8)}, "required": [f"field_{i}" for i in range(8)]}
     req = Request("structured", user("Describe the character."), max_tokens=200, schema=schema)
     auto = get_llm("openai:gpt-4.1", base_url="http://127.0.0.1:9/v1", api_key="sk-test", cache=False)
-    fallback = body_tokens(auto.body(req, "json_object_schema"), most=True)
-    assert fallback[0] > body_tokens(auto.body(req, "json_schema"), most=True)[0]  # the longer body comes later
-    assert auto._most_tokens(req) == fallback  # the largest of the chain here: input and output bound alike
+    bounds = [body_tokens(auto.body(req, mode), most=True) for mode in CHAINS["structured"]]
+    assert len(set(bounds)) > 1  # the bodies differ
+    assert auto._most_tokens(req) == (max(i for i, _ in bounds), max(o for _, o in bounds))
+    real = auto.body
+    monkeypatch.setattr(auto, "body", lambda req, mode: {**real(req, mode), "messages": user("x" * 9000)}
+                        if mode == "text" else real(req, mode))  # the last mode with the longest body
+    assert auto._most_tokens(req)[0] == body_tokens(auto.body(req, "text"), most=True)[0] > bounds[0][0]
+    monkeypatch.undo()
     fixed = get_llm("openai:gpt-4.1", base_url="http://127.0.0.1:9/v1", api_key="sk-test", cache=False,
                     structured_mode="json_schema")
     assert fixed._most_tokens(req) == body_tokens(fixed.body(req, "json_schema"), most=True)

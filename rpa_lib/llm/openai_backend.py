@@ -376,7 +376,7 @@ class OpenAILLM(LLM):
             return body
         schema = req.schema or {}
         # an example object, not the schema, where a small model must follow the instruction alone after a fallback
-        fallback = mode != self.structured_mode and mode != "json_object_schema"
+        fallback = mode not in (modes.key_mode(self.structured_mode), "json_object_schema")  # auto starts at json_schema
         instruction = answers.example_instruction(schema) if fallback else answers.schema_instruction(schema)
         body = {**common, "messages": answers.with_instruction(req.messages, instruction), "max_tokens": req.max_tokens}
         formats = {"json_schema": {"type": "json_schema",
