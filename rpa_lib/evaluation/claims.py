@@ -300,7 +300,7 @@ def claims_table(results_dir: Path, dataset: Dataset | None = None) -> tuple[pd.
     """``(claims, paired)``: per claim, the paper's and this run's evidence and verdicts; ``paired``, every
     comparison of the committed per-item files in ``results_dir``."""
     ds = as_dataset(dataset)
-    labels = pd.read_csv(ds.root / "labels.csv") if (ds.root / "labels.csv").is_file() else None
+    labels = pd.read_csv(ds.labels_path) if ds.labels_path.is_file() else None
     outcomes = load_outcomes(results_dir, labels)
     paired = compare(outcomes) if len(outcomes) else pd.DataFrame()
     summary = summarize(outcomes) if len(outcomes) else pd.DataFrame()
