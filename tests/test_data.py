@@ -320,6 +320,12 @@ def test_unknown_question_set_in_file(data_copy):
     assert validate(data_copy, full=False) == [f"{path}:2: unknown set 'bonus'; known: paper, multi"]
 
 
+def test_a_misspelled_field_is_named_not_ignored(data_copy):
+    path = edit_qa(data_copy, 2, sett="multi")  # ignored, the pair would count in the paper set
+    assert validate(data_copy, full=False) == [
+        f"{path}:2: unknown field(s) 'sett'; known: id, question, answer, attribute, evidence, set"]
+
+
 def test_answer_fact_missing_from_evidence(data_copy):
     """A number and a name the answer uses but no evidence string holds are flagged; a sentence-initial ordinary
     word ("Because") is not."""

@@ -4,6 +4,7 @@ gives; when ATS/ACTS's l_max changes the whole split is redone, and the index is
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -211,6 +212,11 @@ def test_command_line_add_and_delete(tove, capsys):
     assert authoring_cli(["delete-paragraph", "tove-marsh", "--under", "Beliefs > Nothing", "--index", "1",
                      "--data-dir", str(tove.root)]) == 2
     assert "no heading path 'Beliefs > Nothing'" in capsys.readouterr().err
+    alone = next(h for h, n in Counter(p.headings for p in tove.persona("tove-marsh").paragraphs).items() if n == 1)
+    before = tove.persona("tove-marsh").source
+    assert authoring_cli(["delete-paragraph", "tove-marsh", "--under", " > ".join(alone[1:]), "--containing", "",
+                          "--data-dir", str(tove.root)]) == 2  # "" is in every paragraph: it would delete this one
+    assert "containing is empty" in capsys.readouterr().err and tove.persona("tove-marsh").source == before
 
 
 def test_the_update_benchmark_runs_on_a_small_generated_persona(fixture_characters_dir, tmp_path, capsys):

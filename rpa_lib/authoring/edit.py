@@ -103,6 +103,8 @@ def _find(persona: Persona, under: str, index: int | None, containing: str | Non
             raise ValueError(f"{under!r} has {len(paragraphs)} paragraph(s); index {index} is outside "
                              f"1..{len(paragraphs)}")
         return headings, paragraphs[index - 1]
+    if not containing.strip():  # "" is in every paragraph
+        raise ValueError("containing is empty: give text of the paragraph to find")
     hits = [p for p in paragraphs if containing in p.text]
     if len(hits) != 1:
         raise ValueError(f"{len(hits)} paragraphs under {under!r} contain {containing[:40]!r}; expected exactly one")

@@ -14,6 +14,7 @@ from rpa_lib.errors import DataError
 from rpa_lib.persona import ATTRIBUTES, read_text
 
 QUESTIONNAIRE_ITEMS = {"mbti": (60, 15), "bigfive": (120, 24)}  # name -> (items, items per dimension)
+QA_FIELDS = ("id", "question", "answer", "attribute", "evidence", "set")  # a qa.jsonl line's; "set" optional
 TYPE_PATTERNS = {"mbti": re.compile(r"^[EI][SN][TF][JP]$"), "sloan": re.compile(r"^[SR][LC][OU][AE][IN]$")}
 LABEL_COLUMNS = ["slug", "name", "work", "mbti", "sloan"]
 REVIEWED_COLUMNS = ["id", "word", "reason"]
@@ -44,11 +45,13 @@ def read_qa(path: Path) -> tuple[list[QA], Problems]:
         if not isinstance(obj, dict):
             problems.append((lineno, "not a JSON object"))
             continue
-        missing = [k for k in ("id", "question", "answer", "attribute", "evidence") if k not in obj]
+        missing = [k for k in QA_FIELDS[:5] if k not in obj]
         if missing:
             problems.append((lineno, f"missing field(s): {', '.join(missing)}"))
             continue
         found = []  # this line's problems: a pair with any is reported and left out, so no caller meets bad fields
+        if unknown := [k for k in obj if k not in QA_FIELDS]:  # "sett": the pair would quietly count in the paper set
+            found.append(f"unknown field(s) {', '.join(map(repr, unknown))}; known: {', '.join(QA_FIELDS)}")
         if not all(isinstance(obj[k], str) and obj[k].strip() for k in ("id", "question", "answer")):
             found.append("id, question and answer must be non-empty strings")
         if obj["attribute"] not in ATTRIBUTES:
