@@ -12,7 +12,16 @@ from pathlib import Path
 import pytest
 
 from rpa_lib import paths
-from rpa_lib.data import DataError, dataset_statistics, load_labels, load_qa, load_questionnaire, main, validate
+from rpa_lib.data import (
+    DataError,
+    Dataset,
+    dataset_statistics,
+    load_labels,
+    load_qa,
+    load_questionnaire,
+    main,
+    validate,
+)
 
 ADA = "ada-lindqvist"
 
@@ -318,6 +327,13 @@ def test_real_dataset_question_sets():
 def test_unknown_question_set_in_file(data_copy):
     path = edit_qa(data_copy, 2, set="bonus")
     assert validate(data_copy, full=False) == [f"{path}:2: unknown set 'bonus'; known: paper, multi"]
+
+
+def test_reading_a_pair_whose_evidence_is_not_in_the_persona_names_it(data_copy):
+    path = edit_qa(data_copy, 2, evidence=["A sentence the persona never says."])
+    with pytest.raises(DataError, match=rf"{re.escape(str(path))}:2: evidence of {ADA}-02 not found verbatim in "
+                                        r"persona.md: 'A sentence the persona never says.'"):
+        Dataset(data_copy).qa(ADA)  # what the notebooks read: a recall or a reference from it would be quietly low
 
 
 def test_a_misspelled_field_is_named_not_ignored(data_copy):

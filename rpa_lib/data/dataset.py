@@ -1,6 +1,6 @@
 """One object owns the layout of a dataset folder (by default the repository's ``data/``) and loads its files,
-raising :class:`~rpa_lib.errors.DataError` on the first problem; it holds no loaded state and checks no whole
-dataset (:mod:`rpa_lib.data.validate` does)::
+raising :class:`~rpa_lib.errors.DataError` on the first problem (a QA pair's evidence not in its persona among
+them); it holds no loaded state and checks no whole dataset (:mod:`rpa_lib.data.validate` does)::
 
     data/characters/<slug>/persona.md, qa.jsonl     data/labels.csv
     data/questionnaires/<name>.json                 data/paper_results/<table>.csv
@@ -17,7 +17,7 @@ from rpa_lib import paths
 from rpa_lib.data.readers import first_problem, read_labels, read_qa, read_questionnaire
 from rpa_lib.data.records import QA, QA_SETS, Questionnaire
 from rpa_lib.errors import DataError
-from rpa_lib.persona import Persona, list_characters, load_persona, parsed_file
+from rpa_lib.persona import Persona, list_characters, load_persona, parsed_file, read_text
 
 
 class Dataset:
@@ -99,6 +99,14 @@ class Dataset:
                                         "(docs/your_own_character.md)")
         items, problems = parsed_file(path, read_qa) if path.is_file() else read_qa(path)  # read once, shared
         first_problem(path, problems)
+        persona = self.persona_path(slug)
+        if items and persona.is_file():  # evidence no chunk can hold would lower a score without a word
+            source = read_text(persona)
+            for q in items:
+                if missing := next((e for e in q.evidence if e not in source), None):
+                    raise DataError(path, q.line, f"evidence of {q.id} not found verbatim in persona.md: "
+                                                  f"{missing[:70]!r} (`python -m rpa_lib.data validate` lists every "
+                                                  "problem)")
         return [q for q in items if set in ("all", q.set)]
 
     def labels(self) -> list[dict[str, str]]:
