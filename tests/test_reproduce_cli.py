@@ -85,6 +85,13 @@ def test_a_misspelt_budget_setting_stops_before_the_budget_is_read(tmp_path, pro
             reproduce.plan(profile("description: x\n"))
 
 
+def test_a_misspelt_setting_in_a_profiles_env_names_the_profile_not_the_environment(tmp_path, profile):
+    name = profile("env: {RPA_LLM_TIMEOUTT: 5}\n")
+    with pytest.raises(SystemExit, match=rf"^{tmp_path}/{name}.yaml: env.RPA_LLM_TIMEOUTT is not a setting \(did you "
+                                         r"mean RPA_LLM_TIMEOUT\?\)"):
+        reproduce.plan(name)
+
+
 @pytest.mark.parametrize("text, message", [
     ("notebooks:\n  04_personality: {characters: [ada-lindqvst]}\n",
      r"^04_personality: characters: .*unknown character\(s\) 'ada-lindqvst'; known: ada-lindqvist, bram-okafor$"),

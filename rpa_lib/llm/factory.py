@@ -108,16 +108,21 @@ def get_llm(spec: str | None = None, *, role: str = "llm", default: str | None =
     return mode.wrap(_build(spec, "RPA_LLM", url, key, common))
 
 
+def setting_problem(name: str) -> str | None:
+    """Why ``name`` is no setting, when it begins as the LLM layer's do but nothing reads it; None otherwise."""
+    if not name.startswith(_PREFIXES) or name in SETTINGS:
+        return None
+    close = difflib.get_close_matches(name, SETTINGS, n=1, cutoff=0.75)
+    hint = _INSTEAD.get(name) or (f"did you mean {close[0]}?" if close else "")
+    return f"is not a setting{f' ({hint})' if hint else ''}; the LLM settings are {', '.join(SETTINGS)}"
+
+
 def check_setting_names() -> None:
     """ValueError naming a setting (environment or ``.env``) that begins as the LLM layer's do but that nothing reads:
     a typo such as ``RPA_LLM_BASEURL`` would otherwise run another model, or ``RPA_BUDGET_US`` run without a limit."""
-    unknown = sorted(n for n in settings() if n.startswith(_PREFIXES) and n not in SETTINGS)
+    unknown = sorted(n for n in settings() if setting_problem(n))
     if unknown:
-        name = unknown[0]
-        close = difflib.get_close_matches(name, SETTINGS, n=1, cutoff=0.75)
-        hint = _INSTEAD.get(name) or (f"did you mean {close[0]}?" if close else "")
-        raise ValueError(f"{', '.join(unknown)} (environment or .env) is not a setting{f' ({hint})' if hint else ''};"
-                         f" the LLM settings are {', '.join(SETTINGS)}")
+        raise ValueError(f"{', '.join(unknown)} (environment or .env) {setting_problem(unknown[0])}")
 
 
 def judge_llm(spec: str | None = None, *, default: str | None = None, **options: Any):

@@ -12,6 +12,7 @@ import yaml
 from rpa_lib import paths
 from rpa_lib.errors import did_you_mean
 from rpa_lib.experiment import check_choice, check_controls
+from rpa_lib.llm.factory import setting_problem
 from rpa_lib.notebook_params import check_value, parameters
 
 TOP_LEVEL = ("description", "defaults", "notebooks", "env", "budget_usd", "batch")
@@ -77,6 +78,8 @@ def load_profile(name: str) -> dict:
             raise SystemExit(f"{path}: env: {key!r} is no variable name (a string, such as RPA_LLM_MODEL)")
         if isinstance(value, bool) or not isinstance(value, str | int | float):  # null would be set as "None"
             raise SystemExit(f"{path}: env.{key}: expected a string or a number, got {value!r}")
+        if problem := setting_problem(key):
+            raise SystemExit(f"{path}: env.{key} {problem}")
     check_profile(path, profile)
     return profile
 
