@@ -16,6 +16,7 @@ from rpa_lib.data import (
     DataError,
     Dataset,
     dataset_statistics,
+    empty_attributes,
     load_labels,
     load_qa,
     load_questionnaire,
@@ -334,6 +335,18 @@ def test_reading_a_pair_whose_evidence_is_not_in_the_persona_names_it(data_copy)
     with pytest.raises(DataError, match=rf"{re.escape(str(path))}:2: evidence of {ADA}-02 not found verbatim in "
                                         r"persona.md: 'A sentence the persona never says.'"):
         Dataset(data_copy).qa(ADA)  # what the notebooks read: a recall or a reference from it would be quietly low
+
+
+def test_a_subsection_left_with_no_text_is_named(data_copy):
+    persona = Dataset(data_copy).persona(ADA)
+    path = next(p.headings for p in persona.paragraphs if len(p.headings) == 3)  # an attribute's first subsection
+    held = [p for p in persona.paragraphs if p.headings == path]
+    source = persona.source[: held[0].start] + persona.source[held[-1].end:]  # its paragraphs cut, its heading kept
+    persona.path.write_text(source, encoding="utf-8")
+    lineno = next(n for n, h in persona.headings if h == path)
+    problem = f"{persona.path}:{lineno}: heading {' > '.join(path[1:])!r} has no text under it"
+    assert problem in validate(data_copy)  # full: a problem
+    assert problem in empty_attributes(data_copy)  # --no-counts: a warning
 
 
 def test_a_misspelled_field_is_named_not_ignored(data_copy):

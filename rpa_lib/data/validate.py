@@ -219,7 +219,15 @@ def _check_persona_shape(persona: Persona, full: bool) -> list[str]:
                        "expected at least 2")
         if full and attribute in empty:
             out.append(f"{persona.path}: section {attribute!r} has no text")
-    return out
+    return out + (empty_subsections(persona) if full else [])
+
+
+def empty_subsections(persona: Persona) -> list[str]:
+    """A problem for each ``###`` or deeper heading with no paragraph under it or its own subsections: nothing of it
+    reaches a chunk, so its heading is a stray (an edit that left it, or text forgotten)."""
+    held = {p.headings[:n] for p in persona.paragraphs for n in range(3, len(p.headings) + 1)}
+    return [f"{persona.path}:{lineno}: heading {heading_path(path[1:])!r} has no text under it"
+            for lineno, path in persona.headings if len(path) > 2 and path not in held]
 
 
 def repeated_headings(persona: Persona) -> list[str]:
@@ -232,8 +240,8 @@ def repeated_headings(persona: Persona) -> list[str]:
 
 
 def empty_attributes(data_dir: Dataset | str | Path | None, characters: list[str] | None = None) -> list[str]:
-    """A warning for each persona that parses and has an attribute with no text (``validate(full=False)`` accepts
-    it; ``full=True`` does not)."""
+    """A warning for each persona that parses and has an attribute with no text, and for each empty subsection
+    (``validate(full=False)`` accepts them; ``full=True`` does not)."""
     ds = as_dataset(data_dir)
     out = []
     for slug in characters or ds.slugs():
@@ -244,4 +252,5 @@ def empty_attributes(data_dir: Dataset | str | Path | None, characters: list[str
         if persona.empty_attributes:
             out.append(f"{persona.path}: no text under {', '.join(map(repr, persona.empty_attributes))}: methods "
                        "answer from the other attributes")
+        out += empty_subsections(persona)
     return out
