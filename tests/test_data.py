@@ -349,6 +349,13 @@ def test_a_subsection_left_with_no_text_is_named(data_copy):
     assert problem in empty_attributes(data_copy)  # --no-counts: a warning
 
 
+def test_a_title_that_is_not_the_name_in_labels_is_named(data_copy):
+    persona = Dataset(data_copy).persona(ADA)
+    persona.path.write_text(persona.source.replace("# Ada Lindqvist", "# Ada Lindkvist", 1), encoding="utf-8")
+    assert f"{data_copy / 'labels.csv'}: name 'Ada Lindqvist' of {ADA!r} is not the title of {persona.path} " \
+           "('Ada Lindkvist'): prompts would name the one, chunk headings the other" in validate(data_copy, full=False)
+
+
 def test_a_misspelled_field_is_named_not_ignored(data_copy):
     path = edit_qa(data_copy, 2, sett="multi")  # ignored, the pair would count in the paper set
     assert validate(data_copy, full=False) == [

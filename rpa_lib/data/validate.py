@@ -37,12 +37,14 @@ def validate(data_dir: Dataset | str | Path | None = None, characters: list[str]
     if not slugs:
         out.append(f"{ds.characters_dir}: no character folders")
     total_chars = 0
+    titles: dict[str, tuple[Path, str]] = {}  # slug -> (persona.md, its title)
     for slug in slugs:
         try:
             persona = ds.persona(slug)
         except DataError as e:
             out.append(str(e))
             continue
+        titles[slug] = persona.path, persona.name
         total_chars += sum(len(p.text) for p in persona.paragraphs)
         out += _check_persona_shape(persona, full)
         qa_path = ds.qa_path(slug)
@@ -81,6 +83,9 @@ def validate(data_dir: Dataset | str | Path | None = None, characters: list[str]
         out += [f"{ds.labels_path}: no row for character {s!r}" for s in slugs if s not in labelled]
         out += [f"{ds.labels_path}: row for {s!r} but no folder {ds.characters_dir / s}"
                 for s in sorted(labelled - set(slugs))]
+        out += [f"{ds.labels_path}: name {r['name']!r} of {r['slug']!r} is not the title of {titles[r['slug']][0]} "
+                f"({titles[r['slug']][1]!r}): prompts would name the one, chunk headings the other"
+                for r in rows if r["slug"] in titles and r["name"] != titles[r["slug"]][1]]
         for qpath in sorted(ds.questionnaires_dir.glob("*.json")):
             out += _located(qpath, read_questionnaire(qpath, full)[1])
         if full:
