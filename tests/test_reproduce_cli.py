@@ -85,6 +85,17 @@ def test_a_misspelt_budget_setting_stops_before_the_budget_is_read(tmp_path, pro
             reproduce.plan(profile("description: x\n"))
 
 
+@pytest.mark.parametrize("command", ["run", "plan"])
+def test_one_price_without_the_other_stops_before_any_notebook(tmp_path, profile, monkeypatch, command):
+    monkeypatch.setenv("RPA_PRICE_IN", "2")  # each notebook would fail on it in turn
+    monkeypatch.setattr(reproduce, "notebooks", lambda *a: pytest.fail("went past the checks"))
+    with pytest.raises(SystemExit, match=r"^set both RPA_PRICE_IN and RPA_PRICE_OUT"):
+        if command == "run":
+            reproduce.run(profile("description: x\n"), output_dir=tmp_path / "out")
+        else:
+            reproduce.plan(profile("description: x\n"))
+
+
 def test_a_misspelt_setting_in_a_profiles_env_names_the_profile_not_the_environment(tmp_path, profile):
     name = profile("env: {RPA_LLM_TIMEOUTT: 5}\n")
     with pytest.raises(SystemExit, match=rf"^{tmp_path}/{name}.yaml: env.RPA_LLM_TIMEOUTT is not a setting \(did you "

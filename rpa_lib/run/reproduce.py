@@ -27,7 +27,7 @@ from rpa_lib.embeddings import STAND_IN_PREFIX, stand_in_name
 from rpa_lib.errors import DataError, closed_pipe
 from rpa_lib.llm import LLMError, LLMFatalError, get_llm, judge_llm
 from rpa_lib.llm.answers import without_iri_grammars
-from rpa_lib.llm.budget import Budget, BudgetExceeded, dollars, shared_budget, usd
+from rpa_lib.llm.budget import Budget, BudgetExceeded, dollars, price_override, shared_budget, usd
 from rpa_lib.llm.factory import check_setting_names
 from rpa_lib.llm.rounds import log_round
 from rpa_lib.model_files import require_models
@@ -263,9 +263,11 @@ def writable(folder: Path, what: str = "output folder") -> None:
 def check_settings() -> None:
     """A one-line SystemExit before anything runs for a setting (the environment, ``.env`` or the profile's ``env``)
     that would stop every notebook: an LLM setting's name that nothing reads (a misspelt budget would run without a
-    limit), or a cache or index folder (``RPA_CACHE_DIR``, ``RPA_INDEX_DIR``) that cannot be written."""
+    limit), one price without the other, or a cache or index folder (``RPA_CACHE_DIR``, ``RPA_INDEX_DIR``) that
+    cannot be written."""
     try:
         check_setting_names()
+        price_override()
         paths.check_cache_folders()
     except ValueError as e:
         raise SystemExit(str(e)) from None
