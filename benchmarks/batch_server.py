@@ -33,7 +33,7 @@ import threading
 import time
 from urllib.parse import parse_qs, urlsplit
 
-from benchmarks.mock_server import Answer, JSONHandler, Server, chat_completion, default_answer, load_answer
+from benchmarks.mock_server import Answer, JSONHandler, Server, chat_completion, default_answer, load_answer, serve
 
 OUTCOMES = ("completed", "expired", "failed_lines", "cancelled", "failed")
 CREATE_FAULTS = ("lost", "refused")
@@ -280,14 +280,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     server = BatchServer(load_answer(args.answer) if args.answer else None, port=args.port,
                          outcomes=[o for o in args.outcomes.split(",") if o]).start()
-    print(f"test batch server at {server.base_url} (Ctrl-C to stop)", flush=True)
-    try:
-        while True:
-            time.sleep(3600)
-    except KeyboardInterrupt:
-        server.stop()
-        print(f"{server.uploads} uploads, {server.created} batches, {server.retrievals} retrievals")
-    return 0
+    return serve(server, "test batch server", lambda: f"{server.uploads} uploads, {server.created} batches, "
+                                                       f"{server.retrievals} retrievals")
 
 
 if __name__ == "__main__":

@@ -285,13 +285,19 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     answer = load_answer(args.answer) if args.answer else None
     server = MockServer(answer, latency=args.latency, port=args.port).start()
-    print(f"mock OpenAI-compatible server at {server.base_url} (Ctrl-C to stop)", flush=True)
+    return serve(server, "mock OpenAI-compatible server", lambda: f"served {server.requests} requests: "
+                                                                  f"{dict(server.served)}")
+
+
+def serve(server: Any, name: str, served: Callable[[], str]) -> int:
+    """Serve a started ``server`` until Ctrl-C: the first line names its URL, the last says what it ``served``."""
+    print(f"{name} at {server.base_url} (Ctrl-C to stop)", flush=True)
     try:
         while True:
             time.sleep(3600)
     except KeyboardInterrupt:
         server.stop()
-        print(f"served {server.requests} requests: {dict(server.served)}")
+        print(served())
     return 0
 
 
