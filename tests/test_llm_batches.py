@@ -409,3 +409,24 @@ def test_a_batch_servers_error_never_shows_the_key(tmp_path):
                                                 r"resume") as caught:
             run([request(0)], tmp_path, client, progress=False)
     assert key not in str(caught.value) and caught.value.__cause__ is None and caught.value.__context__ is None
+
+
+def test_the_batch_server_from_its_command_line_runs_a_scripted_batch():
+    """``python -m benchmarks.batch_server --outcomes expired`` (docs/batch.md's dry run): the first line names the
+    URL, the first batch expires with half its lines answered."""
+    server = subprocess.Popen([sys.executable, "-m", "benchmarks.batch_server", "--port", "0", "--outcomes", "expired"],
+                              stdout=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parent.parent)
+    try:
+        assert server.stdout is not None
+        url = server.stdout.readline().split(" at ")[1].split(" ")[0]
+        client = openai.OpenAI(base_url=url, api_key="sk-test", max_retries=0)
+        lines = [{"custom_id": f"c{i}", "method": "POST", "url": ENDPOINT,
+                  "body": {"model": "m", "messages": [{"role": "user", "content": f"q{i}"}]}} for i in range(4)]
+        uploaded = client.files.create(file=("r.jsonl", "".join(map(jsonl, lines)).encode()), purpose="batch")
+        batch = client.batches.create(input_file_id=uploaded.id, endpoint=ENDPOINT, completion_window="24h")
+        while batch.status not in ("completed", "expired", "failed", "cancelled"):
+            batch = client.batches.retrieve(batch.id)
+        assert (batch.status, batch.request_counts.completed) == ("expired", 2)
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
