@@ -183,6 +183,8 @@ def test_edit_errors_name_the_problem_and_change_nothing(tove):
         add_paragraph("tove-marsh", "Activity > History", "  \n ", data=tove)
     with pytest.raises(ValueError, match="cannot start with '#'"):
         add_paragraph("tove-marsh", "Activity > History", "## Sneaky heading", data=tove)
+    with pytest.raises(ValueError, match="the text holds a blank line: add one paragraph at a time"):
+        add_paragraph("tove-marsh", "Activity > History", "The first.\n\nThe second.", data=tove)  # not joined
     with pytest.raises(ValueError, match="0 paragraphs under"):
         delete_paragraph("tove-marsh", "Personality > Temper", containing="no such words", data=tove)
     with pytest.raises(ValueError, match="index 9 is outside 1..1"):

@@ -68,6 +68,8 @@ def _write(persona: Persona, text: str, action: str, headings: tuple[str, ...], 
 
 
 def _clean(text: str) -> str:
+    if any(not line.strip() for line in text.strip().splitlines()):  # two paragraphs would be joined into one
+        raise ValueError("the text holds a blank line: add one paragraph at a time")
     text = " ".join(text.split())
     if not text:
         raise ValueError("the paragraph is empty")
