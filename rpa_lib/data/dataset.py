@@ -101,7 +101,7 @@ class Dataset:
         first_problem(path, problems)
         persona = self.persona_path(slug)
         if items and persona.is_file():  # evidence no chunk can hold would lower a score without a word
-            source = read_text(persona)
+            source = parsed_file(persona, read_text)  # read once while the file is unchanged, as the QA file is
             for q in items:
                 if missing := next((e for e in q.evidence if e not in source), None):
                     raise DataError(path, q.line, f"evidence of {q.id} not found verbatim in persona.md: "
